@@ -1,0 +1,409 @@
+#!/usr/bin/env bash
+# pacific-cluster.sh start [DIR] [--fresh]
+# pacific-cluster.sh stop  [DIR] [--purge]
+#
+# A throw-away single-host Ceph cluster on 127.0.0.1 for msgr2 tests, without
+# systemd, from the host's Debian 12 packages (Ceph 16.2.x "Pacific"; install
+# them with install-deps.sh). tentacle.sh runs this same script inside its
+# Ceph 20 chroot (with other ports), so nothing here is Pacific-specific.
+#
+# start STARTS two daemons (and nothing else):
+#   mon.a  msgr2 on v2:127.0.0.1:3300, msgr1 on v1:127.0.0.1:6789
+#   osd.0  on the in-memory "memstore" objectstore (no disks); it binds the
+#          first free ports from 6800: public v2 6800 / v1 6801, cluster v2 6802 / v1 6803
+# with cephx required everywhere, and a replicated pool "test" of size 1.
+# No ceph-mgr: `ceph -s` answers ("mgr: no daemons active", MGR_DOWN muted so
+# health is HEALTH_OK), but mgr-served commands (ceph osd df, ceph df, ceph pg
+# stat) HANG forever: wrap them in `timeout`.
+# On success stdout is only `export ...` lines (use: eval "$(pacific-cluster.sh start DIR)");
+# progress goes to stderr.
+#
+# stop STOPS exactly the daemons started for DIR, by their pid files
+# (DIR/run/*.pid), never by process name: a pid is only signalled if its
+# /proc/PID/cmdline names DIR/ceph.conf. OSDs first, then the mon; SIGTERM,
+# wait up to CEPH_TEST_STOP_TIMEOUT (20) s, then SIGKILL. --purge then deletes
+# DIR (only if it carries this script's marker file).
+#
+# Everything lives under DIR (default /tmp/ceph-pacific):
+#   DIR/ceph.conf  DIR/keyring (client.admin)  DIR/run/{mon.a,osd.0}.pid
+#   DIR/run/ceph-*.asok  DIR/log/{mon.a,osd.0}.log  DIR/mon/ceph-a  DIR/osd/ceph-0
+#
+# start is idempotent: if both daemons already run for DIR it only re-checks
+# them; a stopped cluster is restarted from its data; otherwise a new one is
+# made. --fresh (or CEPH_TEST_FRESH=1) stops and wipes DIR first. DIR is only
+# ever wiped if it is empty or carries the marker DIR/.ceph-test-cluster.
+# memstore saves objects to disk only on a clean SIGTERM shutdown
+# (osd_fast_shutdown = false); after a kill -9 the cluster is rebuilt.
+#
+# Environment knobs (all optional):
+#   CEPH_TEST_MON_V2_PORT (3300)  CEPH_TEST_MON_V1_PORT (6789)
+#   CEPH_TEST_TIMEOUT (90)        seconds to wait for each of: mon up, osd up, pool usable
+#   CEPH_TEST_MEMSTORE_BYTES (1073741824)   CEPH_TEST_PG_NUM (8)
+#   CEPH_TEST_DEBUG_MS_MON (1)  CEPH_TEST_DEBUG_MS_OSD (0)   debug_ms levels in the logs
+#   CEPH_TEST_EXTRA_CONF      text appended verbatim to ceph.conf when it is created
+#   CEPH_TEST_MIN_MON_RELEASE (pacific)  monmap min_mon_release; a mon refuses one more
+#                             than 2 releases older than itself (Tentacle uses tentacle)
+#   CEPH_TEST_STOP_TIMEOUT (20)
+#   CEPH_TEST_STOP_HINT       the stop command to print (tentacle.sh sets its own)
+set -euo pipefail
+
+SELF="$(readlink -f "${BASH_SOURCE[0]}")"
+PROG="pacific-cluster.sh"
+MON_ID=a
+OSD_ID=0
+POOL=test
+
+log() { printf '[%s %(%H:%M:%S)T] %s\n' "$PROG" -1 "$*" >&2; }
+usage() { sed -n '2,3p' "$SELF" >&2; exit "${1:-2}"; }
+
+# ==================================================================== stop
+# stop_one PIDFILE: SIGTERM the daemon of this cluster named by PIDFILE.
+stop_one() {
+  local pf="$1" name pid i
+  name="$(basename "$pf" .pid)"
+  pid="$(cat "$pf" 2>/dev/null || true)"
+  # gone, or a zombie awaiting reaping (empty cmdline; procfs files have size 0, so no -s)
+  if ! [[ "$pid" =~ ^[0-9]+$ ]] || [[ ! -r "/proc/$pid/cmdline" ]] ||
+     [[ -z "$(tr -d '\0' <"/proc/$pid/cmdline" 2>/dev/null)" ]]; then
+    log "$name: not running (stale pid file removed)"
+    rm -f "$pf"; return 0
+  fi
+  if ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CONF"; then
+    log "$name: pid $pid is not a daemon of $DIR; not touching it (stale pid file removed)"
+    rm -f "$pf"; return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+    [[ -e "/proc/$pid" ]] || break
+    [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" == Z ]] && break   # zombie = gone
+    sleep 0.1
+  done
+  if [[ -e "/proc/$pid" ]] && [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]]; then
+    log "$name: pid $pid still alive after ${STOP_TIMEOUT}s; SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.5
+  fi
+  if [[ -e "/proc/$pid" ]] && [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]]; then
+    log "$name: pid $pid could not be stopped"; return 1
+  fi
+  log "$name: stopped (pid $pid)"
+  rm -f "$pf"
+}
+
+# stop_daemons: stop every daemon of DIR by pid file; returns 1 if one survived.
+stop_daemons() {
+  local pf rc=0
+  shopt -s nullglob
+  [[ -n "$(echo "$DIR"/run/*.pid)" ]] || log "no pid files in $DIR/run: nothing running"
+  for pf in "$DIR"/run/osd.*.pid; do stop_one "$pf" || rc=1; done
+  for pf in "$DIR"/run/mon.*.pid; do stop_one "$pf" || rc=1; done
+  for pf in "$DIR"/run/*.pid; do stop_one "$pf" || rc=1; done   # anything else
+  shopt -u nullglob
+  return $rc
+}
+
+cmd_stop() {
+  local purge=0 a rc=0
+  for a in "$@"; do
+    case "$a" in
+      --purge) purge=1 ;;
+      -*) echo "$PROG stop: unknown option $a" >&2; exit 2 ;;
+      *) DIR="$a" ;;
+    esac
+  done
+  DIR="${DIR:-/tmp/ceph-pacific}"
+  if [[ ! -d "$DIR" ]]; then log "$DIR does not exist; nothing to stop"; return 0; fi
+  DIR="$(cd "$DIR" && pwd -P)"
+  CONF="$DIR/ceph.conf"
+  stop_daemons || rc=1
+  if [[ "$purge" == 1 ]]; then
+    if [[ ! -e "$DIR/.ceph-test-cluster" ]]; then
+      log "not purging $DIR: no .ceph-test-cluster marker"
+    elif [[ $rc -ne 0 ]]; then
+      log "not purging $DIR: some daemon is still running"
+    else
+      find "$DIR" -mindepth 1 -delete && rmdir "$DIR" && log "purged $DIR"
+    fi
+  fi
+  return $rc
+}
+
+# ==================================================================== start
+die() {
+  printf '[%s] ERROR: %s\n' "$PROG" "$*" >&2
+  printf '[%s] daemons already started are left running for inspection; stop them with: %s (or start over with --fresh)\n' \
+    "$PROG" "${CEPH_TEST_STOP_HINT:-$SELF stop $DIR}" >&2
+  exit 1
+}
+
+# ceph CLI wrapper: always this cluster, bounded in time.
+c() { timeout 30 ceph --conf "$CONF" --connect-timeout 10 "$@"; }
+
+# live_pid NAME: pid of daemon NAME of THIS cluster if it runs. The pid file
+# alone is not trusted: the process must have been started with DIR/ceph.conf.
+live_pid() {
+  local pf="$DIR/run/$1.pid" pid
+  [[ -s "$pf" ]] || return 1
+  pid="$(cat "$pf")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  [[ -r "/proc/$pid/cmdline" ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CONF" || return 1
+  echo "$pid"
+}
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }   # 0 if something listens
+
+wait_for() {  # wait_for DESCRIPTION LOGFILE COMMAND...
+  local what="$1" logf="$2"; shift 2
+  local deadline=$(( SECONDS + TIMEOUT ))
+  until "$@" >/dev/null 2>&1; do
+    (( SECONDS < deadline )) || die "timed out after ${TIMEOUT}s waiting for $what; see $logf (and $DIR/log/)"
+    sleep 1
+  done
+  log "$what: ok"
+}
+
+osd_is_up() { c osd dump 2>/dev/null | grep -Eq "^osd\.$OSD_ID up "; }
+
+pool_usable() {  # an object write/stat/delete proves the PGs are active (no mgr needed)
+  timeout 20 rados --conf "$CONF" -p "$POOL" put __start_cluster_probe /etc/hostname &&
+  timeout 20 rados --conf "$CONF" -p "$POOL" stat __start_cluster_probe &&
+  timeout 20 rados --conf "$CONF" -p "$POOL" rm __start_cluster_probe
+}
+
+print_exports() {
+  local key fsid
+  key="$(ceph-authtool "$KEYRING" -n client.admin -p 2>/dev/null || true)"
+  fsid="$(sed -n 's/^fsid = //p' "$CONF")"
+  cat <<EOT
+# Ceph test cluster in $DIR is up: mon.a at [v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT], osd.$OSD_ID (memstore), pool '$POOL' (size 1)
+export CEPH_CONF=$CONF
+export CEPH_TEST_DIR=$DIR
+export CEPH_TEST_KEYRING=$KEYRING
+export CEPH_TEST_MON_ADDRS='v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT'
+export CEPH_TEST_FSID=$fsid
+export CEPH_TEST_ENTITY=client.admin
+export CEPH_TEST_KEY=$key
+export CEPH_TEST_POOL=$POOL
+# stop with: ${CEPH_TEST_STOP_HINT:-$SELF stop $DIR}
+EOT
+}
+
+write_conf() {
+  local fsid="$1"
+  cat >"$CONF" <<EOT
+# written by $PROG; throw-away test cluster
+[global]
+fsid = $fsid
+mon_host = [v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT]
+public_addr = 127.0.0.1
+cluster_addr = 127.0.0.1
+public_network = 127.0.0.0/8
+ms_bind_msgr2 = true
+ms_bind_msgr1 = true
+auth_cluster_required = cephx
+auth_service_required = cephx
+auth_client_required = cephx
+auth_allow_insecure_global_id_reclaim = false
+run_dir = $DIR/run
+crash_dir = $DIR/crash
+tmp_dir = $DIR/tmp
+osd_pool_default_size = 1
+osd_pool_default_min_size = 1
+osd_pool_default_pg_num = $PG_NUM
+osd_pool_default_pgp_num = $PG_NUM
+osd_pool_default_pg_autoscale_mode = off
+osd_crush_chooseleaf_type = 0
+mon_allow_pool_size_one = true
+mon_allow_pool_delete = true
+mon_warn_on_pool_no_redundancy = false
+mon_data_avail_warn = 2
+mon_data_avail_crit = 1
+
+[mon]
+mon_data = $DIR/mon/\$cluster-\$id
+keyring = $DIR/mon/\$cluster-\$id/keyring
+log_file = $DIR/log/\$name.log
+pid_file = $DIR/run/\$name.pid
+admin_socket = $DIR/run/\$cluster-\$name.asok
+debug_ms = $DEBUG_MS_MON
+
+[osd]
+osd_objectstore = memstore
+memstore_device_bytes = $MEMSTORE_BYTES
+osd_data = $DIR/osd/\$cluster-\$id
+keyring = $DIR/osd/\$cluster-\$id/keyring
+log_file = $DIR/log/\$name.log
+pid_file = $DIR/run/\$name.pid
+admin_socket = $DIR/run/\$cluster-\$name.asok
+debug_ms = $DEBUG_MS_OSD
+osd_crush_update_on_start = true
+# memstore only writes its contents to osd_data on a clean umount; the default
+# fast shutdown skips that, and a restarted OSD would come back empty
+osd_fast_shutdown = false
+
+[client]
+keyring = $KEYRING
+EOT
+  if [[ -n "${CEPH_TEST_EXTRA_CONF:-}" ]]; then
+    printf '\n# CEPH_TEST_EXTRA_CONF\n%s\n' "$CEPH_TEST_EXTRA_CONF" >>"$CONF"
+  fi
+}
+
+cmd_start() {
+  local fresh="${CEPH_TEST_FRESH:-0}" a
+  for a in "$@"; do
+    case "$a" in
+      --fresh) fresh=1 ;;
+      -*) echo "$PROG start: unknown option $a" >&2; exit 2 ;;
+      *) DIR="$a" ;;
+    esac
+  done
+  DIR="${DIR:-/tmp/ceph-pacific}"
+  mkdir -p "$DIR"
+  DIR="$(cd "$DIR" && pwd -P)"
+  V2_PORT="${CEPH_TEST_MON_V2_PORT:-3300}"
+  V1_PORT="${CEPH_TEST_MON_V1_PORT:-6789}"
+  TIMEOUT="${CEPH_TEST_TIMEOUT:-90}"
+  MEMSTORE_BYTES="${CEPH_TEST_MEMSTORE_BYTES:-1073741824}"
+  PG_NUM="${CEPH_TEST_PG_NUM:-8}"
+  DEBUG_MS_MON="${CEPH_TEST_DEBUG_MS_MON:-1}"
+  DEBUG_MS_OSD="${CEPH_TEST_DEBUG_MS_OSD:-0}"
+  MARKER="$DIR/.ceph-test-cluster"
+  CONF="$DIR/ceph.conf"
+  KEYRING="$DIR/keyring"
+  local osd_dir="$DIR/osd/ceph-$OSD_ID" new bin
+
+  for bin in ceph ceph-mon ceph-osd ceph-authtool monmaptool rados uuidgen; do
+    command -v "$bin" >/dev/null 2>&1 || die "'$bin' not found; run install-deps.sh (apt: ceph-mon ceph-osd ceph-common uuid-runtime)"
+  done
+
+  # memstore after a kill -9 / crash: the PGs are gone and the pool would hang
+  # forever; the cluster is throw-away, so start over. Detected by: the store's
+  # "collections" file was not rewritten after the OSD was last started.
+  if [[ "$fresh" != 1 && -e "$MARKER" && -e "$osd_dir/.started" ]] &&
+     ! live_pid "osd.$OSD_ID" >/dev/null && [[ ! "$osd_dir/collections" -nt "$osd_dir/.started" ]]; then
+    log "osd.$OSD_ID did not shut down cleanly (kill -9 or crash), so its memstore contents are lost; recreating the cluster"
+    fresh=1
+  fi
+
+  # ---------------------------------------------------------------- fresh / wipe
+  if [[ "$fresh" == 1 ]]; then
+    if [[ -e "$MARKER" ]]; then
+      log "--fresh: stopping and wiping $DIR"
+      stop_daemons || die "could not stop the old daemons of $DIR"
+      find "$DIR" -mindepth 1 -delete
+    elif [[ -n "$(ls -A "$DIR")" ]]; then
+      die "--fresh: refusing to wipe $DIR: not empty and not made by this script (no $MARKER)"
+    fi
+  fi
+
+  # --------------------------------------------------------------- already up?
+  if [[ -e "$MARKER" && -e "$CONF" ]] && live_pid "mon.$MON_ID" >/dev/null && live_pid "osd.$OSD_ID" >/dev/null; then
+    log "daemons already running for $DIR (mon pid $(live_pid mon.$MON_ID), osd pid $(live_pid osd.$OSD_ID)); checking"
+    wait_for "mon answers" "$DIR/log/mon.$MON_ID.log" c -s
+    wait_for "osd.$OSD_ID up" "$DIR/log/osd.$OSD_ID.log" osd_is_up
+    wait_for "pool '$POOL' usable" "$DIR/log/osd.$OSD_ID.log" pool_usable
+    print_exports
+    return 0
+  fi
+
+  # the mon binds exactly these ports: they must be free
+  if ! live_pid "mon.$MON_ID" >/dev/null; then
+    for a in "$V2_PORT" "$V1_PORT"; do
+      port_busy "$a" && die "127.0.0.1:$a is already in use (another cluster?); stop it or set CEPH_TEST_MON_V2_PORT/CEPH_TEST_MON_V1_PORT"
+    done
+  fi
+
+  # ---------------------------------------------------------------- create
+  if [[ ! -e "$MARKER" ]]; then
+    [[ -z "$(ls -A "$DIR")" ]] || die "$DIR is not empty and was not made by this script; give an empty or new directory"
+    log "creating new cluster in $DIR ($(ceph-mon --version | cut -d' ' -f1-3))"
+    touch "$MARKER"
+    mkdir -p "$DIR"/{run,log,crash,mon,osd,tmp}
+    local fsid; fsid="$(uuidgen)"
+    write_conf "$fsid"
+    # keys: mon. and client.admin
+    ceph-authtool --create-keyring "$DIR/tmp/mon.keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+    ceph-authtool --create-keyring "$KEYRING" --gen-key -n client.admin \
+      --cap mon 'allow *' --cap osd 'allow *' --cap mds 'allow *' --cap mgr 'allow *' >/dev/null
+    ceph-authtool "$DIR/tmp/mon.keyring" --import-keyring "$KEYRING" >/dev/null
+    # monmap + mon store
+    monmaptool --create --fsid "$fsid" --enable-all-features \
+      --set-min-mon-release "${CEPH_TEST_MIN_MON_RELEASE:-pacific}" \
+      --addv "$MON_ID" "[v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT]" "$DIR/tmp/monmap" >/dev/null
+    mkdir -p "$DIR/mon/ceph-$MON_ID"
+    ceph-mon --conf "$CONF" --mkfs -i "$MON_ID" --monmap "$DIR/tmp/monmap" \
+      --keyring "$DIR/tmp/mon.keyring" >"$DIR/log/mon-mkfs.log" 2>&1 ||
+      die "ceph-mon --mkfs failed; see $DIR/log/mon-mkfs.log"
+    rm -f "$DIR/tmp/monmap" "$DIR/tmp/mon.keyring"
+    new=1
+  else
+    log "restarting stopped cluster in $DIR from its data"
+    [[ -e "$CONF" ]] || die "$CONF missing; rerun with --fresh"
+    new=0
+  fi
+
+  # ---------------------------------------------------------------- mon
+  if ! live_pid "mon.$MON_ID" >/dev/null; then
+    rm -f "$DIR/run/mon.$MON_ID.pid"
+    # daemonizes; the parent returns once the mon has initialised (or failed)
+    ceph-mon --conf "$CONF" -i "$MON_ID" >>"$DIR/log/mon-stdout.log" 2>&1 ||
+      die "ceph-mon failed to start; see $DIR/log/mon.$MON_ID.log and $DIR/log/mon-stdout.log"
+    log "ceph-mon started (pid $(cat "$DIR/run/mon.$MON_ID.pid" 2>/dev/null || echo '?'))"
+  fi
+  wait_for "mon answers 'ceph -s'" "$DIR/log/mon.$MON_ID.log" c -s
+  if [[ "$new" == 1 ]]; then
+    # no ceph-mgr here: keep `ceph health` at HEALTH_OK instead of "no active mgr"
+    c health mute MGR_DOWN --sticky >/dev/null 2>&1 || log "warning: could not mute MGR_DOWN"
+  fi
+
+  # ---------------------------------------------------------------- osd
+  if [[ ! -e "$osd_dir/.mkfs-done" ]]; then
+    log "creating osd.$OSD_ID (memstore, $MEMSTORE_BYTES bytes)"
+    mkdir -p "$osd_dir"
+    local osd_uuid osd_secret got
+    osd_uuid="$(uuidgen)"
+    osd_secret="$(ceph-authtool --gen-print-key)"
+    printf '{"cephx_secret": "%s"}\n' "$osd_secret" >"$DIR/tmp/osd-new.json"
+    got="$(c osd new "$osd_uuid" "$OSD_ID" -i "$DIR/tmp/osd-new.json")" || die "'ceph osd new' failed"
+    rm -f "$DIR/tmp/osd-new.json"
+    [[ "$got" == "$OSD_ID" ]] || die "'ceph osd new' returned id '$got', expected $OSD_ID"
+    ceph-authtool --create-keyring "$osd_dir/keyring" -n "osd.$OSD_ID" --add-key "$osd_secret" >/dev/null
+    ceph-osd --conf "$CONF" -i "$OSD_ID" --mkfs --osd-uuid "$osd_uuid" \
+      >"$DIR/log/osd-mkfs.log" 2>&1 || die "ceph-osd --mkfs failed; see $DIR/log/osd-mkfs.log"
+    touch "$osd_dir/.mkfs-done"
+  fi
+  if ! live_pid "osd.$OSD_ID" >/dev/null; then
+    rm -f "$DIR/run/osd.$OSD_ID.pid"
+    touch "$osd_dir/.started"
+    ceph-osd --conf "$CONF" -i "$OSD_ID" >>"$DIR/log/osd-stdout.log" 2>&1 ||
+      die "ceph-osd failed to start; see $DIR/log/osd.$OSD_ID.log and $DIR/log/osd-stdout.log"
+    log "ceph-osd started (pid $(cat "$DIR/run/osd.$OSD_ID.pid" 2>/dev/null || echo '?'))"
+  fi
+  wait_for "osd.$OSD_ID up" "$DIR/log/osd.$OSD_ID.log" osd_is_up
+
+  # ---------------------------------------------------------------- pool
+  if ! c osd pool ls 2>/dev/null | grep -qx "$POOL"; then
+    log "creating pool '$POOL' (pg_num $PG_NUM, size 1)"
+    c osd pool create "$POOL" "$PG_NUM" "$PG_NUM" replicated >/dev/null 2>&1 || die "pool create failed"
+    if ! c osd pool get "$POOL" size 2>/dev/null | grep -qx "size: 1"; then
+      c osd pool set "$POOL" size 1 --yes-i-really-mean-it >/dev/null 2>&1 || die "pool set size 1 failed"
+    fi
+    c osd pool application enable "$POOL" rados >/dev/null 2>&1 || true
+  fi
+  wait_for "pool '$POOL' usable (rados put/stat/rm)" "$DIR/log/osd.$OSD_ID.log" pool_usable
+
+  print_exports
+}
+
+# ==================================================================== main
+DIR=""
+STOP_TIMEOUT="${CEPH_TEST_STOP_TIMEOUT:-20}"
+cmd="${1:-}"; [[ $# -gt 0 ]] && shift
+case "$cmd" in
+  start) cmd_start "$@" ;;
+  stop) cmd_stop "$@" ;;
+  -h|--help|help) sed -n '2,47p' "$SELF"; exit 0 ;;
+  *) usage 2 ;;
+esac
