@@ -1,0 +1,136 @@
+//! `msgr decode CAPTURE [--json] [--keys FILE]`: prints every msgr2 frame of
+//! a pcap or pcapng capture, per connection and direction.
+
+use std::io::Write;
+
+use crate::describe::frame_fields;
+use crate::inspect::{analyze, KeyLog, Record};
+use crate::json::Object;
+
+/// Counts of what a decode saw.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub connections: usize,
+    pub frames: usize,
+    pub encrypted_chunks: usize,
+    pub problems: usize,
+}
+
+/// Decodes `capture` and writes one line per record to `out`.
+pub fn decode(capture: &[u8], keys: &KeyLog, json: bool, out: &mut dyn Write) -> std::io::Result<Summary> {
+    let mut summary = Summary::default();
+    let mut io_result = Ok(());
+    analyze(capture, keys, |record| {
+        if io_result.is_err() {
+            return;
+        }
+        let (text, obj) = render(&record, &mut summary);
+        io_result = if json {
+            writeln!(out, "{}", obj.into_value().to_json())
+        } else {
+            writeln!(out, "{text}")
+        };
+    });
+    io_result.map(|_| summary)
+}
+
+fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
+    let mut o = Object::new();
+    let text = match record {
+        Record::Connection {
+            conn,
+            client,
+            server,
+            roles_known,
+        } => {
+            summary.connections += 1;
+            o.set("conn", *conn)
+                .set("event", "connection")
+                .set("client", client.to_string())
+                .set("server", server.to_string())
+                .set("roles_known", *roles_known);
+            let guess = if *roles_known { "" } else { " (roles guessed: no SYN captured)" };
+            format!("conn {conn}: {client} -> {server}{guess}")
+        }
+        Record::Banner { conn, dir, banner } => {
+            o.set("conn", *conn)
+                .set("dir", dir.short())
+                .set("event", "banner")
+                .set("supported", banner.supported)
+                .set("required", banner.required);
+            format!(
+                "conn {conn} {} banner supported={:#x} required={:#x}",
+                dir.short(),
+                banner.supported,
+                banner.required
+            )
+        }
+        Record::Frame(f) => {
+            summary.frames += 1;
+            let p = &f.frame.preamble;
+            let lens: Vec<u32> = p.used().iter().map(|s| s.len).collect();
+            o.set("conn", f.conn)
+                .set("dir", f.dir.short())
+                .set("tag", f.frame.tag.to_string())
+                .set("encrypted", f.format.secure)
+                .set("mode", f.format.to_string())
+                .set("segments", lens.clone())
+                .set("compressed", p.is_compressed());
+            if p.is_compressed() {
+                let full: Vec<usize> = f.frame.segments[..f.frame.num_segments()]
+                    .iter()
+                    .map(|s| s.len())
+                    .collect();
+                o.set("decompressed_segments", full);
+            }
+            let fixed = o.0.len();
+            frame_fields(&f.frame, &mut o);
+            let mut line = format!(
+                "conn {} {} {} {:?}{}{}",
+                f.conn,
+                f.dir.short(),
+                f.frame.tag,
+                lens,
+                if f.format.secure { " [decrypted]" } else { "" },
+                if p.is_compressed() { " [compressed]" } else { "" }
+            );
+            for (k, v) in &o.0[fixed..] {
+                if matches!(v, crate::json::Value::Null) {
+                    continue;
+                }
+                line.push_str(&format!(" {k}={}", v.to_text()));
+            }
+            line
+        }
+        Record::Encrypted { conn, dir, bytes } => {
+            summary.encrypted_chunks += 1;
+            o.set("conn", *conn)
+                .set("dir", dir.short())
+                .set("tag", None::<&str>)
+                .set("encrypted", true)
+                .set("bytes", *bytes);
+            format!(
+                "conn {conn} {} [encrypted: {bytes} bytes; --keys decrypts]",
+                dir.short()
+            )
+        }
+        Record::Problem { conn, dir, problem } => {
+            summary.problems += 1;
+            if *conn != usize::MAX {
+                o.set("conn", *conn);
+            }
+            if let Some(d) = dir {
+                o.set("dir", d.short());
+            }
+            o.set("event", "error")
+                .set("kind", problem.kind())
+                .set("error", problem.to_string());
+            match (conn, dir) {
+                (&usize::MAX, _) => format!("capture: {problem}"),
+                (c, Some(d)) => format!("conn {c} {} error: {problem}", d.short()),
+                (c, None) => format!("conn {c} error: {problem}"),
+            }
+        }
+    };
+    (text, o)
+}

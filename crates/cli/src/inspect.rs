@@ -1,0 +1,467 @@
+//! Follows the msgr2 conversations in a packet capture: reassembles each
+//! TCP connection, reads both banners, then frames in each direction,
+//! switching to secure mode after AUTH_DONE picked it (decrypting when the
+//! connection secret is known) and to compressed frames after
+//! COMPRESSION_DONE enabled them.
+//!
+//! The analyzer is callback driven: each [`Record`] is handed out as soon as
+//! the capture reveals it, so captures of any size stream through.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use bytes::{Bytes, BytesMut};
+use msgr_capture::{read_packets, tcp_segment, CaptureError, Direction, Reassembler, StreamEvent};
+use msgr_frames::banner::{Banner, BANNER_PREFIX_LEN};
+use msgr_frames::compression::Algorithm;
+use msgr_frames::control::con_mode;
+use msgr_frames::crypto::{Role, SecureKeys};
+use msgr_frames::{ControlFrame, FrameDecoder, FrameError, FrameLimits, Received, WireFormat};
+
+/// Connection secrets for decrypting secure-mode connections.
+#[derive(Debug, Default, Clone)]
+pub struct KeyLog {
+    by_endpoints: HashMap<(SocketAddr, SocketAddr), Vec<u8>>,
+    by_conn: HashMap<usize, Vec<u8>>,
+}
+
+impl KeyLog {
+    /// Parses a key file: one connection per line, `#` starts a comment.
+    /// A line is `CLIENT_IP:PORT SERVER_IP:PORT SECRET_HEX` (the connection
+    /// by its endpoints, as seen in the capture) or `conn=N SECRET_HEX` (by
+    /// its index in this capture). The secret is the connection secret the
+    /// auth phase produced (64 bytes with cephx; at least 40 are used).
+    pub fn parse(text: &str) -> Result<KeyLog, String> {
+        let mut keys = KeyLog::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let bad = |why: &str| format!("key file line {}: {why}", n + 1);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let hex = |s: &str| -> Result<Vec<u8>, String> {
+                if s.len() % 2 != 0 {
+                    return Err(bad("odd number of hex digits"));
+                }
+                (0..s.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| bad("bad hex")))
+                    .collect()
+            };
+            match words.as_slice() {
+                [conn, secret] if conn.starts_with("conn=") => {
+                    let c = conn[5..].parse().map_err(|_| bad("bad connection index"))?;
+                    keys.by_conn.insert(c, hex(secret)?);
+                }
+                [client, server, secret] => {
+                    let c = client.parse().map_err(|_| bad("bad client address"))?;
+                    let s = server.parse().map_err(|_| bad("bad server address"))?;
+                    keys.by_endpoints.insert((c, s), hex(secret)?);
+                }
+                _ => return Err(bad("expected `CLIENT SERVER SECRET` or `conn=N SECRET`")),
+            }
+        }
+        Ok(keys)
+    }
+
+    fn find(&self, conn: usize, client: SocketAddr, server: SocketAddr) -> Option<&Vec<u8>> {
+        self.by_conn
+            .get(&conn)
+            .or_else(|| self.by_endpoints.get(&(client, server)))
+    }
+}
+
+/// What the analyzer found, in capture order.
+#[derive(Debug)]
+pub enum Record {
+    Connection {
+        conn: usize,
+        client: SocketAddr,
+        server: SocketAddr,
+        roles_known: bool,
+    },
+    Banner {
+        conn: usize,
+        dir: Direction,
+        banner: Banner,
+    },
+    Frame(FrameRecord),
+    /// Secure-mode bytes that could not be decrypted (no key).
+    Encrypted {
+        conn: usize,
+        dir: Direction,
+        bytes: usize,
+    },
+    /// Something stopped the decoding of one direction.
+    Problem {
+        conn: usize,
+        dir: Option<Direction>,
+        problem: Problem,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Problem {
+    /// The capture file itself is unreadable from some point.
+    Capture(CaptureError),
+    /// Not msgr2 (msgr1 or something else).
+    NotMsgr2 { msgr1: bool },
+    /// A frame error (bad crc, failed decryption, ...).
+    Frame(FrameError),
+    /// Bytes are missing from the capture.
+    Gap { missing: u64 },
+    /// The direction ended in the middle of a banner or frame.
+    Truncated { pending: usize },
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Capture(e) => write!(f, "{e}"),
+            Problem::NotMsgr2 { msgr1: true } => f.write_str("not msgr2: msgr1 banner (ceph v027)"),
+            Problem::NotMsgr2 { msgr1: false } => f.write_str("not msgr2: no \"ceph v2\" banner"),
+            Problem::Frame(e) => write!(f, "{e}"),
+            Problem::Gap { missing: 0 } => f.write_str("capture cut the stream (snapshot length)"),
+            Problem::Gap { missing } => write!(f, "{missing} bytes missing from the capture"),
+            Problem::Truncated { pending } => {
+                write!(f, "stream ends inside a frame ({pending} bytes pending)")
+            }
+        }
+    }
+}
+
+impl Problem {
+    /// A short machine-readable name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Problem::Capture(_) => "capture",
+            Problem::NotMsgr2 { msgr1: true } => "msgr1",
+            Problem::NotMsgr2 { msgr1: false } => "not_msgr2",
+            Problem::Frame(_) => "frame",
+            Problem::Gap { .. } => "gap",
+            Problem::Truncated { .. } => "truncated",
+        }
+    }
+}
+
+/// One decoded frame.
+#[derive(Debug)]
+pub struct FrameRecord {
+    pub conn: usize,
+    pub dir: Direction,
+    /// Framing it arrived in.
+    pub format: WireFormat,
+    /// Its bytes as they were on the wire.
+    pub raw: Bytes,
+    pub frame: Received,
+    /// Decrypted with a key from the key log.
+    pub decrypted: bool,
+}
+
+enum Stage {
+    Banner,
+    /// Banner read; waiting for the peer's to pick the revision.
+    PeerBanner,
+    Frames,
+    Encrypted,
+    Stopped,
+}
+
+struct Half {
+    stage: Stage,
+    buf: BytesMut,
+    banner: Option<Banner>,
+    decoder: Option<FrameDecoder>,
+}
+
+impl Half {
+    fn new() -> Self {
+        Half {
+            stage: Stage::Banner,
+            buf: BytesMut::new(),
+            banner: None,
+            decoder: None,
+        }
+    }
+}
+
+struct Conn {
+    client: SocketAddr,
+    server: SocketAddr,
+    halves: [Half; 2],
+}
+
+const DIRS: [Direction; 2] = [Direction::ClientToServer, Direction::ServerToClient];
+
+/// Decodes every msgr2 conversation in `capture` (a pcap or pcapng file).
+pub fn analyze(capture: &[u8], keys: &KeyLog, mut emit: impl FnMut(Record)) {
+    let (packets, err) = read_packets(capture);
+    let mut tcp = Reassembler::new();
+    let mut conns: Vec<Conn> = Vec::new();
+    for p in &packets {
+        let Some(seg) = tcp_segment(p) else { continue };
+        for ev in tcp.push(&seg) {
+            handle(ev, &mut conns, keys, &mut emit);
+        }
+    }
+    for ev in tcp.finish() {
+        handle(ev, &mut conns, keys, &mut emit);
+    }
+    for (conn, c) in conns.iter().enumerate() {
+        for dir in DIRS {
+            let h = &c.halves[dir.index()];
+            let pending = h.buf.len();
+            if pending > 0 && matches!(h.stage, Stage::Banner | Stage::PeerBanner | Stage::Frames) {
+                emit(Record::Problem {
+                    conn,
+                    dir: Some(dir),
+                    problem: Problem::Truncated { pending },
+                });
+            }
+        }
+    }
+    if let Some(e) = err {
+        emit(Record::Problem {
+            conn: usize::MAX,
+            dir: None,
+            problem: Problem::Capture(e),
+        });
+    }
+}
+
+fn handle(ev: StreamEvent, conns: &mut Vec<Conn>, keys: &KeyLog, emit: &mut impl FnMut(Record)) {
+    match ev {
+        StreamEvent::Opened {
+            conn,
+            client,
+            server,
+            roles_known,
+        } => {
+            conns.push(Conn {
+                client,
+                server,
+                halves: [Half::new(), Half::new()],
+            });
+            emit(Record::Connection {
+                conn,
+                client,
+                server,
+                roles_known,
+            });
+        }
+        StreamEvent::Data { conn, dir, bytes } => {
+            let c = &mut conns[conn];
+            let h = &mut c.halves[dir.index()];
+            match h.stage {
+                Stage::Stopped => return,
+                Stage::Encrypted => {
+                    emit(Record::Encrypted {
+                        conn,
+                        dir,
+                        bytes: bytes.len(),
+                    });
+                    return;
+                }
+                _ => h.buf.extend_from_slice(&bytes),
+            }
+            progress(conn, c, dir, keys, emit);
+        }
+        StreamEvent::Gap { conn, dir, missing } => {
+            let h = &mut conns[conn].halves[dir.index()];
+            if !matches!(h.stage, Stage::Stopped | Stage::Encrypted) {
+                h.stage = Stage::Stopped;
+                emit(Record::Problem {
+                    conn,
+                    dir: Some(dir),
+                    problem: Problem::Gap { missing },
+                });
+            }
+        }
+        StreamEvent::Closed { .. } => {}
+    }
+}
+
+/// Decodes whatever `dir` has buffered, then lets the other direction go on
+/// (its banner may have been waiting for ours).
+fn progress(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut impl FnMut(Record)) {
+    step(conn, c, dir, keys, emit);
+    let other = if dir == Direction::ClientToServer {
+        Direction::ServerToClient
+    } else {
+        Direction::ClientToServer
+    };
+    if matches!(c.halves[other.index()].stage, Stage::PeerBanner) {
+        step(conn, c, other, keys, emit);
+    }
+}
+
+fn stop(conn: usize, c: &mut Conn, dir: Direction, problem: Problem, emit: &mut impl FnMut(Record)) {
+    c.halves[dir.index()].stage = Stage::Stopped;
+    emit(Record::Problem {
+        conn,
+        dir: Some(dir),
+        problem,
+    });
+}
+
+fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut impl FnMut(Record)) {
+    let i = dir.index();
+    loop {
+        match c.halves[i].stage {
+            Stage::Banner => {
+                let h = &mut c.halves[i];
+                if h.buf.len() < BANNER_PREFIX_LEN {
+                    return;
+                }
+                let prefix: [u8; BANNER_PREFIX_LEN] = h.buf[..BANNER_PREFIX_LEN].try_into().expect("len checked");
+                let len = match Banner::decode_prefix(&prefix) {
+                    Ok(len) => len,
+                    Err(FrameError::NotMsgr2 { msgr1 }) => {
+                        return stop(conn, c, dir, Problem::NotMsgr2 { msgr1 }, emit)
+                    }
+                    Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
+                };
+                if h.buf.len() < BANNER_PREFIX_LEN + len {
+                    return;
+                }
+                let raw = h.buf.split_to(BANNER_PREFIX_LEN + len);
+                match Banner::decode_payload(&raw[BANNER_PREFIX_LEN..]) {
+                    Ok(banner) => {
+                        h.banner = Some(banner);
+                        h.stage = Stage::PeerBanner;
+                        emit(Record::Banner { conn, dir, banner });
+                    }
+                    Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
+                }
+            }
+            Stage::PeerBanner => {
+                let own = c.halves[i].banner.expect("banner read");
+                let Some(peer) = c.halves[1 - i].banner else { return };
+                // Each side frames as both agree; a failed negotiation ends
+                // the conversation, and the peer's error frame, if any,
+                // follows in rev0 framing.
+                let rev1 = own.negotiate(&peer).map(|n| n.rev1).unwrap_or(false);
+                let h = &mut c.halves[i];
+                h.decoder = Some(FrameDecoder::new(rev1, FrameLimits::default()));
+                h.stage = Stage::Frames;
+            }
+            Stage::Frames => {
+                let h = &mut c.halves[i];
+                let decoder = h.decoder.as_mut().expect("decoder set with the stage");
+                if h.buf.len() < decoder.head_len() {
+                    return;
+                }
+                let format = decoder.format();
+                let head = match decoder.decode_head(&h.buf) {
+                    Ok(head) => head,
+                    Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
+                };
+                if h.buf.len() < head.frame_len {
+                    return;
+                }
+                let bytes = h.buf.split_to(head.frame_len);
+                let raw = Bytes::copy_from_slice(&bytes);
+                match decoder.decode_frame(&head, bytes) {
+                    Ok(Some(frame)) => {
+                        let effect = after_frame(&frame, dir);
+                        emit(Record::Frame(FrameRecord {
+                            conn,
+                            dir,
+                            format,
+                            raw,
+                            frame,
+                            decrypted: format.secure,
+                        }));
+                        apply(conn, c, effect, keys, emit);
+                    }
+                    Ok(None) => {}
+                    Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
+                }
+            }
+            Stage::Encrypted => {
+                let h = &mut c.halves[i];
+                if !h.buf.is_empty() {
+                    let bytes = h.buf.len();
+                    h.buf.clear();
+                    emit(Record::Encrypted { conn, dir, bytes });
+                }
+                return;
+            }
+            Stage::Stopped => return,
+        }
+    }
+}
+
+/// What a frame changes for the rest of the connection.
+enum Effect {
+    None,
+    /// AUTH_DONE chose secure mode.
+    Secure,
+    /// COMPRESSION_DONE enabled compression.
+    Compress(Algorithm),
+}
+
+fn after_frame(frame: &Received, dir: Direction) -> Effect {
+    if dir != Direction::ServerToClient {
+        return Effect::None;
+    }
+    match ControlFrame::from_received(frame) {
+        Ok(ControlFrame::AuthDone(d)) if d.con_mode == con_mode::SECURE => Effect::Secure,
+        Ok(ControlFrame::CompressionDone(d)) if d.is_compress => {
+            Algorithm::from_wire(d.method).map_or(Effect::None, Effect::Compress)
+        }
+        _ => Effect::None,
+    }
+}
+
+/// Applies a frame's effect to both directions: the server switches right
+/// after sending AUTH_DONE / COMPRESSION_DONE, the client right after
+/// receiving it, and the client sends nothing in between.
+fn apply(conn: usize, c: &mut Conn, effect: Effect, keys: &KeyLog, emit: &mut impl FnMut(Record)) {
+    match effect {
+        Effect::None => {}
+        Effect::Compress(alg) => {
+            for h in &mut c.halves {
+                if let Some(d) = h.decoder.as_mut() {
+                    d.set_decompression(Some(alg));
+                }
+            }
+        }
+        Effect::Secure => {
+            let secret = keys.find(conn, c.client, c.server).cloned();
+            for dir in DIRS {
+                let h = &mut c.halves[dir.index()];
+                if !matches!(h.stage, Stage::Frames) {
+                    continue;
+                }
+                let rev1 = h.decoder.as_ref().is_some_and(|d| d.format().rev1);
+                // Decode each direction as its receiver does: the server
+                // (acceptor) receives c2s, the client (connector) s2c.
+                let role = match dir {
+                    Direction::ClientToServer => Role::Acceptor,
+                    Direction::ServerToClient => Role::Connector,
+                };
+                match secret.as_deref().map(|s| SecureKeys::from_connection_secret(s, role)) {
+                    Some(Ok(k)) => {
+                        if let Some(d) = h.decoder.as_mut() {
+                            d.set_cipher(k.ciphers(rev1).1);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        h.stage = Stage::Stopped;
+                        emit(Record::Problem {
+                            conn,
+                            dir: Some(dir),
+                            problem: Problem::Frame(e),
+                        });
+                    }
+                    None => h.stage = Stage::Encrypted,
+                }
+            }
+            for dir in DIRS {
+                step(conn, c, dir, keys, emit);
+            }
+        }
+    }
+}
