@@ -186,7 +186,10 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
             }
             3 => {
                 let Some(&(linktype, snap)) = interfaces.first() else {
-                    return (out, Some(CaptureError::UnknownInterface { offset: at, id: 0 }));
+                    return (
+                        out,
+                        Some(CaptureError::UnknownInterface { offset: at, id: 0 }),
+                    );
                 };
                 let Some(orig) = e.u32(body, 0) else {
                     return (out, Some(CaptureError::Truncated { offset: at }));
@@ -217,22 +220,28 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
     (out, None)
 }
 
+/// A pcap file (microsecond timestamps, all zero) holding `packets` of link
+/// type `linktype`: for tests and tools that make captures.
+pub fn write_pcap(linktype: u32, packets: &[Vec<u8>]) -> Vec<u8> {
+    let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    f.extend_from_slice(&[0; 8]);
+    f.extend_from_slice(&262_144u32.to_le_bytes());
+    f.extend_from_slice(&linktype.to_le_bytes());
+    for p in packets {
+        f.extend_from_slice(&[0; 8]);
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(p);
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pcap(packets: &[&[u8]]) -> Vec<u8> {
-        let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
-        f.extend_from_slice(&[0; 8]);
-        f.extend_from_slice(&65535u32.to_le_bytes());
-        f.extend_from_slice(&1u32.to_le_bytes());
-        for p in packets {
-            f.extend_from_slice(&[0; 8]);
-            f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-            f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-            f.extend_from_slice(p);
-        }
-        f
+        write_pcap(1, &packets.iter().map(|p| p.to_vec()).collect::<Vec<_>>())
     }
 
     #[test]
@@ -282,7 +291,10 @@ mod tests {
 
     #[test]
     fn garbage_is_reported() {
-        assert_eq!(read_packets(b"GET / HTTP/1.1").1, Some(CaptureError::UnknownFormat));
+        assert_eq!(
+            read_packets(b"GET / HTTP/1.1").1,
+            Some(CaptureError::UnknownFormat)
+        );
         assert_eq!(read_packets(b"").1, Some(CaptureError::UnknownFormat));
     }
 }

@@ -7,6 +7,6 @@ mod file;
 pub mod packet;
 pub mod tcp;
 
-pub use file::{read_packets, CaptureError, RawPacket};
+pub use file::{read_packets, write_pcap, CaptureError, RawPacket};
 pub use packet::{tcp_segment, TcpSegment};
 pub use tcp::{Direction, Reassembler, StreamEvent};

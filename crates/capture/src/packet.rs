@@ -64,7 +64,11 @@ pub fn tcp_segment<'a>(packet: &RawPacket<'a>) -> Option<TcpSegment<'a>> {
         LINKTYPE_LINUX_SLL2 => (Some(be16(d, 0)?), d.get(20..)?),
         LINKTYPE_NULL => {
             let family = u32::from_le_bytes(d.get(..4)?.try_into().ok()?);
-            let family = if family > 0xffff { family.swap_bytes() } else { family };
+            let family = if family > 0xffff {
+                family.swap_bytes()
+            } else {
+                family
+            };
             let t = match family {
                 2 => ETHERTYPE_IPV4,
                 24 | 28 | 30 => ETHERTYPE_IPV6,
@@ -95,7 +99,12 @@ fn ipv4(ip: &[u8], lost: usize) -> Option<TcpSegment<'_>> {
     let dst = Ipv4Addr::from(be32(ip, 16)?);
     // The IP length bounds the segment (Ethernet may pad short frames).
     let end = total.min(ip.len());
-    tcp(IpAddr::V4(src), IpAddr::V4(dst), ip.get(ihl..end)?, lost > 0 || total > ip.len())
+    tcp(
+        IpAddr::V4(src),
+        IpAddr::V4(dst),
+        ip.get(ihl..end)?,
+        lost > 0 || total > ip.len(),
+    )
 }
 
 fn ipv6(ip: &[u8], lost: usize) -> Option<TcpSegment<'_>> {
@@ -109,7 +118,12 @@ fn ipv6(ip: &[u8], lost: usize) -> Option<TcpSegment<'_>> {
     a.copy_from_slice(ip.get(24..40)?);
     let dst = Ipv6Addr::from(a);
     let end = (40 + payload_len).min(ip.len());
-    tcp(IpAddr::V6(src), IpAddr::V6(dst), ip.get(40..end)?, lost > 0 || 40 + payload_len > ip.len())
+    tcp(
+        IpAddr::V6(src),
+        IpAddr::V6(dst),
+        ip.get(40..end)?,
+        lost > 0 || 40 + payload_len > ip.len(),
+    )
 }
 
 fn tcp(src: IpAddr, dst: IpAddr, t: &[u8], cut: bool) -> Option<TcpSegment<'_>> {
@@ -129,7 +143,13 @@ fn tcp(src: IpAddr, dst: IpAddr, t: &[u8], cut: bool) -> Option<TcpSegment<'_>> 
 
 /// Builds an Ethernet + IPv4 + TCP packet (for tests and tools that write
 /// captures).
-pub fn build_ipv4_tcp(src: SocketAddr, dst: SocketAddr, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+pub fn build_ipv4_tcp(
+    src: SocketAddr,
+    dst: SocketAddr,
+    seq: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
     let (IpAddr::V4(s), IpAddr::V4(d)) = (src.ip(), dst.ip()) else {
         panic!("build_ipv4_tcp takes IPv4 addresses");
     };

@@ -265,7 +265,14 @@ mod tests {
         let (c, s) = ("10.0.0.1:40000", "10.0.0.2:3300");
         let mut r = Reassembler::new();
         let mut ev = r.push(&seg(c, s, 999, flags::SYN, b""));
-        assert!(matches!(ev[0], StreamEvent::Opened { conn: 0, roles_known: true, .. }));
+        assert!(matches!(
+            ev[0],
+            StreamEvent::Opened {
+                conn: 0,
+                roles_known: true,
+                ..
+            }
+        ));
         ev.extend(r.push(&seg(c, s, 1005, flags::ACK, b"world")));
         ev.extend(r.push(&seg(c, s, 1000, flags::ACK, b"hello")));
         ev.extend(r.push(&seg(c, s, 1000, flags::ACK, b"hello")));
@@ -302,10 +309,19 @@ mod tests {
     #[test]
     fn mid_stream_capture_guesses_roles() {
         let mut r = Reassembler::new();
-        let ev = r.push(&seg("10.0.0.2:3300", "10.0.0.1:40000", 7, flags::ACK, b"hi"));
+        let ev = r.push(&seg(
+            "10.0.0.2:3300",
+            "10.0.0.1:40000",
+            7,
+            flags::ACK,
+            b"hi",
+        ));
         assert!(matches!(
             ev[0],
-            StreamEvent::Opened { roles_known: false, .. }
+            StreamEvent::Opened {
+                roles_known: false,
+                ..
+            }
         ));
         assert_eq!(data(&ev)[0].1, Direction::ServerToClient);
     }

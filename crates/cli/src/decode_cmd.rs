@@ -17,7 +17,12 @@ pub struct Summary {
 }
 
 /// Decodes `capture` and writes one line per record to `out`.
-pub fn decode(capture: &[u8], keys: &KeyLog, json: bool, out: &mut dyn Write) -> std::io::Result<Summary> {
+pub fn decode(
+    capture: &[u8],
+    keys: &KeyLog,
+    json: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<Summary> {
     let mut summary = Summary::default();
     let mut io_result = Ok(());
     analyze(capture, keys, |record| {
@@ -49,7 +54,11 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                 .set("client", client.to_string())
                 .set("server", server.to_string())
                 .set("roles_known", *roles_known);
-            let guess = if *roles_known { "" } else { " (roles guessed: no SYN captured)" };
+            let guess = if *roles_known {
+                ""
+            } else {
+                " (roles guessed: no SYN captured)"
+            };
             format!("conn {conn}: {client} -> {server}{guess}")
         }
         Record::Banner { conn, dir, banner } => {
@@ -92,7 +101,11 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                 f.frame.tag,
                 lens,
                 if f.format.secure { " [decrypted]" } else { "" },
-                if p.is_compressed() { " [compressed]" } else { "" }
+                if p.is_compressed() {
+                    " [compressed]"
+                } else {
+                    ""
+                }
             );
             for (k, v) in &o.0[fixed..] {
                 if matches!(v, crate::json::Value::Null) {

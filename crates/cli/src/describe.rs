@@ -81,14 +81,32 @@ pub fn frame_fields(frame: &Received, o: &mut Object) {
         }
         ControlFrame::AuthRequest(a) => {
             o.set("method", auth_method_name(a.method))
-                .set("preferred_modes", a.preferred_modes.into_iter().map(con_mode_name).collect::<Vec<_>>())
+                .set(
+                    "preferred_modes",
+                    a.preferred_modes
+                        .into_iter()
+                        .map(con_mode_name)
+                        .collect::<Vec<_>>(),
+                )
                 .set("auth_payload_len", a.auth_payload.len());
         }
         ControlFrame::AuthBadMethod(a) => {
             o.set("method", auth_method_name(a.method))
                 .set("result", a.result)
-                .set("allowed_methods", a.allowed_methods.into_iter().map(auth_method_name).collect::<Vec<_>>())
-                .set("allowed_modes", a.allowed_modes.into_iter().map(con_mode_name).collect::<Vec<_>>());
+                .set(
+                    "allowed_methods",
+                    a.allowed_methods
+                        .into_iter()
+                        .map(auth_method_name)
+                        .collect::<Vec<_>>(),
+                )
+                .set(
+                    "allowed_modes",
+                    a.allowed_modes
+                        .into_iter()
+                        .map(con_mode_name)
+                        .collect::<Vec<_>>(),
+                );
         }
         ControlFrame::AuthReplyMore(a) => {
             o.set("auth_payload_len", a.auth_payload.len());
@@ -157,7 +175,10 @@ pub fn frame_fields(frame: &Received, o: &mut Object) {
         ControlFrame::CompressionRequest(c) => {
             o.set("is_compress", c.is_compress).set(
                 "preferred_methods",
-                c.preferred_methods.into_iter().map(algorithm_name).collect::<Vec<_>>(),
+                c.preferred_methods
+                    .into_iter()
+                    .map(algorithm_name)
+                    .collect::<Vec<_>>(),
             );
         }
         ControlFrame::CompressionDone(c) => {

@@ -16,7 +16,9 @@ use msgr_frames::banner::{Banner, BANNER_PREFIX_LEN};
 use msgr_frames::compression::Algorithm;
 use msgr_frames::control::con_mode;
 use msgr_frames::crypto::{Role, SecureKeys};
-use msgr_frames::{ControlFrame, FrameDecoder, FrameError, FrameLimits, Received, WireFormat};
+use msgr_frames::{
+    ControlFrame, FrameDecoder, FrameError, FrameHead, FrameLimits, Received, WireFormat,
+};
 
 /// Connection secrets for decrypting secure-mode connections.
 #[derive(Debug, Default, Clone)]
@@ -173,6 +175,9 @@ struct Half {
     buf: BytesMut,
     banner: Option<Banner>,
     decoder: Option<FrameDecoder>,
+    /// The head of a frame whose rest has not arrived (decoding a head is
+    /// done once: in msgr2.1-secure it uses up a nonce).
+    head: Option<FrameHead>,
 }
 
 impl Half {
@@ -182,6 +187,7 @@ impl Half {
             buf: BytesMut::new(),
             banner: None,
             decoder: None,
+            head: None,
         }
     }
 }
@@ -284,7 +290,13 @@ fn handle(ev: StreamEvent, conns: &mut Vec<Conn>, keys: &KeyLog, emit: &mut impl
 
 /// Decodes whatever `dir` has buffered, then lets the other direction go on
 /// (its banner may have been waiting for ours).
-fn progress(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut impl FnMut(Record)) {
+fn progress(
+    conn: usize,
+    c: &mut Conn,
+    dir: Direction,
+    keys: &KeyLog,
+    emit: &mut impl FnMut(Record),
+) {
     step(conn, c, dir, keys, emit);
     let other = if dir == Direction::ClientToServer {
         Direction::ServerToClient
@@ -296,7 +308,13 @@ fn progress(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut
     }
 }
 
-fn stop(conn: usize, c: &mut Conn, dir: Direction, problem: Problem, emit: &mut impl FnMut(Record)) {
+fn stop(
+    conn: usize,
+    c: &mut Conn,
+    dir: Direction,
+    problem: Problem,
+    emit: &mut impl FnMut(Record),
+) {
     c.halves[dir.index()].stage = Stage::Stopped;
     emit(Record::Problem {
         conn,
@@ -314,7 +332,8 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                 if h.buf.len() < BANNER_PREFIX_LEN {
                     return;
                 }
-                let prefix: [u8; BANNER_PREFIX_LEN] = h.buf[..BANNER_PREFIX_LEN].try_into().expect("len checked");
+                let prefix: [u8; BANNER_PREFIX_LEN] =
+                    h.buf[..BANNER_PREFIX_LEN].try_into().expect("len checked");
                 let len = match Banner::decode_prefix(&prefix) {
                     Ok(len) => len,
                     Err(FrameError::NotMsgr2 { msgr1 }) => {
@@ -337,7 +356,9 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
             }
             Stage::PeerBanner => {
                 let own = c.halves[i].banner.expect("banner read");
-                let Some(peer) = c.halves[1 - i].banner else { return };
+                let Some(peer) = c.halves[1 - i].banner else {
+                    return;
+                };
                 // Each side frames as both agree; a failed negotiation ends
                 // the conversation, and the peer's error frame, if any,
                 // follows in rev0 framing.
@@ -349,17 +370,21 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
             Stage::Frames => {
                 let h = &mut c.halves[i];
                 let decoder = h.decoder.as_mut().expect("decoder set with the stage");
-                if h.buf.len() < decoder.head_len() {
-                    return;
-                }
                 let format = decoder.format();
-                let head = match decoder.decode_head(&h.buf) {
-                    Ok(head) => head,
-                    Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
-                };
+                if h.head.is_none() {
+                    if h.buf.len() < decoder.head_len() {
+                        return;
+                    }
+                    match decoder.decode_head(&h.buf) {
+                        Ok(head) => h.head = Some(head),
+                        Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
+                    }
+                }
+                let head = h.head.as_ref().expect("set above");
                 if h.buf.len() < head.frame_len {
                     return;
                 }
+                let head = h.head.take().expect("set above");
                 let bytes = h.buf.split_to(head.frame_len);
                 let raw = Bytes::copy_from_slice(&bytes);
                 match decoder.decode_frame(&head, bytes) {
@@ -442,7 +467,10 @@ fn apply(conn: usize, c: &mut Conn, effect: Effect, keys: &KeyLog, emit: &mut im
                     Direction::ClientToServer => Role::Acceptor,
                     Direction::ServerToClient => Role::Connector,
                 };
-                match secret.as_deref().map(|s| SecureKeys::from_connection_secret(s, role)) {
+                match secret
+                    .as_deref()
+                    .map(|s| SecureKeys::from_connection_secret(s, role))
+                {
                     Some(Ok(k)) => {
                         if let Some(d) = h.decoder.as_mut() {
                             d.set_cipher(k.ciphers(rev1).1);
