@@ -5,12 +5,12 @@
 //! queued by reference. In secure mode the frame is gathered into the
 //! queue's arena and encrypted there in place.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::compression::{self, TxCompression};
 use crate::crc::{ceph_crc32c, SEGMENT_CRC_SEED};
 use crate::crypto::TxCipher;
-use crate::layout::{pad16, WireFormat, EPILOGUE_SECURE_LEN, GCM_TAG_LEN, INLINE_LEN};
+use crate::layout::{pad16, WireFormat, EPILOGUE_SECURE_LEN, INLINE_LEN};
 use crate::preamble::{Preamble, FLAG_COMPRESSED, MAX_SEGMENTS, PREAMBLE_LEN};
 use crate::{FrameError, Tag, WireQueue};
 
@@ -21,6 +21,10 @@ pub const LATE_STATUS_COMPLETE: u8 = 0x0e;
 pub const LATE_STATUS_ABORTED: u8 = 0x01;
 /// msgr2.0 late_flags bit of an aborted frame.
 pub const LATE_FLAG_ABORTED: u8 = 0x01;
+
+/// Secure frames at least this long are encrypted in a buffer of their own
+/// rather than in the queue's shared arena.
+const OWN_BUFFER_FRAME_LEN: usize = 64 * 1024;
 
 /// The transmit side of a connection's framing.
 pub struct FrameEncoder {
@@ -103,15 +107,31 @@ impl FrameEncoder {
         // non-empty segments stay non-empty, so it is unchanged.
         let mut preamble = Preamble::new(tag, lens, aligns, flags);
         preamble.num_segments = used as u8;
+        let frame_len = self.format().frame_len(&preamble) as usize;
         let before = out.len();
-        match (&mut self.cipher, self.rev1) {
-            (None, false) => Self::crc_rev0(&preamble, &segs, out),
-            (None, true) => Self::crc_rev1(&preamble, &segs, out),
-            (Some(c), false) => Self::secure_rev0(c, &preamble, &segs, out)?,
-            (Some(c), true) => Self::secure_rev1(c, &preamble, &segs, out)?,
+        let rev1 = self.rev1;
+        match &mut self.cipher {
+            None if rev1 => Self::crc_rev1(&preamble, &segs, out),
+            None => Self::crc_rev0(&preamble, &segs, out),
+            Some(c) => {
+                let mut secure = |buf: &mut BytesMut| match rev1 {
+                    true => Self::secure_rev1(c, &preamble, &segs, buf),
+                    false => Self::secure_rev0(c, &preamble, &segs, buf),
+                };
+                if frame_len >= OWN_BUFFER_FRAME_LEN {
+                    // A large frame gets a buffer of its own, which the
+                    // receiving end of a test, or the allocator after the
+                    // write, gets back whole.
+                    let mut buf = BytesMut::with_capacity(frame_len);
+                    secure(&mut buf)?;
+                    out.put_bytes(buf.freeze());
+                } else {
+                    out.append_with(frame_len, secure)?;
+                }
+            }
         }
         let written = out.len() - before;
-        debug_assert_eq!(written as u64, self.format().frame_len(&preamble));
+        debug_assert_eq!(written, frame_len);
         Ok(written)
     }
 
@@ -146,19 +166,22 @@ impl FrameEncoder {
     }
 
     /// Appends `seg` and its zero padding to 16 bytes.
-    fn put_padded(out: &mut WireQueue, seg: &[u8]) {
-        out.put_slice(seg);
-        out.put_zeros(pad16(seg.len() as u64) as usize - seg.len());
+    fn put_padded(buf: &mut BytesMut, seg: &[u8]) {
+        buf.extend_from_slice(seg);
+        let padded = pad16(seg.len() as u64) as usize;
+        buf.resize(buf.len() + padded - seg.len(), 0);
     }
 
-    /// Encrypts the last `plain_len` queued bytes in place and appends the tag.
+    /// Encrypts the last `plain_len` bytes of `buf` in place and appends the
+    /// tag.
     fn seal_tail(
         cipher: &mut TxCipher,
         plain_len: usize,
-        out: &mut WireQueue,
+        buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
-        let tag = cipher.seal(out.tail_mut(plain_len))?;
-        out.reserve_tail(GCM_TAG_LEN).copy_from_slice(&tag);
+        let start = buf.len() - plain_len;
+        let tag = cipher.seal(&mut buf[start..])?;
+        buf.extend_from_slice(&tag);
         Ok(())
     }
 
@@ -172,47 +195,47 @@ impl FrameEncoder {
         cipher: &mut TxCipher,
         p: &Preamble,
         segs: &[Bytes; MAX_SEGMENTS],
-        out: &mut WireQueue,
+        buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
-        let start = out.len();
-        out.put_slice(&p.encode());
+        let start = buf.len();
+        buf.extend_from_slice(&p.encode());
         for seg in &segs[..p.num_segments as usize] {
-            Self::put_padded(out, seg);
+            Self::put_padded(buf, seg);
         }
-        out.put_slice(&Self::secure_epilogue(0));
-        Self::seal_tail(cipher, out.len() - start, out)
+        buf.extend_from_slice(&Self::secure_epilogue(0));
+        Self::seal_tail(cipher, buf.len() - start, buf)
     }
 
     fn secure_rev1(
         cipher: &mut TxCipher,
         p: &Preamble,
         segs: &[Bytes; MAX_SEGMENTS],
-        out: &mut WireQueue,
+        buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
         // Preamble and the inline part of segment 0, zero-filled to 48.
         let first = &segs[0];
         let inline = first.len().min(INLINE_LEN);
-        out.put_slice(&p.encode());
-        out.put_slice(&first[..inline]);
-        out.put_zeros(INLINE_LEN - inline);
-        Self::seal_tail(cipher, PREAMBLE_LEN + INLINE_LEN, out)?;
+        buf.extend_from_slice(&p.encode());
+        buf.extend_from_slice(&first[..inline]);
+        buf.resize(buf.len() + INLINE_LEN - inline, 0);
+        Self::seal_tail(cipher, PREAMBLE_LEN + INLINE_LEN, buf)?;
 
         // The rest of segment 0, when its padded length exceeds the inline
         // buffer (the padding then sits on the remainder).
         if pad16(first.len() as u64) > INLINE_LEN as u64 {
-            let start = out.len();
-            Self::put_padded(out, &first[INLINE_LEN..]);
-            Self::seal_tail(cipher, out.len() - start, out)?;
+            let start = buf.len();
+            Self::put_padded(buf, &first[INLINE_LEN..]);
+            Self::seal_tail(cipher, buf.len() - start, buf)?;
         }
 
         let n = p.num_segments as usize;
         if n > 1 {
-            let start = out.len();
+            let start = buf.len();
             for seg in &segs[1..n] {
-                Self::put_padded(out, seg);
+                Self::put_padded(buf, seg);
             }
-            out.put_slice(&Self::secure_epilogue(LATE_STATUS_COMPLETE));
-            Self::seal_tail(cipher, out.len() - start, out)?;
+            buf.extend_from_slice(&Self::secure_epilogue(LATE_STATUS_COMPLETE));
+            Self::seal_tail(cipher, buf.len() - start, buf)?;
         }
         Ok(())
     }

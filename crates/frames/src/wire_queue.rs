@@ -69,23 +69,20 @@ impl WireQueue {
         }
     }
 
-    /// Reserves `n` bytes at the end of the arena for in-place work
-    /// (encryption) and returns them; they count as queued.
-    pub(crate) fn reserve_tail(&mut self, n: usize) -> &mut [u8] {
-        if self.arena.capacity() - self.arena.len() < n {
-            self.arena.reserve(n.max(ARENA_CHUNK));
+    /// Lets `fill` append to the arena directly (e.g. to encrypt in place
+    /// what it appended), with room for `expected` bytes reserved.
+    pub(crate) fn append_with<R>(
+        &mut self,
+        expected: usize,
+        fill: impl FnOnce(&mut BytesMut) -> R,
+    ) -> R {
+        if self.arena.capacity() - self.arena.len() < expected {
+            self.arena.reserve(expected.max(ARENA_CHUNK));
         }
-        let start = self.arena.len();
-        self.arena.resize(start + n, 0);
-        self.len += n;
-        &mut self.arena[start..]
-    }
-
-    /// The last `n` bytes of the arena, for in-place work on what was just
-    /// appended with `put_slice`.
-    pub(crate) fn tail_mut(&mut self, n: usize) -> &mut [u8] {
-        let len = self.arena.len();
-        &mut self.arena[len - n..]
+        let before = self.arena.len();
+        let r = fill(&mut self.arena);
+        self.len += self.arena.len() - before;
+        r
     }
 
     /// Turns the arena's pending bytes into a chunk.
@@ -122,6 +119,12 @@ impl WireQueue {
             n -= front.len();
             self.chunks.pop_front();
         }
+    }
+
+    /// Number of separate buffers queued.
+    pub fn chunk_count(&mut self) -> usize {
+        self.cut();
+        self.chunks.len()
     }
 
     /// Takes the oldest chunk.

@@ -1,0 +1,162 @@
+//! Writes the seed inputs of every fuzz target into fuzz/corpus/TARGET/:
+//! real frames and captures from testdata/captures, and frames of every
+//! mode made by our encoder. Run from the repository root:
+//! `cargo run -p msgr-fuzz-targets --bin make-seeds`.
+
+use std::path::Path;
+
+use bytes::Bytes;
+use msgr_encoding::{Encode, EntityAddr, EntityAddrvec, EntityName, UTime};
+use msgr_frames::banner::Banner;
+use msgr_frames::compression::{self, Algorithm, TxCompression};
+use msgr_frames::crypto::{Role, SecureKeys};
+use msgr_frames::preamble::Preamble;
+use msgr_frames::{FrameEncoder, Tag, WireQueue};
+
+fn write(target: &str, name: &str, data: &[u8]) {
+    let dir = Path::new("fuzz/corpus").join(target);
+    std::fs::create_dir_all(&dir).expect("corpus folder");
+    std::fs::write(dir.join(format!("seed-{name}")), data).expect("seed file");
+}
+
+fn main() {
+    let captures = Path::new("testdata/captures");
+    let mut pcaps: Vec<_> = std::fs::read_dir(captures)
+        .expect("run from the repository root")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .collect();
+    pcaps.sort();
+    // The smallest capture, whole, and the first KiBs of each.
+    for p in &pcaps {
+        let data = std::fs::read(p).expect("capture");
+        let stem = p.file_stem().unwrap().to_string_lossy().to_string();
+        write("capture", &stem, &data[..data.len().min(6000)]);
+    }
+
+    let addr: EntityAddr = "v2:127.0.0.1:3300/7".parse().unwrap();
+    let addrs: EntityAddrvec = "[v2:127.0.0.1:3300/0,v1:127.0.0.1:6789/0]".parse().unwrap();
+    let v6: EntityAddr = "v2:[::1]:6800/1".parse().unwrap();
+    for (i, v) in [
+        [&[0u8][..], &addr.to_bytes()].concat(),
+        [&[0u8][..], &v6.to_bytes()].concat(),
+        [&[1u8][..], &addrs.to_bytes()].concat(),
+        [
+            &[2u8][..],
+            &EntityName::new(msgr_encoding::EntityType::OSD, 3).to_bytes(),
+        ]
+        .concat(),
+        [&[3u8][..], &UTime::new(5, 6).to_bytes()].concat(),
+        [&[4u8][..], &"hello".to_string().to_bytes()].concat(),
+        [&[5u8][..], &vec![1u32, 2, 3].to_bytes()].concat(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        write("encoding", &i.to_string(), v);
+    }
+
+    write("banner", "default", &Banner::DEFAULT.encode());
+    write(
+        "preamble",
+        "message",
+        &Preamble::new(Tag::MESSAGE, [41, 100, 0, 4096], [8, 8, 8, 4096], 0).encode(),
+    );
+    write(
+        "preamble",
+        "wait",
+        &Preamble::new(Tag::WAIT, [0; 4], [8; 4], 1).encode(),
+    );
+
+    let sample: Vec<u8> = (0..3000u32).map(|i| (i / 7) as u8).collect();
+    for alg in Algorithm::ALL {
+        let mut c = Vec::new();
+        compression::compress(alg, &sample, &mut c).unwrap();
+        write(
+            "decompress",
+            alg.name(),
+            &[&[alg as u8 - 1][..], &c].concat(),
+        );
+    }
+
+    // Frame streams in every mode (first byte: mode bits, second: step).
+    let secret = [0x42u8; 64];
+    for mode in [0u8, 1, 2, 3, 5, 7 | (2 << 3)] {
+        let rev1 = mode & 1 != 0;
+        let mut enc = FrameEncoder::new(rev1);
+        if mode & 2 != 0 {
+            let k = SecureKeys::from_connection_secret(&secret, Role::Connector).unwrap();
+            enc.set_cipher(k.ciphers(rev1).0);
+        }
+        if mode & 4 != 0 {
+            let alg = Algorithm::from_wire(((mode >> 3) % 4 + 1) as u32).unwrap();
+            enc.set_compression(Some(TxCompression::new(alg)));
+        }
+        let mut q = WireQueue::new();
+        let hello = msgr_frames::control::Hello {
+            entity_type: msgr_encoding::EntityType::CLIENT,
+            peer_addr: addr,
+        };
+        enc.encode(Tag::HELLO, &[hello.to_bytes()], &mut q).unwrap();
+        let header = msgr_frames::MsgHeader2 {
+            seq: 1,
+            msg_type: 42,
+            ..Default::default()
+        };
+        enc.encode(
+            Tag::MESSAGE,
+            &[
+                header.to_bytes(),
+                Bytes::from(sample.clone()),
+                Bytes::new(),
+                Bytes::from_static(&[7; 100]),
+            ],
+            &mut q,
+        )
+        .unwrap();
+        write(
+            "frame_stream",
+            &format!("mode{mode}"),
+            &[&[mode, 200][..], &q.take_all()].concat(),
+        );
+        // Control payloads.
+    }
+    for (i, c) in [
+        msgr_frames::ControlFrame::from(msgr_frames::control::Hello {
+            entity_type: msgr_encoding::EntityType::MON,
+            peer_addr: addr,
+        }),
+        msgr_frames::control::ClientIdent {
+            addrs: addrs.clone(),
+            target_addr: addr,
+            gid: -1,
+            global_seq: 1,
+            supported_features: u64::MAX,
+            required_features: 0,
+            flags: 1,
+            cookie: 99,
+        }
+        .into(),
+        msgr_frames::control::AuthRequest {
+            method: 2,
+            preferred_modes: vec![2, 1],
+            auth_payload: Bytes::from_static(b"cephx"),
+        }
+        .into(),
+        msgr_frames::control::CompressionRequest {
+            is_compress: true,
+            preferred_methods: vec![1, 3],
+        }
+        .into(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        write(
+            "control_payload",
+            &i.to_string(),
+            &[&[c.tag().0][..], &c.payload()].concat(),
+        );
+    }
+    println!("seeds written to fuzz/corpus");
+}

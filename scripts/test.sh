@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/test.sh: installs what the tests need and runs every test.
+#
+# On a fresh Debian 12 machine, as root: installs Ceph 16 (host packages),
+# tcpdump and debootstrap, builds the Ceph 20 chroot (/var/tmp/ceph-tentacle,
+# once, about 90 s), then runs the whole Rust test suite (unit, pair,
+# capture, corpus replay) and the interop tests against live Ceph 16 and 20
+# daemons, which start and stop their own clusters.
+# MSGR_SKIP_INSTALL=1 skips the installation steps (when already done).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+if [[ "${MSGR_SKIP_INSTALL:-0}" != 1 ]]; then
+  step "install: Ceph 16, tcpdump, debootstrap"
+  scripts/ceph/install-deps.sh
+  step "install: Ceph 20 chroot"
+  scripts/ceph/tentacle.sh setup
+fi
+
+step "build"
+cargo build --release --workspace --bins
+
+step "unit, pair, capture and corpus tests"
+cargo test --release --workspace
+
+step "interop: msgr decode on live Ceph 16 and 20 traffic"
+scripts/interop/live-decode.sh target/release/msgr
+
+step "all tests passed"
