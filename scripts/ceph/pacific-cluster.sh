@@ -12,6 +12,10 @@
 #   osd.0  on the in-memory "memstore" objectstore (no disks); it binds the
 #          first free ports from 6800: public v2 6800 / v1 6801, cluster v2 6802 / v1 6803
 # with cephx required everywhere, and a replicated pool "test" of size 1.
+# With CEPH_TEST_NUM_OSDS=N it starts osd.0 .. osd.N-1 instead (same settings;
+# each takes the next 8 free ports: osd.1 usually 6808-6815), and
+# CEPH_TEST_POOL_SIZE sets the size of pool "test" (e.g. 2 for replication, so
+# a client write makes OSD->OSD MOSDRepOp messages on the cluster ports).
 # No ceph-mgr: `ceph -s` answers ("mgr: no daemons active", MGR_DOWN muted so
 # health is HEALTH_OK), but mgr-served commands (ceph osd df, ceph df, ceph pg
 # stat) HANG forever: wrap them in `timeout`.
@@ -27,8 +31,9 @@
 # Everything lives under DIR (default /tmp/ceph-pacific):
 #   DIR/ceph.conf  DIR/keyring (client.admin)  DIR/run/{mon.a,osd.0}.pid
 #   DIR/run/ceph-*.asok  DIR/log/{mon.a,osd.0}.log  DIR/mon/ceph-a  DIR/osd/ceph-0
+#   (and osd.1, ... likewise with CEPH_TEST_NUM_OSDS)
 #
-# start is idempotent: if both daemons already run for DIR it only re-checks
+# start is idempotent: if all daemons already run for DIR it only re-checks
 # them; a stopped cluster is restarted from its data; otherwise a new one is
 # made. --fresh (or CEPH_TEST_FRESH=1) stops and wipes DIR first. DIR is only
 # ever wiped if it is empty or carries the marker DIR/.ceph-test-cluster.
@@ -38,7 +43,10 @@
 # Environment knobs (all optional):
 #   CEPH_TEST_MON_V2_PORT (3300)  CEPH_TEST_MON_V1_PORT (6789)
 #   CEPH_TEST_TIMEOUT (90)        seconds to wait for each of: mon up, osd up, pool usable
-#   CEPH_TEST_MEMSTORE_BYTES (1073741824)   CEPH_TEST_PG_NUM (8)
+#   CEPH_TEST_MEMSTORE_BYTES (1073741824)   CEPH_TEST_PG_NUM (8)   (memstore size per OSD)
+#   CEPH_TEST_NUM_OSDS (1)    number of OSDs, osd.0 .. osd.N-1 (a restart without it
+#                             starts every OSD that already has data in DIR)
+#   CEPH_TEST_POOL_SIZE (1)   replica count of pool "test" when it is created (<= NUM_OSDS)
 #   CEPH_TEST_DEBUG_MS_MON (1)  CEPH_TEST_DEBUG_MS_OSD (0)   debug_ms levels in the logs
 #   CEPH_TEST_EXTRA_CONF      text appended verbatim to ceph.conf when it is created
 #   CEPH_TEST_MIN_MON_RELEASE (pacific)  monmap min_mon_release; a mon refuses one more
@@ -50,7 +58,7 @@ set -euo pipefail
 SELF="$(readlink -f "${BASH_SOURCE[0]}")"
 PROG="pacific-cluster.sh"
 MON_ID=a
-OSD_ID=0
+OSD_IDS=(0)   # set in cmd_start from CEPH_TEST_NUM_OSDS
 POOL=test
 
 log() { printf '[%s %(%H:%M:%S)T] %s\n' "$PROG" -1 "$*" >&2; }
@@ -163,7 +171,7 @@ wait_for() {  # wait_for DESCRIPTION LOGFILE COMMAND...
   log "$what: ok"
 }
 
-osd_is_up() { c osd dump 2>/dev/null | grep -Eq "^osd\.$OSD_ID up "; }
+osd_is_up() { c osd dump 2>/dev/null | grep -Eq "^osd\.$1 up "; }   # osd_is_up ID
 
 pool_usable() {  # an object write/stat/delete proves the PGs are active (no mgr needed)
   timeout 20 rados --conf "$CONF" -p "$POOL" put __start_cluster_probe /etc/hostname &&
@@ -175,8 +183,11 @@ print_exports() {
   local key fsid
   key="$(ceph-authtool "$KEYRING" -n client.admin -p 2>/dev/null || true)"
   fsid="$(sed -n 's/^fsid = //p' "$CONF")"
+  local osds="" id size
+  for id in "${OSD_IDS[@]}"; do osds+="${osds:+, }osd.$id"; done
+  size="$(c osd pool get "$POOL" size 2>/dev/null | sed -n 's/^size: //p' || true)"
   cat <<EOT
-# Ceph test cluster in $DIR is up: mon.a at [v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT], osd.$OSD_ID (memstore), pool '$POOL' (size 1)
+# Ceph test cluster in $DIR is up: mon.a at [v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT], $osds (memstore), pool '$POOL' (size ${size:-$POOL_SIZE})
 export CEPH_CONF=$CONF
 export CEPH_TEST_DIR=$DIR
 export CEPH_TEST_KEYRING=$KEYRING
@@ -272,7 +283,8 @@ cmd_start() {
   MARKER="$DIR/.ceph-test-cluster"
   CONF="$DIR/ceph.conf"
   KEYRING="$DIR/keyring"
-  local osd_dir="$DIR/osd/ceph-$OSD_ID" new bin
+  POOL_SIZE="${CEPH_TEST_POOL_SIZE:-1}"
+  local osd_dir new bin id n
 
   for bin in ceph ceph-mon ceph-osd ceph-authtool monmaptool rados uuidgen; do
     command -v "$bin" >/dev/null 2>&1 || die "'$bin' not found; run install-deps.sh (apt: ceph-mon ceph-osd ceph-common uuid-runtime)"
@@ -281,11 +293,14 @@ cmd_start() {
   # memstore after a kill -9 / crash: the PGs are gone and the pool would hang
   # forever; the cluster is throw-away, so start over. Detected by: the store's
   # "collections" file was not rewritten after the OSD was last started.
-  if [[ "$fresh" != 1 && -e "$MARKER" && -e "$osd_dir/.started" ]] &&
-     ! live_pid "osd.$OSD_ID" >/dev/null && [[ ! "$osd_dir/collections" -nt "$osd_dir/.started" ]]; then
-    log "osd.$OSD_ID did not shut down cleanly (kill -9 or crash), so its memstore contents are lost; recreating the cluster"
-    fresh=1
-  fi
+  for osd_dir in "$DIR"/osd/ceph-*; do
+    id="${osd_dir##*/ceph-}"
+    if [[ "$fresh" != 1 && -e "$MARKER" && -e "$osd_dir/.started" ]] &&
+       ! live_pid "osd.$id" >/dev/null && [[ ! "$osd_dir/collections" -nt "$osd_dir/.started" ]]; then
+      log "osd.$id did not shut down cleanly (kill -9 or crash), so its memstore contents are lost; recreating the cluster"
+      fresh=1
+    fi
+  done
 
   # ---------------------------------------------------------------- fresh / wipe
   if [[ "$fresh" == 1 ]]; then
@@ -298,12 +313,24 @@ cmd_start() {
     fi
   fi
 
+  # OSDs: osd.0 .. osd.N-1, N = CEPH_TEST_NUM_OSDS, or more if DIR already has more
+  n="${CEPH_TEST_NUM_OSDS:-1}"
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "CEPH_TEST_NUM_OSDS must be a number >= 1"
+  while [[ -e "$DIR/osd/ceph-$n/.mkfs-done" ]]; do n=$((n + 1)); done
+  OSD_IDS=(); for ((id = 0; id < n; id++)); do OSD_IDS+=("$id"); done
+  [[ "$POOL_SIZE" =~ ^[1-9][0-9]*$ ]] && (( POOL_SIZE <= n )) ||
+    die "CEPH_TEST_POOL_SIZE ($POOL_SIZE) must be between 1 and the number of OSDs ($n)"
+
   # --------------------------------------------------------------- already up?
-  if [[ -e "$MARKER" && -e "$CONF" ]] && live_pid "mon.$MON_ID" >/dev/null && live_pid "osd.$OSD_ID" >/dev/null; then
-    log "daemons already running for $DIR (mon pid $(live_pid mon.$MON_ID), osd pid $(live_pid osd.$OSD_ID)); checking"
+  local all_up=1
+  for id in "${OSD_IDS[@]}"; do live_pid "osd.$id" >/dev/null || all_up=0; done
+  if [[ -e "$MARKER" && -e "$CONF" ]] && live_pid "mon.$MON_ID" >/dev/null && (( all_up )); then
+    log "daemons already running for $DIR (mon pid $(live_pid mon.$MON_ID), osd pid(s) $(for id in "${OSD_IDS[@]}"; do live_pid "osd.$id"; done | tr '\n' ' ')); checking"
     wait_for "mon answers" "$DIR/log/mon.$MON_ID.log" c -s
-    wait_for "osd.$OSD_ID up" "$DIR/log/osd.$OSD_ID.log" osd_is_up
-    wait_for "pool '$POOL' usable" "$DIR/log/osd.$OSD_ID.log" pool_usable
+    for id in "${OSD_IDS[@]}"; do
+      wait_for "osd.$id up" "$DIR/log/osd.$id.log" osd_is_up "$id"
+    done
+    wait_for "pool '$POOL' usable" "$DIR/log/osd.0.log" pool_usable
     print_exports
     return 0
   fi
@@ -358,41 +385,47 @@ cmd_start() {
     c health mute MGR_DOWN --sticky >/dev/null 2>&1 || log "warning: could not mute MGR_DOWN"
   fi
 
-  # ---------------------------------------------------------------- osd
-  if [[ ! -e "$osd_dir/.mkfs-done" ]]; then
-    log "creating osd.$OSD_ID (memstore, $MEMSTORE_BYTES bytes)"
-    mkdir -p "$osd_dir"
-    local osd_uuid osd_secret got
-    osd_uuid="$(uuidgen)"
-    osd_secret="$(ceph-authtool --gen-print-key)"
-    printf '{"cephx_secret": "%s"}\n' "$osd_secret" >"$DIR/tmp/osd-new.json"
-    got="$(c osd new "$osd_uuid" "$OSD_ID" -i "$DIR/tmp/osd-new.json")" || die "'ceph osd new' failed"
-    rm -f "$DIR/tmp/osd-new.json"
-    [[ "$got" == "$OSD_ID" ]] || die "'ceph osd new' returned id '$got', expected $OSD_ID"
-    ceph-authtool --create-keyring "$osd_dir/keyring" -n "osd.$OSD_ID" --add-key "$osd_secret" >/dev/null
-    ceph-osd --conf "$CONF" -i "$OSD_ID" --mkfs --osd-uuid "$osd_uuid" \
-      >"$DIR/log/osd-mkfs.log" 2>&1 || die "ceph-osd --mkfs failed; see $DIR/log/osd-mkfs.log"
-    touch "$osd_dir/.mkfs-done"
-  fi
-  if ! live_pid "osd.$OSD_ID" >/dev/null; then
-    rm -f "$DIR/run/osd.$OSD_ID.pid"
-    touch "$osd_dir/.started"
-    ceph-osd --conf "$CONF" -i "$OSD_ID" >>"$DIR/log/osd-stdout.log" 2>&1 ||
-      die "ceph-osd failed to start; see $DIR/log/osd.$OSD_ID.log and $DIR/log/osd-stdout.log"
-    log "ceph-osd started (pid $(cat "$DIR/run/osd.$OSD_ID.pid" 2>/dev/null || echo '?'))"
-  fi
-  wait_for "osd.$OSD_ID up" "$DIR/log/osd.$OSD_ID.log" osd_is_up
+  # ---------------------------------------------------------------- osd(s)
+  local osd_uuid osd_secret got mkfs_log
+  for id in "${OSD_IDS[@]}"; do
+    osd_dir="$DIR/osd/ceph-$id"
+    mkfs_log="$DIR/log/osd-mkfs.log"; [[ "$id" == 0 ]] || mkfs_log="$DIR/log/osd.$id-mkfs.log"
+    if [[ ! -e "$osd_dir/.mkfs-done" ]]; then
+      log "creating osd.$id (memstore, $MEMSTORE_BYTES bytes)"
+      mkdir -p "$osd_dir"
+      osd_uuid="$(uuidgen)"
+      osd_secret="$(ceph-authtool --gen-print-key)"
+      printf '{"cephx_secret": "%s"}\n' "$osd_secret" >"$DIR/tmp/osd-new.json"
+      got="$(c osd new "$osd_uuid" "$id" -i "$DIR/tmp/osd-new.json")" || die "'ceph osd new' failed"
+      rm -f "$DIR/tmp/osd-new.json"
+      [[ "$got" == "$id" ]] || die "'ceph osd new' returned id '$got', expected $id"
+      ceph-authtool --create-keyring "$osd_dir/keyring" -n "osd.$id" --add-key "$osd_secret" >/dev/null
+      ceph-osd --conf "$CONF" -i "$id" --mkfs --osd-uuid "$osd_uuid" \
+        >"$mkfs_log" 2>&1 || die "ceph-osd --mkfs failed; see $mkfs_log"
+      touch "$osd_dir/.mkfs-done"
+    fi
+    if ! live_pid "osd.$id" >/dev/null; then
+      rm -f "$DIR/run/osd.$id.pid"
+      touch "$osd_dir/.started"
+      ceph-osd --conf "$CONF" -i "$id" >>"$DIR/log/osd-stdout.log" 2>&1 ||
+        die "ceph-osd failed to start; see $DIR/log/osd.$id.log and $DIR/log/osd-stdout.log"
+      log "ceph-osd started (pid $(cat "$DIR/run/osd.$id.pid" 2>/dev/null || echo '?'))"
+    fi
+  done
+  for id in "${OSD_IDS[@]}"; do
+    wait_for "osd.$id up" "$DIR/log/osd.$id.log" osd_is_up "$id"
+  done
 
   # ---------------------------------------------------------------- pool
   if ! c osd pool ls 2>/dev/null | grep -qx "$POOL"; then
-    log "creating pool '$POOL' (pg_num $PG_NUM, size 1)"
+    log "creating pool '$POOL' (pg_num $PG_NUM, size $POOL_SIZE)"
     c osd pool create "$POOL" "$PG_NUM" "$PG_NUM" replicated >/dev/null 2>&1 || die "pool create failed"
-    if ! c osd pool get "$POOL" size 2>/dev/null | grep -qx "size: 1"; then
-      c osd pool set "$POOL" size 1 --yes-i-really-mean-it >/dev/null 2>&1 || die "pool set size 1 failed"
+    if ! c osd pool get "$POOL" size 2>/dev/null | grep -qx "size: $POOL_SIZE"; then
+      c osd pool set "$POOL" size "$POOL_SIZE" --yes-i-really-mean-it >/dev/null 2>&1 || die "pool set size $POOL_SIZE failed"
     fi
     c osd pool application enable "$POOL" rados >/dev/null 2>&1 || true
   fi
-  wait_for "pool '$POOL' usable (rados put/stat/rm)" "$DIR/log/osd.$OSD_ID.log" pool_usable
+  wait_for "pool '$POOL' usable (rados put/stat/rm)" "$DIR/log/osd.0.log" pool_usable
 
   print_exports
 }
@@ -404,6 +437,6 @@ cmd="${1:-}"; [[ $# -gt 0 ]] && shift
 case "$cmd" in
   start) cmd_start "$@" ;;
   stop) cmd_stop "$@" ;;
-  -h|--help|help) sed -n '2,47p' "$SELF"; exit 0 ;;
+  -h|--help|help) sed -n '2,55p' "$SELF"; exit 0 ;;
   *) usage 2 ;;
 esac

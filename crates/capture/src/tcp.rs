@@ -186,9 +186,12 @@ impl Reassembler {
         };
         let half = &mut self.conns[conn].halves[dir.index()];
         if syn {
-            // Data starts after the SYN's sequence number.
-            half.isn = seg.seq.wrapping_add(1);
-            half.next = Some(0);
+            // Data starts after the SYN's sequence number (a retransmitted
+            // SYN changes nothing).
+            if half.next.is_none() {
+                half.isn = seg.seq.wrapping_add(1);
+                half.next = Some(0);
+            }
             return events;
         }
         if !half.broken {

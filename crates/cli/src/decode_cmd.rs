@@ -129,8 +129,8 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
         }
         Record::Problem { conn, dir, problem } => {
             summary.problems += 1;
-            if *conn != usize::MAX {
-                o.set("conn", *conn);
+            if let Some(c) = conn {
+                o.set("conn", *c);
             }
             if let Some(d) = dir {
                 o.set("dir", d.short());
@@ -139,9 +139,9 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                 .set("kind", problem.kind())
                 .set("error", problem.to_string());
             match (conn, dir) {
-                (&usize::MAX, _) => format!("capture: {problem}"),
-                (c, Some(d)) => format!("conn {c} {} error: {problem}", d.short()),
-                (c, None) => format!("conn {c} error: {problem}"),
+                (None, _) => format!("capture: {problem}"),
+                (Some(c), Some(d)) => format!("conn {c} {} error: {problem}", d.short()),
+                (Some(c), None) => format!("conn {c} error: {problem}"),
             }
         }
     };

@@ -95,9 +95,10 @@ pub enum Record {
         dir: Direction,
         bytes: usize,
     },
-    /// Something stopped the decoding of one direction.
+    /// Something stopped the decoding of one direction (or, without a
+    /// connection, of the whole capture file).
     Problem {
-        conn: usize,
+        conn: Option<usize>,
         dir: Option<Direction>,
         problem: Problem,
     },
@@ -220,7 +221,7 @@ pub fn analyze(capture: &[u8], keys: &KeyLog, mut emit: impl FnMut(Record)) {
             let pending = h.buf.len();
             if pending > 0 && matches!(h.stage, Stage::Banner | Stage::PeerBanner | Stage::Frames) {
                 emit(Record::Problem {
-                    conn,
+                    conn: Some(conn),
                     dir: Some(dir),
                     problem: Problem::Truncated { pending },
                 });
@@ -229,7 +230,7 @@ pub fn analyze(capture: &[u8], keys: &KeyLog, mut emit: impl FnMut(Record)) {
     }
     if let Some(e) = err {
         emit(Record::Problem {
-            conn: usize::MAX,
+            conn: None,
             dir: None,
             problem: Problem::Capture(e),
         });
@@ -278,7 +279,7 @@ fn handle(ev: StreamEvent, conns: &mut Vec<Conn>, keys: &KeyLog, emit: &mut impl
             if !matches!(h.stage, Stage::Stopped | Stage::Encrypted) {
                 h.stage = Stage::Stopped;
                 emit(Record::Problem {
-                    conn,
+                    conn: Some(conn),
                     dir: Some(dir),
                     problem: Problem::Gap { missing },
                 });
@@ -317,7 +318,7 @@ fn stop(
 ) {
     c.halves[dir.index()].stage = Stage::Stopped;
     emit(Record::Problem {
-        conn,
+        conn: Some(conn),
         dir: Some(dir),
         problem,
     });
@@ -479,7 +480,7 @@ fn apply(conn: usize, c: &mut Conn, effect: Effect, keys: &KeyLog, emit: &mut im
                     Some(Err(e)) => {
                         h.stage = Stage::Stopped;
                         emit(Record::Problem {
-                            conn,
+                            conn: Some(conn),
                             dir: Some(dir),
                             problem: Problem::Frame(e),
                         });

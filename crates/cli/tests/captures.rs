@@ -44,7 +44,7 @@ fn problems(recs: &[Record]) -> Vec<String> {
     recs.iter()
         .filter_map(|r| match r {
             Record::Problem { conn, dir, problem } => {
-                Some(format!("conn {conn} {dir:?}: {problem}"))
+                Some(format!("conn {conn:?} {dir:?}: {problem}"))
             }
             _ => None,
         })
