@@ -42,15 +42,7 @@ impl KeyLog {
             }
             let bad = |why: &str| format!("key file line {}: {why}", n + 1);
             let words: Vec<&str> = line.split_whitespace().collect();
-            let hex = |s: &str| -> Result<Vec<u8>, String> {
-                if s.len() % 2 != 0 {
-                    return Err(bad("odd number of hex digits"));
-                }
-                (0..s.len())
-                    .step_by(2)
-                    .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| bad("bad hex")))
-                    .collect()
-            };
+            let hex = |s: &str| msgr_encoding::hex::decode(s).map_err(|e| bad(&e));
             match words.as_slice() {
                 [conn, secret] if conn.starts_with("conn=") => {
                     let c = conn[5..].parse().map_err(|_| bad("bad connection index"))?;

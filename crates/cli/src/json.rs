@@ -14,61 +14,30 @@ pub enum Value {
     Object(Vec<(String, Value)>),
 }
 
-impl From<bool> for Value {
-    fn from(v: bool) -> Self {
-        Value::Bool(v)
-    }
+macro_rules! value_from {
+    ($($t:ty => |$v:ident| $e:expr),* $(,)?) => {$(
+        impl From<$t> for Value {
+            fn from($v: $t) -> Self {
+                $e
+            }
+        }
+    )*};
 }
-impl From<u64> for Value {
-    fn from(v: u64) -> Self {
-        Value::U64(v)
-    }
+
+value_from! {
+    bool => |v| Value::Bool(v),
+    u64 => |v| Value::U64(v),
+    u32 => |v| Value::U64(v.into()),
+    u16 => |v| Value::U64(v.into()),
+    u8 => |v| Value::U64(v.into()),
+    usize => |v| Value::U64(v as u64),
+    i64 => |v| Value::I64(v),
+    i32 => |v| Value::I64(v.into()),
+    f64 => |v| Value::F64(v),
+    &str => |v| Value::Str(v.to_string()),
+    String => |v| Value::Str(v),
 }
-impl From<u32> for Value {
-    fn from(v: u32) -> Self {
-        Value::U64(v as u64)
-    }
-}
-impl From<u16> for Value {
-    fn from(v: u16) -> Self {
-        Value::U64(v as u64)
-    }
-}
-impl From<u8> for Value {
-    fn from(v: u8) -> Self {
-        Value::U64(v as u64)
-    }
-}
-impl From<usize> for Value {
-    fn from(v: usize) -> Self {
-        Value::U64(v as u64)
-    }
-}
-impl From<i64> for Value {
-    fn from(v: i64) -> Self {
-        Value::I64(v)
-    }
-}
-impl From<i32> for Value {
-    fn from(v: i32) -> Self {
-        Value::I64(v as i64)
-    }
-}
-impl From<f64> for Value {
-    fn from(v: f64) -> Self {
-        Value::F64(v)
-    }
-}
-impl From<&str> for Value {
-    fn from(v: &str) -> Self {
-        Value::Str(v.to_string())
-    }
-}
-impl From<String> for Value {
-    fn from(v: String) -> Self {
-        Value::Str(v)
-    }
-}
+
 impl<T: Into<Value>> From<Vec<T>> for Value {
     fn from(v: Vec<T>) -> Self {
         Value::List(v.into_iter().map(Into::into).collect())

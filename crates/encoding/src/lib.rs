@@ -16,6 +16,7 @@ mod codec;
 mod decoder;
 pub mod entity;
 mod error;
+pub mod hex;
 mod macros;
 pub mod time;
 mod versioned;

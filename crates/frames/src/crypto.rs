@@ -247,11 +247,7 @@ mod tests {
     use super::*;
 
     fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        msgr_encoding::hex::decode(s).unwrap()
     }
 
     const SECRET: &[u8] = b"mock of crypto material for deriving key and nonce for AES GCM";
