@@ -325,7 +325,7 @@ cmd_start() {
   local all_up=1
   for id in "${OSD_IDS[@]}"; do live_pid "osd.$id" >/dev/null || all_up=0; done
   if [[ -e "$MARKER" && -e "$CONF" ]] && live_pid "mon.$MON_ID" >/dev/null && (( all_up )); then
-    log "daemons already running for $DIR (mon pid $(live_pid mon.$MON_ID), osd pid(s) $(for id in "${OSD_IDS[@]}"; do live_pid "osd.$id"; done | tr '\n' ' ')); checking"
+    log "daemons already running for $DIR (mon pid $(live_pid mon.$MON_ID), osd pid(s) $(for id in "${OSD_IDS[@]}"; do live_pid "osd.$id"; done | paste -sd' ')); checking"
     wait_for "mon answers" "$DIR/log/mon.$MON_ID.log" c -s
     for id in "${OSD_IDS[@]}"; do
       wait_for "osd.$id up" "$DIR/log/osd.$id.log" osd_is_up "$id"

@@ -55,7 +55,10 @@ HERE="$(dirname "$SELF")"
 CLUSTER_SH="$HERE/pacific-cluster.sh"
 PROG="tentacle.sh"
 DEFAULT_DIR="${TENTACLE_CHROOT:-/var/tmp/ceph-tentacle}"
-PKGS=(ceph-test ceph-mon ceph-osd ceph-common uuid-runtime)
+# libqatzip3: Debian links Ceph's zlib and lz4 compressor plugins against it,
+# and without it those plugins fail to load (the OSD then still negotiates
+# compression but sends plain frames).
+PKGS=(ceph-test ceph-mon ceph-osd ceph-common uuid-runtime libqatzip3)
 MARKER_NAME=".tentacle-chroot"
 PARTIAL_NAME=".tentacle-partial"
 CHROOT_PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -184,6 +187,17 @@ setup() {
   if is_ready "$dir"; then
     log "$dir is already set up:"
     sed 's/^/    /' "$dir/$MARKER_NAME" >&2
+    # A chroot built before a package joined PKGS gets it now.
+    local missing=() p
+    for p in "${PKGS[@]}"; do
+      ns_run "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+    done
+    if (( ${#missing[@]} )); then
+      log "installing packages added since: ${missing[*]}"
+      apt_install_inside "$dir" "$dir/.tentacle-apt.log" "${missing[@]}" ||
+        { tail -n 20 "$dir/.tentacle-apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
+      ns_run "$dir" apt-get clean >/dev/null 2>&1 || true
+    fi
     return 0
   fi
   local t
