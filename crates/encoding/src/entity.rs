@@ -246,6 +246,38 @@ impl EntityAddr {
         self.addr.map_or(0, |a| a.port())
     }
 
+    /// The struct's bytes as they sit in a little-endian Ceph process: le32
+    /// type, le32 nonce, then the 28-byte sockaddr union (host-order family,
+    /// network-order port and address).
+    pub fn memory_image(&self) -> [u8; 36] {
+        let mut m = [0u8; 36];
+        m[..4].copy_from_slice(&self.kind.0.to_le_bytes());
+        m[4..8].copy_from_slice(&self.nonce.to_le_bytes());
+        match self.addr {
+            None => {}
+            Some(SocketAddr::V4(a)) => {
+                m[8..10].copy_from_slice(&AF_INET.to_le_bytes());
+                m[10..12].copy_from_slice(&a.port().to_be_bytes());
+                m[12..16].copy_from_slice(&a.ip().octets());
+            }
+            Some(SocketAddr::V6(a)) => {
+                m[8..10].copy_from_slice(&AF_INET6.to_le_bytes());
+                m[10..12].copy_from_slice(&a.port().to_be_bytes());
+                m[12..16].copy_from_slice(&a.flowinfo().to_be_bytes());
+                m[16..32].copy_from_slice(&a.ip().octets());
+                m[32..36].copy_from_slice(&a.scope_id().to_le_bytes());
+            }
+        }
+        m
+    }
+
+    /// Ceph's `operator<` on entity_addr_t: a memcmp of the structs. Both
+    /// ends of a connection race must order addresses the same way, so this
+    /// is byte for byte what a Ceph peer computes.
+    pub fn ceph_less(&self, other: &EntityAddr) -> bool {
+        self.memory_image() < other.memory_image()
+    }
+
     fn encode_sockaddr(&self, out: &mut BytesMut) {
         match self.addr {
             None => {
@@ -597,6 +629,21 @@ mod tests {
             EntityAddr::decode_exact(&w, "a"),
             Err(DecodeError::LengthTooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn ordering_is_cephs_memcmp() {
+        let a: EntityAddr = "v2:10.0.0.2:6800/1".parse().unwrap();
+        let b: EntityAddr = "v2:10.0.0.1:6800/2".parse().unwrap();
+        // The nonce comes first in memory: a (nonce 1) < b (nonce 2).
+        assert!(a.ceph_less(&b));
+        // Little-endian nonce bytes: 256 (00 01) sorts before 1 (01 00).
+        let c: EntityAddr = "v2:10.0.0.1:6800/256".parse().unwrap();
+        let d: EntityAddr = "v2:10.0.0.1:6800/1".parse().unwrap();
+        assert!(c.ceph_less(&d));
+        let e: EntityAddr = "v2:10.0.0.1:6800/0".parse().unwrap();
+        let f: EntityAddr = "v2:10.0.0.2:6800/0".parse().unwrap();
+        assert!(e.ceph_less(&f) && !f.ceph_less(&e));
     }
 
     #[test]

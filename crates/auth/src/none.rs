@@ -1,0 +1,190 @@
+//! Auth `none` (CEPH_AUTH_NONE): no credentials, no keys. The client's
+//! request payload is its entity name and global id (AuthNoneClientHandler
+//! build_request: `encode(entity_name); encode(global_id)` as in
+//! src/auth/none/AuthNoneClientHandler.h); the server accepts anyone and
+//! answers AUTH_DONE at once.
+
+use bytes::{Bytes, BytesMut};
+use msgr_encoding::{Decode, Decoder, Encode};
+
+use crate::{
+    method, AuthError, AuthOutcome, AuthPeer, AuthRequest, ClientAuth, ConMode, ServerAuth,
+    ServerStep,
+};
+
+/// Auth none, client side.
+pub struct NoneClient {
+    /// The cephx-style name (`client.admin`); auth none sends type and id.
+    pub name: String,
+    pub global_id: u64,
+    pub modes: Vec<ConMode>,
+}
+
+impl ClientAuth for NoneClient {
+    fn request(&mut self, _peer: &AuthPeer, allowed: &[u32]) -> Result<AuthRequest, AuthError> {
+        if !allowed.is_empty() && !allowed.contains(&method::NONE) {
+            return Err(AuthError::NoMethodLeft);
+        }
+        Ok(AuthRequest {
+            method: method::NONE,
+            preferred_modes: self.modes.clone(),
+            payload: encode_none_request(&self.name, self.global_id),
+        })
+    }
+
+    fn reply_more(&mut self, _payload: &[u8]) -> Result<Bytes, AuthError> {
+        Err(AuthError::Malformed("auth none has a single round".into()))
+    }
+
+    fn done(
+        &mut self,
+        global_id: u64,
+        con_mode: ConMode,
+        _payload: &[u8],
+    ) -> Result<AuthOutcome, AuthError> {
+        if con_mode == ConMode::SECURE {
+            // Secure mode needs a connection secret, which auth none cannot make.
+            return Err(AuthError::NoCommonMode);
+        }
+        Ok(AuthOutcome {
+            global_id,
+            con_mode,
+            ..Default::default()
+        })
+    }
+
+    fn bad_method(
+        &mut self,
+        _: u32,
+        _: i32,
+        allowed: &[u32],
+        _: &[ConMode],
+    ) -> Result<(), AuthError> {
+        if allowed.contains(&method::NONE) {
+            Ok(())
+        } else {
+            Err(AuthError::NoMethodLeft)
+        }
+    }
+}
+
+/// `EntityName` of src/common/entity_name.h: le32 type, string id.
+fn encode_none_request(name: &str, global_id: u64) -> Bytes {
+    let (ty, id) = name.split_once('.').unwrap_or(("client", name));
+    let ty = msgr_encoding::EntityType::from_name(ty).map_or(0, |t| t.0 as u32);
+    let mut out = BytesMut::new();
+    // AuthNoneClientHandler: encode((__u8)1 struct_v); encode(entity_name); encode(global_id).
+    1u8.encode(&mut out);
+    ty.encode(&mut out);
+    id.encode(&mut out);
+    global_id.encode(&mut out);
+    out.freeze()
+}
+
+/// Auth none, server side: accepts anyone, in crc mode.
+pub struct NoneServer {
+    /// Modes allowed, best first (secure is impossible without keys).
+    pub modes: Vec<ConMode>,
+    /// The global id handed out.
+    pub next_global_id: u64,
+}
+
+impl Default for NoneServer {
+    fn default() -> Self {
+        NoneServer {
+            modes: vec![ConMode::CRC],
+            next_global_id: 0,
+        }
+    }
+}
+
+impl ServerAuth for NoneServer {
+    fn allowed_methods(&self, _peer: &AuthPeer) -> Vec<u32> {
+        vec![method::NONE]
+    }
+
+    fn allowed_modes(&self, _peer: &AuthPeer, method: u32) -> Vec<ConMode> {
+        if method == method::NONE {
+            self.modes
+                .iter()
+                .copied()
+                .filter(|m| *m != ConMode::SECURE)
+                .collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn handle(
+        &mut self,
+        _peer: &AuthPeer,
+        method: u32,
+        con_mode: ConMode,
+        _more: bool,
+        payload: &[u8],
+    ) -> Result<ServerStep, AuthError> {
+        if method != method::NONE {
+            return Err(AuthError::MethodNotSupported { method });
+        }
+        // Accept the client's global id, if it sent one (AuthNoneAuthorizer
+        // carries it); anything undecodable is ignored, as Ceph does.
+        let mut d = Decoder::new(payload);
+        let global_id = (|| -> Result<u64, msgr_encoding::DecodeError> {
+            let _v = u8::decode(&mut d)?;
+            let _ty = u32::decode(&mut d)?;
+            let _id = String::decode(&mut d)?;
+            u64::decode(&mut d)
+        })()
+        .unwrap_or(0);
+        let global_id = if global_id != 0 {
+            global_id
+        } else {
+            self.next_global_id
+        };
+        Ok(ServerStep::Done {
+            payload: Bytes::new(),
+            outcome: AuthOutcome {
+                global_id,
+                con_mode,
+                ..Default::default()
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_exchange() {
+        let peer = AuthPeer {
+            entity_type: msgr_encoding::EntityType::OSD,
+        };
+        let mut c = NoneClient {
+            name: "client.admin".into(),
+            global_id: 4123,
+            modes: vec![ConMode::CRC],
+        };
+        let mut s = NoneServer::default();
+        let req = c.request(&peer, &[]).unwrap();
+        assert_eq!(req.method, method::NONE);
+        let mode = s
+            .pick_mode(&peer, req.method, &req.preferred_modes)
+            .unwrap();
+        let ServerStep::Done { payload, outcome } = s
+            .handle(&peer, req.method, mode, false, &req.payload)
+            .unwrap()
+        else {
+            panic!("auth none is one round");
+        };
+        assert_eq!(outcome.global_id, 4123);
+        let got = c.done(outcome.global_id, mode, &payload).unwrap();
+        assert!(got.session_key.is_empty());
+        assert_eq!(s.pick_mode(&peer, method::NONE, &[ConMode::SECURE]), None);
+        assert_eq!(
+            s.handle(&peer, 2, mode, false, &[]),
+            Err(AuthError::MethodNotSupported { method: 2 })
+        );
+    }
+}

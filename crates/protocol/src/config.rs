@@ -1,0 +1,224 @@
+//! What a messenger tells each of its connections: who we are, how we
+//! authenticate, which policy applies to which peer, timeouts, limits and
+//! compression (Ceph's ms_* options).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use msgr_auth::AuthProvider;
+use msgr_encoding::{EntityName, EntityType};
+use msgr_frames::banner::{features, Banner};
+use msgr_frames::compression::Algorithm;
+use msgr_frames::FrameLimits;
+
+use crate::policy::Policy;
+
+/// Timers of a connection (ms_connection_ready_timeout,
+/// ms_connection_idle_timeout, ms_initial_backoff, ms_max_backoff).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A handshake that is not READY after this long faults.
+    pub connect: Duration,
+    /// A READY connection with no traffic either way for this long faults.
+    pub idle: Duration,
+    /// First reconnect delay after a fault; doubles up to `backoff_max`.
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            idle: Duration::from_secs(900),
+            backoff_initial: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(15),
+        }
+    }
+}
+
+/// On-wire compression settings (ms_osd_compress_mode,
+/// ms_osd_compression_algorithm, ms_osd_compress_min_size,
+/// ms_compress_secure). As in Ceph, compression is only considered with
+/// peers that are OSDs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressionConfig {
+    /// `force`: ask for (or grant) compression with OSD peers.
+    pub force: bool,
+    /// Acceptable algorithms, preferred first.
+    pub algorithms: Vec<Algorithm>,
+    pub min_size: usize,
+    /// Allow compression in secure mode too.
+    pub secure: bool,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        CompressionConfig {
+            force: false,
+            algorithms: vec![Algorithm::Snappy],
+            min_size: 1024,
+            secure: false,
+        }
+    }
+}
+
+impl CompressionConfig {
+    /// Whether to compress with a peer of `peer_type` (CompressorRegistry::
+    /// get_mode).
+    pub fn wanted(&self, peer_type: EntityType, secure: bool) -> bool {
+        self.force && peer_type == EntityType::OSD && (!secure || self.secure)
+    }
+
+    /// The server's pick: the first of the client's methods we allow
+    /// (CompressorRegistry::pick_method).
+    pub fn pick(&self, client_methods: &[u32]) -> Option<Algorithm> {
+        client_methods
+            .iter()
+            .filter_map(|&m| Algorithm::from_wire(m))
+            .find(|a| *a != Algorithm::None && self.algorithms.contains(a))
+    }
+}
+
+/// The messenger-wide global sequence (AsyncMessenger::get_global_seq):
+/// strictly increasing, raised past any value a peer shows us.
+#[derive(Debug, Default)]
+pub struct GlobalSeq(AtomicU64);
+
+impl GlobalSeq {
+    /// The next value, greater than `at_least`.
+    pub fn next(&self, at_least: u64) -> u64 {
+        let mut cur = self.0.load(Ordering::Relaxed);
+        loop {
+            let next = cur.max(at_least) + 1;
+            match self
+                .0
+                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return next,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+}
+
+/// Policies by peer type, with a default (Messenger::set_policy /
+/// set_default_policy).
+#[derive(Debug, Clone)]
+pub struct PolicySet {
+    pub default: Policy,
+    pub by_type: HashMap<EntityType, Policy>,
+}
+
+impl PolicySet {
+    pub fn new(default: Policy) -> Self {
+        PolicySet {
+            default,
+            by_type: HashMap::new(),
+        }
+    }
+
+    pub fn with(mut self, peer_type: EntityType, policy: Policy) -> Self {
+        self.by_type.insert(peer_type, policy);
+        self
+    }
+
+    pub fn get(&self, peer_type: EntityType) -> Policy {
+        self.by_type
+            .get(&peer_type)
+            .copied()
+            .unwrap_or(self.default)
+    }
+}
+
+/// Everything a connection needs to know about its messenger.
+#[derive(Clone)]
+pub struct Config {
+    pub my_name: EntityName,
+    /// The msgr2 features our banner announces (clear REVISION_1 to speak
+    /// msgr2.0 only).
+    pub banner: Banner,
+    pub auth: Arc<dyn AuthProvider>,
+    pub policies: PolicySet,
+    pub timeouts: Timeouts,
+    /// Caps on frames once a session is READY.
+    pub frame_limits: FrameLimits,
+    /// Caps on frames during the handshake (before the peer authenticated).
+    pub handshake_limits: FrameLimits,
+    pub compression: CompressionConfig,
+    /// Take our own IP from the peer's HELLO when we do not know it
+    /// (ms_learn_addr_from_peer).
+    pub learn_addr_from_peer: bool,
+    pub global_seq: Arc<GlobalSeq>,
+}
+
+impl Config {
+    pub fn new(my_name: EntityName, auth: Arc<dyn AuthProvider>, policies: PolicySet) -> Self {
+        Config {
+            my_name,
+            banner: Banner::DEFAULT,
+            auth,
+            policies,
+            timeouts: Timeouts::default(),
+            frame_limits: FrameLimits::default(),
+            handshake_limits: FrameLimits {
+                max_segment_len: 1 << 20,
+                max_frame_len: 1 << 20,
+                max_decompressed_len: 1 << 20,
+            },
+            compression: CompressionConfig::default(),
+            learn_addr_from_peer: true,
+            global_seq: Arc::new(GlobalSeq::default()),
+        }
+    }
+
+    /// Speak msgr2.0 only (do not announce REVISION_1).
+    pub fn rev0_only(mut self) -> Self {
+        self.banner.supported &= !features::REVISION_1;
+        self
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("my_name", &self.my_name)
+            .field("banner", &self.banner)
+            .field("timeouts", &self.timeouts)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_seq_rises_past_what_it_is_shown() {
+        let g = GlobalSeq::default();
+        assert_eq!(g.next(0), 1);
+        assert_eq!(g.next(0), 2);
+        assert_eq!(g.next(10), 11);
+        assert_eq!(g.next(3), 12);
+    }
+
+    #[test]
+    fn compression_only_towards_osds() {
+        let c = CompressionConfig {
+            force: true,
+            algorithms: vec![Algorithm::Zstd, Algorithm::Snappy],
+            ..Default::default()
+        };
+        assert!(c.wanted(EntityType::OSD, false));
+        assert!(!c.wanted(EntityType::CLIENT, false));
+        assert!(!c.wanted(EntityType::OSD, true));
+        assert_eq!(
+            c.pick(&[1, 3]),
+            Some(Algorithm::Snappy),
+            "the client's order wins"
+        );
+        assert_eq!(c.pick(&[2]), None);
+    }
+}

@@ -1,0 +1,922 @@
+//! One connection to a peer, sans-IO: Ceph's AsyncConnection +
+//! ProtocolV2, minus the sockets, threads and clocks.
+//!
+//! A `Conn` outlives its sockets. It asks its driver for a socket
+//! ([`Event::Connect`]), runs the handshake over it, moves messages while
+//! READY, and on a fault decides by its policy between reconnecting (after
+//! a backoff), standing by, and closing (ProtocolV2::_fault; §7 of
+//! docs/research/protocol-v2-sessions.md). An accepted socket runs the
+//! acceptor handshake until the client's ident, which the messenger decides
+//! on ([`Event::IdentReceived`], [`Conn::resolve`]); the socket then either
+//! starts a session here or moves into the existing connection to the same
+//! peer ([`Conn::take_for_reuse`], [`Conn::adopt`]).
+//!
+//! The driver's loop: write [`Conn::output`], read into [`Conn::input`]
+//! (about [`Conn::want`] bytes), call [`Conn::handle_input`], drain
+//! [`Conn::poll_event`], and call [`Conn::handle_timeout`] at
+//! [`Conn::poll_timeout`]. Time is always passed in.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use msgr_encoding::{EntityAddr, EntityAddrvec, EntityName, EntityType, UTime};
+use msgr_frames::control::*;
+use msgr_frames::{ControlFrame, MessageFrame, Received, Tag, WireQueue};
+
+use crate::config::Config;
+use crate::decide::{Decision, ExistingInfo};
+use crate::error::ProtocolError;
+use crate::handshake::{AcceptStep, Accepting, ConnectStep, Connecting, Cx, IdentRequest};
+use crate::link::{Input, Link, LinkId};
+use crate::message::Message;
+use crate::peer::{MyAddrs, PeerInfo};
+use crate::session::{Arrival, Session};
+use crate::{features, Event};
+
+/// Which side opened the current socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Connector,
+    Acceptor,
+}
+
+/// Where a connection stands (coarser than the handshake phases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnState {
+    /// Waiting for the driver to open a socket.
+    NeedSocket,
+    /// Waiting out a backoff before reconnecting.
+    Backoff,
+    Connecting,
+    Accepting,
+    /// An accepted ident awaits the messenger's decision.
+    Deciding,
+    /// Told the client to wait (or that it lacks features); it will close.
+    ServerWait,
+    Ready,
+    Standby,
+    Closed,
+}
+
+enum State {
+    NeedSocket,
+    Backoff { until: Instant },
+    Connecting(Connecting),
+    Accepting(Accepting),
+    Deciding(IdentRequest),
+    ServerWait,
+    Ready,
+    Standby,
+    Closed,
+}
+
+/// Counters of what happened on a connection (for tests and statistics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnStats {
+    /// Sockets opened towards the peer.
+    pub connect_attempts: u64,
+    /// CLIENT_IDENT / SESSION_RECONNECT frames written.
+    pub client_idents: u64,
+    pub reconnects_sent: u64,
+    /// Times the session became READY again after a fault.
+    pub reconnects: u64,
+    pub faults: u64,
+    pub messages_in: u64,
+    pub messages_out: u64,
+    pub duplicates_dropped: u64,
+}
+
+/// What an accepted socket carries into the connection it joins.
+pub struct Reuse {
+    link: Link,
+    peer: PeerInfo,
+    request: IdentRequest,
+}
+
+/// A connection to one peer.
+pub struct Conn {
+    config: Arc<Config>,
+    side: Side,
+    peer: PeerInfo,
+    me: MyAddrs,
+    session: Session,
+    state: State,
+    link: Option<Link>,
+    next_link: LinkId,
+    events: VecDeque<Event>,
+    backoff: Duration,
+    handshake_deadline: Option<Instant>,
+    last_active: Instant,
+    /// The user has seen this connection (connect dispatched, or accepted).
+    known: bool,
+    /// Whether the last handshake was WAITed (back off the maximum).
+    waited: bool,
+    peer_socket: EntityAddr,
+    rng: u64,
+    pub stats: ConnStats,
+    last_keepalive_ack: Option<UTime>,
+}
+
+impl Conn {
+    fn new(
+        config: Arc<Config>,
+        side: Side,
+        peer: PeerInfo,
+        me: EntityAddrvec,
+        now: Instant,
+        seed: u64,
+    ) -> Conn {
+        Conn {
+            config,
+            side,
+            peer,
+            me: MyAddrs(me),
+            session: Session::default(),
+            state: State::Closed,
+            link: None,
+            next_link: 1,
+            events: VecDeque::new(),
+            backoff: Duration::ZERO,
+            handshake_deadline: None,
+            last_active: now,
+            known: false,
+            waited: false,
+            peer_socket: EntityAddr::default(),
+            rng: seed | 1,
+            stats: ConnStats::default(),
+            last_keepalive_ack: None,
+        }
+    }
+
+    /// A connection that will dial `target` (a peer of type `peer_type`).
+    pub fn connect(
+        config: Arc<Config>,
+        target: EntityAddrvec,
+        peer_type: EntityType,
+        my_addrs: EntityAddrvec,
+        now: Instant,
+        seed: u64,
+    ) -> Conn {
+        let policy = config.policies.get(peer_type);
+        let target_addr = target
+            .msgr2()
+            .or(target.0.first())
+            .copied()
+            .unwrap_or_default();
+        let peer = PeerInfo {
+            entity_type: peer_type,
+            addrs: target,
+            target_addr,
+            name: None,
+            features: 0,
+            policy,
+        };
+        let mut c = Conn::new(config, Side::Connector, peer, my_addrs, now, seed);
+        c.known = true;
+        c.request_socket();
+        c
+    }
+
+    /// A connection for a socket we accepted from `peer_socket`.
+    pub fn accept(
+        config: Arc<Config>,
+        my_addrs: EntityAddrvec,
+        peer_socket: SocketAddr,
+        now: Instant,
+        seed: u64,
+    ) -> Conn {
+        let policy = config.policies.default;
+        let peer = PeerInfo {
+            entity_type: EntityType::ANY,
+            addrs: EntityAddrvec::default(),
+            target_addr: EntityAddr::default(),
+            name: None,
+            features: 0,
+            policy,
+        };
+        let mut c = Conn::new(config, Side::Acceptor, peer, my_addrs, now, seed);
+        c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
+        c.new_link(now);
+        c.state = State::Accepting(Accepting::Banner);
+        c
+    }
+
+    // ------------------------------------------------------------ queries
+
+    pub fn state(&self) -> ConnState {
+        match self.state {
+            State::NeedSocket => ConnState::NeedSocket,
+            State::Backoff { .. } => ConnState::Backoff,
+            State::Connecting(_) => ConnState::Connecting,
+            State::Accepting(_) => ConnState::Accepting,
+            State::Deciding(_) => ConnState::Deciding,
+            State::ServerWait => ConnState::ServerWait,
+            State::Ready => ConnState::Ready,
+            State::Standby => ConnState::Standby,
+            State::Closed => ConnState::Closed,
+        }
+    }
+
+    /// The handshake phase, as Ceph names it (for logs and tests).
+    pub fn phase(&self) -> &'static str {
+        match &self.state {
+            State::NeedSocket => "START_CONNECT",
+            State::Backoff { .. } => "WAIT",
+            State::Connecting(c) => c.name(),
+            State::Accepting(a) => a.name(),
+            State::Deciding(_) => "SESSION_ACCEPTING",
+            State::ServerWait => "SERVER_WAIT",
+            State::Ready => "READY",
+            State::Standby => "STANDBY",
+            State::Closed => "CLOSED",
+        }
+    }
+
+    pub fn peer(&self) -> &PeerInfo {
+        &self.peer
+    }
+
+    pub fn peer_name(&self) -> Option<EntityName> {
+        self.peer.name
+    }
+
+    pub fn my_addrs(&self) -> &EntityAddrvec {
+        &self.me.0
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    pub fn last_keepalive_ack(&self) -> Option<UTime> {
+        self.last_keepalive_ack
+    }
+
+    /// The current socket's link id, if the connection has a socket.
+    pub fn link_id(&self) -> Option<LinkId> {
+        self.link.as_ref().map(|l| l.id)
+    }
+
+    /// Where the driver appends what it read from the current socket.
+    pub fn input(&mut self) -> Option<&mut BytesMut> {
+        self.link.as_mut().map(|l| &mut l.input)
+    }
+
+    /// What the driver writes to the current socket.
+    pub fn output(&mut self) -> Option<&mut WireQueue> {
+        self.link.as_mut().map(|l| &mut l.output)
+    }
+
+    /// How many more bytes the next step of reading needs.
+    pub fn want(&self) -> usize {
+        self.link.as_ref().map_or(0, |l| l.want())
+    }
+
+    /// The size of the MESSAGE being read, once its preamble is in: a driver
+    /// takes throttle budget for it before reading the rest.
+    pub fn pending_message_len(&self) -> Option<usize> {
+        let head = self.link.as_ref()?.pending_head()?;
+        (head.tag() == Tag::MESSAGE).then(|| head.preamble.logical_len() as usize)
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The snapshot the messenger's decisions need.
+    pub fn existing_info(&self) -> ExistingInfo {
+        ExistingInfo {
+            closed: matches!(self.state, State::Closed),
+            replacing: false,
+            lossy: self.peer.policy.lossy,
+            server: self.peer.policy.server,
+            established: matches!(self.state, State::Ready | State::Standby),
+            peer_global_seq: self.session.peer_global_seq,
+            client_cookie: self.session.client_cookie,
+            server_cookie: self.session.server_cookie,
+            connect_seq: self.session.connect_seq,
+        }
+    }
+
+    // ------------------------------------------------------------ timers
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::Backoff { until } => Some(until),
+            State::Ready => Some(self.last_active + self.config.timeouts.idle),
+            State::Connecting(_) | State::Accepting(_) | State::ServerWait => {
+                self.handshake_deadline
+            }
+            _ => None,
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.state {
+            State::Backoff { until } if now >= until => self.request_socket(),
+            State::Ready if now >= self.last_active + self.config.timeouts.idle => {
+                self.fault(ProtocolError::Timeout("idle connection"), now)
+            }
+            State::Connecting(_) | State::Accepting(_) | State::ServerWait
+                if self.handshake_deadline.is_some_and(|d| now >= d) =>
+            {
+                self.fault(ProtocolError::Timeout("handshake"), now)
+            }
+            _ => {}
+        }
+    }
+
+    // ------------------------------------------------------------ user calls
+
+    /// Queues a message; it is written when the session is READY (and a
+    /// standby lossless connection reconnects for it).
+    pub fn send(&mut self, msg: Message, now: Instant) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.session.enqueue(msg);
+        self.wake(now);
+    }
+
+    /// Sends a KEEPALIVE2 stamped `stamp` (the sender's clock).
+    pub fn send_keepalive(&mut self, stamp: UTime, now: Instant) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.session.keepalive_pending = Some(stamp);
+        self.wake(now);
+    }
+
+    /// Closes the connection for good, dropping what is queued; no reset
+    /// event (AsyncConnection::mark_down).
+    pub fn mark_down(&mut self) {
+        self.close(false);
+    }
+
+    /// Closed because a new connection from the same peer replaces this
+    /// lossy one: a reset for the user.
+    pub fn close_replaced(&mut self) {
+        self.close(true);
+    }
+
+    /// Makes the connection lossy from now on (mark_disposable).
+    pub fn mark_disposable(&mut self) {
+        self.peer.policy.lossy = true;
+    }
+
+    // ------------------------------------------------------------ sockets
+
+    /// The socket the driver opened after [`Event::Connect`] is connected.
+    pub fn socket_connected(&mut self, now: Instant) {
+        if !matches!(self.state, State::NeedSocket) {
+            return;
+        }
+        self.session.global_seq = self.config.global_seq.next(0);
+        self.new_link(now);
+        self.state = State::Connecting(Connecting::Banner);
+    }
+
+    /// The connect after [`Event::Connect`] failed.
+    pub fn socket_failed(&mut self, refused: bool, reason: &str, now: Instant) {
+        if !matches!(self.state, State::NeedSocket) {
+            return;
+        }
+        if refused {
+            self.events.push_back(Event::Refused);
+        }
+        self.fault(ProtocolError::Transport(reason.to_string()), now);
+    }
+
+    /// The current socket (link `link`) failed or hit EOF.
+    pub fn socket_closed(&mut self, link: LinkId, reason: &str, now: Instant) {
+        if self.link_id() != Some(link) {
+            return;
+        }
+        self.fault(ProtocolError::Transport(reason.to_string()), now);
+    }
+
+    /// Fails the current socket on purpose (fault injection).
+    pub fn inject_fault(&mut self, now: Instant) {
+        if self.link.is_some() {
+            self.fault(ProtocolError::Injected, now);
+        }
+    }
+
+    // ------------------------------------------------------------ input
+
+    /// Processes everything complete in the input buffer.
+    pub fn handle_input(&mut self, now: Instant) {
+        loop {
+            let input = match self.link.as_mut().map(|l| l.poll_input()) {
+                None => return,
+                Some(Ok(None)) => return,
+                Some(Ok(Some(i))) => i,
+                Some(Err(e)) => return self.fault(e, now),
+            };
+            self.last_active = now;
+            if let Err(e) = self.on_input(input, now) {
+                return self.fault(e, now);
+            }
+            if self.link.is_none() {
+                return;
+            }
+        }
+    }
+
+    fn on_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
+        let state = std::mem::replace(&mut self.state, State::Closed);
+        match state {
+            State::Connecting(phase) => {
+                let step = self.with_cx(|cx| phase.on_input(input, cx))?;
+                match step {
+                    ConnectStep::Next(next) => {
+                        if matches!(next, Connecting::Ident) {
+                            self.stats.client_idents += 1;
+                        }
+                        if matches!(next, Connecting::Reconnect) {
+                            self.stats.reconnects_sent += 1;
+                        }
+                        self.state = State::Connecting(next);
+                    }
+                    ConnectStep::Ready { reconnected } => {
+                        if reconnected {
+                            self.stats.reconnects += 1;
+                        }
+                        self.backoff = Duration::ZERO;
+                        self.become_ready(now)?;
+                        self.events.push_back(Event::Connected);
+                    }
+                    ConnectStep::Wait => {
+                        // Drop this socket and back off the maximum: the
+                        // peer's own connection to us will win.
+                        self.waited = true;
+                        self.state = State::Connecting(Connecting::Ident);
+                        return Err(ProtocolError::Transport("peer said WAIT".into()));
+                    }
+                }
+            }
+            State::Accepting(phase) => {
+                let peer_socket = self.peer_socket;
+                let step = self.with_cx(|cx| phase.on_input(input, cx, peer_socket))?;
+                match step {
+                    AcceptStep::Next(next) => self.state = State::Accepting(next),
+                    AcceptStep::Ident(req) => self.on_ident(req)?,
+                }
+            }
+            State::Ready => {
+                self.state = State::Ready;
+                self.on_ready_input(input, now)?;
+            }
+            other => {
+                let tag = match &input {
+                    Input::Frame(f) => f.tag,
+                    Input::Banner(_) => Tag(0),
+                };
+                self.state = other;
+                return Err(ProtocolError::UnexpectedFrame {
+                    state: self.phase(),
+                    tag,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn with_cx<R>(&mut self, f: impl FnOnce(&mut Cx<'_>) -> R) -> R {
+        let rng = &mut self.rng;
+        let mut cookie = move || next_cookie(rng);
+        let mut cx = Cx {
+            config: &self.config,
+            link: self.link.as_mut().expect("handshakes run on a link"),
+            session: &mut self.session,
+            peer: &mut self.peer,
+            me: &mut self.me,
+            events: &mut self.events,
+            cookie: &mut cookie,
+        };
+        f(&mut cx)
+    }
+
+    /// The acceptor's ident check (features), then the messenger's turn.
+    fn on_ident(&mut self, req: IdentRequest) -> Result<(), ProtocolError> {
+        if let IdentRequest::New(c) = &req {
+            self.peer.addrs = c.addrs.clone();
+            self.peer.target_addr = c
+                .addrs
+                .msgr2()
+                .or(c.addrs.0.first())
+                .copied()
+                .unwrap_or_default();
+            self.peer.name = Some(EntityName::new(self.peer.entity_type, c.gid));
+            let required = self.peer.policy.features_required | features::MSGR2_REQUIRED;
+            let missing = required & !c.supported_features;
+            if missing != 0 {
+                self.link_send(&IdentMissingFeatures { features: missing }.into())?;
+                self.state = State::ServerWait;
+                return Ok(());
+            }
+            self.peer.features = c.supported_features & self.peer.policy.features_supported;
+        } else if let IdentRequest::Reconnect(r) = &req {
+            self.peer.addrs = r.addrs.clone();
+            self.peer.target_addr = r
+                .addrs
+                .msgr2()
+                .or(r.addrs.0.first())
+                .copied()
+                .unwrap_or_default();
+        }
+        self.events.push_back(Event::IdentReceived(req.clone()));
+        self.state = State::Deciding(req);
+        Ok(())
+    }
+
+    /// The messenger's decision on the ident this connection is holding
+    /// (anything but `Reuse`, which goes through [`Conn::take_for_reuse`]).
+    pub fn resolve(&mut self, decision: Decision, now: Instant) {
+        let State::Deciding(req) = std::mem::replace(&mut self.state, State::Closed) else {
+            return;
+        };
+        let result = match decision {
+            Decision::NewSession | Decision::ReplaceLossy => self.start_server_session(&req, now),
+            Decision::Reuse { .. } => {
+                self.state = State::Deciding(req);
+                return;
+            }
+            Decision::Wait => self.reply_and_wait(Wait {}.into()),
+            Decision::Reset { full } => self.reply_and_continue(SessionReset { full }.into()),
+            Decision::Retry { connect_seq } => {
+                self.reply_and_continue(SessionRetry { connect_seq }.into())
+            }
+            Decision::RetryGlobal { global_seq } => {
+                self.reply_and_continue(SessionRetryGlobal { global_seq }.into())
+            }
+            Decision::CloseStale => {
+                self.close(false);
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            self.fault(e, now);
+        }
+    }
+
+    fn reply_and_wait(&mut self, frame: ControlFrame) -> Result<(), ProtocolError> {
+        self.link_send(&frame)?;
+        self.state = State::ServerWait;
+        Ok(())
+    }
+
+    fn reply_and_continue(&mut self, frame: ControlFrame) -> Result<(), ProtocolError> {
+        self.link_send(&frame)?;
+        self.state = State::Accepting(Accepting::Session);
+        Ok(())
+    }
+
+    fn start_server_session(
+        &mut self,
+        req: &IdentRequest,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        let IdentRequest::New(c) = req else {
+            // A reconnect with nothing to resume is answered by RESET.
+            return self.reply_and_continue(SessionReset { full: true }.into());
+        };
+        self.session.client_cookie = c.cookie;
+        self.session.peer_global_seq = c.global_seq;
+        self.send_server_ident(now)
+    }
+
+    /// SERVER_IDENT and READY (send_server_ident): a new session, numbered
+    /// from 1 in both directions.
+    fn send_server_ident(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        self.session.restart_numbering();
+        let lossy = self.peer.policy.lossy;
+        self.session.server_cookie = if lossy { 0 } else { next_cookie(&mut self.rng) };
+        let ident = ServerIdent {
+            addrs: self.me.0.clone(),
+            gid: self.config.my_name.num,
+            global_seq: self.config.global_seq.next(0),
+            supported_features: self.peer.policy.features_supported,
+            required_features: self.peer.policy.features_required | features::MSGR2_REQUIRED,
+            flags: if lossy { CONNECT_FLAG_LOSSY } else { 0 },
+            cookie: self.session.server_cookie,
+        };
+        self.events.push_back(Event::Accepted);
+        self.known = true;
+        self.link_send(&ident.into())?;
+        self.become_ready(now)
+    }
+
+    /// Takes this accepted socket (and what its handshake learned) to move
+    /// it into an existing connection to the same peer.
+    pub fn take_for_reuse(&mut self) -> Option<Reuse> {
+        let State::Deciding(request) = std::mem::replace(&mut self.state, State::Closed) else {
+            return None;
+        };
+        let link = self.link.take()?;
+        self.events.push_back(Event::Closed);
+        Some(Reuse {
+            link,
+            peer: self.peer.clone(),
+            request,
+        })
+    }
+
+    /// Continues the session on the socket an acceptor handed over
+    /// (ProtocolV2::reuse_connection): the old socket, if any, is dropped;
+    /// unacknowledged messages are queued again; the session answers with
+    /// SERVER_IDENT (a new or reset session) or SESSION_RECONNECT_OK.
+    pub fn adopt(&mut self, reuse: Reuse, reset_session: bool, now: Instant) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.drop_link();
+        self.session.requeue_sent();
+        if reset_session {
+            self.session.reset();
+            self.events.push_back(Event::RemoteReset);
+        }
+        self.side = Side::Acceptor;
+        let mut link = reuse.link;
+        link.id = self.next_link;
+        self.next_link += 1;
+        self.peer.features = reuse.peer.features;
+        self.peer.name = reuse.peer.name.or(self.peer.name);
+        self.peer.addrs = reuse.peer.addrs;
+        self.peer.target_addr = reuse.peer.target_addr;
+        self.link = Some(link);
+        self.handshake_deadline = Some(now + self.config.timeouts.connect);
+        let result = match reuse.request {
+            IdentRequest::New(c) => {
+                self.session.client_cookie = c.cookie;
+                self.session.peer_global_seq = c.global_seq;
+                self.send_server_ident(now)
+            }
+            IdentRequest::Reconnect(r) => {
+                self.session.connect_seq = r.connect_seq;
+                self.session.peer_global_seq = r.global_seq;
+                self.session.resume_from(r.msg_seq);
+                let ok = SessionReconnectOk {
+                    msg_seq: self.session.in_seq,
+                };
+                self.events.push_back(Event::Accepted);
+                self.known = true;
+                self.stats.reconnects += 1;
+                self.link_send(&ok.into())
+                    .and_then(|_| self.become_ready(now))
+            }
+        };
+        if let Err(e) = result {
+            self.fault(e, now);
+        }
+    }
+
+    // ------------------------------------------------------------ READY
+
+    fn become_ready(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        self.state = State::Ready;
+        self.handshake_deadline = None;
+        self.waited = false;
+        self.last_active = now;
+        let limits = self.config.frame_limits;
+        if let Some(l) = self.link.as_mut() {
+            l.set_limits(limits);
+        }
+        self.flush()
+    }
+
+    /// Writes what the session has pending, when READY.
+    fn flush(&mut self) -> Result<(), ProtocolError> {
+        if !matches!(self.state, State::Ready) {
+            return Ok(());
+        }
+        let lossy = self.peer.policy.lossy;
+        if let Some(link) = self.link.as_mut() {
+            let n = self.session.write_pending(link, lossy)?;
+            self.stats.messages_out += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Something to send: write it now, or get a socket for it.
+    fn wake(&mut self, now: Instant) {
+        match self.state {
+            State::Ready => {
+                if let Err(e) = self.flush() {
+                    self.fault(e, now);
+                }
+            }
+            State::Standby if !self.peer.policy.server => {
+                if self.session.server_cookie != 0 {
+                    self.session.connect_seq += 1;
+                }
+                self.request_socket();
+            }
+            _ => {}
+        }
+    }
+
+    fn on_ready_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
+        let Input::Frame(frame) = input else {
+            return Err(ProtocolError::UnexpectedFrame {
+                state: "READY",
+                tag: Tag(0),
+            });
+        };
+        match frame.tag {
+            Tag::MESSAGE => self.on_message(frame),
+            Tag::ACK | Tag::KEEPALIVE2 | Tag::KEEPALIVE2_ACK => {
+                match ControlFrame::from_received(&frame)? {
+                    ControlFrame::Ack(a) => {
+                        if !self.peer.policy.lossy {
+                            self.session.acked(a.seq);
+                        }
+                    }
+                    ControlFrame::Keepalive2(k) => {
+                        self.session.keepalive_ack_pending = Some(k.timestamp);
+                        self.flush()?;
+                    }
+                    ControlFrame::Keepalive2Ack(k) => self.last_keepalive_ack = Some(k.timestamp),
+                    _ => unreachable!("tag checked"),
+                }
+                let _ = now;
+                Ok(())
+            }
+            tag => Err(ProtocolError::UnexpectedFrame {
+                state: "READY",
+                tag,
+            }),
+        }
+    }
+
+    fn on_message(&mut self, frame: Received) -> Result<(), ProtocolError> {
+        let m = MessageFrame::from_received(&frame)?;
+        let lossy = self.peer.policy.lossy;
+        let ack_seq = m.header.ack_seq;
+        match self.session.arrived(m.header.seq, lossy)? {
+            Arrival::Duplicate => {
+                self.stats.duplicates_dropped += 1;
+            }
+            Arrival::Deliver => {
+                self.stats.messages_in += 1;
+                let source = self.peer.name.unwrap_or_default();
+                if !lossy {
+                    self.session.acked(ack_seq);
+                }
+                self.events
+                    .push_back(Event::Message(Message::from_frame(m, source)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes any ACK owed for received messages (the driver calls this
+    /// once it has drained a batch of input).
+    pub fn flush_acks(&mut self, now: Instant) {
+        if matches!(self.state, State::Ready) && self.session.ack_left > 0 {
+            if let Err(e) = self.flush() {
+                self.fault(e, now);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ faults
+
+    fn link_send(&mut self, frame: &ControlFrame) -> Result<(), ProtocolError> {
+        match self.link.as_mut() {
+            Some(l) => l.send_control(frame),
+            None => Err(ProtocolError::Transport("no socket".into())),
+        }
+    }
+
+    fn new_link(&mut self, now: Instant) {
+        self.drop_link();
+        let id = self.next_link;
+        self.next_link += 1;
+        self.link = Some(Link::new(
+            id,
+            self.config.banner,
+            self.config.handshake_limits,
+        ));
+        self.handshake_deadline = Some(now + self.config.timeouts.connect);
+        self.last_active = now;
+    }
+
+    fn drop_link(&mut self) {
+        if let Some(l) = self.link.take() {
+            self.events.push_back(Event::CloseSocket { link: l.id });
+        }
+    }
+
+    fn request_socket(&mut self) {
+        self.drop_link();
+        self.state = State::NeedSocket;
+        self.side = Side::Connector;
+        self.stats.connect_attempts += 1;
+        let addr = self.peer.target_addr.addr;
+        match addr {
+            Some(addr) => self.events.push_back(Event::Connect { addr }),
+            None => self.close(true),
+        }
+    }
+
+    /// Closes for good; `reset` dispatches a reset event (if the user knew
+    /// the connection).
+    fn close(&mut self, reset: bool) {
+        if matches!(self.state, State::Closed) && self.link.is_none() {
+            return;
+        }
+        self.drop_link();
+        self.session.discard_queue();
+        self.state = State::Closed;
+        if reset && self.known {
+            self.events.push_back(Event::Reset);
+        }
+        self.events.push_back(Event::Closed);
+    }
+
+    /// ProtocolV2::_fault, with crimson's corrections (see the module doc of
+    /// session.rs and §7/§12 of the research note).
+    fn fault(&mut self, err: ProtocolError, now: Instant) {
+        self.stats.faults += 1;
+        self.events.push_back(Event::Fault(err));
+        let policy = self.peer.policy;
+        let connecting = matches!(
+            self.state,
+            State::NeedSocket | State::Backoff { .. } | State::Connecting(_)
+        );
+        match self.state {
+            State::Closed => return,
+            // An accepted socket that never became a session: just close.
+            State::Accepting(_) | State::Deciding(_) | State::ServerWait => {
+                return self.close(false)
+            }
+            _ => {}
+        }
+        if policy.lossy && !connecting {
+            return self.close(true);
+        }
+        self.drop_link();
+        self.session.requeue_sent();
+        let was_established = matches!(self.state, State::Ready | State::Standby);
+        if policy.server
+            || (policy.standby
+                && !self.session.has_output()
+                && self.session.unacked() == 0
+                && !self.waited)
+        {
+            if policy.lossy {
+                return self.close(true);
+            }
+            self.state = State::Standby;
+            return;
+        }
+        if self.session.server_cookie != 0 && !policy.lossy {
+            self.session.connect_seq += 1;
+        }
+        if was_established {
+            self.backoff = Duration::ZERO;
+            self.request_socket();
+        } else {
+            let t = &self.config.timeouts;
+            self.backoff = if self.waited {
+                t.backoff_max
+            } else if self.backoff.is_zero() {
+                t.backoff_initial
+            } else {
+                (self.backoff * 2).min(t.backoff_max)
+            };
+            self.state = State::Backoff {
+                until: now + self.backoff,
+            };
+        }
+    }
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("side", &self.side)
+            .field("phase", &self.phase())
+            .field("peer", &self.peer.name)
+            .field("target", &self.peer.target_addr)
+            .finish()
+    }
+}
+
+/// A random non-zero cookie (splitmix64 over the connection's seed): a
+/// cookie only has to differ from the peer's other sessions' cookies.
+fn next_cookie(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) | 1
+}

@@ -1,0 +1,103 @@
+//! Protocol errors. Each says who was at fault; a fault on a connection
+//! then runs Ceph's fault handling (reconnect, standby or close, by policy).
+
+use std::fmt;
+
+use msgr_auth::AuthError;
+use msgr_frames::{Fault, FrameError, Tag};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// Framing failed (bad crc, failed decryption, bad banner, ...).
+    Frame(FrameError),
+    /// A frame that the current state does not accept.
+    UnexpectedFrame { state: &'static str, tag: Tag },
+    /// The peer's HELLO names another entity type than we connected to.
+    PeerTypeMismatch { expected: u8, got: u8 },
+    /// Authentication failed on our side (bad credentials, no method).
+    Auth(AuthError),
+    /// The peer's AUTH_SIGNATURE does not match what we sent.
+    BadSignature,
+    /// SERVER_IDENT does not list the address we connected to.
+    WrongServer,
+    /// CLIENT_IDENT targets an address that is not ours, or has none.
+    BadClientIdent(&'static str),
+    /// The peer lacks features we require, or says we lack its.
+    MissingFeatures { missing: u64 },
+    /// A message sequence number skipped ahead (messages were lost).
+    SequenceGap { expected: u64, got: u64 },
+    /// No progress for too long (ms_connection_ready_timeout /
+    /// ms_connection_idle_timeout).
+    Timeout(&'static str),
+    /// The socket failed or was closed.
+    Transport(String),
+    /// A fault injected for testing.
+    Injected,
+}
+
+impl ProtocolError {
+    pub fn fault(&self) -> Fault {
+        match self {
+            ProtocolError::Frame(e) => e.fault(),
+            ProtocolError::PeerTypeMismatch { .. }
+            | ProtocolError::WrongServer
+            | ProtocolError::MissingFeatures { .. } => Fault::PeerIncompatible,
+            ProtocolError::Auth(_) => Fault::PeerIncompatible,
+            ProtocolError::UnexpectedFrame { .. }
+            | ProtocolError::BadSignature
+            | ProtocolError::BadClientIdent(_)
+            | ProtocolError::SequenceGap { .. } => Fault::PeerMisbehaved,
+            ProtocolError::Timeout(_) | ProtocolError::Transport(_) | ProtocolError::Injected => {
+                Fault::Io
+            }
+        }
+    }
+}
+
+impl From<FrameError> for ProtocolError {
+    fn from(e: FrameError) -> Self {
+        ProtocolError::Frame(e)
+    }
+}
+
+impl From<AuthError> for ProtocolError {
+    fn from(e: AuthError) -> Self {
+        ProtocolError::Auth(e)
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::Frame(e) => write!(f, "{e}"),
+            ProtocolError::UnexpectedFrame { state, tag } => {
+                write!(f, "unexpected {tag} frame in state {state}")
+            }
+            ProtocolError::PeerTypeMismatch { expected, got } => write!(
+                f,
+                "peer is a {} but we connected to a {}",
+                msgr_encoding::EntityType(*got),
+                msgr_encoding::EntityType(*expected)
+            ),
+            ProtocolError::Auth(e) => write!(f, "{e}"),
+            ProtocolError::BadSignature => {
+                f.write_str("peer's AUTH_SIGNATURE does not match what we sent")
+            }
+            ProtocolError::WrongServer => {
+                f.write_str("SERVER_IDENT does not list the address we connected to")
+            }
+            ProtocolError::BadClientIdent(why) => write!(f, "bad CLIENT_IDENT: {why}"),
+            ProtocolError::MissingFeatures { missing } => {
+                write!(f, "missing required features {missing:#x}")
+            }
+            ProtocolError::SequenceGap { expected, got } => {
+                write!(f, "message sequence gap: expected {expected}, got {got}")
+            }
+            ProtocolError::Timeout(what) => write!(f, "{what} timed out"),
+            ProtocolError::Transport(e) => write!(f, "transport: {e}"),
+            ProtocolError::Injected => f.write_str("injected fault"),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}

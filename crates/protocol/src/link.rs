@@ -1,0 +1,215 @@
+//! One socket's worth of msgr2: the banner exchange, the framing in each
+//! direction, the bytes waiting to be written and the bytes read but not
+//! yet decoded, and the pre-auth record AUTH_SIGNATURE signs.
+//!
+//! A link does no I/O: the driver appends what it read to [`Link::input`]
+//! and writes out [`Link::output`].
+
+use bytes::{Bytes, BytesMut};
+use msgr_frames::banner::{Banner, BANNER_PREFIX_LEN};
+use msgr_frames::{
+    ControlFrame, FrameDecoder, FrameEncoder, FrameHead, FrameLimits, MessageFrame, Negotiated,
+    Received, Tag, WireQueue,
+};
+
+use crate::error::ProtocolError;
+
+/// Identifies a link (a socket) within its connection; a driver holding a
+/// socket of an older link must drop it.
+pub type LinkId = u64;
+
+/// What the peer sent next.
+#[derive(Debug)]
+pub enum Input {
+    Banner(Banner),
+    Frame(Received),
+}
+
+/// Bytes of the handshake in each direction, from the first banner byte
+/// to AUTH_DONE (ProtocolV2 pre_auth.rxbuf / txbuf).
+#[derive(Debug, Default)]
+pub struct PreAuthRecord {
+    pub rx: Vec<u8>,
+    pub tx: Vec<u8>,
+}
+
+enum ReadStage {
+    BannerPrefix,
+    BannerPayload(usize),
+    Frames,
+}
+
+/// The framing state of one socket.
+pub struct Link {
+    pub id: LinkId,
+    our_banner: Banner,
+    negotiated: Option<Negotiated>,
+    encoder: Option<FrameEncoder>,
+    decoder: Option<FrameDecoder>,
+    stage: ReadStage,
+    head: Option<FrameHead>,
+    limits: FrameLimits,
+    /// Read from the socket, not yet decoded.
+    pub input: BytesMut,
+    /// To be written to the socket.
+    pub output: WireQueue,
+    /// Recording for AUTH_SIGNATURE, until the owner stops it.
+    record: Option<PreAuthRecord>,
+}
+
+impl Link {
+    /// A new link that starts by sending our banner.
+    pub fn new(id: LinkId, our_banner: Banner, limits: FrameLimits) -> Link {
+        let mut link = Link {
+            id,
+            our_banner,
+            negotiated: None,
+            encoder: None,
+            decoder: None,
+            stage: ReadStage::BannerPrefix,
+            head: None,
+            limits,
+            input: BytesMut::new(),
+            output: WireQueue::new(),
+            record: Some(PreAuthRecord::default()),
+        };
+        let banner = our_banner.encode();
+        link.record_tx(&banner);
+        link.output.put_slice(&banner);
+        link
+    }
+
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.negotiated
+    }
+
+    /// Bytes the next step of reading needs (a runtime may read more).
+    pub fn want(&self) -> usize {
+        let target = match (&self.stage, &self.head) {
+            (ReadStage::BannerPrefix, _) => BANNER_PREFIX_LEN,
+            (ReadStage::BannerPayload(n), _) => BANNER_PREFIX_LEN + n,
+            (ReadStage::Frames, Some(h)) => h.frame_len,
+            (ReadStage::Frames, None) => self.decoder.as_ref().map_or(32, |d| d.head_len()),
+        };
+        target.saturating_sub(self.input.len()).max(1)
+    }
+
+    /// The head of the frame being read, once known (a runtime can size its
+    /// reads and throttle by it).
+    pub fn pending_head(&self) -> Option<&FrameHead> {
+        self.head.as_ref()
+    }
+
+    pub fn set_limits(&mut self, limits: FrameLimits) {
+        self.limits = limits;
+        if let Some(d) = self.decoder.as_mut() {
+            d.set_limits(limits);
+        }
+    }
+
+    fn record_tx(&mut self, bytes: &[u8]) {
+        if let Some(r) = self.record.as_mut() {
+            r.tx.extend_from_slice(bytes);
+        }
+    }
+
+    /// Stops recording and returns what was recorded.
+    pub fn stop_recording(&mut self) -> PreAuthRecord {
+        self.record.take().unwrap_or_default()
+    }
+
+    /// The next banner or frame, if complete in `input`.
+    pub fn poll_input(&mut self) -> Result<Option<Input>, ProtocolError> {
+        match self.stage {
+            ReadStage::BannerPrefix => {
+                if self.input.len() < BANNER_PREFIX_LEN {
+                    return Ok(None);
+                }
+                let prefix: [u8; BANNER_PREFIX_LEN] = self.input[..BANNER_PREFIX_LEN]
+                    .try_into()
+                    .expect("length checked");
+                let len = Banner::decode_prefix(&prefix)?;
+                self.stage = ReadStage::BannerPayload(len);
+                self.poll_input()
+            }
+            ReadStage::BannerPayload(len) => {
+                if self.input.len() < BANNER_PREFIX_LEN + len {
+                    return Ok(None);
+                }
+                let raw = self.input.split_to(BANNER_PREFIX_LEN + len);
+                if let Some(r) = self.record.as_mut() {
+                    r.rx.extend_from_slice(&raw);
+                }
+                let peer = Banner::decode_payload(&raw[BANNER_PREFIX_LEN..])?;
+                let n = self.our_banner.negotiate(&peer)?;
+                self.negotiated = Some(n);
+                self.encoder = Some(FrameEncoder::new(n.rev1));
+                self.decoder = Some(FrameDecoder::new(n.rev1, self.limits));
+                self.stage = ReadStage::Frames;
+                Ok(Some(Input::Banner(peer)))
+            }
+            ReadStage::Frames => {
+                let decoder = self.decoder.as_mut().expect("set with the stage");
+                if self.head.is_none() {
+                    if self.input.len() < decoder.head_len() {
+                        return Ok(None);
+                    }
+                    self.head = Some(decoder.decode_head(&self.input)?);
+                }
+                let len = self.head.as_ref().map_or(0, |h| h.frame_len);
+                if self.input.len() < len {
+                    return Ok(None);
+                }
+                let head = self.head.take().expect("checked above");
+                let raw = self.input.split_to(len);
+                if let Some(r) = self.record.as_mut() {
+                    r.rx.extend_from_slice(&raw);
+                }
+                match decoder.decode_frame(&head, raw)? {
+                    Some(frame) => Ok(Some(Input::Frame(frame))),
+                    // Aborted by the sender: read on.
+                    None => self.poll_input(),
+                }
+            }
+        }
+    }
+
+    fn encoder(&mut self) -> &mut FrameEncoder {
+        self.encoder
+            .as_mut()
+            .expect("frames are sent only after the peer's banner arrived")
+    }
+
+    /// Queues a control frame.
+    pub fn send_control(&mut self, frame: &ControlFrame) -> Result<(), ProtocolError> {
+        let payload = frame.payload();
+        self.send_segments(frame.tag(), &[payload])
+    }
+
+    /// Queues a MESSAGE frame.
+    pub fn send_message(&mut self, frame: &MessageFrame) -> Result<(), ProtocolError> {
+        self.send_segments(Tag::MESSAGE, &frame.segments())
+    }
+
+    fn send_segments(&mut self, tag: Tag, segments: &[Bytes]) -> Result<(), ProtocolError> {
+        if self.record.is_some() {
+            let mut q = WireQueue::new();
+            self.encoder().encode(tag, segments, &mut q)?;
+            let bytes = q.take_all();
+            self.record_tx(&bytes);
+            self.output.put_bytes(bytes);
+        } else {
+            let encoder = self.encoder.as_mut().expect("banner exchanged");
+            encoder.encode(tag, segments, &mut self.output)?;
+        }
+        Ok(())
+    }
+
+    pub fn encoder_mut(&mut self) -> Option<&mut FrameEncoder> {
+        self.encoder.as_mut()
+    }
+
+    pub fn decoder_mut(&mut self) -> Option<&mut FrameDecoder> {
+        self.decoder.as_mut()
+    }
+}

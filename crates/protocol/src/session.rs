@@ -1,0 +1,375 @@
+//! The state a session keeps across sockets: the queue of messages to send,
+//! the ones sent but not yet acknowledged, sequence numbers and cookies
+//! (ProtocolV2's out_queue, sent, out_seq, in_seq, ack_left; §4 of
+//! docs/research/protocol-v2-sessions.md).
+//!
+//! Rules:
+//! - a message gets its sequence number when it is written
+//!   (`out_seq + 1`) and carries `ack_seq = in_seq`;
+//! - a lossless session keeps written messages until an ack covers them;
+//!   on a fault they go back to the head of the queue, in order, and are
+//!   written again with the same numbers, minus those the peer says it got;
+//! - received messages at or below `in_seq` are duplicates and dropped; a
+//!   jump past `in_seq + 1` is a protocol error, except as the first message
+//!   of a new session (classic Ceph may go on numbering from its previous
+//!   session there);
+//! - an ACK frame goes out only when there is no message to carry the ack.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use msgr_encoding::UTime;
+use msgr_frames::control::{Ack, Keepalive2, Keepalive2Ack};
+use msgr_frames::ControlFrame;
+
+use crate::error::ProtocolError;
+use crate::link::Link;
+use crate::message::Message;
+
+/// Priority of requeued messages: they go before everything else.
+const REQUEUE_PRIORITY: u16 = u16::MAX;
+
+struct Queued {
+    msg: Message,
+    /// Sent before a fault; its `seq` is the number it was sent with.
+    requeued: bool,
+}
+
+/// What became of a received message's sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// In order: deliver it.
+    Deliver,
+    /// Already delivered (`seq <= in_seq`): drop it.
+    Duplicate,
+}
+
+#[derive(Default)]
+pub struct Session {
+    pub client_cookie: u64,
+    pub server_cookie: u64,
+    pub connect_seq: u64,
+    /// Ours, for the current connection attempt.
+    pub global_seq: u64,
+    /// The last the peer presented.
+    pub peer_global_seq: u64,
+    pub out_seq: u64,
+    pub in_seq: u64,
+    /// Messages received since our last ack went out.
+    pub ack_left: u64,
+    /// Messages by priority (highest first), FIFO within a priority.
+    queue: BTreeMap<std::cmp::Reverse<u16>, VecDeque<Queued>>,
+    queued_messages: usize,
+    queued_bytes: usize,
+    /// Written, not yet acknowledged (lossless only), oldest first.
+    sent: VecDeque<Message>,
+    pub keepalive_pending: Option<UTime>,
+    pub keepalive_ack_pending: Option<UTime>,
+}
+
+impl Session {
+    pub fn enqueue(&mut self, msg: Message) {
+        self.push(
+            msg.priority,
+            Queued {
+                msg,
+                requeued: false,
+            },
+            false,
+        );
+    }
+
+    fn push(&mut self, priority: u16, q: Queued, front: bool) {
+        self.queued_messages += 1;
+        self.queued_bytes += q.msg.payload_len();
+        let list = self.queue.entry(std::cmp::Reverse(priority)).or_default();
+        if front {
+            list.push_front(q);
+        } else {
+            list.push_back(q);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Queued> {
+        let mut entry = self.queue.first_entry()?;
+        let q = entry.get_mut().pop_front();
+        if entry.get().is_empty() {
+            entry.remove();
+        }
+        let q = q?;
+        self.queued_messages -= 1;
+        self.queued_bytes -= q.msg.payload_len();
+        Some(q)
+    }
+
+    /// Messages waiting to be written (requeued ones included).
+    pub fn queued(&self) -> (usize, usize) {
+        (self.queued_messages, self.queued_bytes)
+    }
+
+    /// Messages written and not yet acknowledged.
+    pub fn unacked(&self) -> usize {
+        self.sent.len()
+    }
+
+    pub fn has_output(&self) -> bool {
+        self.queued_messages > 0
+            || self.keepalive_pending.is_some()
+            || self.keepalive_ack_pending.is_some()
+    }
+
+    /// Writes everything pending to `link`: keepalive, keepalive ack, an
+    /// ACK if no message will carry it, then the messages in priority order
+    /// (IOHandler::sweep_out_pending_msgs_to_sent).
+    pub fn write_pending(&mut self, link: &mut Link, lossy: bool) -> Result<usize, ProtocolError> {
+        if let Some(stamp) = self.keepalive_pending.take() {
+            link.send_control(&ControlFrame::Keepalive2(Keepalive2 { timestamp: stamp }))?;
+        }
+        if let Some(stamp) = self.keepalive_ack_pending.take() {
+            link.send_control(&ControlFrame::Keepalive2Ack(Keepalive2Ack {
+                timestamp: stamp,
+            }))?;
+        }
+        if self.queued_messages == 0 && self.ack_left > 0 && !lossy {
+            link.send_control(&ControlFrame::Ack(Ack { seq: self.in_seq }))?;
+            self.ack_left = 0;
+        }
+        let mut n = 0;
+        while let Some(Queued { mut msg, .. }) = self.pop() {
+            self.out_seq += 1;
+            msg.seq = self.out_seq;
+            link.send_message(&msg.to_frame(self.out_seq, self.in_seq))?;
+            self.ack_left = 0;
+            if !lossy {
+                self.sent.push_back(msg);
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The peer received everything up to `seq` (ACK frame or a message's
+    /// ack_seq): forget those messages.
+    pub fn acked(&mut self, seq: u64) {
+        while self.sent.front().is_some_and(|m| m.seq <= seq) {
+            self.sent.pop_front();
+        }
+    }
+
+    /// Classifies a received message's sequence number and, if it is to be
+    /// delivered, makes it the new `in_seq`.
+    pub fn arrived(&mut self, seq: u64, lossy: bool) -> Result<Arrival, ProtocolError> {
+        if seq <= self.in_seq {
+            return Ok(Arrival::Duplicate);
+        }
+        if seq > self.in_seq + 1 && self.in_seq != 0 {
+            return Err(ProtocolError::SequenceGap {
+                expected: self.in_seq + 1,
+                got: seq,
+            });
+        }
+        self.in_seq = seq;
+        if !lossy {
+            self.ack_left += 1;
+        }
+        Ok(Arrival::Deliver)
+    }
+
+    /// After a fault: written but unacknowledged messages go back to the
+    /// head of the queue, in their order, keeping their numbers
+    /// (ProtocolV2::requeue_sent).
+    pub fn requeue_sent(&mut self) {
+        self.out_seq -= self.sent.len() as u64;
+        while let Some(msg) = self.sent.pop_back() {
+            self.push(
+                REQUEUE_PRIORITY,
+                Queued {
+                    msg,
+                    requeued: true,
+                },
+                true,
+            );
+        }
+    }
+
+    /// On resuming the session: the peer received up to `peer_in_seq`;
+    /// requeued messages it has are dropped, the rest are written again with
+    /// their old numbers (discard_requeued_up_to / requeue_out_sent_up_to).
+    pub fn resume_from(&mut self, peer_in_seq: u64) {
+        let Some(list) = self.queue.get_mut(&std::cmp::Reverse(REQUEUE_PRIORITY)) else {
+            self.out_seq = self.out_seq.max(peer_in_seq);
+            return;
+        };
+        let mut dropped_bytes = 0;
+        let mut dropped = 0;
+        while list
+            .front()
+            .is_some_and(|q| q.requeued && q.msg.seq <= peer_in_seq)
+        {
+            if let Some(q) = list.pop_front() {
+                dropped += 1;
+                dropped_bytes += q.msg.payload_len();
+            }
+        }
+        if list.is_empty() {
+            self.queue.remove(&std::cmp::Reverse(REQUEUE_PRIORITY));
+        }
+        self.queued_messages -= dropped;
+        self.queued_bytes -= dropped_bytes;
+        self.out_seq = self.out_seq.max(peer_in_seq);
+    }
+
+    /// A new session with the peer (SERVER_IDENT): numbering restarts in
+    /// both directions; unacknowledged messages are sent again as new ones
+    /// (crimson's reset_peer_state; classic Ceph keeps its old `out_seq`).
+    pub fn restart_numbering(&mut self) {
+        self.requeue_sent();
+        if let Some(list) = self.queue.get_mut(&std::cmp::Reverse(REQUEUE_PRIORITY)) {
+            for q in list.iter_mut() {
+                q.requeued = false;
+            }
+        }
+        self.out_seq = 0;
+        self.in_seq = 0;
+        self.ack_left = 0;
+    }
+
+    /// A full reset (reset_session): everything queued or unacknowledged is
+    /// dropped, cookies and counters start over.
+    pub fn reset(&mut self) {
+        let keep_keepalive = self.keepalive_pending;
+        *self = Session::default();
+        self.keepalive_pending = keep_keepalive;
+    }
+
+    /// A lossy session's end: drop everything queued (discard_out_queue).
+    pub fn discard_queue(&mut self) {
+        self.queue.clear();
+        self.sent.clear();
+        self.queued_messages = 0;
+        self.queued_bytes = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use msgr_frames::banner::Banner;
+    use msgr_frames::{FrameLimits, MessageFrame, Tag};
+
+    fn msg(tid: u64, prio: u16) -> Message {
+        let mut m = Message::new(42, Bytes::from(vec![tid as u8; 10]));
+        m.tid = tid;
+        m.priority = prio;
+        m
+    }
+
+    /// A link whose banner exchange is done, so frames can be written.
+    fn link() -> Link {
+        let mut l = Link::new(1, Banner::DEFAULT, FrameLimits::default());
+        l.input.extend_from_slice(&Banner::DEFAULT.encode());
+        l.poll_input().unwrap();
+        l.stop_recording();
+        l
+    }
+
+    /// The (seq, tid, ack_seq) of every MESSAGE written to `l`.
+    fn written(l: &mut Link) -> Vec<(u64, u64, u64)> {
+        let bytes = l.output.take_all();
+        let mut peer = link();
+        peer.input.extend_from_slice(&bytes[26..]); // skip our banner
+        let mut out = Vec::new();
+        while let Some(crate::link::Input::Frame(f)) = peer.poll_input().unwrap() {
+            if f.tag == Tag::MESSAGE {
+                let m = MessageFrame::from_received(&f).unwrap();
+                out.push((m.header.seq, m.header.tid, m.header.ack_seq));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn priority_then_fifo() {
+        let mut s = Session::default();
+        s.enqueue(msg(1, 127));
+        s.enqueue(msg(2, 196));
+        s.enqueue(msg(3, 127));
+        let mut l = link();
+        s.write_pending(&mut l, false).unwrap();
+        let w = written(&mut l);
+        assert_eq!(w.iter().map(|x| x.1).collect::<Vec<_>>(), vec![2, 1, 3]);
+        assert_eq!(w.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn replay_after_fault_keeps_numbers_and_skips_what_arrived() {
+        let mut s = Session::default();
+        for t in 1..=5 {
+            s.enqueue(msg(t, 127));
+        }
+        let mut l = link();
+        s.write_pending(&mut l, false).unwrap();
+        s.acked(2);
+        assert_eq!(s.unacked(), 3);
+        // Fault: 3, 4, 5 go back to the head, before a newer message.
+        s.requeue_sent();
+        s.enqueue(msg(6, 196));
+        assert_eq!(s.out_seq, 2);
+        // The peer had received up to 4.
+        s.resume_from(4);
+        let mut l = link();
+        s.write_pending(&mut l, false).unwrap();
+        let w = written(&mut l);
+        assert_eq!(w, vec![(5, 5, 0), (6, 6, 0)]);
+    }
+
+    #[test]
+    fn duplicates_dropped_gaps_refused() {
+        let mut s = Session::default();
+        assert_eq!(s.arrived(1, false), Ok(Arrival::Deliver));
+        assert_eq!(s.arrived(1, false), Ok(Arrival::Duplicate));
+        assert_eq!(s.arrived(2, false), Ok(Arrival::Deliver));
+        assert_eq!(s.ack_left, 2);
+        assert_eq!(
+            s.arrived(4, false),
+            Err(ProtocolError::SequenceGap {
+                expected: 3,
+                got: 4
+            })
+        );
+        // A new session may start numbering anywhere (classic Ceph).
+        let mut fresh = Session::default();
+        assert_eq!(fresh.arrived(7, false), Ok(Arrival::Deliver));
+    }
+
+    #[test]
+    fn ack_frame_only_without_messages() {
+        let mut s = Session::default();
+        s.arrived(1, false).unwrap();
+        let mut l = link();
+        s.write_pending(&mut l, false).unwrap();
+        assert_eq!(s.ack_left, 0);
+        let bytes = l.output.take_all();
+        assert!(bytes.len() > 26, "an ACK frame was written");
+        // With a message to send, the message carries the ack.
+        s.arrived(2, false).unwrap();
+        s.enqueue(msg(9, 127));
+        let mut l = link();
+        s.write_pending(&mut l, false).unwrap();
+        assert_eq!(written(&mut l), vec![(1, 9, 2)]);
+    }
+
+    #[test]
+    fn new_session_renumbers_from_one() {
+        let mut s = Session::default();
+        s.enqueue(msg(1, 127));
+        s.enqueue(msg(2, 127));
+        let mut l = link();
+        s.write_pending(&mut l, false).unwrap();
+        s.arrived(1, false).unwrap();
+        s.restart_numbering();
+        let mut l = link();
+        s.write_pending(&mut l, false).unwrap();
+        assert_eq!(written(&mut l), vec![(1, 1, 0), (2, 2, 0)]);
+    }
+}

@@ -1,0 +1,540 @@
+//! A deterministic two-or-more-node network for driving `Conn`s in tests:
+//! virtual time, in-memory sockets, the registry rules of
+//! msgr_protocol::registry, and a log of every dispatched event.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use msgr_auth::{
+    AuthError, AuthOutcome, AuthPeer, AuthProvider, AuthRequest, ClientAuth, ConMode, NoneClient,
+    NoneServer, ServerAuth, ServerStep, SessionKey,
+};
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
+use msgr_protocol::registry::{self, Outcome, PeerKey};
+use msgr_protocol::{Config, Conn, ConnState, Event, LinkId, Message, PolicySet};
+
+/// Auth none, both sides.
+pub struct NoneAuth;
+
+impl AuthProvider for NoneAuth {
+    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
+        Box::new(NoneClient {
+            name: me.to_string(),
+            global_id: 0,
+            modes: vec![ConMode::CRC],
+        })
+    }
+    fn server(&self) -> Box<dyn ServerAuth> {
+        Box::new(NoneServer::default())
+    }
+}
+
+/// A test-only method with a pre-shared key, so that secure mode and a
+/// keyed AUTH_SIGNATURE can be exercised before cephx: both sides derive
+/// the session key and connection secret from the shared bytes.
+pub struct SharedKeyAuth {
+    pub key: Vec<u8>,
+    pub modes: Vec<ConMode>,
+}
+
+struct SharedKeyClient {
+    key: Vec<u8>,
+    modes: Vec<ConMode>,
+}
+
+const SHARED_KEY_METHOD: u32 = 0x7e57;
+
+fn outcome(key: &[u8], mode: ConMode) -> AuthOutcome {
+    let secret: Vec<u8> = (0..64u8)
+        .map(|i| key[i as usize % key.len()] ^ i.wrapping_mul(7))
+        .collect();
+    AuthOutcome {
+        global_id: 42,
+        con_mode: mode,
+        session_key: SessionKey::new(key.to_vec()),
+        connection_secret: Bytes::from(secret),
+    }
+}
+
+impl ClientAuth for SharedKeyClient {
+    fn request(&mut self, _: &AuthPeer, _: &[u32]) -> Result<AuthRequest, AuthError> {
+        Ok(AuthRequest {
+            method: SHARED_KEY_METHOD,
+            preferred_modes: self.modes.clone(),
+            payload: Bytes::from_static(b"hello"),
+        })
+    }
+    fn reply_more(&mut self, payload: &[u8]) -> Result<Bytes, AuthError> {
+        // One extra round, to exercise AUTH_REPLY_MORE / AUTH_REQUEST_MORE.
+        Ok(Bytes::copy_from_slice(payload))
+    }
+    fn done(&mut self, _: u64, mode: ConMode, _: &[u8]) -> Result<AuthOutcome, AuthError> {
+        Ok(outcome(&self.key, mode))
+    }
+    fn bad_method(&mut self, _: u32, _: i32, _: &[u32], _: &[ConMode]) -> Result<(), AuthError> {
+        Err(AuthError::NoMethodLeft)
+    }
+}
+
+struct SharedKeyServer {
+    key: Vec<u8>,
+    modes: Vec<ConMode>,
+}
+
+impl ServerAuth for SharedKeyServer {
+    fn allowed_methods(&self, _: &AuthPeer) -> Vec<u32> {
+        vec![SHARED_KEY_METHOD]
+    }
+    fn allowed_modes(&self, _: &AuthPeer, _: u32) -> Vec<ConMode> {
+        self.modes.clone()
+    }
+    fn handle(
+        &mut self,
+        _: &AuthPeer,
+        method: u32,
+        mode: ConMode,
+        more: bool,
+        _: &[u8],
+    ) -> Result<ServerStep, AuthError> {
+        if method != SHARED_KEY_METHOD {
+            return Err(AuthError::MethodNotSupported { method });
+        }
+        if !more {
+            return Ok(ServerStep::More(Bytes::from_static(b"challenge")));
+        }
+        Ok(ServerStep::Done {
+            payload: Bytes::new(),
+            outcome: outcome(&self.key, mode),
+        })
+    }
+}
+
+impl AuthProvider for SharedKeyAuth {
+    fn client(&self, _: &EntityName) -> Box<dyn ClientAuth> {
+        Box::new(SharedKeyClient {
+            key: self.key.clone(),
+            modes: self.modes.clone(),
+        })
+    }
+    fn server(&self) -> Box<dyn ServerAuth> {
+        Box::new(SharedKeyServer {
+            key: self.key.clone(),
+            modes: self.modes.clone(),
+        })
+    }
+}
+
+/// A dispatched event, as a test wants to see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ev {
+    Connected,
+    Accepted,
+    /// A message, by its tid.
+    Message(u64),
+    Reset,
+    RemoteReset,
+    Refused,
+    Closed,
+}
+
+pub type ConnRef = (usize, usize);
+
+pub struct Node {
+    pub name: EntityName,
+    pub config: Arc<Config>,
+    pub addrs: EntityAddrvec,
+    pub conns: Vec<Conn>,
+    pub registry: HashMap<PeerKey, usize>,
+    pub log: Vec<(usize, Ev)>,
+    pub faults: Vec<(usize, String)>,
+    pub listening: bool,
+}
+
+struct Sock {
+    ends: [(ConnRef, LinkId); 2],
+    open: bool,
+}
+
+pub struct Net {
+    pub start: Instant,
+    pub now: Instant,
+    pub nodes: Vec<Node>,
+    socks: Vec<Sock>,
+    next_port: u16,
+    seed: u64,
+    /// Drop everything this node writes once it has accepted a session
+    /// (to lose its SERVER_IDENT).
+    pub drop_after_accept: Option<usize>,
+    dropping: Vec<usize>,
+}
+
+impl Net {
+    pub fn new() -> Net {
+        let now = Instant::now();
+        Net {
+            start: now,
+            now,
+            nodes: Vec::new(),
+            socks: Vec::new(),
+            next_port: 40000,
+            seed: 1,
+            drop_after_accept: None,
+            dropping: Vec::new(),
+        }
+    }
+
+    /// Adds a node named `name` at `addr` (e.g. "v2:10.0.0.1:6800/1").
+    pub fn add_node(
+        &mut self,
+        name: &str,
+        addr: &str,
+        policies: PolicySet,
+        auth: Arc<dyn AuthProvider>,
+    ) -> usize {
+        let name: EntityName = name.parse().unwrap();
+        let config = Config::new(name, auth, policies);
+        self.add_node_with(config, addr)
+    }
+
+    pub fn add_node_with(&mut self, config: Config, addr: &str) -> usize {
+        let name = config.my_name;
+        self.nodes.push(Node {
+            name,
+            config: Arc::new(config),
+            addrs: EntityAddrvec::single(addr.parse().unwrap()),
+            conns: Vec::new(),
+            registry: HashMap::new(),
+            log: Vec::new(),
+            faults: Vec::new(),
+            listening: true,
+        });
+        self.nodes.len() - 1
+    }
+
+    fn next_seed(&mut self) -> u64 {
+        self.seed += 1;
+        self.seed * 0x1234_5678_9abc_def1
+    }
+
+    /// Node `from` connects to node `to`.
+    pub fn connect(&mut self, from: usize, to: usize) -> usize {
+        let target = self.nodes[to].addrs.clone();
+        let peer_type = self.nodes[to].name.kind;
+        let seed = self.next_seed();
+        let n = &mut self.nodes[from];
+        let conn = Conn::connect(
+            n.config.clone(),
+            target.clone(),
+            peer_type,
+            n.addrs.clone(),
+            self.now,
+            seed,
+        );
+        n.conns.push(conn);
+        let id = n.conns.len() - 1;
+        if let Some(k) = PeerKey::of(&target) {
+            n.registry.insert(k, id);
+        }
+        id
+    }
+
+    pub fn conn(&mut self, c: ConnRef) -> &mut Conn {
+        &mut self.nodes[c.0].conns[c.1]
+    }
+
+    pub fn send(&mut self, c: ConnRef, tid: u64, len: usize) {
+        let mut m = Message::new(42, Bytes::from(vec![tid as u8; len]));
+        m.tid = tid;
+        let now = self.now;
+        self.conn(c).send(m, now);
+    }
+
+    fn stamp(&self) -> UTime {
+        UTime::from_duration(self.now - self.start)
+    }
+
+    /// Processes events and moves bytes until nothing changes.
+    pub fn run(&mut self) {
+        for _ in 0..10_000 {
+            if !self.step() {
+                return;
+            }
+        }
+        panic!("the network did not settle");
+    }
+
+    /// Moves virtual time forward by `d` in small steps, firing timers.
+    pub fn advance(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            let next = self
+                .nodes
+                .iter()
+                .flat_map(|n| n.conns.iter().filter_map(|c| c.poll_timeout()))
+                .filter(|t| *t > self.now)
+                .min()
+                .unwrap_or(end)
+                .min(end);
+            self.now = next;
+            for n in 0..self.nodes.len() {
+                for c in 0..self.nodes[n].conns.len() {
+                    let now = self.now;
+                    self.nodes[n].conns[c].handle_timeout(now);
+                }
+            }
+            self.run();
+        }
+    }
+
+    fn find_sock(&self, c: ConnRef, link: LinkId) -> Option<(usize, usize)> {
+        self.socks.iter().enumerate().find_map(|(i, s)| {
+            if !s.open {
+                return None;
+            }
+            s.ends
+                .iter()
+                .position(|e| e.0 == c && e.1 == link)
+                .map(|end| (i, end))
+        })
+    }
+
+    /// Cuts the socket of connection `c`, if it has one (both ends see it).
+    pub fn cut(&mut self, c: ConnRef) {
+        let Some(link) = self.conn(c).link_id() else {
+            return;
+        };
+        if let Some((i, _)) = self.find_sock(c, link) {
+            self.close_sock(i);
+        }
+    }
+
+    fn close_sock(&mut self, i: usize) {
+        if !self.socks[i].open {
+            return;
+        }
+        self.socks[i].open = false;
+        let now = self.now;
+        for (c, link) in self.socks[i].ends {
+            self.nodes[c.0].conns[c.1].socket_closed(link, "connection reset", now);
+        }
+    }
+
+    fn step(&mut self) -> bool {
+        let mut progress = false;
+        // Events.
+        for n in 0..self.nodes.len() {
+            for c in 0..self.nodes[n].conns.len() {
+                while let Some(ev) = self.nodes[n].conns[c].poll_event() {
+                    progress = true;
+                    self.on_event((n, c), ev);
+                }
+            }
+        }
+        // Bytes.
+        for i in 0..self.socks.len() {
+            if !self.socks[i].open {
+                continue;
+            }
+            for end in 0..2 {
+                let (src, src_link) = self.socks[i].ends[end];
+                let (dst, dst_link) = self.socks[i].ends[1 - end];
+                if self.nodes[src.0].conns[src.1].link_id() != Some(src_link) {
+                    continue;
+                }
+                let bytes = match self.nodes[src.0].conns[src.1].output() {
+                    Some(q) if !q.is_empty() => q.take_all(),
+                    _ => continue,
+                };
+                progress = true;
+                if self.dropping.contains(&src.0) {
+                    continue;
+                }
+                let now = self.now;
+                let d = &mut self.nodes[dst.0].conns[dst.1];
+                if d.link_id() != Some(dst_link) {
+                    continue;
+                }
+                if let Some(input) = d.input() {
+                    input.extend_from_slice(&bytes);
+                }
+                d.handle_input(now);
+                d.flush_acks(now);
+            }
+        }
+        progress
+    }
+
+    fn on_event(&mut self, c: ConnRef, ev: Event) {
+        let now = self.now;
+        match ev {
+            Event::Connect { addr } => self.open_socket(c, addr),
+            Event::CloseSocket { link } => {
+                if let Some((i, _)) = self.find_sock(c, link) {
+                    self.close_sock(i);
+                }
+            }
+            Event::IdentReceived(req) => self.decide(c, req),
+            Event::LearnedAddr(_) => {}
+            Event::Fault(e) => self.nodes[c.0].faults.push((c.1, e.to_string())),
+            Event::Connected => self.nodes[c.0].log.push((c.1, Ev::Connected)),
+            Event::Accepted => {
+                self.nodes[c.0].log.push((c.1, Ev::Accepted));
+                if self.drop_after_accept == Some(c.0) {
+                    self.dropping.push(c.0);
+                }
+            }
+            Event::Message(m) => self.nodes[c.0].log.push((c.1, Ev::Message(m.tid))),
+            Event::Reset => self.nodes[c.0].log.push((c.1, Ev::Reset)),
+            Event::RemoteReset => self.nodes[c.0].log.push((c.1, Ev::RemoteReset)),
+            Event::Refused => self.nodes[c.0].log.push((c.1, Ev::Refused)),
+            Event::Closed => {
+                let node = &mut self.nodes[c.0];
+                node.log.push((c.1, Ev::Closed));
+                node.registry.retain(|_, v| *v != c.1);
+            }
+        }
+        let _ = now;
+    }
+
+    fn open_socket(&mut self, from: ConnRef, addr: SocketAddr) {
+        let now = self.now;
+        let target = self
+            .nodes
+            .iter()
+            .position(|n| n.listening && n.addrs.0.iter().any(|a| a.addr == Some(addr)));
+        let Some(to) = target else {
+            self.conn(from)
+                .socket_failed(true, "connection refused", now);
+            return;
+        };
+        self.next_port += 1;
+        let from_ip = self.nodes[from.0].addrs.0[0].addr.map(|a| a.ip()).unwrap();
+        let peer_socket = SocketAddr::new(from_ip, self.next_port);
+        let seed = self.next_seed();
+        let node = &mut self.nodes[to];
+        let acc = Conn::accept(
+            node.config.clone(),
+            node.addrs.clone(),
+            peer_socket,
+            now,
+            seed,
+        );
+        node.conns.push(acc);
+        let acc_id = node.conns.len() - 1;
+        let acc_link = node.conns[acc_id].link_id().unwrap();
+        self.conn(from).socket_connected(now);
+        let from_link = self.conn(from).link_id().unwrap();
+        self.socks.push(Sock {
+            ends: [(from, from_link), ((to, acc_id), acc_link)],
+            open: true,
+        });
+    }
+
+    fn decide(&mut self, c: ConnRef, req: msgr_protocol::IdentRequest) {
+        let now = self.now;
+        let stamp = self.stamp();
+        let node = &mut self.nodes[c.0];
+        let key = registry::lookup_key(&node.conns[c.1], &req);
+        let existing = key
+            .and_then(|k| node.registry.get(&k).copied())
+            .filter(|&e| e != c.1);
+        let decision = {
+            let ex = existing.map(|e| &node.conns[e]);
+            registry::decide(&node.conns[c.1], ex, &req)
+        };
+        let outcome = match existing {
+            Some(e) => {
+                let (a, b) = if c.1 < e {
+                    let (lo, hi) = node.conns.split_at_mut(e);
+                    (&mut lo[c.1], &mut hi[0])
+                } else {
+                    let (lo, hi) = node.conns.split_at_mut(c.1);
+                    (&mut hi[0], &mut lo[e])
+                };
+                registry::apply(decision, a, Some(b), stamp, now)
+            }
+            None => registry::apply(decision, &mut node.conns[c.1], None, stamp, now),
+        };
+        match outcome {
+            Outcome::RegisterAccepting => {
+                if let Some(k) = key {
+                    node.registry.insert(k, c.1);
+                }
+            }
+            Outcome::MovedToExisting => {
+                let e = existing.expect("moved into an existing connection");
+                let new_link = node.conns[e].link_id().expect("adopted a link");
+                // The accepted socket now belongs to the existing connection.
+                for s in self.socks.iter_mut().filter(|s| s.open) {
+                    for end in s.ends.iter_mut() {
+                        if end.0 == c {
+                            *end = ((c.0, e), new_link);
+                        }
+                    }
+                }
+            }
+            Outcome::Nothing => {}
+        }
+    }
+
+    /// Stops dropping what nodes write.
+    pub fn stop_dropping(&mut self) {
+        self.dropping.clear();
+        self.drop_after_accept = None;
+    }
+
+    /// Events of `node`'s connection `conn`, in order.
+    pub fn log(&self, node: usize, conn: usize) -> Vec<Ev> {
+        self.nodes[node]
+            .log
+            .iter()
+            .filter(|(c, _)| *c == conn)
+            .map(|(_, e)| e.clone())
+            .collect()
+    }
+
+    /// The tids of messages delivered on every connection of `node`.
+    pub fn delivered(&self, node: usize) -> Vec<u64> {
+        self.nodes[node]
+            .log
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Ev::Message(t) => Some(*t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn state(&self, c: ConnRef) -> ConnState {
+        self.nodes[c.0].conns[c.1].state()
+    }
+
+    /// The node's connection registered for `peer`.
+    pub fn registered(&self, node: usize, peer: usize) -> Option<usize> {
+        let k = PeerKey::of(&self.nodes[peer].addrs)?;
+        self.nodes[node].registry.get(&k).copied()
+    }
+}
+
+pub fn policies(p: msgr_protocol::Policy) -> PolicySet {
+    PolicySet::new(p)
+}
+
+pub fn none() -> Arc<dyn AuthProvider> {
+    Arc::new(NoneAuth)
+}
+
+pub fn shared_key(modes: &[ConMode]) -> Arc<dyn AuthProvider> {
+    Arc::new(SharedKeyAuth {
+        key: b"0123456789abcdef".to_vec(),
+        modes: modes.to_vec(),
+    })
+}
+
+pub fn osd() -> EntityType {
+    EntityType::OSD
+}

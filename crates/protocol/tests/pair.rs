@@ -1,0 +1,280 @@
+//! Deterministic pair tests: two messengers' connections driven over an
+//! in-memory network with virtual time, through every path of the msgr2
+//! document's failure diagrams.
+
+mod harness;
+
+use std::time::Duration;
+
+use harness::*;
+use msgr_auth::ConMode;
+use msgr_protocol::{ConnState, Policy};
+
+/// A lossless client (node 0) and a stateful server (node 1), connected.
+fn client_server(auth: std::sync::Arc<dyn msgr_auth::AuthProvider>) -> (Net, usize) {
+    let mut net = Net::new();
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossless_client()),
+        auth.clone(),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        auth,
+    );
+    let c = net.connect(0, 1);
+    net.run();
+    (net, c)
+}
+
+#[test]
+fn handshake_and_messages_both_ways() {
+    for auth in [
+        none(),
+        shared_key(&[ConMode::CRC]),
+        shared_key(&[ConMode::SECURE]),
+    ] {
+        let (mut net, c) = client_server(auth);
+        assert_eq!(
+            net.state((0, c)),
+            ConnState::Ready,
+            "{:?}",
+            net.nodes[0].faults
+        );
+        assert_eq!(net.log(0, c), vec![Ev::Connected]);
+        let s = net.registered(1, 0).expect("server registered the client");
+        assert_eq!(net.log(1, s), vec![Ev::Accepted]);
+        for t in 1..=5 {
+            net.send((0, c), t, 100 * t as usize);
+        }
+        net.send((1, s), 100, 10);
+        net.run();
+        assert_eq!(net.delivered(1), vec![1, 2, 3, 4, 5]);
+        assert_eq!(net.delivered(0), vec![100]);
+        // Acks flowed: nothing left unacknowledged.
+        assert_eq!(net.conn((0, c)).session().unacked(), 0);
+        assert_eq!(net.conn((1, s)).session().unacked(), 0);
+    }
+}
+
+#[test]
+fn msgr2_0_only_peer() {
+    let mut net = Net::new();
+    let mut cfg = msgr_protocol::Config::new(
+        "client.1".parse().unwrap(),
+        none(),
+        policies(Policy::lossless_client()),
+    );
+    cfg = cfg.rev0_only();
+    net.add_node_with(cfg, "v2:10.0.0.1:0/11");
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 5000);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+}
+
+#[test]
+fn reconnect_after_socket_failure_replays_exactly_once() {
+    let (mut net, c) = client_server(shared_key(&[ConMode::SECURE]));
+    for t in 1..=3 {
+        net.send((0, c), t, 10);
+    }
+    net.run();
+    // Cut the socket with messages in flight both ways and queued.
+    for t in 4..=6 {
+        net.send((0, c), t, 10);
+    }
+    net.cut((0, c));
+    for t in 7..=9 {
+        net.send((0, c), t, 10);
+    }
+    net.run();
+    // The lossless client reconnects at once (it was READY).
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
+    assert_eq!(net.delivered(1), (1..=9).collect::<Vec<_>>());
+    assert_eq!(net.log(0, c), vec![Ev::Connected, Ev::Connected]);
+    assert_eq!(net.conn((0, c)).stats.reconnects, 1);
+}
+
+#[test]
+fn lost_server_ident_restarts_establishment() {
+    // Server's SERVER_IDENT is lost: the client reconnects with CLIENT_IDENT
+    // (it has no server cookie), and the server continues the same session.
+    let mut net = Net::new();
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossless_client()),
+        none(),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
+    net.drop_after_accept = Some(1);
+    let c = net.connect(0, 1);
+    net.run();
+    let s = net.registered(1, 0).expect("the server has the session");
+    assert_eq!(net.state((1, s)), ConnState::Ready);
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Connecting,
+        "SERVER_IDENT was lost"
+    );
+    net.stop_dropping();
+    net.cut((0, c));
+    net.send((0, c), 1, 10);
+    net.advance(Duration::from_secs(1));
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
+    assert_eq!(net.delivered(1), vec![1]);
+    assert_eq!(net.conn((0, c)).stats.client_idents, 2);
+    // The same server connection took the new socket (cookie matched).
+    assert_eq!(
+        net.log(1, s),
+        vec![Ev::Accepted, Ev::Accepted, Ev::Message(1)]
+    );
+}
+
+#[test]
+fn server_reset_gives_remote_reset_and_a_new_session() {
+    let (mut net, c) = client_server(none());
+    net.send((0, c), 1, 10);
+    net.run();
+    // The server loses the session (as after a restart): its socket closes.
+    let s = net.registered(1, 0).unwrap();
+    net.conn((1, s)).mark_down();
+    net.run();
+    net.advance(Duration::from_secs(1));
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
+    // RECONNECT → RESET(full) → CLIENT_IDENT: remote reset, then connected.
+    assert_eq!(
+        net.log(0, c),
+        vec![Ev::Connected, Ev::RemoteReset, Ev::Connected]
+    );
+    net.send((0, c), 2, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1, 2]);
+    let s2 = net.registered(1, 0).unwrap();
+    assert_ne!(s2, s, "a new server connection holds the new session");
+}
+
+#[test]
+fn lossy_client_fault_closes_with_reset() {
+    let mut net = Net::new();
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossy_client()),
+        none(),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateless_server()),
+        none(),
+    );
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+    net.cut((0, c));
+    net.run();
+    assert_eq!(net.state((0, c)), ConnState::Closed);
+    assert_eq!(net.log(0, c), vec![Ev::Connected, Ev::Reset, Ev::Closed]);
+}
+
+#[test]
+fn refused_connect_backs_off_and_retries() {
+    let mut net = Net::new();
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossless_client()),
+        none(),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
+    net.nodes[1].listening = false;
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.log(0, c), vec![Ev::Refused]);
+    assert_eq!(net.state((0, c)), ConnState::Backoff);
+    net.nodes[1].listening = true;
+    net.advance(Duration::from_secs(1));
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    assert_eq!(net.delivered(1), vec![1]);
+}
+
+#[test]
+fn racing_lossless_peers_end_with_one_session_each_way() {
+    let mut net = Net::new();
+    net.add_node(
+        "osd.1",
+        "v2:10.0.0.1:6800/1",
+        policies(Policy::lossless_peer()),
+        none(),
+    );
+    net.add_node(
+        "osd.2",
+        "v2:10.0.0.2:6800/2",
+        policies(Policy::lossless_peer()),
+        none(),
+    );
+    let a = net.connect(0, 1);
+    let b = net.connect(1, 0);
+    for t in 1..=3 {
+        net.send((0, a), t, 10);
+        net.send((1, b), 100 + t, 10);
+    }
+    net.run();
+    net.advance(Duration::from_secs(20));
+    for t in 4..=5 {
+        net.send((0, a), t, 10);
+        net.send((1, b), 100 + t, 10);
+    }
+    net.run();
+    assert_eq!(
+        net.delivered(1),
+        vec![1, 2, 3, 4, 5],
+        "{:?} {:?}",
+        net.nodes[0].faults,
+        net.nodes[1].faults
+    );
+    assert_eq!(net.delivered(0), vec![101, 102, 103, 104, 105]);
+    // Each side's registered connection to the other is READY.
+    let ra = net.registered(0, 1).unwrap();
+    let rb = net.registered(1, 0).unwrap();
+    assert_eq!(net.state((0, ra)), ConnState::Ready);
+    assert_eq!(net.state((1, rb)), ConnState::Ready);
+}
