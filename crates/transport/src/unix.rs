@@ -1,0 +1,91 @@
+//! Unix domain sockets. msgr2 identifies peers by IP and port, so each
+//! address maps to a socket file `DIR/IP_PORT.sock`; the peer address of an
+//! accepted stream is reported as the unspecified address with port 0.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
+
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::{Listener, Stream, Transport};
+
+#[derive(Debug, Clone)]
+pub struct Unix {
+    dir: PathBuf,
+    next_port: Arc<AtomicU16>,
+}
+
+impl Unix {
+    /// Socket files live in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Unix {
+        Unix {
+            dir: dir.into(),
+            next_port: Arc::new(AtomicU16::new(20000)),
+        }
+    }
+
+    fn path(&self, addr: &SocketAddr) -> PathBuf {
+        self.dir.join(format!("{}_{}.sock", addr.ip(), addr.port()))
+    }
+}
+
+impl Stream for UnixStream {
+    type Reader = OwnedReadHalf;
+    type Writer = OwnedWriteHalf;
+
+    fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        UnixStream::into_split(self)
+    }
+}
+
+pub struct UnixAcceptor {
+    listener: UnixListener,
+    addr: SocketAddr,
+    path: PathBuf,
+}
+
+impl Drop for UnixAcceptor {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Listener for UnixAcceptor {
+    type Stream = UnixStream;
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.addr)
+    }
+
+    async fn accept(&mut self) -> io::Result<(UnixStream, SocketAddr)> {
+        let (s, _) = self.listener.accept().await?;
+        Ok((s, SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)))
+    }
+}
+
+impl Transport for Unix {
+    type Stream = UnixStream;
+    type Listener = UnixAcceptor;
+
+    async fn connect(&self, addr: SocketAddr) -> io::Result<UnixStream> {
+        UnixStream::connect(self.path(&addr)).await
+    }
+
+    async fn bind(&self, mut addr: SocketAddr) -> io::Result<UnixAcceptor> {
+        if addr.port() == 0 {
+            addr.set_port(self.next_port.fetch_add(1, Ordering::Relaxed));
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.path(&addr);
+        let _ = std::fs::remove_file(&path);
+        Ok(UnixAcceptor {
+            listener: UnixListener::bind(&path)?,
+            addr,
+            path,
+        })
+    }
+}
