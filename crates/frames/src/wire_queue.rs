@@ -97,12 +97,43 @@ impl WireQueue {
     /// many were filled.
     pub fn io_slices<'a>(&'a mut self, out: &mut [IoSlice<'a>]) -> usize {
         self.cut();
+        self.slices(out)
+    }
+
+    /// Like [`WireQueue::io_slices`] without cutting: call
+    /// [`WireQueue::seal`] first, or the newest small bytes are left out.
+    pub fn slices<'a>(&'a self, out: &mut [IoSlice<'a>]) -> usize {
         let mut n = 0;
         for (slot, chunk) in out.iter_mut().zip(self.chunks.iter()) {
             *slot = IoSlice::new(chunk);
             n += 1;
         }
         n
+    }
+
+    /// Makes every queued byte visible to [`WireQueue::slices`].
+    pub fn seal(&mut self) {
+        self.cut();
+    }
+
+    /// Moves everything queued in `other` to the end of this queue, without
+    /// copying.
+    pub fn append(&mut self, other: &mut WireQueue) {
+        if other.is_empty() {
+            return;
+        }
+        self.cut();
+        other.cut();
+        self.len += other.len;
+        other.len = 0;
+        self.chunks.append(&mut other.chunks);
+    }
+
+    /// Drops everything queued.
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+        self.arena.clear();
+        self.len = 0;
     }
 
     /// Drops the first `n` queued bytes (what a write consumed).

@@ -1,0 +1,181 @@
+//! The user's handle on a connection, and the state its task shares with
+//! the messenger.
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
+use msgr_frames::WireQueue;
+use msgr_protocol::{Conn, ConnState, ConnStats, LinkId, Message};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
+
+use crate::throttle::Permit;
+
+pub(crate) type BoxReader = Box<dyn AsyncRead + Send + Unpin>;
+pub(crate) type BoxWriter = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// A socket moving from an accepting connection's task into the task of
+/// the existing connection that adopted it.
+pub(crate) struct Handoff {
+    pub link: LinkId,
+    pub reader: BoxReader,
+    pub writer: BoxWriter,
+    /// Bytes taken for this socket and not yet written.
+    pub pending: WireQueue,
+}
+
+pub(crate) struct Shared {
+    pub id: u64,
+    pub conn: Mutex<Conn>,
+    /// Wakes the connection's task: output to write, a socket handed over,
+    /// or a close.
+    pub wake: Notify,
+    /// Wakes senders waiting for the queue to drain.
+    pub drained: Notify,
+    pub handoff: Mutex<Option<Handoff>>,
+    pub max_queued_bytes: usize,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Conn> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A cheap, cloneable handle on one connection.
+#[derive(Clone)]
+pub struct Connection {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl PartialEq for Connection {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+}
+
+impl Eq for Connection {}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Connection#{}({:?})", self.shared.id, self.shared.lock())
+    }
+}
+
+pub(crate) fn wall_clock() -> UTime {
+    UTime::from_duration(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
+}
+
+impl Connection {
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Queues `msg`, waiting while this connection already holds
+    /// `max_queued_bytes` of unsent messages.
+    pub async fn send(&self, msg: Message) {
+        loop {
+            let drained = self.shared.drained.notified();
+            {
+                let mut c = self.shared.lock();
+                let (_, bytes) = c.session().queued();
+                if bytes < self.shared.max_queued_bytes || c.state() == ConnState::Closed {
+                    c.send(msg, Instant::now());
+                    break;
+                }
+            }
+            drained.await;
+        }
+        self.shared.wake.notify_one();
+    }
+
+    /// Queues `msg` without waiting.
+    pub fn send_nowait(&self, msg: Message) {
+        self.shared.lock().send(msg, Instant::now());
+        self.shared.wake.notify_one();
+    }
+
+    /// Sends a KEEPALIVE2 (the peer answers with KEEPALIVE2_ACK).
+    pub fn send_keepalive(&self) {
+        self.shared
+            .lock()
+            .send_keepalive(wall_clock(), Instant::now());
+        self.shared.wake.notify_one();
+    }
+
+    /// Closes the connection for good, dropping anything queued.
+    pub fn mark_down(&self) {
+        self.shared.lock().mark_down();
+        self.shared.wake.notify_one();
+    }
+
+    /// Makes the connection lossy (it will not reconnect after a fault).
+    pub fn mark_disposable(&self) {
+        self.shared.lock().mark_disposable();
+    }
+
+    pub fn state(&self) -> ConnState {
+        self.shared.lock().state()
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.state() == ConnState::Ready
+    }
+
+    pub fn peer_name(&self) -> Option<EntityName> {
+        self.shared.lock().peer_name()
+    }
+
+    pub fn peer_type(&self) -> EntityType {
+        self.shared.lock().peer().entity_type
+    }
+
+    pub fn peer_addrs(&self) -> EntityAddrvec {
+        self.shared.lock().peer().addrs.clone()
+    }
+
+    /// Features both sides support.
+    pub fn features(&self) -> u64 {
+        self.shared.lock().peer().features
+    }
+
+    pub fn stats(&self) -> ConnStats {
+        self.shared.lock().stats
+    }
+
+    /// The timestamp of the last KEEPALIVE2_ACK (our own send time, echoed).
+    pub fn last_keepalive_ack(&self) -> Option<UTime> {
+        self.shared.lock().last_keepalive_ack()
+    }
+
+    /// Messages queued and not yet written: (count, bytes).
+    pub fn queued(&self) -> (usize, usize) {
+        self.shared.lock().session().queued()
+    }
+}
+
+/// A received message, holding throttle budget until dropped.
+#[derive(Debug)]
+pub struct IncomingMessage {
+    pub msg: Message,
+    pub(crate) _permits: (Permit, Permit),
+}
+
+impl IncomingMessage {
+    pub fn into_message(self) -> Message {
+        self.msg
+    }
+}
+
+impl Deref for IncomingMessage {
+    type Target = Message;
+    fn deref(&self) -> &Message {
+        &self.msg
+    }
+}

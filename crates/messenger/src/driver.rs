@@ -1,0 +1,330 @@
+//! One connection's task: it owns the socket halves and runs the
+//! connection's `Conn` (behind its mutex): reads into the frame decoder's
+//! buffer, writes the queued frames with vectored writes, connects when
+//! asked, applies the registry's decisions on idents, dispatches, and fires
+//! timers. Locks are never held across an await.
+
+use std::future::Future;
+use std::io::IoSlice;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use msgr_frames::WireQueue;
+use msgr_protocol::registry::{self, Outcome};
+use msgr_protocol::{Event, IdentRequest, LinkId};
+use msgr_transport::{Stream, Transport};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::connection::{wall_clock, BoxReader, BoxWriter, Connection, Handoff, IncomingMessage};
+use crate::messenger::Inner;
+use crate::throttle::Permit;
+
+/// Smallest read buffer to ask the socket to fill.
+const MIN_READ: usize = 64 * 1024;
+/// Slices per vectored write.
+const MAX_IOV: usize = 64;
+
+type Connecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
+
+struct Socket {
+    link: LinkId,
+    reader: BoxReader,
+    writer: BoxWriter,
+}
+
+pub(crate) async fn run<T: Transport>(
+    inner: Arc<Inner<T>>,
+    conn: Connection,
+    first: Option<Handoff>,
+) {
+    let mut socket: Option<Socket> = None;
+    let mut out = WireQueue::new();
+    let mut rbuf = BytesMut::new();
+    let mut connecting: Option<Connecting<T::Stream>> = None;
+    let mut stop = inner.shutdown.subscribe();
+    if let Some(h) = first {
+        install(&mut socket, &mut out, h);
+    }
+    loop {
+        // A socket an acceptor moved into this connection.
+        let handoff = conn
+            .shared
+            .handoff
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = handoff {
+            install(&mut socket, &mut out, h);
+        }
+
+        // Events, in order.
+        let events: Vec<Event> = {
+            let mut c = conn.shared.lock();
+            std::iter::from_fn(|| c.poll_event()).collect()
+        };
+        for ev in events {
+            match ev {
+                Event::Connect { addr } => {
+                    let t = inner.transport.clone();
+                    let timeout = inner.config.timeouts.connect;
+                    connecting = Some(Box::pin(async move {
+                        match tokio::time::timeout(timeout, t.connect(addr)).await {
+                            Ok(r) => r,
+                            Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+                        }
+                    }));
+                }
+                Event::CloseSocket { link } => {
+                    if socket.as_ref().is_some_and(|s| s.link == link) {
+                        socket = None;
+                        out.clear();
+                        rbuf.clear();
+                    }
+                }
+                Event::IdentReceived(req) => {
+                    if let Some(existing) = decide(&inner, &conn, req) {
+                        // Our socket now belongs to the existing connection.
+                        if let Some(s) = socket.take() {
+                            let link = existing.shared.lock().link_id().unwrap_or(s.link);
+                            *existing
+                                .shared
+                                .handoff
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner()) = Some(Handoff {
+                                link,
+                                reader: s.reader,
+                                writer: s.writer,
+                                pending: std::mem::take(&mut out),
+                            });
+                        }
+                        existing.shared.wake.notify_one();
+                    }
+                }
+                Event::LearnedAddr(a) => inner.learned(a),
+                Event::Fault(_) => {}
+                Event::Connected => inner.dispatcher.ms_handle_connect(&conn),
+                Event::Accepted => inner.dispatcher.ms_handle_accept(&conn),
+                Event::Message(msg) => {
+                    let len = msg.payload_len() as u64;
+                    let dispatch = inner.dispatch_throttle.take(len).await;
+                    let policy = match inner.policy_throttle(conn.peer_type()) {
+                        Some(t) => t.take(len).await,
+                        None => Permit::default(),
+                    };
+                    let incoming = IncomingMessage {
+                        msg,
+                        _permits: (dispatch, policy),
+                    };
+                    inner.dispatcher.ms_dispatch(&conn, incoming);
+                }
+                Event::Reset => inner.dispatcher.ms_handle_reset(&conn),
+                Event::RemoteReset => inner.dispatcher.ms_handle_remote_reset(&conn),
+                Event::Refused => inner.dispatcher.ms_handle_refused(&conn),
+                Event::Closed => {
+                    inner.forget(&conn);
+                    conn.shared.drained.notify_waiters();
+                    return;
+                }
+            }
+        }
+
+        // Take what the connection has written, and its input buffer.
+        let deadline = {
+            let mut c = conn.shared.lock();
+            if let Some(s) = socket.as_ref() {
+                if c.link_id() == Some(s.link) {
+                    if let Some(q) = c.output() {
+                        out.append(q);
+                    }
+                    let want = c.want();
+                    if let Some(input) = c.input() {
+                        rbuf = std::mem::take(input);
+                    }
+                    rbuf.reserve(want.max(MIN_READ));
+                } else {
+                    // The connection moved on to another socket.
+                    socket = None;
+                    out.clear();
+                }
+            }
+            let (_, queued) = c.session().queued();
+            if queued < conn.shared.max_queued_bytes {
+                conn.shared.drained.notify_waiters();
+            }
+            c.poll_timeout()
+        };
+
+        out.seal();
+        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+        let n_iov = out.slices(&mut iov);
+        let (reader, writer) = match socket.as_mut() {
+            Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
+            None => (None, None),
+        };
+        let has_reader = reader.is_some();
+        let has_output = writer.is_some() && n_iov > 0;
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let delay = inner.injector.delay_now();
+
+        enum Step<S> {
+            Read(std::io::Result<usize>),
+            Wrote(std::io::Result<usize>),
+            Connected(std::io::Result<S>),
+            Woken,
+            Timer,
+            Stop,
+        }
+        let step = tokio::select! {
+            r = async { reader.expect("guarded").read_buf(&mut rbuf).await }, if has_reader => Step::Read(r),
+            w = async {
+                if let Some(d) = delay {
+                    tokio::time::sleep(d).await;
+                }
+                writer.expect("guarded").write_vectored(&iov[..n_iov]).await
+            }, if has_output => Step::Wrote(w),
+            c = async { connecting.as_mut().expect("guarded").await }, if connecting.is_some() => Step::Connected(c),
+            _ = conn.shared.wake.notified() => Step::Woken,
+            _ = sleep => Step::Timer,
+            _ = stop.changed() => Step::Stop,
+        };
+        let now = Instant::now();
+        match step {
+            Step::Read(r) => {
+                let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
+                let failed = match r {
+                    Ok(0) => Some("connection closed by peer".to_string()),
+                    Ok(_) if inner.injector.fail_now() => {
+                        Some("injected socket failure".to_string())
+                    }
+                    Ok(_) => None,
+                    Err(e) => Some(e.to_string()),
+                };
+                let mut c = conn.shared.lock();
+                match failed {
+                    Some(why) => c.socket_closed(link, &why, now),
+                    None if c.link_id() == Some(link) => {
+                        if let Some(input) = c.input() {
+                            *input = std::mem::take(&mut rbuf);
+                        }
+                        c.handle_input(now);
+                        c.flush_acks(now);
+                    }
+                    None => rbuf.clear(),
+                }
+            }
+            Step::Wrote(r) => {
+                let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
+                match r {
+                    Ok(_) if inner.injector.fail_now() => {
+                        conn.shared
+                            .lock()
+                            .socket_closed(link, "injected socket failure", now)
+                    }
+                    Ok(n) => out.advance(n),
+                    Err(e) => conn.shared.lock().socket_closed(link, &e.to_string(), now),
+                }
+            }
+            Step::Connected(r) => {
+                connecting = None;
+                let mut c = conn.shared.lock();
+                match r {
+                    Ok(stream) => {
+                        c.socket_connected(now);
+                        if let Some(link) = c.link_id() {
+                            let (r, w) = stream.into_split();
+                            socket = Some(Socket {
+                                link,
+                                reader: Box::new(r),
+                                writer: Box::new(w),
+                            });
+                            out.clear();
+                            rbuf.clear();
+                        }
+                    }
+                    Err(e) => {
+                        let refused = e.kind() == std::io::ErrorKind::ConnectionRefused;
+                        c.socket_failed(refused, &e.to_string(), now);
+                    }
+                }
+            }
+            Step::Woken => {}
+            Step::Timer => conn.shared.lock().handle_timeout(now),
+            Step::Stop => conn.shared.lock().mark_down(),
+        }
+        // Give the input buffer back if the read did not take it.
+        if !rbuf.is_empty() {
+            let mut c = conn.shared.lock();
+            if socket.as_ref().is_some_and(|s| c.link_id() == Some(s.link)) {
+                if let Some(input) = c.input() {
+                    if input.is_empty() {
+                        *input = std::mem::take(&mut rbuf);
+                    }
+                }
+            }
+            rbuf.clear();
+        }
+    }
+}
+
+fn install(socket: &mut Option<Socket>, out: &mut WireQueue, h: Handoff) {
+    *socket = Some(Socket {
+        link: h.link,
+        reader: h.reader,
+        writer: h.writer,
+    });
+    let mut pending = h.pending;
+    out.clear();
+    out.append(&mut pending);
+}
+
+/// The registry's decision on an accepted ident, carried out on both
+/// connections (lock order: registry, then the accepting connection, then
+/// the existing one). Returns the existing connection when our socket moved
+/// into it.
+fn decide<T: Transport>(
+    inner: &Arc<Inner<T>>,
+    conn: &Connection,
+    req: IdentRequest,
+) -> Option<Connection> {
+    let now = Instant::now();
+    let stamp = wall_clock();
+    let mut reg = inner.registry();
+    let mut a = conn.shared.lock();
+    let key = registry::lookup_key(&a, &req);
+    let existing = key.and_then(|k| reg.get(&k).cloned()).filter(|e| e != conn);
+    match existing {
+        Some(ex) => {
+            let mut e = ex.shared.lock();
+            let decision = registry::decide(&a, Some(&e), &req);
+            let outcome = registry::apply(decision, &mut a, Some(&mut e), stamp, now);
+            drop(e);
+            ex.shared.wake.notify_one();
+            match outcome {
+                Outcome::RegisterAccepting => {
+                    if let Some(k) = key {
+                        reg.insert(k, conn.clone());
+                    }
+                    None
+                }
+                Outcome::MovedToExisting => Some(ex),
+                Outcome::Nothing => None,
+            }
+        }
+        None => {
+            let decision = registry::decide(&a, None, &req);
+            if registry::apply(decision, &mut a, None, stamp, now) == Outcome::RegisterAccepting {
+                if let Some(k) = key {
+                    reg.insert(k, conn.clone());
+                }
+            }
+            None
+        }
+    }
+}

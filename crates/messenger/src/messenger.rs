@@ -1,0 +1,345 @@
+//! The messenger: binds, accepts, connects, keeps the registry of
+//! connections by peer, and shuts down.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use msgr_auth::AuthProvider;
+use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
+use msgr_frames::WireQueue;
+use msgr_protocol::registry::PeerKey;
+use msgr_protocol::{CompressionConfig, Config, Conn, PolicySet, Timeouts};
+use msgr_transport::{Listener, Stream, Transport};
+use tokio::sync::{watch, Notify};
+
+use crate::connection::{BoxReader, BoxWriter, Connection, Shared};
+use crate::inject::{InjectConfig, Injector};
+use crate::throttle::Throttle;
+use crate::Dispatcher;
+
+/// How a messenger is set up (Ceph's ms_* options that matter here).
+#[derive(Clone)]
+pub struct Options {
+    pub name: EntityName,
+    /// Our addresses' nonce (tells our instances apart at the same address).
+    pub nonce: u32,
+    pub policies: PolicySet,
+    pub auth: Arc<dyn AuthProvider>,
+    /// Announce msgr2.1 (REVISION_1); false speaks msgr2.0 only.
+    pub rev1: bool,
+    pub timeouts: Timeouts,
+    pub compression: CompressionConfig,
+    /// ms_dispatch_throttle_bytes: received messages held by the user.
+    pub dispatch_throttle_bytes: u64,
+    /// Unsent bytes a connection holds before `Connection::send` waits.
+    pub max_queued_bytes: usize,
+    pub inject: InjectConfig,
+    /// Seeds cookies and fault injection (0: from the clock).
+    pub seed: u64,
+}
+
+impl Options {
+    pub fn new(name: EntityName, policies: PolicySet, auth: Arc<dyn AuthProvider>) -> Options {
+        Options {
+            name,
+            nonce: 0,
+            policies,
+            auth,
+            rev1: true,
+            timeouts: Timeouts::default(),
+            compression: CompressionConfig::default(),
+            dispatch_throttle_bytes: 100 << 20,
+            max_queued_bytes: 64 << 20,
+            inject: InjectConfig::default(),
+            seed: 0,
+        }
+    }
+}
+
+pub(crate) struct Inner<T: Transport> {
+    pub transport: T,
+    pub config: Arc<Config>,
+    pub dispatcher: Arc<dyn Dispatcher>,
+    pub my_addrs: Mutex<EntityAddrvec>,
+    pub registry: Mutex<HashMap<PeerKey, Connection>>,
+    /// Every live connection, registered or not (for shutdown).
+    pub all: Mutex<HashMap<u64, Connection>>,
+    pub dispatch_throttle: Arc<Throttle>,
+    pub policy_throttles: Mutex<HashMap<EntityType, Arc<Throttle>>>,
+    pub injector: Injector,
+    pub max_queued_bytes: usize,
+    next_id: AtomicU64,
+    seed: AtomicU64,
+    tasks: AtomicUsize,
+    tasks_done: Notify,
+    pub shutdown: watch::Sender<bool>,
+}
+
+impl<T: Transport> Inner<T> {
+    pub fn registry(&self) -> MutexGuard<'_, HashMap<PeerKey, Connection>> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn all(&self) -> MutexGuard<'_, HashMap<u64, Connection>> {
+        self.all.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn addrs(&self) -> EntityAddrvec {
+        self.my_addrs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn next_seed(&self) -> u64 {
+        self.seed
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+    }
+
+    /// The throttle of a peer type's policy, if it has one.
+    pub fn policy_throttle(&self, peer_type: EntityType) -> Option<Arc<Throttle>> {
+        let limits = self.config.policies.get(peer_type).throttle?;
+        let mut map = self
+            .policy_throttles
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        Some(
+            map.entry(peer_type)
+                .or_insert_with(|| Throttle::new(limits.messages, limits.bytes))
+                .clone(),
+        )
+    }
+
+    pub fn learned(&self, addr: EntityAddr) {
+        let mut mine = self.my_addrs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(first) = mine.0.first_mut() {
+            if first.is_blank_ip() {
+                let port = first.port();
+                first.addr = addr.addr.map(|a| std::net::SocketAddr::new(a.ip(), port));
+            }
+        }
+    }
+
+    fn new_shared(&self, conn: Conn) -> Connection {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let c = Connection {
+            shared: Arc::new(Shared {
+                id,
+                conn: Mutex::new(conn),
+                wake: Notify::new(),
+                drained: Notify::new(),
+                handoff: Mutex::new(None),
+                max_queued_bytes: self.max_queued_bytes,
+            }),
+        };
+        self.all().insert(id, c.clone());
+        c
+    }
+
+    /// Runs `fut` as a tracked task (shutdown waits for it).
+    pub fn spawn(self: &Arc<Self>, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.tasks.fetch_add(1, Ordering::AcqRel);
+        let inner = self.clone();
+        tokio::spawn(async move {
+            fut.await;
+            if inner.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
+                inner.tasks_done.notify_waiters();
+            }
+        });
+    }
+
+    pub fn forget(&self, conn: &Connection) {
+        self.all().remove(&conn.id());
+        self.registry().retain(|_, c| c != conn);
+    }
+}
+
+/// A messenger over transport `T`.
+pub struct Messenger<T: Transport> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T: Transport> Clone for Messenger<T> {
+    fn clone(&self) -> Self {
+        Messenger {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T: Transport> Messenger<T> {
+    pub fn new(transport: T, opts: Options, dispatcher: Arc<dyn Dispatcher>) -> Messenger<T> {
+        let mut config = Config::new(opts.name, opts.auth.clone(), opts.policies.clone());
+        if !opts.rev1 {
+            config = config.rev0_only();
+        }
+        config.timeouts = opts.timeouts;
+        config.compression = opts.compression.clone();
+        let seed = if opts.seed != 0 {
+            opts.seed
+        } else {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        };
+        // Until bound or learned: a blank address with our nonce.
+        let blank = EntityAddr {
+            kind: EntityAddrType::ANY,
+            nonce: opts.nonce,
+            addr: Some("0.0.0.0:0".parse().expect("literal")),
+        };
+        let (shutdown, _) = watch::channel(false);
+        Messenger {
+            inner: Arc::new(Inner {
+                transport,
+                config: Arc::new(config),
+                dispatcher,
+                my_addrs: Mutex::new(EntityAddrvec::single(blank)),
+                registry: Mutex::new(HashMap::new()),
+                all: Mutex::new(HashMap::new()),
+                dispatch_throttle: Throttle::new(u64::MAX, opts.dispatch_throttle_bytes),
+                policy_throttles: Mutex::new(HashMap::new()),
+                injector: Injector::new(opts.inject, seed ^ 0x5eed),
+                max_queued_bytes: opts.max_queued_bytes,
+                next_id: AtomicU64::new(1),
+                seed: AtomicU64::new(seed),
+                tasks: AtomicUsize::new(0),
+                tasks_done: Notify::new(),
+                shutdown,
+            }),
+        }
+    }
+
+    /// Our addresses (as bound, or learned from peers).
+    pub fn addrs(&self) -> EntityAddrvec {
+        self.inner.addrs()
+    }
+
+    pub fn name(&self) -> EntityName {
+        self.inner.config.my_name
+    }
+
+    /// Binds each msgr2 address of `addrs` (port 0: any) and starts
+    /// accepting; returns the bound addresses.
+    pub async fn bind(&self, addrs: &EntityAddrvec) -> io::Result<EntityAddrvec> {
+        let nonce = self.inner.addrs().0.first().map_or(0, |a| a.nonce);
+        let mut bound = Vec::new();
+        for a in &addrs.0 {
+            let sock = a
+                .addr
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "address without IP"))?;
+            let mut listener = self.inner.transport.bind(sock).await?;
+            let local = listener.local_addr()?;
+            bound.push(EntityAddr::new(EntityAddrType::MSGR2, local, nonce));
+            let inner = self.inner.clone();
+            let mut stop = self.inner.shutdown.subscribe();
+            self.inner.spawn(async move {
+                loop {
+                    tokio::select! {
+                        r = listener.accept() => match r {
+                            Ok((stream, peer)) => accept(&inner, stream, peer),
+                            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                        },
+                        _ = stop.changed() => return,
+                    }
+                }
+            });
+        }
+        let bound = EntityAddrvec(bound);
+        *self
+            .inner
+            .my_addrs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = bound.clone();
+        Ok(bound)
+    }
+
+    /// The connection to `addrs` (a peer of type `peer_type`): the existing
+    /// one if there is one, else a new one that starts connecting.
+    pub fn connect(&self, addrs: &EntityAddrvec, peer_type: EntityType) -> Connection {
+        let key = PeerKey::of(addrs);
+        let lossy = self.inner.config.policies.get(peer_type).lossy;
+        let mut reg = self.inner.registry();
+        if let Some(k) = key {
+            if let Some(c) = reg.get(&k) {
+                if c.state() != msgr_protocol::ConnState::Closed {
+                    return c.clone();
+                }
+            }
+        }
+        let conn = Conn::connect(
+            self.inner.config.clone(),
+            addrs.clone(),
+            peer_type,
+            self.inner.addrs(),
+            Instant::now(),
+            self.inner.next_seed(),
+        );
+        let c = self.inner.new_shared(conn);
+        if let (Some(k), false) = (key, lossy) {
+            reg.insert(k, c.clone());
+        } else if let Some(k) = key {
+            // Lossy connections are registered too, so the peer's incoming
+            // connection is found (and replaces this one) in a race.
+            reg.insert(k, c.clone());
+        }
+        drop(reg);
+        let inner = self.inner.clone();
+        let conn = c.clone();
+        self.inner.spawn(crate::driver::run(inner, conn, None));
+        c
+    }
+
+    /// Connections currently alive.
+    pub fn connections(&self) -> Vec<Connection> {
+        self.inner.all().values().cloned().collect()
+    }
+
+    /// Fault injection counters: socket failures injected so far.
+    pub fn injected_failures(&self) -> u64 {
+        self.inner.injector.failures.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, closes every connection and waits for every task.
+    pub async fn shutdown(&self) {
+        let _ = self.inner.shutdown.send(true);
+        let all: Vec<Connection> = self.inner.all().values().cloned().collect();
+        for c in all {
+            c.mark_down();
+        }
+        loop {
+            let done = self.inner.tasks_done.notified();
+            if self.inner.tasks.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            done.await;
+        }
+    }
+}
+
+/// An accepted stream: a new connection that runs the acceptor handshake.
+fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net::SocketAddr) {
+    if *inner.shutdown.borrow() {
+        return;
+    }
+    let conn = Conn::accept(
+        inner.config.clone(),
+        inner.addrs(),
+        peer,
+        Instant::now(),
+        inner.next_seed(),
+    );
+    let link = conn.link_id().expect("an accepted connection has a link");
+    let c = inner.new_shared(conn);
+    let (r, w) = stream.into_split();
+    let socket = crate::connection::Handoff {
+        link,
+        reader: Box::new(r) as BoxReader,
+        writer: Box::new(w) as BoxWriter,
+        pending: WireQueue::new(),
+    };
+    inner.spawn(crate::driver::run(inner.clone(), c, Some(socket)));
+}

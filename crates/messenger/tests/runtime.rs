@@ -1,0 +1,309 @@
+//! The runtime over real transports (memory and TCP): sessions, policies,
+//! replay after injected socket failures, resets, shutdown.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use msgr_auth::{AuthProvider, ClientAuth, ConMode, NoneClient, NoneServer, ServerAuth};
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_messenger::{
+    Connection, Dispatcher, IncomingMessage, InjectConfig, Message, Messenger, Options, Policy,
+};
+use msgr_protocol::PolicySet;
+use msgr_transport::memory::MemoryNet;
+use msgr_transport::tcp::Tcp;
+use msgr_transport::Transport;
+use tokio::sync::mpsc;
+
+struct NoneAuth;
+impl AuthProvider for NoneAuth {
+    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
+        Box::new(NoneClient {
+            name: me.to_string(),
+            global_id: 0,
+            modes: vec![ConMode::CRC],
+        })
+    }
+    fn server(&self) -> Box<dyn ServerAuth> {
+        Box::new(NoneServer::default())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ev {
+    Msg(u64),
+    Connect,
+    Accept,
+    Reset,
+    RemoteReset,
+    Refused,
+}
+
+/// Records events; echoes every message back when `echo`.
+struct Recorder {
+    tx: mpsc::UnboundedSender<Ev>,
+    echo: bool,
+}
+
+impl Dispatcher for Recorder {
+    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+        let _ = self.tx.send(Ev::Msg(msg.tid));
+        if self.echo {
+            let mut reply = Message::new(43, Bytes::new());
+            reply.tid = msg.tid;
+            conn.send_nowait(reply);
+        }
+    }
+    fn ms_handle_connect(&self, _: &Connection) {
+        let _ = self.tx.send(Ev::Connect);
+    }
+    fn ms_handle_accept(&self, _: &Connection) {
+        let _ = self.tx.send(Ev::Accept);
+    }
+    fn ms_handle_reset(&self, _: &Connection) {
+        let _ = self.tx.send(Ev::Reset);
+    }
+    fn ms_handle_remote_reset(&self, _: &Connection) {
+        let _ = self.tx.send(Ev::RemoteReset);
+    }
+    fn ms_handle_refused(&self, _: &Connection) {
+        let _ = self.tx.send(Ev::Refused);
+    }
+}
+
+fn options(name: &str, policy: Policy, inject: u32, seed: u64) -> Options {
+    let mut o = Options::new(
+        name.parse().unwrap(),
+        PolicySet::new(policy),
+        Arc::new(NoneAuth),
+    );
+    o.nonce = seed as u32;
+    o.seed = seed;
+    o.inject = InjectConfig {
+        socket_failures: inject,
+        ..Default::default()
+    };
+    o.timeouts.backoff_initial = Duration::from_millis(5);
+    o.timeouts.backoff_max = Duration::from_millis(50);
+    o
+}
+
+struct Pair<T: Transport> {
+    server: Messenger<T>,
+    client: Messenger<T>,
+    server_rx: mpsc::UnboundedReceiver<Ev>,
+    client_rx: mpsc::UnboundedReceiver<Ev>,
+    conn: Connection,
+}
+
+async fn pair<T: Transport>(
+    t: T,
+    bind: &str,
+    client: Policy,
+    server: Policy,
+    inject: u32,
+) -> Pair<T> {
+    let (stx, server_rx) = mpsc::unbounded_channel();
+    let (ctx, client_rx) = mpsc::unbounded_channel();
+    let s = Messenger::new(
+        t.clone(),
+        options("osd.0", server, inject, 7),
+        Arc::new(Recorder {
+            tx: stx,
+            echo: true,
+        }),
+    );
+    let addrs = s
+        .bind(&bind.parse::<EntityAddrvec>().unwrap())
+        .await
+        .unwrap();
+    let c = Messenger::new(
+        t,
+        options("client.1", client, inject, 9),
+        Arc::new(Recorder {
+            tx: ctx,
+            echo: false,
+        }),
+    );
+    let conn = c.connect(&addrs, EntityType::OSD);
+    Pair {
+        server: s,
+        client: c,
+        server_rx,
+        client_rx,
+        conn,
+    }
+}
+
+/// Collects events until `done` says so (or the deadline passes).
+async fn collect(
+    rx: &mut mpsc::UnboundedReceiver<Ev>,
+    mut done: impl FnMut(&[Ev]) -> bool,
+) -> Vec<Ev> {
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !done(&got) {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(e)) => got.push(e),
+            _ => break,
+        }
+    }
+    got
+}
+
+fn msgs(evs: &[Ev]) -> Vec<u64> {
+    evs.iter()
+        .filter_map(|e| match e {
+            Ev::Msg(t) => Some(*t),
+            _ => None,
+        })
+        .collect()
+}
+
+fn msg(tid: u64, len: usize) -> Message {
+    let mut m = Message::new(42, Bytes::from(vec![tid as u8; len]));
+    m.tid = tid;
+    m
+}
+
+async fn request_reply<T: Transport>(t: T, bind: &str) {
+    let mut p = pair(
+        t,
+        bind,
+        Policy::lossless_client(),
+        Policy::stateful_server(),
+        0,
+    )
+    .await;
+    for tid in 1..=200 {
+        p.conn.send(msg(tid, (tid as usize * 97) % 70_000)).await;
+    }
+    let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= 200).await;
+    assert_eq!(msgs(&replies), (1..=200).collect::<Vec<_>>());
+    assert_eq!(replies[0], Ev::Connect);
+    let got = collect(&mut p.server_rx, |e| msgs(e).len() >= 200).await;
+    assert_eq!(got[0], Ev::Accept);
+    assert_eq!(msgs(&got), (1..=200).collect::<Vec<_>>());
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn request_reply_over_memory() {
+    request_reply(MemoryNet::new(), "v2:10.0.0.1:6800").await;
+}
+
+#[tokio::test]
+async fn request_reply_over_tcp() {
+    request_reply(Tcp::default(), "v2:127.0.0.1:0").await;
+}
+
+/// Lossless sessions under 1-in-30 injected socket failures on both sides:
+/// every message arrives exactly once, in order, and there were reconnects.
+#[tokio::test]
+async fn lossless_under_injected_failures() {
+    for (seed, t) in [(1u64, MemoryNet::new())] {
+        let _ = seed;
+        let mut p = pair(
+            t,
+            "v2:10.0.0.1:6800",
+            Policy::lossless_client(),
+            Policy::stateful_server(),
+            30,
+        )
+        .await;
+        let n = 1000;
+        for tid in 1..=n {
+            p.conn.send(msg(tid, 100 + (tid as usize % 3000))).await;
+        }
+        let got = collect(&mut p.server_rx, |e| msgs(e).len() >= n as usize).await;
+        assert_eq!(
+            msgs(&got),
+            (1..=n).collect::<Vec<_>>(),
+            "exactly once, in order"
+        );
+        let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= n as usize).await;
+        assert_eq!(msgs(&replies), (1..=n).collect::<Vec<_>>());
+        assert!(p.client.injected_failures() + p.server.injected_failures() > 0);
+        assert!(p.conn.stats().reconnects > 0, "{:?}", p.conn.stats());
+        p.client.shutdown().await;
+        p.server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn lossy_client_gets_reset_when_the_connection_breaks() {
+    let net = MemoryNet::new();
+    let mut p = pair(
+        net.clone(),
+        "v2:10.0.0.1:6800",
+        Policy::lossy_client(),
+        Policy::stateless_server(),
+        0,
+    )
+    .await;
+    p.conn.send(msg(1, 10)).await;
+    let got = collect(&mut p.client_rx, |e| msgs(e).len() >= 1).await;
+    assert_eq!(got, vec![Ev::Connect, Ev::Msg(1)]);
+    assert_eq!(net.break_connections(None), 1);
+    let got = collect(&mut p.client_rx, |e| e.contains(&Ev::Reset)).await;
+    assert_eq!(got, vec![Ev::Reset]);
+    assert_eq!(p.conn.state(), msgr_messenger::ConnState::Closed);
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn refused_then_server_appears() {
+    let net = MemoryNet::new();
+    let (ctx, mut client_rx) = mpsc::unbounded_channel();
+    let c = Messenger::new(
+        net.clone(),
+        options("client.1", Policy::lossless_client(), 0, 3),
+        Arc::new(Recorder {
+            tx: ctx,
+            echo: false,
+        }),
+    );
+    let addrs: EntityAddrvec = "v2:10.0.0.9:6800/7".parse().unwrap();
+    let conn = c.connect(&addrs, EntityType::OSD);
+    conn.send(msg(5, 10)).await;
+    let got = collect(&mut client_rx, |e| e.contains(&Ev::Refused)).await;
+    assert!(got.contains(&Ev::Refused));
+    let (stx, mut server_rx) = mpsc::unbounded_channel();
+    let s = Messenger::new(
+        net,
+        options("osd.0", Policy::stateful_server(), 0, 7),
+        Arc::new(Recorder {
+            tx: stx,
+            echo: false,
+        }),
+    );
+    s.bind(&addrs).await.unwrap();
+    let got = collect(&mut server_rx, |e| msgs(e).len() >= 1).await;
+    assert_eq!(msgs(&got), vec![5]);
+    c.shutdown().await;
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_leaves_no_connection() {
+    let net = MemoryNet::new();
+    let p = pair(
+        net.clone(),
+        "v2:10.0.0.1:6800",
+        Policy::lossless_client(),
+        Policy::stateful_server(),
+        0,
+    )
+    .await;
+    p.conn.send(msg(1, 10)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+    assert!(p.client.connections().is_empty());
+    assert!(p.server.connections().is_empty());
+    assert_eq!(net.live_connections(), 0);
+    let _ = Mutex::new(());
+}
