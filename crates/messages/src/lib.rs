@@ -3,6 +3,13 @@
 //! meaning.
 #![forbid(unsafe_code)]
 
+pub mod osd_op;
+pub mod osd_types;
+pub mod simple;
+mod typed;
 mod types;
 
+pub use osd_op::{MOSDOp, MOSDOpReply, MSG_OSD_OP, MSG_OSD_OPREPLY};
+pub use simple::{MCommand, MCommandReply, MPing};
+pub use typed::{MessageError, TypedMessage};
 pub use types::{message_type_name, MESSAGE_TYPES};

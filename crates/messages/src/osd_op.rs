@@ -1,0 +1,373 @@
+//! MOSDOp (42) and MOSDOpReply (43), as Ceph 16 and 20 encode them over
+//! msgr2 (src/messages/MOSDOp.h, MOSDOpReply.h; layouts and captured bytes in
+//! docs/research/messages-osdop.md §2–3).
+
+use bytes::{BufMut, Bytes, BytesMut};
+use msgr_encoding::{Decode, Decoder, Encode, UTime};
+use msgr_protocol::features::{self, has};
+use msgr_protocol::Message;
+
+use crate::osd_types::*;
+use crate::typed::{check_type, MessageError, TypedMessage};
+
+/// `CEPH_MSG_OSD_OP`.
+pub const MSG_OSD_OP: u16 = 42;
+/// `CEPH_MSG_OSD_OPREPLY`.
+pub const MSG_OSD_OPREPLY: u16 = 43;
+
+/// An OSD request: which object, which ops, and the ops' input data (the
+/// message's data segment, `payload_len` bytes per op in op order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MOSDOp {
+    pub tid: u64,
+    pub priority: u16,
+    pub pgid: SpgId,
+    /// The object's full 32-bit hash.
+    pub hash: u32,
+    pub osdmap_epoch: u32,
+    /// CEPH_OSD_FLAG_*.
+    pub flags: u32,
+    pub reqid: ReqId,
+    pub trace: BlkinTrace,
+    /// v9 only.
+    pub otel: OtelTrace,
+    pub client_inc: u32,
+    pub mtime: UTime,
+    pub oloc: ObjectLocator,
+    pub oid: String,
+    pub ops: Vec<OsdOp>,
+    pub snapid: u64,
+    pub snap_seq: u64,
+    pub snaps: Vec<u64>,
+    pub retry_attempt: i32,
+    /// The sender's connection features (Ceph writes the features the
+    /// message was encoded for).
+    pub features: u64,
+    pub data: Bytes,
+}
+
+impl MOSDOp {
+    /// A write of `data` at `offset` into `oid` in pool `pool` (the shape
+    /// of ceph_perf_msgr_client's requests when `perf_style`: payload_len 0,
+    /// like `MOSDOp::write`; otherwise Objecter's, payload_len = data).
+    pub fn write(
+        tid: u64,
+        pool: u64,
+        oid: &str,
+        offset: u64,
+        data: Bytes,
+        perf_style: bool,
+    ) -> MOSDOp {
+        let mut op = OsdOp::extent(op::WRITE, offset, data.len() as u64);
+        if !perf_style {
+            op.payload_len = data.len() as u32;
+        }
+        MOSDOp {
+            tid,
+            priority: 127,
+            pgid: SpgId {
+                pgid: PgId { pool, seed: 0 },
+                shard: -1,
+            },
+            hash: 0,
+            osdmap_epoch: 0,
+            flags: 0,
+            reqid: ReqId::default(),
+            trace: [0; 24],
+            otel: OtelTrace::default(),
+            client_inc: 0,
+            mtime: UTime::default(),
+            oloc: ObjectLocator {
+                pool: pool as i64,
+                ..Default::default()
+            },
+            oid: oid.to_string(),
+            ops: vec![op],
+            snapid: NOSNAP,
+            snap_seq: 0,
+            snaps: Vec::new(),
+            retry_attempt: -1,
+            features: 0,
+            data,
+        }
+    }
+
+    fn version_for(features: u64) -> u16 {
+        if has(features, features::SERVER_SQUID) {
+            9
+        } else {
+            8
+        }
+    }
+
+    /// The front (payload) as encoded for `version` 8 or 9.
+    pub fn encode_front(&self, version: u16, conn_features: u64) -> Bytes {
+        let mut o = BytesMut::with_capacity(256);
+        self.pgid.encode(&mut o);
+        o.put_u32_le(self.hash);
+        o.put_u32_le(self.osdmap_epoch);
+        o.put_u32_le(self.flags);
+        self.reqid.encode(&mut o);
+        o.put_slice(&self.trace);
+        if version >= 9 {
+            self.otel.encode(&mut o);
+        }
+        o.put_u32_le(self.client_inc);
+        self.mtime.encode(&mut o);
+        self.oloc.encode(&mut o);
+        self.oid.encode(&mut o);
+        o.put_u16_le(self.ops.len() as u16);
+        for op in &self.ops {
+            op.encode(&mut o);
+        }
+        o.put_u64_le(self.snapid);
+        o.put_u64_le(self.snap_seq);
+        self.snaps.encode(&mut o);
+        o.put_i32_le(self.retry_attempt);
+        let f = if self.features != 0 {
+            self.features
+        } else {
+            conn_features
+        };
+        o.put_u64_le(f);
+        o.freeze()
+    }
+}
+
+impl TypedMessage for MOSDOp {
+    const TYPE: u16 = MSG_OSD_OP;
+
+    fn to_message(&self, features: u64) -> Message {
+        let version = Self::version_for(features);
+        let mut m = Message::new(MSG_OSD_OP, self.encode_front(version, features));
+        m.tid = self.tid;
+        m.priority = self.priority;
+        m.version = version;
+        m.compat_version = 3;
+        m.data = self.data.clone();
+        m
+    }
+
+    fn from_message(msg: &Message) -> Result<Self, MessageError> {
+        check_type(msg, MSG_OSD_OP)?;
+        if !(8..=9).contains(&msg.version) {
+            return Err(MessageError::UnsupportedVersion {
+                msg_type: MSG_OSD_OP,
+                version: msg.version,
+            });
+        }
+        let mut d = Decoder::from_bytes(&msg.front);
+        let pgid = SpgId::decode(&mut d)?;
+        let hash = d.u32("MOSDOp.hash")?;
+        let osdmap_epoch = d.u32("MOSDOp.osdmap_epoch")?;
+        let flags = d.u32("MOSDOp.flags")?;
+        let reqid = ReqId::decode(&mut d)?;
+        let trace = d.array("MOSDOp.trace")?;
+        let otel = if msg.version >= 9 {
+            OtelTrace::decode(&mut d)?
+        } else {
+            OtelTrace::default()
+        };
+        let client_inc = d.u32("MOSDOp.client_inc")?;
+        let mtime = UTime::decode(&mut d)?;
+        let oloc = ObjectLocator::decode(&mut d)?;
+        let oid = String::decode(&mut d)?;
+        let num_ops = d.u16("MOSDOp.num_ops")? as usize;
+        if num_ops * OsdOp::LEN > d.remaining() {
+            return Err(msgr_encoding::DecodeError::LengthTooLarge {
+                what: "MOSDOp.ops",
+                claimed: num_ops as u64,
+                max: (d.remaining() / OsdOp::LEN) as u64,
+            }
+            .into());
+        }
+        let ops = (0..num_ops)
+            .map(|_| OsdOp::decode(&mut d))
+            .collect::<Result<Vec<_>, _>>()?;
+        let snapid = d.u64("MOSDOp.snapid")?;
+        let snap_seq = d.u64("MOSDOp.snap_seq")?;
+        let snaps = Vec::<u64>::decode(&mut d)?;
+        let retry_attempt = d.u32("MOSDOp.retry_attempt")? as i32;
+        let features = d.u64("MOSDOp.features")?;
+        Ok(MOSDOp {
+            tid: msg.tid,
+            priority: msg.priority,
+            pgid,
+            hash,
+            osdmap_epoch,
+            flags,
+            reqid,
+            trace,
+            otel,
+            client_inc,
+            mtime,
+            oloc,
+            oid,
+            ops,
+            snapid,
+            snap_seq,
+            snaps,
+            retry_attempt,
+            features,
+            data: msg.data.clone(),
+        })
+    }
+}
+
+/// An OSD's answer (v8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MOSDOpReply {
+    pub tid: u64,
+    pub priority: u16,
+    pub oid: String,
+    pub pgid: PgId,
+    pub flags: i64,
+    pub result: i32,
+    pub bad_replay_version: Eversion,
+    pub osdmap_epoch: u32,
+    pub ops: Vec<OsdOp>,
+    pub retry_attempt: i32,
+    /// One per op.
+    pub rvals: Vec<i32>,
+    pub replay_version: Eversion,
+    pub user_version: u64,
+    pub trace: BlkinTrace,
+    pub data: Bytes,
+}
+
+impl MOSDOpReply {
+    /// The reply ceph_perf_msgr_server sends (`MOSDOpReply(req, 0, 0, 0,
+    /// false)` over a request it never fully decoded): no ops, no name.
+    pub fn perf_reply(req_tid: u64, pgid: PgId, req_flags: u32) -> MOSDOpReply {
+        MOSDOpReply {
+            tid: req_tid,
+            priority: 127,
+            oid: String::new(),
+            pgid,
+            flags: (req_flags as i64) & !0x7,
+            result: 0,
+            bad_replay_version: Eversion::default(),
+            osdmap_epoch: 0,
+            ops: Vec::new(),
+            retry_attempt: -1,
+            rvals: Vec::new(),
+            replay_version: Eversion::default(),
+            user_version: 0,
+            trace: [0; 24],
+            data: Bytes::new(),
+        }
+    }
+
+    /// A real OSD's reply to `req` with `result`, echoing its ops.
+    pub fn for_request(req: &MOSDOp, result: i32) -> MOSDOpReply {
+        let ops: Vec<OsdOp> = req
+            .ops
+            .iter()
+            .map(|o| OsdOp {
+                payload_len: 0,
+                ..*o
+            })
+            .collect();
+        MOSDOpReply {
+            tid: req.tid,
+            priority: 127,
+            oid: req.oid.clone(),
+            pgid: req.pgid.pgid,
+            flags: ((req.flags as i64) & !0x7) | 0x5,
+            result,
+            bad_replay_version: Eversion::default(),
+            osdmap_epoch: req.osdmap_epoch,
+            rvals: vec![0; ops.len()],
+            ops,
+            retry_attempt: req.retry_attempt,
+            replay_version: Eversion::default(),
+            user_version: 0,
+            trace: [0; 24],
+            data: Bytes::new(),
+        }
+    }
+}
+
+impl TypedMessage for MOSDOpReply {
+    const TYPE: u16 = MSG_OSD_OPREPLY;
+
+    fn to_message(&self, _features: u64) -> Message {
+        let mut o = BytesMut::with_capacity(128);
+        self.oid.encode(&mut o);
+        self.pgid.encode(&mut o);
+        o.put_i64_le(self.flags);
+        o.put_i32_le(self.result);
+        self.bad_replay_version.encode(&mut o);
+        o.put_u32_le(self.osdmap_epoch);
+        o.put_u32_le(self.ops.len() as u32);
+        for op in &self.ops {
+            op.encode(&mut o);
+        }
+        o.put_i32_le(self.retry_attempt);
+        for r in &self.rvals {
+            o.put_i32_le(*r);
+        }
+        self.replay_version.encode(&mut o);
+        o.put_u64_le(self.user_version);
+        o.put_u8(0); // do_redirect
+        o.put_slice(&self.trace);
+        let mut m = Message::new(MSG_OSD_OPREPLY, o.freeze());
+        m.tid = self.tid;
+        m.priority = self.priority;
+        m.version = 8;
+        m.compat_version = 2;
+        m.data = self.data.clone();
+        m
+    }
+
+    fn from_message(msg: &Message) -> Result<Self, MessageError> {
+        check_type(msg, MSG_OSD_OPREPLY)?;
+        if msg.version != 8 {
+            return Err(MessageError::UnsupportedVersion {
+                msg_type: MSG_OSD_OPREPLY,
+                version: msg.version,
+            });
+        }
+        let mut d = Decoder::from_bytes(&msg.front);
+        let oid = String::decode(&mut d)?;
+        let pgid = PgId::decode(&mut d)?;
+        let flags = d.u64("MOSDOpReply.flags")? as i64;
+        let result = d.u32("MOSDOpReply.result")? as i32;
+        let bad_replay_version = Eversion::decode(&mut d)?;
+        let osdmap_epoch = d.u32("MOSDOpReply.osdmap_epoch")?;
+        let num_ops = d.length("MOSDOpReply.ops", OsdOp::LEN + 4)?;
+        let ops = (0..num_ops)
+            .map(|_| OsdOp::decode(&mut d))
+            .collect::<Result<Vec<_>, _>>()?;
+        let retry_attempt = d.u32("MOSDOpReply.retry_attempt")? as i32;
+        let rvals = (0..num_ops)
+            .map(|_| d.u32("MOSDOpReply.rval").map(|v| v as i32))
+            .collect::<Result<Vec<_>, _>>()?;
+        let replay_version = Eversion::decode(&mut d)?;
+        let user_version = d.u64("MOSDOpReply.user_version")?;
+        if d.u8("MOSDOpReply.do_redirect")? != 0 {
+            return Err(MessageError::UnsupportedVersion {
+                msg_type: MSG_OSD_OPREPLY,
+                version: msg.version,
+            });
+        }
+        let trace = d.array("MOSDOpReply.trace")?;
+        Ok(MOSDOpReply {
+            tid: msg.tid,
+            priority: msg.priority,
+            oid,
+            pgid,
+            flags,
+            result,
+            bad_replay_version,
+            osdmap_epoch,
+            ops,
+            retry_attempt,
+            rvals,
+            replay_version,
+            user_version,
+            trace,
+            data: msg.data.clone(),
+        })
+    }
+}

@@ -1,0 +1,96 @@
+//! MPing (2), MCommand (97) and MCommandReply (98).
+
+use bytes::{BufMut, Bytes, BytesMut};
+use msgr_encoding::{Decode, Decoder, Encode, Uuid};
+use msgr_protocol::Message;
+
+use crate::typed::{check_type, MessageError, TypedMessage};
+
+pub const MSG_PING: u16 = 2;
+pub const MSG_COMMAND: u16 = 97;
+pub const MSG_COMMAND_REPLY: u16 = 98;
+
+/// `MPing`: no payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MPing;
+
+impl TypedMessage for MPing {
+    const TYPE: u16 = MSG_PING;
+
+    fn to_message(&self, _: u64) -> Message {
+        Message::new(MSG_PING, Bytes::new())
+    }
+
+    fn from_message(msg: &Message) -> Result<Self, MessageError> {
+        check_type(msg, MSG_PING)?;
+        Ok(MPing)
+    }
+}
+
+/// `MCommand`: a command (usually one JSON string) for a daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MCommand {
+    pub tid: u64,
+    pub fsid: Uuid,
+    pub cmd: Vec<String>,
+    pub input: Bytes,
+}
+
+impl TypedMessage for MCommand {
+    const TYPE: u16 = MSG_COMMAND;
+
+    fn to_message(&self, _: u64) -> Message {
+        let mut o = BytesMut::new();
+        self.fsid.encode(&mut o);
+        self.cmd.encode(&mut o);
+        let mut m = Message::new(MSG_COMMAND, o.freeze());
+        m.tid = self.tid;
+        m.data = self.input.clone();
+        m
+    }
+
+    fn from_message(msg: &Message) -> Result<Self, MessageError> {
+        check_type(msg, MSG_COMMAND)?;
+        let mut d = Decoder::from_bytes(&msg.front);
+        Ok(MCommand {
+            tid: msg.tid,
+            fsid: Uuid::decode(&mut d)?,
+            cmd: Vec::<String>::decode(&mut d)?,
+            input: msg.data.clone(),
+        })
+    }
+}
+
+/// `MCommandReply`: a result code, a status string, output data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MCommandReply {
+    pub tid: u64,
+    pub r: i32,
+    pub rs: String,
+    pub output: Bytes,
+}
+
+impl TypedMessage for MCommandReply {
+    const TYPE: u16 = MSG_COMMAND_REPLY;
+
+    fn to_message(&self, _: u64) -> Message {
+        let mut o = BytesMut::new();
+        o.put_i32_le(self.r);
+        self.rs.encode(&mut o);
+        let mut m = Message::new(MSG_COMMAND_REPLY, o.freeze());
+        m.tid = self.tid;
+        m.data = self.output.clone();
+        m
+    }
+
+    fn from_message(msg: &Message) -> Result<Self, MessageError> {
+        check_type(msg, MSG_COMMAND_REPLY)?;
+        let mut d = Decoder::from_bytes(&msg.front);
+        Ok(MCommandReply {
+            tid: msg.tid,
+            r: d.u32("MCommandReply.r")? as i32,
+            rs: String::decode(&mut d)?,
+            output: msg.data.clone(),
+        })
+    }
+}
