@@ -26,7 +26,7 @@ use msgr_encoding::{EntityName, EntityType};
 pub use error::AuthError;
 pub use keys::SessionKey;
 pub use modes::{pick_mode, ConMode};
-pub use none::{NoneClient, NoneServer};
+pub use none::{NoneClient, NoneProvider, NoneServer};
 
 /// `CEPH_AUTH_*` method numbers (src/include/ceph_fs.h).
 pub mod method {

@@ -152,6 +152,24 @@ impl ServerAuth for NoneServer {
     }
 }
 
+/// Auth none for both sides of a messenger.
+#[derive(Debug, Clone, Default)]
+pub struct NoneProvider;
+
+impl crate::AuthProvider for NoneProvider {
+    fn client(&self, me: &msgr_encoding::EntityName) -> Box<dyn ClientAuth> {
+        Box::new(NoneClient {
+            name: me.to_string(),
+            global_id: 0,
+            modes: vec![ConMode::CRC],
+        })
+    }
+
+    fn server(&self) -> Box<dyn ServerAuth> {
+        Box::new(NoneServer::default())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

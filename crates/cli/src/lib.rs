@@ -1,8 +1,14 @@
 //! The pieces of the `msgr` tool, as a library so that tests can drive
-//! them: capture analysis (`msgr decode`) and JSON output.
+//! them: capture analysis (`msgr decode`), the OSD-like server (`msgr
+//! serve`), the benchmark (`msgr bench`), keepalive pings (`msgr ping`).
 #![forbid(unsafe_code)]
 
+pub mod bench;
+pub mod common;
 pub mod decode_cmd;
 pub mod describe;
 pub mod inspect;
 pub mod json;
+pub mod ping;
+pub mod raw;
+pub mod serve;

@@ -1,13 +1,34 @@
 //! `msgr`: a native msgr2 toolbox.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use lexopt::prelude::*;
+use msgr_cli::bench::BenchOpts;
+use msgr_cli::common::NetOpts;
+use msgr_encoding::{EntityAddrvec, EntityName};
 
 const USAGE: &str = "\
 usage: msgr <command> [options]
 
 commands:
+  bench [--connect ADDR] [--size BYTES] [--depth N] [--conns N]
+        [--duration S | --count N] [--policy P] [--server-policy P]
+        [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
+      MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
+      each of CONNS connections (1), for S seconds (5) or N messages; replies
+      awaited. Without --connect, a server runs in this process on loopback.
+      --verify checks every reply (tid, data checksum) and counts lost,
+      duplicated and reordered messages. --raw first runs the same pattern
+      over plain TCP: the baseline, in the same run. --json prints one object.
+
+  serve --bind ADDR [--name osd.0] [--nonce N] [--policy P]
+        [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
+      Answers MOSDOp with MOSDOpReply and MPing with MPing.
+
+  ping ADDR [--count N] [--interval MS] [--rev0]
+      KEEPALIVE2 round trips to any msgr2 peer.
+
   decode CAPTURE [--json] [--keys FILE]
       Print every msgr2 frame of a pcap/pcapng capture, per connection and
       direction. --json prints one JSON object per line. --keys names a file
@@ -16,7 +37,13 @@ commands:
         conn=N SECRET_HEX
       (# starts a comment). Exit status 0 when every stream decoded cleanly,
       1 when some stream had a problem (reported inline), 2 on usage errors.
+
+Policies: lossy-client, lossless-client, stateless-server,
+stateless-registered-server, stateful-server, lossless-peer,
+lossless-peer-reuse. Addresses: v2:IP:PORT[/NONCE].
 ";
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> ExitCode {
     match run() {
@@ -28,7 +55,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
+fn run() -> Res<ExitCode> {
     let mut parser = lexopt::Parser::from_env();
     let command = match parser.next()? {
         Some(Value(v)) => v.string()?,
@@ -40,11 +67,167 @@ fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
     };
     match command.as_str() {
         "decode" => decode(parser),
+        "bench" => bench(parser),
+        "serve" => serve(parser),
+        "ping" => ping(parser),
         other => Err(format!("unknown command {other:?}\n\n{USAGE}").into()),
     }
 }
 
-fn decode(mut parser: lexopt::Parser) -> Result<ExitCode, Box<dyn std::error::Error>> {
+fn runtime() -> Res<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+fn parse<T: std::str::FromStr>(parser: &mut lexopt::Parser) -> Res<T>
+where
+    T::Err: std::fmt::Display,
+{
+    let v: String = parser.value()?.string()?;
+    v.parse::<T>().map_err(|e| format!("{v:?}: {e}").into())
+}
+
+fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
+    let mut o = BenchOpts {
+        connect: None,
+        size: 4096,
+        depth: 16,
+        conns: 1,
+        duration: None,
+        count: None,
+        net: NetOpts::default(),
+        server_net: NetOpts {
+            policy: msgr_protocol::PolicyName::StatelessServer,
+            ..Default::default()
+        },
+        verify: false,
+        raw: false,
+        json: false,
+    };
+    let mut server_policy_set = false;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("policy") => o.net.policy = parse(&mut parser)?,
+            Long("inject-socket-failures") => o.net.inject_socket_failures = parse(&mut parser)?,
+            Long("rev0") => o.net.rev1 = false,
+            Long("connect") => o.connect = Some(parse::<EntityAddrvec>(&mut parser)?),
+            Long("size") => o.size = parse(&mut parser)?,
+            Long("depth") => o.depth = parse::<usize>(&mut parser)?.max(1),
+            Long("conns") => o.conns = parse::<usize>(&mut parser)?.max(1),
+            Long("duration") => o.duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
+            Long("count") => o.count = Some(parse(&mut parser)?),
+            Long("server-policy") => {
+                o.server_net.policy = parse(&mut parser)?;
+                server_policy_set = true;
+            }
+            Long("verify") => o.verify = true,
+            Long("raw") => o.raw = true,
+            Long("json") => o.json = true,
+            Long("help") | Short('h') => {
+                print!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    if o.duration.is_none() && o.count.is_none() {
+        o.duration = Some(Duration::from_secs(5));
+    }
+    // The in-process server mirrors the client: a lossless client gets a
+    // stateful server (so sessions survive faults), a lossy one a stateless.
+    if !server_policy_set && !o.net.policy.policy().lossy {
+        o.server_net.policy = msgr_protocol::PolicyName::StatefulServer;
+    }
+    o.server_net.inject_socket_failures = o.net.inject_socket_failures;
+    o.server_net.rev1 = o.net.rev1;
+    // The client runs on this thread's runtime and the in-process server on
+    // its own thread: one core each, as two processes would.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let ok = rt.block_on(msgr_cli::bench::run(o))?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
+    let mut bind: Option<EntityAddrvec> = None;
+    let mut name: EntityName = "osd.0".parse()?;
+    let mut nonce = 0u32;
+    let mut net = NetOpts {
+        policy: msgr_protocol::PolicyName::StatelessServer,
+        ..Default::default()
+    };
+    let mut interval = None;
+    let mut duration = None;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("policy") => net.policy = parse(&mut parser)?,
+            Long("inject-socket-failures") => net.inject_socket_failures = parse(&mut parser)?,
+            Long("rev0") => net.rev1 = false,
+            Long("bind") => bind = Some(parse(&mut parser)?),
+            Long("name") => name = parse(&mut parser)?,
+            Long("nonce") => nonce = parse(&mut parser)?,
+            Long("stats") => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
+            Long("duration") => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
+            Long("help") | Short('h') => {
+                print!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    let bind = bind.ok_or("serve needs --bind v2:IP:PORT")?;
+    runtime()?.block_on(msgr_cli::serve::run(
+        bind, name, nonce, net, interval, duration,
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
+    let mut addr: Option<EntityAddrvec> = None;
+    let mut count = 3u32;
+    let mut interval = Duration::from_millis(200);
+    let mut rev1 = true;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Value(v) if addr.is_none() => addr = Some(v.string()?.parse()?),
+            Long("count") => count = parse(&mut parser)?,
+            Long("interval") => interval = Duration::from_millis(parse(&mut parser)?),
+            Long("rev0") => rev1 = false,
+            Long("help") | Short('h') => {
+                print!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    let addr = addr.ok_or("ping needs an address")?;
+    match runtime()?.block_on(msgr_cli::ping::run(addr, count.max(1), interval, rev1)) {
+        Ok(rtts) => {
+            let ms: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+            let avg = ms.iter().sum::<f64>() / ms.len() as f64;
+            let min = ms.iter().cloned().fold(f64::MAX, f64::min);
+            let max = ms.iter().cloned().fold(0.0, f64::max);
+            println!(
+                "{} keepalives, rtt min/avg/max = {min:.3}/{avg:.3}/{max:.3} ms",
+                ms.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("msgr ping: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
     let mut path = None;
     let mut json = false;
     let mut keys = msgr_cli::inspect::KeyLog::default();

@@ -22,6 +22,31 @@ pub const LATE_STATUS_ABORTED: u8 = 0x01;
 /// msgr2.0 late_flags bit of an aborted frame.
 pub const LATE_FLAG_ABORTED: u8 = 0x01;
 
+/// One segment for the encoder: borrowed bytes (copied into the queue, for
+/// small parts such as a message header) or a shared buffer (queued by
+/// reference when large, in crc mode).
+#[derive(Debug, Clone, Copy)]
+pub enum Seg<'a> {
+    Slice(&'a [u8]),
+    Shared(&'a Bytes),
+}
+
+impl Seg<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Seg::Slice(s) => s,
+            Seg::Shared(b) => b,
+        }
+    }
+
+    fn put(&self, out: &mut WireQueue) {
+        match self {
+            Seg::Slice(s) => out.put_slice(s),
+            Seg::Shared(b) => out.put_shared(b),
+        }
+    }
+}
+
 /// Secure frames at least this long are encrypted in a buffer of their own
 /// rather than in the queue's shared arena.
 const OWN_BUFFER_FRAME_LEN: usize = 64 * 1024;
@@ -72,33 +97,48 @@ impl FrameEncoder {
         segments: &[Bytes],
         out: &mut WireQueue,
     ) -> Result<usize, FrameError> {
+        let mut segs = [Seg::Slice(&[]); MAX_SEGMENTS];
+        for (slot, s) in segs.iter_mut().zip(segments) {
+            *slot = Seg::Shared(s);
+        }
+        self.encode_segs(tag, &segs[..segments.len().min(MAX_SEGMENTS)], out)
+    }
+
+    /// Like [`FrameEncoder::encode`], with segments that may be borrowed.
+    pub fn encode_segs(
+        &mut self,
+        tag: Tag,
+        segments: &[Seg<'_>],
+        out: &mut WireQueue,
+    ) -> Result<usize, FrameError> {
         assert!(
             !segments.is_empty() && segments.len() <= MAX_SEGMENTS,
             "a frame has 1 to 4 segments"
         );
         assert_ne!(tag.0, 0, "tag 0 is not a frame");
-        let mut segs: [Bytes; MAX_SEGMENTS] = Default::default();
-        for (slot, s) in segs.iter_mut().zip(segments) {
-            *slot = s.clone();
-        }
-        let mut lens = segs.each_ref().map(|s| s.len() as u32);
+        let mut segs = [Seg::Slice(&[]); MAX_SEGMENTS];
+        segs[..segments.len()].copy_from_slice(segments);
+        let mut lens = segs.map(|s| s.bytes().len() as u32);
         let aligns = tag.segment_alignments();
         let used = Preamble::new(tag, lens, aligns, 0).num_segments as usize;
 
         let mut flags = 0;
+        let mut compressed: [Bytes; MAX_SEGMENTS] = Default::default();
         if let Some(c) = self.compression {
-            let logical: usize = segs[..used].iter().map(|s| s.len()).sum();
+            let logical: usize = segs[..used].iter().map(|s| s.bytes().len()).sum();
             if logical >= c.min_frame_len {
-                let mut compressed: [Bytes; MAX_SEGMENTS] = Default::default();
                 for i in 0..used {
-                    if !segs[i].is_empty() {
-                        let mut v = Vec::with_capacity(segs[i].len() / 2 + 64);
-                        compression::compress(c.algorithm, &segs[i], &mut v)?;
+                    let data = segs[i].bytes();
+                    if !data.is_empty() {
+                        let mut v = Vec::with_capacity(data.len() / 2 + 64);
+                        compression::compress(c.algorithm, data, &mut v)?;
                         compressed[i] = Bytes::from(v);
                     }
                 }
-                segs = compressed;
-                lens = segs.each_ref().map(|s| s.len() as u32);
+                for i in 0..used {
+                    segs[i] = Seg::Shared(&compressed[i]);
+                }
+                lens = segs.map(|s| s.bytes().len() as u32);
                 flags |= FLAG_COMPRESSED;
             }
         }
@@ -135,30 +175,30 @@ impl FrameEncoder {
         Ok(written)
     }
 
-    fn crc_rev0(p: &Preamble, segs: &[Bytes; MAX_SEGMENTS], out: &mut WireQueue) {
+    fn crc_rev0(p: &Preamble, segs: &[Seg<'_>; MAX_SEGMENTS], out: &mut WireQueue) {
         out.put_slice(&p.encode());
         let mut epilogue = [0u8; 17];
         for (i, seg) in segs[..p.num_segments as usize].iter().enumerate() {
-            out.put_bytes(seg.clone());
-            let crc = ceph_crc32c(SEGMENT_CRC_SEED, seg);
+            seg.put(out);
+            let crc = ceph_crc32c(SEGMENT_CRC_SEED, seg.bytes());
             epilogue[1 + 4 * i..5 + 4 * i].copy_from_slice(&crc.to_le_bytes());
         }
         out.put_slice(&epilogue);
     }
 
-    fn crc_rev1(p: &Preamble, segs: &[Bytes; MAX_SEGMENTS], out: &mut WireQueue) {
+    fn crc_rev1(p: &Preamble, segs: &[Seg<'_>; MAX_SEGMENTS], out: &mut WireQueue) {
         out.put_slice(&p.encode());
-        if !segs[0].is_empty() {
-            out.put_bytes(segs[0].clone());
-            out.put_slice(&ceph_crc32c(SEGMENT_CRC_SEED, &segs[0]).to_le_bytes());
+        if !segs[0].bytes().is_empty() {
+            segs[0].put(out);
+            out.put_slice(&ceph_crc32c(SEGMENT_CRC_SEED, segs[0].bytes()).to_le_bytes());
         }
         let n = p.num_segments as usize;
         if n > 1 {
             let mut epilogue = [0u8; 13];
             epilogue[0] = LATE_STATUS_COMPLETE;
             for (i, seg) in segs[1..n].iter().enumerate() {
-                out.put_bytes(seg.clone());
-                let crc = ceph_crc32c(SEGMENT_CRC_SEED, seg);
+                seg.put(out);
+                let crc = ceph_crc32c(SEGMENT_CRC_SEED, seg.bytes());
                 epilogue[1 + 4 * i..5 + 4 * i].copy_from_slice(&crc.to_le_bytes());
             }
             out.put_slice(&epilogue);
@@ -194,13 +234,13 @@ impl FrameEncoder {
     fn secure_rev0(
         cipher: &mut TxCipher,
         p: &Preamble,
-        segs: &[Bytes; MAX_SEGMENTS],
+        segs: &[Seg<'_>; MAX_SEGMENTS],
         buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
         let start = buf.len();
         buf.extend_from_slice(&p.encode());
         for seg in &segs[..p.num_segments as usize] {
-            Self::put_padded(buf, seg);
+            Self::put_padded(buf, seg.bytes());
         }
         buf.extend_from_slice(&Self::secure_epilogue(0));
         Self::seal_tail(cipher, buf.len() - start, buf)
@@ -209,11 +249,11 @@ impl FrameEncoder {
     fn secure_rev1(
         cipher: &mut TxCipher,
         p: &Preamble,
-        segs: &[Bytes; MAX_SEGMENTS],
+        segs: &[Seg<'_>; MAX_SEGMENTS],
         buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
         // Preamble and the inline part of segment 0, zero-filled to 48.
-        let first = &segs[0];
+        let first = segs[0].bytes();
         let inline = first.len().min(INLINE_LEN);
         buf.extend_from_slice(&p.encode());
         buf.extend_from_slice(&first[..inline]);
@@ -232,7 +272,7 @@ impl FrameEncoder {
         if n > 1 {
             let start = buf.len();
             for seg in &segs[1..n] {
-                Self::put_padded(buf, seg);
+                Self::put_padded(buf, seg.bytes());
             }
             buf.extend_from_slice(&Self::secure_epilogue(LATE_STATUS_COMPLETE));
             Self::seal_tail(cipher, buf.len() - start, buf)?;

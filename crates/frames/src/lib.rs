@@ -30,7 +30,7 @@ mod wire_queue;
 pub use banner::{Banner, Negotiated};
 pub use control::ControlFrame;
 pub use decoder::{FrameDecoder, FrameHead, FrameLimits, Received};
-pub use encoder::FrameEncoder;
+pub use encoder::{FrameEncoder, Seg};
 pub use error::{Fault, FrameError};
 pub use layout::WireFormat;
 pub use message::{MessageFrame, MsgHeader2};

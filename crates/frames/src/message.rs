@@ -37,6 +37,23 @@ encoding! {
 
 impl MsgHeader2 {
     pub const LEN: usize = 41;
+
+    /// The packed 41 bytes, without allocating.
+    pub fn to_array(&self) -> [u8; 41] {
+        let mut b = [0u8; 41];
+        b[0..8].copy_from_slice(&self.seq.to_le_bytes());
+        b[8..16].copy_from_slice(&self.tid.to_le_bytes());
+        b[16..18].copy_from_slice(&self.msg_type.to_le_bytes());
+        b[18..20].copy_from_slice(&self.priority.to_le_bytes());
+        b[20..22].copy_from_slice(&self.version.to_le_bytes());
+        b[22..26].copy_from_slice(&self.data_pre_padding_len.to_le_bytes());
+        b[26..28].copy_from_slice(&self.data_off.to_le_bytes());
+        b[28..36].copy_from_slice(&self.ack_seq.to_le_bytes());
+        b[36] = self.flags;
+        b[37..39].copy_from_slice(&self.compat_version.to_le_bytes());
+        b[39..41].copy_from_slice(&self.reserved.to_le_bytes());
+        b
+    }
 }
 
 /// `CEPH_MSG_PRIO_*`.
@@ -72,6 +89,30 @@ impl MessageFrame {
             self.middle.clone(),
             self.data.clone(),
         ]
+    }
+
+    /// A received MESSAGE frame's parts, moved out of the frame.
+    pub fn from_received_owned(mut frame: Received) -> Result<MessageFrame, FrameError> {
+        if frame.tag != Tag::MESSAGE {
+            return Err(FrameError::UnexpectedSegments {
+                tag: frame.tag,
+                count: frame.num_segments(),
+            });
+        }
+        let header =
+            MsgHeader2::decode_exact(&frame.segments[0], "ceph_msg_header2").map_err(|error| {
+                FrameError::BadPayload {
+                    tag: Tag::MESSAGE,
+                    error,
+                }
+            })?;
+        let [_, front, middle, data] = std::mem::take(&mut frame.segments);
+        Ok(MessageFrame {
+            header,
+            front,
+            middle,
+            data,
+        })
     }
 
     /// A received MESSAGE frame's parts.
@@ -125,5 +166,6 @@ mod tests {
         assert_eq!(b[36], 1);
         assert_eq!(&b[37..39], &3u16.to_le_bytes());
         assert_eq!(MsgHeader2::decode_exact(&b, "h").unwrap(), h);
+        assert_eq!(&h.to_array()[..], &b[..]);
     }
 }

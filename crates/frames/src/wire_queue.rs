@@ -58,6 +58,15 @@ impl WireQueue {
         self.chunks.push_back(data);
     }
 
+    /// Appends a shared buffer: by reference when large, else copied.
+    pub fn put_shared(&mut self, data: &Bytes) {
+        if data.len() < DEFAULT_COPY_THRESHOLD {
+            self.put_slice(data);
+        } else {
+            self.put_bytes(data.clone());
+        }
+    }
+
     /// Appends `n` zero bytes.
     pub fn put_zeros(&mut self, n: usize) {
         const ZEROS: [u8; 64] = [0; 64];

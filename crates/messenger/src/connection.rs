@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     pub drained: Notify,
     pub handoff: Mutex<Option<Handoff>>,
     pub max_queued_bytes: usize,
+    /// Wakes `keepalive_roundtrip` callers.
+    pub keepalive_acked: Notify,
 }
 
 impl Shared {
@@ -147,6 +149,36 @@ impl Connection {
 
     pub fn stats(&self) -> ConnStats {
         self.shared.lock().stats
+    }
+
+    /// Sends a KEEPALIVE2 and waits for its KEEPALIVE2_ACK; returns the round
+    /// trip time, or `None` if the connection closed or `timeout` passed.
+    pub async fn keepalive_roundtrip(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        let stamp = wall_clock();
+        let start = Instant::now();
+        let deadline = tokio::time::Instant::now() + timeout;
+        {
+            self.shared.lock().send_keepalive(stamp, start);
+        }
+        self.shared.wake.notify_one();
+        loop {
+            let acked = self.shared.keepalive_acked.notified();
+            {
+                let c = self.shared.lock();
+                if c.last_keepalive_ack().is_some_and(|a| a >= stamp) {
+                    return Some(start.elapsed());
+                }
+                if c.state() == ConnState::Closed {
+                    return None;
+                }
+            }
+            if tokio::time::timeout_at(deadline, acked).await.is_err() {
+                return None;
+            }
+        }
     }
 
     /// The timestamp of the last KEEPALIVE2_ACK (our own send time, echoed).

@@ -44,6 +44,7 @@ pub(crate) async fn run<T: Transport>(
     let mut rbuf = BytesMut::new();
     let mut connecting: Option<Connecting<T::Stream>> = None;
     let mut stop = inner.shutdown.subscribe();
+    let mut events: Vec<Event> = Vec::new();
     if let Some(h) = first {
         install(&mut socket, &mut out, h);
     }
@@ -60,11 +61,11 @@ pub(crate) async fn run<T: Transport>(
         }
 
         // Events, in order.
-        let events: Vec<Event> = {
+        {
             let mut c = conn.shared.lock();
-            std::iter::from_fn(|| c.poll_event()).collect()
-        };
-        for ev in events {
+            events.extend(std::iter::from_fn(|| c.poll_event()));
+        }
+        for ev in events.drain(..) {
             match ev {
                 Event::Connect { addr } => {
                     let t = inner.transport.clone();
@@ -122,6 +123,7 @@ pub(crate) async fn run<T: Transport>(
                 Event::Reset => inner.dispatcher.ms_handle_reset(&conn),
                 Event::RemoteReset => inner.dispatcher.ms_handle_remote_reset(&conn),
                 Event::Refused => inner.dispatcher.ms_handle_refused(&conn),
+                Event::KeepaliveAck(_) => conn.shared.keepalive_acked.notify_waiters(),
                 Event::Closed => {
                     inner.forget(&conn);
                     conn.shared.drained.notify_waiters();

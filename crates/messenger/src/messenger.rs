@@ -133,6 +133,7 @@ impl<T: Transport> Inner<T> {
                 drained: Notify::new(),
                 handoff: Mutex::new(None),
                 max_queued_bytes: self.max_queued_bytes,
+                keepalive_acked: Notify::new(),
             }),
         };
         self.all().insert(id, c.clone());

@@ -743,7 +743,10 @@ impl Conn {
                         self.session.keepalive_ack_pending = Some(k.timestamp);
                         self.flush()?;
                     }
-                    ControlFrame::Keepalive2Ack(k) => self.last_keepalive_ack = Some(k.timestamp),
+                    ControlFrame::Keepalive2Ack(k) => {
+                        self.last_keepalive_ack = Some(k.timestamp);
+                        self.events.push_back(Event::KeepaliveAck(k.timestamp));
+                    }
                     _ => unreachable!("tag checked"),
                 }
                 let _ = now;
@@ -757,7 +760,7 @@ impl Conn {
     }
 
     fn on_message(&mut self, frame: Received) -> Result<(), ProtocolError> {
-        let m = MessageFrame::from_received(&frame)?;
+        let m = MessageFrame::from_received_owned(frame)?;
         let lossy = self.peer.policy.lossy;
         let ack_seq = m.header.ack_seq;
         match self.session.arrived(m.header.seq, lossy)? {

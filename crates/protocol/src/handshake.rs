@@ -172,7 +172,11 @@ impl Connecting {
                         tag: Tag::HELLO,
                     });
                 };
-                if h.entity_type != cx.peer.entity_type {
+                if cx.peer.entity_type == msgr_encoding::EntityType::ANY {
+                    // Whoever it is: learn its type, and its policy, from HELLO.
+                    cx.peer.entity_type = h.entity_type;
+                    cx.peer.policy = cx.config.policies.get(h.entity_type);
+                } else if h.entity_type != cx.peer.entity_type {
                     return Err(ProtocolError::PeerTypeMismatch {
                         expected: cx.peer.entity_type.0,
                         got: h.entity_type.0,

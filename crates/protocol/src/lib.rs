@@ -66,6 +66,8 @@ pub enum Event {
     RemoteReset,
     /// ms_handle_refused: the connect was refused.
     Refused,
+    /// A KEEPALIVE2_ACK arrived, echoing our stamp.
+    KeepaliveAck(msgr_encoding::UTime),
     /// The connection is closed for good.
     Closed,
 }

@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use msgr_frames::banner::{Banner, BANNER_PREFIX_LEN};
 use msgr_frames::{
     ControlFrame, FrameDecoder, FrameEncoder, FrameHead, FrameLimits, MessageFrame, Negotiated,
-    Received, Tag, WireQueue,
+    Received, Seg, Tag, WireQueue,
 };
 
 use crate::error::ProtocolError;
@@ -189,6 +189,39 @@ impl Link {
     /// Queues a MESSAGE frame.
     pub fn send_message(&mut self, frame: &MessageFrame) -> Result<(), ProtocolError> {
         self.send_segments(Tag::MESSAGE, &frame.segments())
+    }
+
+    /// Queues a MESSAGE frame from its packed header and payload parts,
+    /// without copying or cloning what need not be.
+    pub fn send_message_parts(
+        &mut self,
+        header: &[u8; 41],
+        front: &Bytes,
+        middle: &Bytes,
+        data: &Bytes,
+    ) -> Result<(), ProtocolError> {
+        let segs = [
+            Seg::Slice(header),
+            Seg::Shared(front),
+            Seg::Shared(middle),
+            Seg::Shared(data),
+        ];
+        match self.record.is_some() {
+            true => self.send_segments(
+                Tag::MESSAGE,
+                &[
+                    Bytes::copy_from_slice(header),
+                    front.clone(),
+                    middle.clone(),
+                    data.clone(),
+                ],
+            ),
+            false => {
+                let encoder = self.encoder.as_mut().expect("banner exchanged");
+                encoder.encode_segs(Tag::MESSAGE, &segs, &mut self.output)?;
+                Ok(())
+            }
+        }
     }
 
     fn send_segments(&mut self, tag: Tag, segments: &[Bytes]) -> Result<(), ProtocolError> {

@@ -76,6 +76,25 @@ impl Message {
         }
     }
 
+    /// The packed `ceph_msg_header2` of this message as sequence number
+    /// `seq`, acknowledging `ack_seq`.
+    pub fn header2(&self, seq: u64, ack_seq: u64) -> [u8; 41] {
+        MsgHeader2 {
+            seq,
+            tid: self.tid,
+            msg_type: self.msg_type,
+            priority: self.priority,
+            version: self.version,
+            data_pre_padding_len: 0,
+            data_off: self.data_off,
+            ack_seq,
+            flags: footer_flags::COMPLETE | footer_flags::NOCRC,
+            compat_version: self.compat_version,
+            reserved: 0,
+        }
+        .to_array()
+    }
+
     /// A received MESSAGE frame as a message from `source`.
     pub fn from_frame(frame: MessageFrame, source: EntityName) -> Message {
         let h = frame.header;

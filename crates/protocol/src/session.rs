@@ -15,7 +15,7 @@
 //!   session there);
 //! - an ACK frame goes out only when there is no message to carry the ack.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use msgr_encoding::UTime;
 use msgr_frames::control::{Ack, Keepalive2, Keepalive2Ack};
@@ -56,8 +56,10 @@ pub struct Session {
     pub in_seq: u64,
     /// Messages received since our last ack went out.
     pub ack_left: u64,
-    /// Messages by priority (highest first), FIFO within a priority.
-    queue: BTreeMap<std::cmp::Reverse<u16>, VecDeque<Queued>>,
+    /// Messages by priority, highest first, FIFO within a priority. Lists
+    /// stay once created (few priorities are ever used), so queueing does
+    /// not allocate in the steady state.
+    queue: Vec<(u16, VecDeque<Queued>)>,
     queued_messages: usize,
     queued_bytes: usize,
     /// Written, not yet acknowledged (lossless only), oldest first.
@@ -78,10 +80,25 @@ impl Session {
         );
     }
 
+    fn list(&mut self, priority: u16) -> &mut VecDeque<Queued> {
+        let at = match self.queue.iter().position(|(p, _)| *p <= priority) {
+            Some(i) if self.queue[i].0 == priority => i,
+            Some(i) => {
+                self.queue.insert(i, (priority, VecDeque::new()));
+                i
+            }
+            None => {
+                self.queue.push((priority, VecDeque::new()));
+                self.queue.len() - 1
+            }
+        };
+        &mut self.queue[at].1
+    }
+
     fn push(&mut self, priority: u16, q: Queued, front: bool) {
         self.queued_messages += 1;
         self.queued_bytes += q.msg.payload_len();
-        let list = self.queue.entry(std::cmp::Reverse(priority)).or_default();
+        let list = self.list(priority);
         if front {
             list.push_front(q);
         } else {
@@ -90,12 +107,10 @@ impl Session {
     }
 
     fn pop(&mut self) -> Option<Queued> {
-        let mut entry = self.queue.first_entry()?;
-        let q = entry.get_mut().pop_front();
-        if entry.get().is_empty() {
-            entry.remove();
+        if self.queued_messages == 0 {
+            return None;
         }
-        let q = q?;
+        let q = self.queue.iter_mut().find_map(|(_, l)| l.pop_front())?;
         self.queued_messages -= 1;
         self.queued_bytes -= q.msg.payload_len();
         Some(q)
@@ -137,7 +152,8 @@ impl Session {
         while let Some(Queued { mut msg, .. }) = self.pop() {
             self.out_seq += 1;
             msg.seq = self.out_seq;
-            link.send_message(&msg.to_frame(self.out_seq, self.in_seq))?;
+            let header = msg.header2(self.out_seq, self.in_seq);
+            link.send_message_parts(&header, &msg.front, &msg.middle, &msg.data)?;
             self.ack_left = 0;
             if !lossy {
                 self.sent.push_back(msg);
@@ -195,10 +211,7 @@ impl Session {
     /// requeued messages it has are dropped, the rest are written again with
     /// their old numbers (discard_requeued_up_to / requeue_out_sent_up_to).
     pub fn resume_from(&mut self, peer_in_seq: u64) {
-        let Some(list) = self.queue.get_mut(&std::cmp::Reverse(REQUEUE_PRIORITY)) else {
-            self.out_seq = self.out_seq.max(peer_in_seq);
-            return;
-        };
+        let list = self.list(REQUEUE_PRIORITY);
         let mut dropped_bytes = 0;
         let mut dropped = 0;
         while list
@@ -210,9 +223,6 @@ impl Session {
                 dropped_bytes += q.msg.payload_len();
             }
         }
-        if list.is_empty() {
-            self.queue.remove(&std::cmp::Reverse(REQUEUE_PRIORITY));
-        }
         self.queued_messages -= dropped;
         self.queued_bytes -= dropped_bytes;
         self.out_seq = self.out_seq.max(peer_in_seq);
@@ -223,10 +233,8 @@ impl Session {
     /// (crimson's reset_peer_state; classic Ceph keeps its old `out_seq`).
     pub fn restart_numbering(&mut self) {
         self.requeue_sent();
-        if let Some(list) = self.queue.get_mut(&std::cmp::Reverse(REQUEUE_PRIORITY)) {
-            for q in list.iter_mut() {
-                q.requeued = false;
-            }
+        for q in self.list(REQUEUE_PRIORITY).iter_mut() {
+            q.requeued = false;
         }
         self.out_seq = 0;
         self.in_seq = 0;

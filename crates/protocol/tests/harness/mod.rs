@@ -378,7 +378,7 @@ impl Net {
                 }
             }
             Event::IdentReceived(req) => self.decide(c, req),
-            Event::LearnedAddr(_) => {}
+            Event::LearnedAddr(_) | Event::KeepaliveAck(_) => {}
             Event::Fault(e) => self.nodes[c.0].faults.push((c.1, e.to_string())),
             Event::Connected => self.nodes[c.0].log.push((c.1, Ev::Connected)),
             Event::Accepted => {

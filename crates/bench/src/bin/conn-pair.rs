@@ -1,0 +1,98 @@
+//! The sans-IO protocol path alone: two `Conn`s handing bytes to each other
+//! in memory, a client sending `COUNT` MESSAGEs of `SIZE` bytes `DEPTH` at a
+//! time and the server answering each. No sockets, tasks or clocks beyond
+//! one `Instant::now()` per batch: what the protocol layer costs per
+//! message. `conn-pair [SIZE] [COUNT] [DEPTH]`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use msgr_auth::NoneProvider;
+use msgr_encoding::{EntityAddrvec, EntityType};
+use msgr_protocol::{registry, Config, Conn, Event, Message, Policy, PolicySet};
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("number"))
+        .collect();
+    let size = args.first().copied().unwrap_or(4096);
+    let count = args.get(1).copied().unwrap_or(200_000);
+    let depth = args.get(2).copied().unwrap_or(128);
+    let now = Instant::now();
+    let ccfg = Arc::new(Config::new(
+        "client.1".parse().unwrap(),
+        Arc::new(NoneProvider),
+        PolicySet::new(Policy::lossless_client()),
+    ));
+    let scfg = Arc::new(Config::new(
+        "osd.0".parse().unwrap(),
+        Arc::new(NoneProvider),
+        PolicySet::new(Policy::stateless_server()),
+    ));
+    let saddrs: EntityAddrvec = "v2:127.0.0.1:6800/0".parse().unwrap();
+    let caddrs: EntityAddrvec = "v2:127.0.0.1:0/1".parse().unwrap();
+    let mut c = Conn::connect(ccfg, saddrs.clone(), EntityType::OSD, caddrs, now, 1);
+    let mut s = Conn::accept(scfg, saddrs, "127.0.0.1:40000".parse().unwrap(), now, 2);
+    c.socket_connected(now);
+    let payload = Bytes::from(vec![3u8; size]);
+    let (mut sent, mut done) = (0usize, 0usize);
+    let start = Instant::now();
+    let mut events = Vec::new();
+    loop {
+        // Client: fill the window.
+        while sent < count && sent - done < depth {
+            let mut m = Message::new(42, Bytes::from_static(&[0u8; 200]));
+            m.data = payload.clone();
+            m.tid = sent as u64;
+            c.send(m, now);
+            sent += 1;
+        }
+        // Move bytes both ways and process.
+        let cb = c.output().map(|q| q.take_all()).unwrap_or_default();
+        if let Some(i) = s.input() {
+            i.extend_from_slice(&cb);
+        }
+        s.handle_input(now);
+        while let Some(ev) = s.poll_event() {
+            match ev {
+                Event::Message(m) => {
+                    let mut r = Message::new(43, Bytes::from_static(&[0u8; 100]));
+                    r.tid = m.tid;
+                    events.push(r);
+                }
+                Event::IdentReceived(req) => {
+                    let d = registry::decide(&s, None, &req);
+                    registry::apply(d, &mut s, None, Default::default(), now);
+                }
+                _ => {}
+            }
+        }
+        for r in events.drain(..) {
+            s.send(r, now);
+        }
+        s.flush_acks(now);
+        let sb = s.output().map(|q| q.take_all()).unwrap_or_default();
+        if let Some(i) = c.input() {
+            i.extend_from_slice(&sb);
+        }
+        c.handle_input(now);
+        while let Some(ev) = c.poll_event() {
+            if let Event::Message(_) = ev {
+                done += 1;
+            }
+        }
+        c.flush_acks(now);
+        if done >= count {
+            break;
+        }
+    }
+    let dt = start.elapsed();
+    println!(
+        "{count} round trips of {size} B (depth {depth}) in {:.3}s: {:.0}/s, {:.2} us per round trip (both sides, one core)",
+        dt.as_secs_f64(),
+        count as f64 / dt.as_secs_f64(),
+        dt.as_secs_f64() * 1e6 / count as f64
+    );
+}

@@ -1,0 +1,169 @@
+//! What the tool's network commands share: building a messenger, CPU time,
+//! latency percentiles.
+
+use std::sync::Arc;
+
+use msgr_auth::NoneProvider;
+use msgr_encoding::EntityName;
+use msgr_messenger::{Dispatcher, InjectConfig, Messenger, Options};
+use msgr_protocol::{PolicyName, PolicySet};
+use msgr_transport::tcp::Tcp;
+
+/// Messenger settings the commands take from their flags.
+#[derive(Debug, Clone)]
+pub struct NetOpts {
+    pub policy: PolicyName,
+    pub inject_socket_failures: u32,
+    pub rev1: bool,
+}
+
+impl Default for NetOpts {
+    fn default() -> Self {
+        NetOpts {
+            policy: PolicyName::LosslessClient,
+            inject_socket_failures: 0,
+            rev1: true,
+        }
+    }
+}
+
+pub fn messenger(
+    name: EntityName,
+    nonce: u32,
+    net: &NetOpts,
+    dispatcher: Arc<dyn Dispatcher>,
+) -> Messenger<Tcp> {
+    let mut o = Options::new(
+        name,
+        PolicySet::new(net.policy.policy()),
+        Arc::new(NoneProvider),
+    );
+    o.nonce = nonce;
+    o.rev1 = net.rev1;
+    o.inject = InjectConfig {
+        socket_failures: net.inject_socket_failures,
+        ..Default::default()
+    };
+    if net.inject_socket_failures > 0 {
+        // Keep reconnects quick when they are provoked on purpose.
+        o.timeouts.backoff_initial = std::time::Duration::from_millis(10);
+        o.timeouts.backoff_max = std::time::Duration::from_millis(200);
+    }
+    Messenger::new(Tcp::default(), o, dispatcher)
+}
+
+/// CPU time this process has used (user + system), from /proc/self/stat.
+pub fn cpu_time() -> std::time::Duration {
+    stat_cpu("/proc/self/stat")
+}
+
+/// CPU time the calling thread has used.
+pub fn thread_cpu_time() -> std::time::Duration {
+    stat_cpu("/proc/thread-self/stat")
+}
+
+/// A server running on its own thread and single-threaded runtime (one
+/// core, as if it were another process); `stop` ends it and returns the
+/// CPU time its thread used.
+pub struct ServerThread<A> {
+    pub addr: A,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    handle: Option<std::thread::JoinHandle<std::time::Duration>>,
+}
+
+impl<A: Send + 'static> ServerThread<A> {
+    /// Runs `start` on a new thread; `start` returns the server's address
+    /// and a future that shuts it down.
+    pub fn spawn<F, Fut, S>(start: F) -> std::io::Result<ServerThread<A>>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = std::io::Result<(A, S)>>,
+        S: std::future::Future<Output = ()>,
+    {
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = std::thread::Builder::new()
+            .name("msgr-server".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("server runtime");
+                rt.block_on(async move {
+                    let cpu0 = thread_cpu_time();
+                    match start().await {
+                        Ok((addr, shutdown)) => {
+                            let _ = addr_tx.send(Ok(addr));
+                            let _ = stop_rx.await;
+                            let cpu = thread_cpu_time() - cpu0;
+                            shutdown.await;
+                            cpu
+                        }
+                        Err(e) => {
+                            let _ = addr_tx.send(Err(e));
+                            std::time::Duration::ZERO
+                        }
+                    }
+                })
+            })?;
+        let addr = addr_rx
+            .recv()
+            .map_err(|_| std::io::Error::other("server thread died"))??;
+        Ok(ServerThread {
+            addr,
+            stop: Some(stop_tx),
+            handle: Some(handle),
+        })
+    }
+
+    /// Stops the server; returns the CPU time its thread used while running.
+    pub fn stop(mut self) -> std::time::Duration {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+fn stat_cpu(path: &str) -> std::time::Duration {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // Fields after the parenthesised command name: state is field 3;
+    // utime and stime are fields 14 and 15, in clock ticks (100 Hz).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let total = ticks(11) + ticks(12);
+    std::time::Duration::from_millis(total * 10)
+}
+
+/// Latency samples in microseconds.
+#[derive(Debug, Default, Clone)]
+pub struct Latencies(Vec<u32>);
+
+impl Latencies {
+    pub fn record(&mut self, d: std::time::Duration) {
+        self.0.push(d.as_micros().min(u32::MAX as u128) as u32);
+    }
+
+    pub fn merge(&mut self, other: Latencies) {
+        self.0.extend(other.0);
+    }
+
+    /// The `p`-th percentile (0..=100), in microseconds.
+    pub fn percentile(&mut self, p: f64) -> u64 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        self.0.sort_unstable();
+        let i = ((p / 100.0) * (self.0.len() - 1) as f64).round() as usize;
+        self.0[i.min(self.0.len() - 1)] as u64
+    }
+}

@@ -1,0 +1,150 @@
+//! `msgr serve`: an OSD-like server. Answers MOSDOp with MOSDOpReply (as
+//! ceph_perf_msgr_server does; the reply's user_version carries the crc32c
+//! of the request's data, for `msgr bench --verify`) and MPing with MPing.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use msgr_encoding::{EntityAddrvec, EntityName};
+use msgr_frames::crc::ceph_crc32c;
+use msgr_messages::{MOSDOp, MOSDOpReply, MPing, TypedMessage};
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
+use msgr_transport::tcp::Tcp;
+
+use crate::common::{cpu_time, messenger, NetOpts};
+
+/// Counters of a server.
+#[derive(Debug, Default)]
+pub struct ServeStats {
+    pub ops: AtomicU64,
+    pub bytes: AtomicU64,
+    pub pings: AtomicU64,
+    pub other: AtomicU64,
+    pub connections: AtomicU64,
+}
+
+/// The server's dispatcher.
+pub struct OsdLike {
+    pub stats: Arc<ServeStats>,
+}
+
+/// The checksum a reply carries for a request's data.
+pub fn data_checksum(data: &[u8]) -> u64 {
+    ceph_crc32c(0xffff_ffff, data) as u64
+}
+
+impl Dispatcher for OsdLike {
+    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+        match msg.msg_type {
+            msgr_messages::MSG_OSD_OP => {
+                self.stats.ops.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .bytes
+                    .fetch_add(msg.data.len() as u64, Ordering::Relaxed);
+                let reply = match MOSDOp::from_message(&msg) {
+                    Ok(op) => {
+                        let mut r = MOSDOpReply::for_request(&op, 0);
+                        r.user_version = data_checksum(&op.data);
+                        r
+                    }
+                    // A request we cannot fully read still gets the reply
+                    // ceph_perf_msgr_server would send.
+                    Err(_) => MOSDOpReply::perf_reply(msg.tid, Default::default(), 0),
+                };
+                conn.send_nowait(reply.to_message(conn.features()));
+            }
+            msgr_messages::simple::MSG_PING => {
+                self.stats.pings.fetch_add(1, Ordering::Relaxed);
+                conn.send_nowait(MPing.to_message(conn.features()));
+            }
+            _ => {
+                self.stats.other.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn ms_handle_accept(&self, _conn: &Connection) {
+        self.stats.connections.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Starts a server; returns its messenger, bound addresses and counters.
+pub async fn start(
+    bind: &EntityAddrvec,
+    name: EntityName,
+    nonce: u32,
+    net: &NetOpts,
+) -> std::io::Result<(Messenger<Tcp>, EntityAddrvec, Arc<ServeStats>)> {
+    let stats = Arc::new(ServeStats::default());
+    let m = messenger(
+        name,
+        nonce,
+        net,
+        Arc::new(OsdLike {
+            stats: stats.clone(),
+        }),
+    );
+    let addrs = m.bind(bind).await?;
+    Ok((m, addrs, stats))
+}
+
+/// `msgr serve`: runs until killed (or for `duration`), printing a line of
+/// statistics every `interval` when `interval` is set.
+pub async fn run(
+    bind: EntityAddrvec,
+    name: EntityName,
+    nonce: u32,
+    net: NetOpts,
+    interval: Option<Duration>,
+    duration: Option<Duration>,
+) -> std::io::Result<()> {
+    let (m, addrs, stats) = start(&bind, name, nonce, &net).await?;
+    println!(
+        "msgr serve: {name} listening on {addrs} (policy {})",
+        net.policy
+    );
+    let start = Instant::now();
+    let cpu0 = cpu_time();
+    let mut last = (0u64, 0u64, Instant::now());
+    loop {
+        let tick = interval.unwrap_or(Duration::from_secs(3600));
+        let wait = match duration {
+            Some(d) => tick.min(d.saturating_sub(start.elapsed())),
+            None => tick,
+        };
+        tokio::time::sleep(wait).await;
+        let ops = stats.ops.load(Ordering::Relaxed);
+        let bytes = stats.bytes.load(Ordering::Relaxed);
+        if interval.is_some() {
+            let dt = last.2.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "[serve {:6.1}s] {:9.0} ops/s {:9.1} MB/s  total {} ops, {} conns, {} pings, cpu {:.2}s",
+                start.elapsed().as_secs_f64(),
+                (ops - last.0) as f64 / dt,
+                (bytes - last.1) as f64 / dt / 1e6,
+                ops,
+                stats.connections.load(Ordering::Relaxed),
+                stats.pings.load(Ordering::Relaxed),
+                (cpu_time() - cpu0).as_secs_f64(),
+            );
+            last = (ops, bytes, Instant::now());
+        }
+        if duration.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
+    }
+    let ops = stats.ops.load(Ordering::Relaxed);
+    let cpu = cpu_time() - cpu0;
+    println!(
+        "msgr serve: {ops} ops, cpu {:.3}s ({:.1} us/op)",
+        cpu.as_secs_f64(),
+        if ops > 0 {
+            cpu.as_secs_f64() * 1e6 / ops as f64
+        } else {
+            0.0
+        }
+    );
+    m.shutdown().await;
+    Ok(())
+}
