@@ -82,9 +82,10 @@ impl BenchResult {
             o.set("server_cpu_seconds", s.as_secs_f64())
                 .set("server_cpu_us_per_msg", self.cpu_us(s));
         }
+        // Requests never answered are counted whether or not we verify.
+        o.set("lost", self.lost);
         if verify {
-            o.set("lost", self.lost)
-                .set("duplicated", self.duplicated)
+            o.set("duplicated", self.duplicated)
                 .set("reordered", self.reordered)
                 .set("corrupted", self.corrupted);
         }

@@ -307,3 +307,103 @@ async fn shutdown_leaves_no_connection() {
     assert_eq!(net.live_connections(), 0);
     let _ = Mutex::new(());
 }
+
+/// Every policy pairing Ceph uses, over memory and TCP: messages flow both
+/// ways, and for lossless pairings they survive a broken connection.
+#[tokio::test]
+async fn every_policy_pairing() {
+    let pairings = [
+        (Policy::lossy_client(), Policy::stateless_server()),
+        (
+            Policy::lossy_client(),
+            Policy::stateless_registered_server(),
+        ),
+        (Policy::lossless_client(), Policy::stateful_server()),
+        (Policy::lossless_peer(), Policy::lossless_peer()),
+        (Policy::lossless_peer_reuse(), Policy::lossless_peer_reuse()),
+    ];
+    for (client, server) in pairings {
+        for tcp in [false, true] {
+            let mut p = if tcp {
+                let p = pair(Tcp::default(), "v2:127.0.0.1:0", client, server, 0).await;
+                Box::new(p) as Box<dyn std::any::Any>
+            } else {
+                let p = pair(MemoryNet::new(), "v2:10.0.0.1:6800", client, server, 0).await;
+                Box::new(p) as Box<dyn std::any::Any>
+            };
+            macro_rules! check {
+                ($p:expr) => {{
+                    let p = $p;
+                    for tid in 1..=50 {
+                        p.conn.send(msg(tid, 1000)).await;
+                    }
+                    let got = collect(&mut p.server_rx, |e| msgs(e).len() >= 50).await;
+                    assert_eq!(
+                        msgs(&got),
+                        (1..=50).collect::<Vec<_>>(),
+                        "{client:?} / {server:?} tcp={tcp}"
+                    );
+                    let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= 50).await;
+                    assert_eq!(msgs(&replies), (1..=50).collect::<Vec<_>>());
+                    p.client.shutdown().await;
+                    p.server.shutdown().await;
+                }};
+            }
+            if let Some(p) = p.downcast_mut::<Pair<Tcp>>() {
+                check!(p);
+            } else if let Some(p) = p.downcast_mut::<Pair<MemoryNet>>() {
+                check!(p);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn keepalive_round_trip() {
+    let p = pair(
+        MemoryNet::new(),
+        "v2:10.0.0.1:6800",
+        Policy::lossy_client(),
+        Policy::stateless_server(),
+        0,
+    )
+    .await;
+    let rtt = p.conn.keepalive_roundtrip(Duration::from_secs(5)).await;
+    assert!(rtt.is_some(), "keepalive answered");
+    assert!(p.conn.last_keepalive_ack().is_some());
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+}
+
+/// A lossy connection left idle past the idle timeout is closed with a reset.
+#[tokio::test]
+async fn idle_timeout_closes_a_lossy_connection() {
+    let (ctx, mut client_rx) = mpsc::unbounded_channel();
+    let (stx, _server_rx) = mpsc::unbounded_channel();
+    let net = MemoryNet::new();
+    let s = Messenger::new(
+        net.clone(),
+        options("osd.0", Policy::stateless_server(), 0, 7),
+        Arc::new(Recorder {
+            tx: stx,
+            echo: true,
+        }),
+    );
+    let addrs = s.bind(&"v2:10.0.0.1:6800".parse().unwrap()).await.unwrap();
+    let mut o = options("client.1", Policy::lossy_client(), 0, 9);
+    o.timeouts.idle = Duration::from_millis(200);
+    let c = Messenger::new(
+        net,
+        o,
+        Arc::new(Recorder {
+            tx: ctx,
+            echo: false,
+        }),
+    );
+    let conn = c.connect(&addrs, EntityType::OSD);
+    conn.send(msg(1, 10)).await;
+    let got = collect(&mut client_rx, |e| e.contains(&Ev::Reset)).await;
+    assert_eq!(got, vec![Ev::Connect, Ev::Msg(1), Ev::Reset]);
+    c.shutdown().await;
+    s.shutdown().await;
+}

@@ -278,3 +278,167 @@ fn racing_lossless_peers_end_with_one_session_each_way() {
     assert_eq!(net.state((0, ra)), ConnState::Ready);
     assert_eq!(net.state((1, rb)), ConnState::Ready);
 }
+
+#[test]
+fn lost_client_ident_is_sent_again() {
+    let mut net = Net::new();
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossless_client()),
+        none(),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
+    net.drop_in_phase = Some((0, "SESSION_CONNECTING"));
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.state((0, c)), ConnState::Connecting);
+    assert!(
+        net.registered(1, 0).is_none(),
+        "the server never saw the ident"
+    );
+    net.stop_dropping();
+    net.cut((0, c));
+    net.advance(Duration::from_secs(1));
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
+    assert_eq!(net.conn((0, c)).stats.client_idents, 2);
+    assert_eq!(net.delivered(1), vec![1]);
+    let s = net.registered(1, 0).unwrap();
+    assert_eq!(net.log(1, s), vec![Ev::Accepted, Ev::Message(1)]);
+}
+
+#[test]
+fn client_reset_resets_the_servers_session_too() {
+    // A client that restarts comes back with a new cookie; a stateful
+    // server (resetcheck) resets the old session: its queued replies are
+    // dropped and it reports a remote reset.
+    let (mut net, c) = client_server(none());
+    net.send((0, c), 1, 10);
+    net.run();
+    let s = net.registered(1, 0).unwrap();
+    net.send((1, s), 500, 10);
+    net.nodes[1].listening = true;
+    // The server's reply is still queued when the client vanishes.
+    net.cut((0, c));
+    net.restart(0);
+    net.run();
+    let c2 = net.connect(0, 1);
+    net.send((0, c2), 2, 10);
+    net.run();
+    net.advance(Duration::from_secs(1));
+    assert_eq!(
+        net.state((0, c2)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
+    assert_eq!(
+        net.log(1, s),
+        vec![
+            Ev::Accepted,
+            Ev::Message(1),
+            Ev::RemoteReset,
+            Ev::Accepted,
+            Ev::Message(2)
+        ]
+    );
+    assert!(
+        net.delivered(0).is_empty(),
+        "the reply of the old session was dropped"
+    );
+}
+
+#[test]
+fn reconnect_race_ends_with_one_session_each_way() {
+    let mut net = Net::new();
+    net.add_node(
+        "osd.1",
+        "v2:10.0.0.1:6800/1",
+        policies(Policy::lossless_peer()),
+        none(),
+    );
+    net.add_node(
+        "osd.2",
+        "v2:10.0.0.2:6800/2",
+        policies(Policy::lossless_peer()),
+        none(),
+    );
+    let a = net.connect(0, 1);
+    net.send((0, a), 1, 10);
+    net.run();
+    let b = net.registered(1, 0).unwrap();
+    net.send((1, b), 101, 10);
+    net.run();
+    // Both sides fault at once with messages queued: both reconnect.
+    for t in 2..=4 {
+        net.send((0, a), t, 10);
+        net.send((1, b), 100 + t, 10);
+    }
+    net.cut((0, a));
+    net.run();
+    net.advance(Duration::from_secs(20));
+    assert_eq!(
+        net.delivered(1),
+        vec![1, 2, 3, 4],
+        "{:?} {:?}",
+        net.nodes[0].faults,
+        net.nodes[1].faults
+    );
+    assert_eq!(net.delivered(0), vec![101, 102, 103, 104]);
+    assert_eq!(
+        net.state((0, net.registered(0, 1).unwrap())),
+        ConnState::Ready
+    );
+    assert_eq!(
+        net.state((1, net.registered(1, 0).unwrap())),
+        ConnState::Ready
+    );
+}
+
+#[test]
+fn standby_until_there_is_something_to_send() {
+    let mut net = Net::new();
+    net.add_node(
+        "osd.1",
+        "v2:10.0.0.1:6800/1",
+        policies(Policy::lossless_peer()),
+        none(),
+    );
+    net.add_node(
+        "osd.2",
+        "v2:10.0.0.2:6800/2",
+        policies(Policy::lossless_peer()),
+        none(),
+    );
+    let a = net.connect(0, 1);
+    net.send((0, a), 1, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+    net.cut((0, a));
+    net.run();
+    // Nothing queued: both sides stand by instead of reconnecting.
+    assert_eq!(net.state((0, a)), ConnState::Standby);
+    let connects = net.conn((0, a)).stats.connect_attempts;
+    net.advance(Duration::from_secs(30));
+    assert_eq!(
+        net.conn((0, a)).stats.connect_attempts,
+        connects,
+        "no reconnect while idle"
+    );
+    net.send((0, a), 2, 10);
+    net.run();
+    net.advance(Duration::from_secs(1));
+    assert_eq!(net.state((0, a)), ConnState::Ready);
+    assert_eq!(net.delivered(1), vec![1, 2]);
+}

@@ -170,6 +170,9 @@ pub struct Net {
     /// (to lose its SERVER_IDENT).
     pub drop_after_accept: Option<usize>,
     dropping: Vec<usize>,
+    /// Drop what a node's connection writes while it is in this handshake
+    /// phase (to lose, e.g., its CLIENT_IDENT).
+    pub drop_in_phase: Option<(usize, &'static str)>,
 }
 
 impl Net {
@@ -184,6 +187,7 @@ impl Net {
             seed: 1,
             drop_after_accept: None,
             dropping: Vec::new(),
+            drop_in_phase: None,
         }
     }
 
@@ -353,6 +357,11 @@ impl Net {
                 if self.dropping.contains(&src.0) {
                     continue;
                 }
+                if let Some((node, phase)) = self.drop_in_phase {
+                    if node == src.0 && self.nodes[src.0].conns[src.1].phase() == phase {
+                        continue;
+                    }
+                }
                 let now = self.now;
                 let d = &mut self.nodes[dst.0].conns[dst.1];
                 if d.link_id() != Some(dst_link) {
@@ -402,6 +411,9 @@ impl Net {
 
     fn open_socket(&mut self, from: ConnRef, addr: SocketAddr) {
         let now = self.now;
+        if self.conn(from).state() != ConnState::NeedSocket {
+            return; // it moved on (closed) before the connect completed
+        }
         let target = self
             .nodes
             .iter()
@@ -485,6 +497,23 @@ impl Net {
     pub fn stop_dropping(&mut self) {
         self.dropping.clear();
         self.drop_after_accept = None;
+        self.drop_in_phase = None;
+    }
+
+    /// Replaces node `n` by a fresh instance at the same address (a restart:
+    /// all its connections and sessions are gone).
+    pub fn restart(&mut self, n: usize) {
+        let now = self.now;
+        for c in &mut self.nodes[n].conns {
+            c.mark_down();
+        }
+        self.run();
+        let node = &mut self.nodes[n];
+        node.conns.clear();
+        node.registry.clear();
+        node.log.clear();
+        node.faults.clear();
+        let _ = now;
     }
 
     /// Events of `node`'s connection `conn`, in order.
