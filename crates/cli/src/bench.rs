@@ -8,18 +8,17 @@
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
 use msgr_messages::{MOSDOp, MOSDOpReply, TypedMessage};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage};
-use tokio::sync::mpsc;
 
 use crate::common::{cpu_time, messenger, Latencies, NetOpts};
 use crate::json::Object;
-use crate::serve::data_checksum;
+use crate::serve::{data_checksum, OP_FLAG_CHECKSUM};
 
 #[derive(Debug, Clone)]
 pub struct BenchOpts {
@@ -92,25 +91,103 @@ impl BenchResult {
     }
 }
 
-struct Reply {
-    tid: u64,
-    checksum: u64,
-    at: Instant,
+/// One connection's request loop, driven from its dispatcher: each reply
+/// is accounted for and immediately replaced by the next request, on the
+/// connection's own task, so requests go out in the same batch as the
+/// replies that freed their slots.
+struct Loop {
+    opts: Arc<BenchOpts>,
+    quota: Option<u64>,
+    until: Option<Instant>,
+    base: Bytes,
+    base_sum: u64,
+    progress: Arc<Progress>,
+    state: Mutex<LoopState>,
+    done: tokio::sync::Notify,
 }
 
-struct ReplySink(mpsc::UnboundedSender<Reply>);
+#[derive(Default)]
+struct LoopState {
+    res: BenchResult,
+    inflight: HashMap<u64, (Instant, u64)>,
+    next_tid: u64,
+    last_reply: u64,
+    stopped: bool,
+}
 
-impl Dispatcher for ReplySink {
-    fn ms_dispatch(&self, _conn: &Connection, msg: IncomingMessage) {
-        if msg.msg_type == msgr_messages::MSG_OSD_OPREPLY {
-            let at = Instant::now();
-            let checksum = MOSDOpReply::from_message(&msg).map_or(u64::MAX, |r| r.user_version);
-            let _ = self.0.send(Reply {
-                tid: msg.tid,
-                checksum,
-                at,
-            });
+impl Loop {
+    fn more(&self, sent: u64) -> bool {
+        self.quota.is_none_or(|q| sent < q) && self.until.is_none_or(|t| Instant::now() < t)
+    }
+
+    /// The next request, if the window and the run allow one.
+    fn next_request(&self, st: &mut LoopState, features: u64) -> Option<msgr_protocol::Message> {
+        if st.stopped || st.inflight.len() >= self.opts.depth || !self.more(st.next_tid) {
+            return None;
         }
+        st.next_tid += 1;
+        let tid = st.next_tid;
+        let (data, sum) = if self.opts.verify {
+            let mut d = BytesMut::from(&self.base[..]);
+            let stamp = tid.to_le_bytes();
+            let n = stamp.len().min(d.len());
+            d[..n].copy_from_slice(&stamp[..n]);
+            let d = d.freeze();
+            let s = data_checksum(&d);
+            (d, s)
+        } else {
+            (self.base.clone(), self.base_sum)
+        };
+        let mut op = MOSDOp::write(tid, 1, "bench-object", 0, data, false);
+        if self.opts.verify {
+            op.ops[0].flags |= OP_FLAG_CHECKSUM;
+        }
+        st.inflight.insert(tid, (Instant::now(), sum));
+        Some(op.to_message(features))
+    }
+
+    fn on_reply(&self, tid: u64, checksum: u64, at: Instant, conn: &Connection) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match st.inflight.remove(&tid) {
+            Some((sent_at, sum)) => {
+                st.res.latencies.record(at - sent_at);
+                st.res.completed += 1;
+                self.progress.completed.fetch_add(1, Ordering::Relaxed);
+                if self.opts.verify && checksum != sum {
+                    st.res.corrupted += 1;
+                }
+                if tid < st.last_reply {
+                    st.res.reordered += 1;
+                }
+                st.last_reply = st.last_reply.max(tid);
+            }
+            None => st.res.duplicated += 1,
+        }
+        let features = conn.features();
+        while let Some(m) = self.next_request(&mut st, features) {
+            conn.send_nowait(m);
+        }
+        if st.inflight.is_empty() {
+            self.done.notify_one();
+        }
+    }
+}
+
+struct LoopDispatcher(std::sync::OnceLock<Arc<Loop>>);
+
+impl Dispatcher for LoopDispatcher {
+    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+        if msg.msg_type != msgr_messages::MSG_OSD_OPREPLY {
+            return;
+        }
+        let at = Instant::now();
+        let Some(l) = self.0.get() else { return };
+        let checksum = if l.opts.verify {
+            MOSDOpReply::from_message(&msg).map_or(u64::MAX, |r| r.user_version)
+        } else {
+            0
+        };
+        l.on_reply(msg.tid, checksum, at, conn);
     }
 }
 
@@ -128,83 +205,74 @@ async fn run_conn(
     until: Option<Instant>,
     progress: Arc<Progress>,
 ) -> BenchResult {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let dispatcher = Arc::new(LoopDispatcher(std::sync::OnceLock::new()));
     let name = EntityName::new(EntityType::CLIENT, i as i64);
-    let m = messenger(name, 1000 + i as u32, &opts.net, Arc::new(ReplySink(tx)));
-    let conn = m.connect(&server, EntityType::OSD);
+    let m = messenger(name, 1000 + i as u32, &opts.net, dispatcher.clone());
     let base = Bytes::from(
         (0..opts.size)
             .map(|b| (b * 131 + i) as u8)
             .collect::<Vec<_>>(),
     );
-    let base_sum = data_checksum(&base);
-    let mut res = BenchResult {
-        size: opts.size,
-        ..Default::default()
-    };
-    let mut inflight: HashMap<u64, (Instant, u64)> = HashMap::new();
-    let mut next_tid = 0u64;
-    let mut last_reply = 0u64;
-    let more =
-        |sent: u64| quota.is_none_or(|q| sent < q) && until.is_none_or(|t| Instant::now() < t);
-    let drain_deadline = Duration::from_secs(if opts.net.inject_socket_failures > 0 {
+    let l = Arc::new(Loop {
+        base_sum: data_checksum(&base),
+        base,
+        opts: opts.clone(),
+        quota,
+        until,
+        progress,
+        state: Mutex::new(LoopState::default()),
+        done: tokio::sync::Notify::new(),
+    });
+    let _ = dispatcher.0.set(l.clone());
+    let conn = m.connect(&server, EntityType::OSD);
+    // The first window; replies refill it from the dispatcher.
+    {
+        let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(msg) = l.next_request(&mut st, conn.features()) {
+            conn.send_nowait(msg);
+        }
+    }
+    let drain = Duration::from_secs(if opts.net.inject_socket_failures > 0 {
         60
     } else {
         20
     });
     loop {
-        while inflight.len() < opts.depth && more(next_tid) {
-            next_tid += 1;
-            let (data, sum) = if opts.verify {
-                let mut d = BytesMut::from(&base[..]);
-                let stamp = next_tid.to_le_bytes();
-                let n = stamp.len().min(d.len());
-                d[..n].copy_from_slice(&stamp[..n]);
-                let d = d.freeze();
-                let s = data_checksum(&d);
-                (d, s)
-            } else {
-                (base.clone(), base_sum)
-            };
-            let op = MOSDOp::write(next_tid, 1, "bench-object", 0, data, false);
-            inflight.insert(next_tid, (Instant::now(), sum));
-            conn.send(op.to_message(conn.features())).await;
-        }
-        if inflight.is_empty() {
+        let done = l.done.notified();
+        let finished = {
+            let st = l.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.inflight.is_empty() && !l.more(st.next_tid)
+        };
+        if finished {
             break;
         }
-        let wait = if more(next_tid) {
-            Duration::from_secs(3600)
-        } else {
-            drain_deadline
+        // Wake up now and then to notice the end of a timed run.
+        let wait = match until {
+            Some(t) if Instant::now() < t => Duration::from_millis(50),
+            _ => drain,
         };
-        let first = match tokio::time::timeout(wait, rx.recv()).await {
-            Ok(Some(r)) => r,
-            _ => break,
-        };
-        // Take every reply that has arrived before refilling the window, so
-        // that requests go out in batches (as the raw client's do).
-        let mut next = Some(first);
-        while let Some(reply) = next {
-            match inflight.remove(&reply.tid) {
-                Some((sent_at, sum)) => {
-                    res.latencies.record(reply.at - sent_at);
-                    res.completed += 1;
-                    progress.completed.fetch_add(1, Ordering::Relaxed);
-                    if reply.checksum != sum {
-                        res.corrupted += 1;
-                    }
-                    if reply.tid < last_reply {
-                        res.reordered += 1;
-                    }
-                    last_reply = last_reply.max(reply.tid);
-                }
-                None => res.duplicated += 1,
+        if tokio::time::timeout(wait, done).await.is_err()
+            && until.is_none_or(|t| Instant::now() >= t)
+        {
+            let idle = l
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .inflight
+                .is_empty();
+            if wait == drain || idle {
+                break;
             }
-            next = rx.try_recv().ok();
         }
     }
-    res.lost = inflight.len() as u64;
+    let mut res = {
+        let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.stopped = true;
+        let mut res = std::mem::take(&mut st.res);
+        res.lost = st.inflight.len() as u64;
+        res
+    };
+    res.size = opts.size;
     res.reconnects = conn.stats().reconnects;
     m.shutdown().await;
     res

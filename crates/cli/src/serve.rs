@@ -34,6 +34,10 @@ pub fn data_checksum(data: &[u8]) -> u64 {
     ceph_crc32c(0xffff_ffff, data) as u64
 }
 
+/// An op flag (outside the range Ceph uses) with which `msgr bench --verify`
+/// asks for the data checksum in the reply.
+pub const OP_FLAG_CHECKSUM: u32 = 1 << 31;
+
 impl Dispatcher for OsdLike {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
         match msg.msg_type {
@@ -45,7 +49,13 @@ impl Dispatcher for OsdLike {
                 let reply = match MOSDOp::from_message(&msg) {
                     Ok(op) => {
                         let mut r = MOSDOpReply::for_request(&op, 0);
-                        r.user_version = data_checksum(&op.data);
+                        if op
+                            .ops
+                            .first()
+                            .is_some_and(|o| o.flags & OP_FLAG_CHECKSUM != 0)
+                        {
+                            r.user_version = data_checksum(&op.data);
+                        }
                         r
                     }
                     // A request we cannot fully read still gets the reply

@@ -34,6 +34,10 @@ pub(crate) struct Shared {
     pub wake: Notify,
     /// Wakes senders waiting for the queue to drain.
     pub drained: Notify,
+    /// Senders waiting on `drained` (so the task only notifies when needed).
+    pub senders_waiting: std::sync::atomic::AtomicUsize,
+    /// The connection features, copied here when the session is READY.
+    pub features: std::sync::atomic::AtomicU64,
     pub handoff: Mutex<Option<Handoff>>,
     pub max_queued_bytes: usize,
     /// Wakes `keepalive_roundtrip` callers.
@@ -82,6 +86,8 @@ impl Connection {
     /// Queues `msg`, waiting while this connection already holds
     /// `max_queued_bytes` of unsent messages.
     pub async fn send(&self, msg: Message) {
+        use std::sync::atomic::Ordering;
+        let mut waiting = false;
         loop {
             let drained = self.shared.drained.notified();
             {
@@ -92,7 +98,14 @@ impl Connection {
                     break;
                 }
             }
+            if !waiting {
+                self.shared.senders_waiting.fetch_add(1, Ordering::AcqRel);
+                waiting = true;
+            }
             drained.await;
+        }
+        if waiting {
+            self.shared.senders_waiting.fetch_sub(1, Ordering::AcqRel);
         }
         self.shared.wake.notify_one();
     }
@@ -142,9 +155,11 @@ impl Connection {
         self.shared.lock().peer().addrs.clone()
     }
 
-    /// Features both sides support.
+    /// Features both sides support (known once the session was READY).
     pub fn features(&self) -> u64 {
-        self.shared.lock().peer().features
+        self.shared
+            .features
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn stats(&self) -> ConnStats {

@@ -45,6 +45,11 @@ pub(crate) async fn run<T: Transport>(
     let mut connecting: Option<Connecting<T::Stream>> = None;
     let mut stop = inner.shutdown.subscribe();
     let mut events: Vec<Event> = Vec::new();
+    // One timer for the task's life, moved when the deadline changes.
+    let far = || tokio::time::Instant::now() + std::time::Duration::from_secs(86400);
+    let timer = tokio::time::sleep_until(far());
+    tokio::pin!(timer);
+    let mut armed: Option<Instant> = None;
     if let Some(h) = first {
         install(&mut socket, &mut out, h);
     }
@@ -105,8 +110,14 @@ pub(crate) async fn run<T: Transport>(
                 }
                 Event::LearnedAddr(a) => inner.learned(a),
                 Event::Fault(_) => {}
-                Event::Connected => inner.dispatcher.ms_handle_connect(&conn),
-                Event::Accepted => inner.dispatcher.ms_handle_accept(&conn),
+                Event::Connected => {
+                    store_features(&conn);
+                    inner.dispatcher.ms_handle_connect(&conn)
+                }
+                Event::Accepted => {
+                    store_features(&conn);
+                    inner.dispatcher.ms_handle_accept(&conn)
+                }
                 Event::Message(msg) => {
                     let len = msg.payload_len() as u64;
                     let dispatch = inner.dispatch_throttle.take(len).await;
@@ -151,12 +162,30 @@ pub(crate) async fn run<T: Transport>(
                     out.clear();
                 }
             }
-            let (_, queued) = c.session().queued();
-            if queued < conn.shared.max_queued_bytes {
-                conn.shared.drained.notify_waiters();
+            if conn
+                .shared
+                .senders_waiting
+                .load(std::sync::atomic::Ordering::Acquire)
+                > 0
+            {
+                let (_, queued) = c.session().queued();
+                if queued < conn.shared.max_queued_bytes {
+                    conn.shared.drained.notify_waiters();
+                }
             }
             c.poll_timeout()
         };
+        // Move the timer only when the deadline gets earlier: one that
+        // fires before a later deadline finds nothing due and re-arms.
+        let earlier = match (deadline, armed) {
+            (Some(d), Some(a)) => d < a,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if earlier {
+            armed = deadline;
+            timer.as_mut().reset(deadline.map_or_else(far, Into::into));
+        }
 
         out.seal();
         let mut iov = [IoSlice::new(&[]); MAX_IOV];
@@ -167,12 +196,6 @@ pub(crate) async fn run<T: Transport>(
         };
         let has_reader = reader.is_some();
         let has_output = writer.is_some() && n_iov > 0;
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
-            }
-        };
         let delay = inner.injector.delay_now();
 
         enum Step<S> {
@@ -193,7 +216,7 @@ pub(crate) async fn run<T: Transport>(
             }, if has_output => Step::Wrote(w),
             c = async { connecting.as_mut().expect("guarded").await }, if connecting.is_some() => Step::Connected(c),
             _ = conn.shared.wake.notified() => Step::Woken,
-            _ = sleep => Step::Timer,
+            _ = &mut timer, if armed.is_some() => Step::Timer,
             _ = stop.changed() => Step::Stop,
         };
         let now = Instant::now();
@@ -257,7 +280,10 @@ pub(crate) async fn run<T: Transport>(
                 }
             }
             Step::Woken => {}
-            Step::Timer => conn.shared.lock().handle_timeout(now),
+            Step::Timer => {
+                armed = None;
+                conn.shared.lock().handle_timeout(now)
+            }
             Step::Stop => conn.shared.lock().mark_down(),
         }
         // Give the input buffer back if the read did not take it.
@@ -273,6 +299,13 @@ pub(crate) async fn run<T: Transport>(
             rbuf.clear();
         }
     }
+}
+
+fn store_features(conn: &Connection) {
+    let f = conn.shared.lock().peer().features;
+    conn.shared
+        .features
+        .store(f, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn install(socket: &mut Option<Socket>, out: &mut WireQueue, h: Handoff) {

@@ -131,6 +131,8 @@ impl<T: Transport> Inner<T> {
                 conn: Mutex::new(conn),
                 wake: Notify::new(),
                 drained: Notify::new(),
+                senders_waiting: std::sync::atomic::AtomicUsize::new(0),
+                features: std::sync::atomic::AtomicU64::new(0),
                 handoff: Mutex::new(None),
                 max_queued_bytes: self.max_queued_bytes,
                 keepalive_acked: Notify::new(),
