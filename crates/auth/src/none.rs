@@ -4,7 +4,7 @@
 //! src/auth/none/AuthNoneClientHandler.h); the server accepts anyone and
 //! answers AUTH_DONE at once.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use msgr_encoding::{Decode, Decoder, Encode};
 
 use crate::{
@@ -72,13 +72,13 @@ impl ClientAuth for NoneClient {
 fn encode_none_request(name: &str, global_id: u64) -> Bytes {
     let (ty, id) = name.split_once('.').unwrap_or(("client", name));
     let ty = msgr_encoding::EntityType::from_name(ty).map_or(0, |t| t.0 as u32);
-    let mut out = BytesMut::new();
+    let mut out = Vec::new();
     // AuthNoneClientHandler: encode((__u8)1 struct_v); encode(entity_name); encode(global_id).
     1u8.encode(&mut out);
     ty.encode(&mut out);
     id.encode(&mut out);
     global_id.encode(&mut out);
-    out.freeze()
+    Bytes::from(out)
 }
 
 /// Auth none, server side: accepts anyone, in crc mode.

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 
 use crate::decoder::Decoder;
 use crate::error::{DecodeError, DecodeResult};
@@ -14,13 +14,13 @@ use crate::error::{DecodeError, DecodeResult};
 /// A value with a Ceph encoding.
 pub trait Encode {
     /// Appends the encoding to `out`.
-    fn encode(&self, out: &mut BytesMut);
+    fn encode(&self, out: &mut Vec<u8>);
 
     /// The encoding as a fresh buffer.
     fn to_bytes(&self) -> Bytes {
-        let mut out = BytesMut::new();
+        let mut out = Vec::new();
         self.encode(&mut out);
-        out.freeze()
+        Bytes::from(out)
     }
 }
 
@@ -53,7 +53,7 @@ macro_rules! le_int {
     ($($t:ty => $put:ident, $size:literal);* $(;)?) => {$(
         impl Encode for $t {
             #[inline]
-            fn encode(&self, out: &mut BytesMut) {
+            fn encode(&self, out: &mut Vec<u8>) {
                 out.$put(*self);
             }
         }
@@ -81,7 +81,7 @@ le_int! {
 
 /// `bool` is one byte; any non-zero value decodes as true, as in Ceph.
 impl Encode for bool {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(*self as u8);
     }
 }
@@ -93,7 +93,7 @@ impl Decode for bool {
 
 /// A bufferlist: u32 length, then the bytes.
 impl Encode for Bytes {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.len() as u32);
         out.extend_from_slice(self);
     }
@@ -108,12 +108,12 @@ impl Decode for Bytes {
 
 /// `std::string`: u32 length, then the bytes (which must be UTF-8 here).
 impl Encode for String {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         self.as_str().encode(out);
     }
 }
 impl Encode for str {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.len() as u32);
         out.extend_from_slice(self.as_bytes());
     }
@@ -135,7 +135,7 @@ impl Decode for String {
 
 /// Fixed-size arrays are raw bytes, no count (`std::array`, sha256 digests).
 impl<const N: usize> Encode for [u8; N] {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self);
     }
 }
@@ -147,12 +147,12 @@ impl<const N: usize> Decode for [u8; N] {
 }
 
 impl<T: Encode> Encode for Vec<T> {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         self.as_slice().encode(out);
     }
 }
 impl<T: Encode> Encode for [T] {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.len() as u32);
         for item in self {
             item.encode(out);
@@ -172,7 +172,7 @@ impl<T: Decode> Decode for Vec<T> {
 }
 
 impl<T: Encode> Encode for BTreeSet<T> {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.len() as u32);
         for item in self {
             item.encode(out);
@@ -192,7 +192,7 @@ impl<T: Decode + Ord> Decode for BTreeSet<T> {
 }
 
 impl<K: Encode, V: Encode> Encode for BTreeMap<K, V> {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.len() as u32);
         for (k, v) in self {
             k.encode(out);
@@ -216,7 +216,7 @@ impl<K: Decode + Ord, V: Decode> Decode for BTreeMap<K, V> {
 
 /// `std::optional<T>`: a presence byte, then the value if present.
 impl<T: Encode> Encode for Option<T> {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         match self {
             None => out.put_u8(0),
             Some(v) => {
@@ -237,7 +237,7 @@ impl<T: Decode> Decode for Option<T> {
 
 /// `std::pair<A, B>`: the two values in order.
 impl<A: Encode, B: Encode> Encode for (A, B) {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         self.0.encode(out);
         self.1.encode(out);
     }
@@ -250,7 +250,7 @@ impl<A: Decode, B: Decode> Decode for (A, B) {
 }
 
 impl<T: Encode + ?Sized> Encode for &T {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         (**self).encode(out);
     }
 }

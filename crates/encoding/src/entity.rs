@@ -17,7 +17,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::str::FromStr;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 
 use crate::{
     decode_versioned, encode_versioned, Decode, DecodeError, DecodeResult, Decoder, Encode,
@@ -81,7 +81,7 @@ impl fmt::Debug for EntityType {
 }
 
 impl Encode for EntityType {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(self.0);
     }
 }
@@ -152,7 +152,7 @@ impl FromStr for EntityName {
 }
 
 impl Encode for EntityName {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(self.kind.0);
         out.put_i64_le(self.num);
     }
@@ -278,7 +278,7 @@ impl EntityAddr {
         self.memory_image() < other.memory_image()
     }
 
-    fn encode_sockaddr(&self, out: &mut BytesMut) {
+    fn encode_sockaddr(&self, out: &mut Vec<u8>) {
         match self.addr {
             None => {
                 out.put_u32_le(SOCKADDR_IN6_LEN);
@@ -383,7 +383,7 @@ impl EntityAddr {
 
 impl Encode for EntityAddr {
     /// Always the MSG_ADDR2 form, as msgr2 frames do (`msgr2_frame_assumed`).
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(1);
         encode_versioned(out, 1, 1, |out| {
             out.put_u32_le(self.kind.0);
@@ -480,7 +480,7 @@ impl EntityAddrvec {
 }
 
 impl Encode for EntityAddrvec {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(2);
         self.0.encode(out);
     }
@@ -618,7 +618,7 @@ mod tests {
             })
         ));
         // elen larger than any sockaddr.
-        let mut w = BytesMut::new();
+        let mut w = Vec::new();
         w.put_u8(1);
         encode_versioned(&mut w, 1, 1, |o| {
             o.put_u32_le(2);

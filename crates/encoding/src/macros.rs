@@ -44,7 +44,7 @@ macro_rules! encoding {
         }
 
         impl $crate::Encode for $name {
-            fn encode(&self, out: &mut $crate::bytes::BytesMut) {
+            fn encode(&self, out: &mut Vec<u8>) {
                 $crate::encode_versioned(out, $version, $compat, |out| {
                     $( $crate::Encode::encode(&self.$field, out); )*
                 });
@@ -87,7 +87,7 @@ macro_rules! encoding {
 
         impl $crate::Encode for $name {
             #[allow(unused_variables)]
-            fn encode(&self, out: &mut $crate::bytes::BytesMut) {
+            fn encode(&self, out: &mut Vec<u8>) {
                 $( $crate::Encode::encode(&self.$field, out); )*
             }
         }

@@ -1,6 +1,6 @@
 //! `utime_t` / `ceph_timespec` and `uuid_d`.
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 
 use crate::{Decode, DecodeResult, Decoder, Encode};
 
@@ -31,7 +31,7 @@ impl UTime {
 }
 
 impl Encode for UTime {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u32_le(self.sec);
         out.put_u32_le(self.nsec);
     }
@@ -57,7 +57,7 @@ impl std::fmt::Display for UTime {
 pub struct Uuid(pub [u8; 16]);
 
 impl Encode for Uuid {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.0);
     }
 }

@@ -6,7 +6,7 @@
 //! envelope whose `struct_compat > v`; the body may not extend past
 //! `struct_len`; unknown trailing bytes of a newer version are skipped.
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 
 use crate::decoder::Decoder;
 use crate::error::{DecodeError, DecodeResult};
@@ -16,10 +16,10 @@ pub const ENVELOPE_HEADER_LEN: usize = 6;
 
 /// Writes an envelope around what `body` appends to `out`.
 pub fn encode_versioned(
-    out: &mut BytesMut,
+    out: &mut Vec<u8>,
     version: u8,
     compat: u8,
-    body: impl FnOnce(&mut BytesMut),
+    body: impl FnOnce(&mut Vec<u8>),
 ) {
     out.put_u8(version);
     out.put_u8(compat);
@@ -72,7 +72,7 @@ mod tests {
 
     #[test]
     fn envelope_roundtrip_and_skip_unknown_tail() {
-        let mut out = BytesMut::new();
+        let mut out = Vec::new();
         encode_versioned(&mut out, 3, 1, |o| {
             o.put_u32_le(7);
             o.put_u8(0xaa); // a field only version 3 knows

@@ -15,7 +15,9 @@
 //! used segment is not empty (FrameAssembler::disassemble_preamble);
 //! alignment is only a hint for buffer allocation and is not validated.
 
-use crate::crc::{ceph_crc32c, PREAMBLE_CRC_SEED};
+#[cfg(test)]
+use crate::crc::ceph_crc32c;
+use crate::crc::preamble_crc32c;
 use crate::{FrameError, Tag};
 
 pub const PREAMBLE_LEN: usize = 32;
@@ -93,7 +95,7 @@ impl Preamble {
         }
         b[26] = self.flags;
         b[27] = self.reserved;
-        let crc = ceph_crc32c(PREAMBLE_CRC_SEED, &b[..28]);
+        let crc = preamble_crc32c(&b);
         b[28..].copy_from_slice(&crc.to_le_bytes());
         b
     }
@@ -101,7 +103,7 @@ impl Preamble {
     /// Decodes and validates a plaintext preamble.
     pub fn decode(b: &[u8; PREAMBLE_LEN]) -> Result<Self, FrameError> {
         let expected = u32::from_le_bytes([b[28], b[29], b[30], b[31]]);
-        let computed = ceph_crc32c(PREAMBLE_CRC_SEED, &b[..28]);
+        let computed = preamble_crc32c(b);
         if expected != computed {
             return Err(FrameError::BadPreambleCrc { expected, computed });
         }

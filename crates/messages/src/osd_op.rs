@@ -2,7 +2,7 @@
 //! msgr2 (src/messages/MOSDOp.h, MOSDOpReply.h; layouts and captured bytes in
 //! docs/research/messages-osdop.md §2–3).
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use msgr_encoding::{Decode, Decoder, Encode, UTime};
 use msgr_protocol::features::{self, has};
 use msgr_protocol::Message;
@@ -102,7 +102,7 @@ impl MOSDOp {
 
     /// The front (payload) as encoded for `version` 8 or 9.
     pub fn encode_front(&self, version: u16, conn_features: u64) -> Bytes {
-        let mut o = BytesMut::with_capacity(256);
+        let mut o = Vec::with_capacity(256 + self.oid.len());
         self.pgid.encode(&mut o);
         o.put_u32_le(self.hash);
         o.put_u32_le(self.osdmap_epoch);
@@ -130,7 +130,7 @@ impl MOSDOp {
             conn_features
         };
         o.put_u64_le(f);
-        o.freeze()
+        Bytes::from(o)
     }
 }
 
@@ -292,7 +292,7 @@ impl TypedMessage for MOSDOpReply {
     const TYPE: u16 = MSG_OSD_OPREPLY;
 
     fn to_message(&self, _features: u64) -> Message {
-        let mut o = BytesMut::with_capacity(128);
+        let mut o = Vec::with_capacity(192 + self.oid.len());
         self.oid.encode(&mut o);
         self.pgid.encode(&mut o);
         o.put_i64_le(self.flags);
@@ -311,7 +311,7 @@ impl TypedMessage for MOSDOpReply {
         o.put_u64_le(self.user_version);
         o.put_u8(0); // do_redirect
         o.put_slice(&self.trace);
-        let mut m = Message::new(MSG_OSD_OPREPLY, o.freeze());
+        let mut m = Message::new(MSG_OSD_OPREPLY, Bytes::from(o));
         m.tid = self.tid;
         m.priority = self.priority;
         m.version = 8;

@@ -1,7 +1,7 @@
 //! The OSD types MOSDOp and MOSDOpReply carry (src/osd/osd_types.h,
 //! src/include/rados.h; docs/research/messages-osdop.md §1).
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use msgr_encoding::{
     decode_versioned, encode_versioned, Decode, DecodeError, DecodeResult, Decoder, Encode,
     EntityName,
@@ -15,7 +15,7 @@ pub struct PgId {
 }
 
 impl Encode for PgId {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(1);
         out.put_u64_le(self.pool);
         out.put_u32_le(self.seed);
@@ -56,7 +56,7 @@ impl Default for SpgId {
 }
 
 impl Encode for SpgId {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         encode_versioned(out, 1, 1, |o| {
             self.pgid.encode(o);
             o.put_i8(self.shard);
@@ -83,7 +83,7 @@ pub struct ReqId {
 }
 
 impl Encode for ReqId {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         encode_versioned(out, 2, 2, |o| {
             self.name.encode(o);
             o.put_u64_le(self.tid);
@@ -126,7 +126,7 @@ impl Default for ObjectLocator {
 }
 
 impl Encode for ObjectLocator {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         let compat = if self.hash != -1 { 6 } else { 3 };
         encode_versioned(out, 6, compat, |o| {
             o.put_i64_le(self.pool);
@@ -171,7 +171,7 @@ pub struct Eversion {
 }
 
 impl Encode for Eversion {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u64_le(self.version);
         out.put_u32_le(self.epoch);
     }
@@ -236,7 +236,7 @@ impl OsdOp {
 }
 
 impl Encode for OsdOp {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_u16_le(self.op);
         out.put_u32_le(self.flags);
         out.put_slice(&self.args);
@@ -271,7 +271,7 @@ impl Default for OtelTrace {
 }
 
 impl Encode for OtelTrace {
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut Vec<u8>) {
         out.put_slice(&self.0);
     }
 }

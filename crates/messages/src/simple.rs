@@ -1,6 +1,6 @@
 //! MPing (2), MCommand (97) and MCommandReply (98).
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use msgr_encoding::{Decode, Decoder, Encode, Uuid};
 use msgr_protocol::Message;
 
@@ -40,10 +40,10 @@ impl TypedMessage for MCommand {
     const TYPE: u16 = MSG_COMMAND;
 
     fn to_message(&self, _: u64) -> Message {
-        let mut o = BytesMut::new();
+        let mut o = Vec::new();
         self.fsid.encode(&mut o);
         self.cmd.encode(&mut o);
-        let mut m = Message::new(MSG_COMMAND, o.freeze());
+        let mut m = Message::new(MSG_COMMAND, Bytes::from(o));
         m.tid = self.tid;
         m.data = self.input.clone();
         m
@@ -74,10 +74,10 @@ impl TypedMessage for MCommandReply {
     const TYPE: u16 = MSG_COMMAND_REPLY;
 
     fn to_message(&self, _: u64) -> Message {
-        let mut o = BytesMut::new();
+        let mut o = Vec::new();
         o.put_i32_le(self.r);
         self.rs.encode(&mut o);
-        let mut m = Message::new(MSG_COMMAND_REPLY, o.freeze());
+        let mut m = Message::new(MSG_COMMAND_REPLY, Bytes::from(o));
         m.tid = self.tid;
         m.data = self.output.clone();
         m

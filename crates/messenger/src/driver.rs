@@ -24,7 +24,7 @@ use crate::throttle::Permit;
 /// Smallest read buffer to ask the socket to fill.
 const MIN_READ: usize = 64 * 1024;
 /// Slices per vectored write.
-const MAX_IOV: usize = 64;
+const MAX_IOV: usize = 256;
 
 type Connecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
 
