@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub senders_waiting: std::sync::atomic::AtomicUsize,
     /// The connection features, copied here when the session is READY.
     pub features: std::sync::atomic::AtomicU64,
+    /// The peer's entity type once known (0 before).
+    pub peer_type: std::sync::atomic::AtomicU8,
     pub handoff: Mutex<Option<Handoff>>,
     pub max_queued_bytes: usize,
     /// Wakes `keepalive_roundtrip` callers.
@@ -67,6 +69,33 @@ impl Eq for Connection {}
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Connection#{}({:?})", self.shared.id, self.shared.lock())
+    }
+}
+
+thread_local! {
+    /// The connection whose task is running on this thread right now (0:
+    /// none). A send from inside that task's own dispatch needs no wake-up:
+    /// the task looks for output after every dispatch.
+    static RUNNING_TASK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks this thread as running connection `id`'s task until the guard drops.
+pub(crate) fn running_task(id: u64) -> impl Drop {
+    struct Reset(u64);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            RUNNING_TASK.with(|r| r.set(self.0));
+        }
+    }
+    Reset(RUNNING_TASK.with(|r| r.replace(id)))
+}
+
+impl Shared {
+    /// Wakes the connection's task, unless this is that task.
+    pub fn wake_task(&self) {
+        if RUNNING_TASK.with(|r| r.get()) != self.id {
+            self.wake.notify_one();
+        }
     }
 }
 
@@ -113,7 +142,7 @@ impl Connection {
     /// Queues `msg` without waiting.
     pub fn send_nowait(&self, msg: Message) {
         self.shared.lock().send(msg, Instant::now());
-        self.shared.wake.notify_one();
+        self.shared.wake_task();
     }
 
     /// Sends a KEEPALIVE2 (the peer answers with KEEPALIVE2_ACK).
@@ -148,7 +177,16 @@ impl Connection {
     }
 
     pub fn peer_type(&self) -> EntityType {
-        self.shared.lock().peer().entity_type
+        use std::sync::atomic::Ordering;
+        // Cached once known: a connection's peer never changes type.
+        match self.shared.peer_type.load(Ordering::Relaxed) {
+            0 => {
+                let t = self.shared.lock().peer().entity_type;
+                self.shared.peer_type.store(t.0, Ordering::Relaxed);
+                t
+            }
+            t => EntityType(t),
+        }
     }
 
     pub fn peer_addrs(&self) -> EntityAddrvec {

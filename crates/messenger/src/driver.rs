@@ -17,7 +17,9 @@ use msgr_protocol::{Event, IdentRequest, LinkId};
 use msgr_transport::{Stream, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::connection::{wall_clock, BoxReader, BoxWriter, Connection, Handoff, IncomingMessage};
+use crate::connection::{
+    running_task, wall_clock, BoxReader, BoxWriter, Connection, Handoff, IncomingMessage,
+};
 use crate::messenger::Inner;
 use crate::throttle::Permit;
 
@@ -50,6 +52,7 @@ pub(crate) async fn run<T: Transport>(
     let timer = tokio::time::sleep_until(far());
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
+    let mut policy_throttle: Option<Option<Arc<crate::throttle::Throttle>>> = None;
     if let Some(h) = first {
         install(&mut socket, &mut out, h);
     }
@@ -65,80 +68,109 @@ pub(crate) async fn run<T: Transport>(
             install(&mut socket, &mut out, h);
         }
 
-        // Events, in order.
-        {
-            let mut c = conn.shared.lock();
-            events.extend(std::iter::from_fn(|| c.poll_event()));
-        }
-        for ev in events.drain(..) {
-            match ev {
-                Event::Connect { addr } => {
-                    let t = inner.transport.clone();
-                    let timeout = inner.config.timeouts.connect;
-                    connecting = Some(Box::pin(async move {
-                        match tokio::time::timeout(timeout, t.connect(addr)).await {
-                            Ok(r) => r,
-                            Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
-                        }
-                    }));
-                }
-                Event::CloseSocket { link } => {
-                    if socket.as_ref().is_some_and(|s| s.link == link) {
-                        socket = None;
-                        out.clear();
-                        rbuf.clear();
+        // Events, in order, until handling them (a dispatcher's send, say)
+        // makes no more. Sends from inside this task's own dispatcher calls
+        // skip the wake-up: this loop and the output check below see them.
+        loop {
+            {
+                let mut c = conn.shared.lock();
+                events.extend(std::iter::from_fn(|| c.poll_event()));
+            }
+            if events.is_empty() {
+                break;
+            }
+            for ev in events.drain(..) {
+                match ev {
+                    Event::Connect { addr } => {
+                        let t = inner.transport.clone();
+                        let timeout = inner.config.timeouts.connect;
+                        connecting = Some(Box::pin(async move {
+                            match tokio::time::timeout(timeout, t.connect(addr)).await {
+                                Ok(r) => r,
+                                Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+                            }
+                        }));
                     }
-                }
-                Event::IdentReceived(req) => {
-                    if let Some(existing) = decide(&inner, &conn, req) {
-                        // Our socket now belongs to the existing connection.
-                        if let Some(s) = socket.take() {
-                            let link = existing.shared.lock().link_id().unwrap_or(s.link);
-                            *existing
-                                .shared
-                                .handoff
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner()) = Some(Handoff {
-                                link,
-                                reader: s.reader,
-                                writer: s.writer,
-                                pending: std::mem::take(&mut out),
-                            });
+                    Event::CloseSocket { link } => {
+                        if socket.as_ref().is_some_and(|s| s.link == link) {
+                            socket = None;
+                            out.clear();
+                            rbuf.clear();
                         }
-                        existing.shared.wake.notify_one();
                     }
-                }
-                Event::LearnedAddr(a) => inner.learned(a),
-                Event::Fault(_) => {}
-                Event::Connected => {
-                    store_features(&conn);
-                    inner.dispatcher.ms_handle_connect(&conn)
-                }
-                Event::Accepted => {
-                    store_features(&conn);
-                    inner.dispatcher.ms_handle_accept(&conn)
-                }
-                Event::Message(msg) => {
-                    let len = msg.payload_len() as u64;
-                    let dispatch = inner.dispatch_throttle.take(len).await;
-                    let policy = match inner.policy_throttle(conn.peer_type()) {
-                        Some(t) => t.take(len).await,
-                        None => Permit::default(),
-                    };
-                    let incoming = IncomingMessage {
-                        msg,
-                        _permits: (dispatch, policy),
-                    };
-                    inner.dispatcher.ms_dispatch(&conn, incoming);
-                }
-                Event::Reset => inner.dispatcher.ms_handle_reset(&conn),
-                Event::RemoteReset => inner.dispatcher.ms_handle_remote_reset(&conn),
-                Event::Refused => inner.dispatcher.ms_handle_refused(&conn),
-                Event::KeepaliveAck(_) => conn.shared.keepalive_acked.notify_waiters(),
-                Event::Closed => {
-                    inner.forget(&conn);
-                    conn.shared.drained.notify_waiters();
-                    return;
+                    Event::IdentReceived(req) => {
+                        if let Some(existing) = decide(&inner, &conn, req) {
+                            // Our socket now belongs to the existing connection.
+                            if let Some(s) = socket.take() {
+                                let link = existing.shared.lock().link_id().unwrap_or(s.link);
+                                *existing
+                                    .shared
+                                    .handoff
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner()) = Some(Handoff {
+                                    link,
+                                    reader: s.reader,
+                                    writer: s.writer,
+                                    pending: std::mem::take(&mut out),
+                                });
+                            }
+                            existing.shared.wake.notify_one();
+                        }
+                    }
+                    Event::LearnedAddr(a) => inner.learned(a),
+                    Event::Fault(_) => {}
+                    Event::Connected => {
+                        store_features(&conn);
+                        {
+                            let _task = running_task(conn.shared.id);
+                            inner.dispatcher.ms_handle_connect(&conn)
+                        }
+                    }
+                    Event::Accepted => {
+                        store_features(&conn);
+                        {
+                            let _task = running_task(conn.shared.id);
+                            inner.dispatcher.ms_handle_accept(&conn)
+                        }
+                    }
+                    Event::Message(msg) => {
+                        let len = msg.payload_len() as u64;
+                        let dispatch = inner.dispatch_throttle.take(len).await;
+                        // The peer's type, and so its policy, is known
+                        // by the first message and never changes.
+                        let throttle = policy_throttle
+                            .get_or_insert_with(|| inner.policy_throttle(conn.peer_type()));
+                        let policy = match throttle {
+                            Some(t) => t.take(len).await,
+                            None => Permit::default(),
+                        };
+                        let incoming = IncomingMessage {
+                            msg,
+                            _permits: (dispatch, policy),
+                        };
+                        {
+                            let _task = running_task(conn.shared.id);
+                            inner.dispatcher.ms_dispatch(&conn, incoming)
+                        };
+                    }
+                    Event::Reset => {
+                        let _task = running_task(conn.shared.id);
+                        inner.dispatcher.ms_handle_reset(&conn)
+                    }
+                    Event::RemoteReset => {
+                        let _task = running_task(conn.shared.id);
+                        inner.dispatcher.ms_handle_remote_reset(&conn)
+                    }
+                    Event::Refused => {
+                        let _task = running_task(conn.shared.id);
+                        inner.dispatcher.ms_handle_refused(&conn)
+                    }
+                    Event::KeepaliveAck(_) => conn.shared.keepalive_acked.notify_waiters(),
+                    Event::Closed => {
+                        inner.forget(&conn);
+                        conn.shared.drained.notify_waiters();
+                        return;
+                    }
                 }
             }
         }

@@ -133,6 +133,7 @@ impl<T: Transport> Inner<T> {
                 drained: Notify::new(),
                 senders_waiting: std::sync::atomic::AtomicUsize::new(0),
                 features: std::sync::atomic::AtomicU64::new(0),
+                peer_type: std::sync::atomic::AtomicU8::new(0),
                 handoff: Mutex::new(None),
                 max_queued_bytes: self.max_queued_bytes,
                 keepalive_acked: Notify::new(),
