@@ -15,10 +15,13 @@
 //! `none` lives here; cephx has its own module.
 #![forbid(unsafe_code)]
 
+pub mod base64;
+pub mod cephx;
 mod error;
 mod keys;
 mod modes;
 mod none;
+mod random;
 
 use bytes::Bytes;
 use msgr_encoding::{EntityName, EntityType};
@@ -27,6 +30,7 @@ pub use error::AuthError;
 pub use keys::SessionKey;
 pub use modes::{pick_mode, ConMode};
 pub use none::{NoneClient, NoneProvider, NoneServer};
+pub use random::{Random, SeededRandom, SystemRandom};
 
 /// `CEPH_AUTH_*` method numbers (src/include/ceph_fs.h).
 pub mod method {

@@ -12,6 +12,7 @@
 
 pub use bytes;
 
+mod auth_name;
 mod codec;
 mod decoder;
 pub mod entity;
@@ -21,6 +22,7 @@ mod macros;
 pub mod time;
 mod versioned;
 
+pub use auth_name::AuthName;
 pub use codec::{Decode, Encode};
 pub use decoder::Decoder;
 pub use entity::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};

@@ -1,0 +1,8 @@
+//! cephx (src/auth/cephx/): keys, keyrings, the ticket protocol, and the
+//! client and server authenticators built on them.
+
+pub mod key;
+pub mod keyring;
+
+pub use key::{CryptoKey, KeyKind};
+pub use keyring::{Keyring, KeyringEntry};

@@ -1,0 +1,57 @@
+//! Randomness as an input. Auth state machines draw challenges, nonces and
+//! keys from a [`Random`] they are given, so tests can replay an exchange
+//! byte for byte with [`SeededRandom`]; real use takes [`SystemRandom`].
+
+use std::sync::Mutex;
+
+/// A source of random bytes.
+pub trait Random: Send + Sync {
+    fn fill(&self, buf: &mut [u8]);
+
+    fn u64(&self) -> u64 {
+        let mut b = [0u8; 8];
+        self.fill(&mut b);
+        u64::from_le_bytes(b)
+    }
+}
+
+/// The operating system's CSPRNG (through aws-lc).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemRandom;
+
+impl Random for SystemRandom {
+    fn fill(&self, buf: &mut [u8]) {
+        fill(buf)
+    }
+}
+
+/// Fills `buf` from the system CSPRNG.
+pub fn fill(buf: &mut [u8]) {
+    // aws-lc's RAND_bytes only fails if the OS entropy source is gone, which
+    // leaves nothing safe to do.
+    aws_lc_rs::rand::fill(buf).expect("the system random source failed");
+}
+
+/// A deterministic generator for tests (splitmix64); never for real keys.
+#[derive(Debug)]
+pub struct SeededRandom(Mutex<u64>);
+
+impl SeededRandom {
+    pub fn new(seed: u64) -> SeededRandom {
+        SeededRandom(Mutex::new(seed))
+    }
+}
+
+impl Random for SeededRandom {
+    fn fill(&self, buf: &mut [u8]) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for chunk in buf.chunks_mut(8) {
+            *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+        }
+    }
+}
