@@ -1,8 +1,10 @@
 //! cephx (src/auth/cephx/): keys, keyrings, the ticket protocol, and the
 //! client and server authenticators built on them.
 
+pub mod crypto;
 pub mod key;
 pub mod keyring;
 
+pub use crypto::{usage, CryptoError};
 pub use key::{CryptoKey, KeyKind};
 pub use keyring::{Keyring, KeyringEntry};
