@@ -23,6 +23,10 @@
 //! }
 //! ```
 //!
+//! `#[struct_v = N]` (also first) declares a struct that starts with a bare
+//! `u8` version, as cephx's structures do: written as `N`, and any non-zero
+//! version is read.
+//!
 //! `#[versioned(..)]` must be the first attribute. A versioned struct decodes any envelope whose compat version is at most
 //! `version`; bytes of fields newer than `version` are skipped.
 
@@ -67,6 +71,50 @@ macro_rules! encoding {
                     )*
                     Ok($name { $($field),* })
                 })
+            }
+        }
+    };
+
+    (
+        #[struct_v = $sv:literal]
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $fvis:vis $field:ident : $ty:ty
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $( $(#[$fmeta])* $fvis $field: $ty, )*
+        }
+
+        impl $crate::Encode for $name {
+            fn encode(&self, out: &mut Vec<u8>) {
+                out.push($sv);
+                $( $crate::Encode::encode(&self.$field, out); )*
+            }
+        }
+
+        impl $crate::Decode for $name {
+            const MIN_ENCODED_LEN: usize = 1 $( + <$ty as $crate::Decode>::MIN_ENCODED_LEN )*;
+            fn decode(d: &mut $crate::Decoder<'_>) -> $crate::DecodeResult<Self> {
+                // A bare `__u8 struct_v` (no compat, no length), as cephx
+                // writes it; a newer version's extra fields are not read.
+                let struct_v = d.u8(concat!(stringify!($name), ".struct_v"))?;
+                if struct_v == 0 {
+                    return Err($crate::DecodeError::InvalidValue {
+                        what: concat!(stringify!($name), ".struct_v"),
+                        value: 0,
+                    });
+                }
+                $(
+                    let $field = <$ty as $crate::Decode>::decode(d).map_err(|e| {
+                        e.context(concat!(stringify!($name), ".", stringify!($field)))
+                    })?;
+                )*
+                Ok($name { $($field),* })
             }
         }
     };

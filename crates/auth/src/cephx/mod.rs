@@ -4,6 +4,7 @@
 pub mod crypto;
 pub mod key;
 pub mod keyring;
+pub mod wire;
 
 pub use crypto::{usage, CryptoError};
 pub use key::{CryptoKey, KeyKind};
