@@ -32,6 +32,21 @@ pub use modes::{pick_mode, ConMode};
 pub use none::{NoneClient, NoneProvider, NoneServer};
 pub use random::{Random, SeededRandom, SystemRandom};
 
+/// The wall clock, as an input: auth state machines ask it for the time
+/// (ticket lifetimes), so tests can set it.
+pub type Clock = std::sync::Arc<dyn Fn() -> msgr_encoding::UTime + Send + Sync>;
+
+/// The system's wall clock.
+pub fn system_clock() -> Clock {
+    std::sync::Arc::new(|| {
+        msgr_encoding::UTime::from_duration(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default(),
+        )
+    })
+}
+
 /// `CEPH_AUTH_*` method numbers (src/include/ceph_fs.h).
 pub mod method {
     pub const NONE: u32 = 1;
