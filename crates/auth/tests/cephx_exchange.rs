@@ -6,8 +6,13 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use msgr_auth::cephx::{CephxClient, CephxServer, CryptoKey, KeyKind, KeyServer, Keyring, KeyringEntry};
-use msgr_auth::{AuthError, AuthOutcome, AuthPeer, ClientAuth, Clock, ConMode, SeededRandom, ServerAuth, ServerStep};
+use msgr_auth::cephx::{
+    CephxClient, CephxServer, CryptoKey, KeyKind, KeyServer, Keyring, KeyringEntry,
+};
+use msgr_auth::{
+    AuthError, AuthOutcome, AuthPeer, ClientAuth, Clock, ConMode, SeededRandom, ServerAuth,
+    ServerStep,
+};
 use msgr_encoding::{AuthName, EntityType, UTime};
 
 struct World {
@@ -46,10 +51,30 @@ fn world(kind: KeyKind) -> World {
         );
     }
     let keys = Arc::new(KeyServer::new(ring));
-    let mon = Arc::new(CephxServer::new(keys.clone(), EntityType::MON, rng.clone(), clock.clone()));
-    let osd = Arc::new(CephxServer::new(keys, EntityType::OSD, rng.clone(), clock.clone()));
-    let client = Arc::new(CephxClient::new(AuthName::client_admin(), admin_key, rng, clock));
-    World { client, mon, osd, now }
+    let mon = Arc::new(CephxServer::new(
+        keys.clone(),
+        EntityType::MON,
+        rng.clone(),
+        clock.clone(),
+    ));
+    let osd = Arc::new(CephxServer::new(
+        keys,
+        EntityType::OSD,
+        rng.clone(),
+        clock.clone(),
+    ));
+    let client = Arc::new(CephxClient::new(
+        AuthName::client_admin(),
+        admin_key,
+        rng,
+        clock,
+    ));
+    World {
+        client,
+        mon,
+        osd,
+        now,
+    }
 }
 
 fn peer(t: EntityType) -> AuthPeer {
@@ -66,7 +91,13 @@ fn exchange(
     let mode = server
         .pick_mode(&peer(EntityType::CLIENT), req.method, &req.preferred_modes)
         .ok_or(AuthError::NoCommonMode)?;
-    let mut step = server.handle(&peer(EntityType::CLIENT), req.method, mode, false, &req.payload)?;
+    let mut step = server.handle(
+        &peer(EntityType::CLIENT),
+        req.method,
+        mode,
+        false,
+        &req.payload,
+    )?;
     for _ in 0..4 {
         match step {
             ServerStep::More(p) => {
@@ -91,18 +122,31 @@ fn both_kinds(f: impl Fn(KeyKind)) {
 fn monitor_session_then_osd_authorizer() {
     both_kinds(|kind| {
         let w = world(kind);
-        let (c, s) = exchange(&mut w.client.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON).unwrap();
+        let (c, s) = exchange(
+            &mut w.client.conn_auth(),
+            &mut w.mon.conn_auth(),
+            EntityType::MON,
+        )
+        .unwrap();
         assert_eq!(c, s, "{kind:?}");
         // The client offers secure first to monitors: a 64-byte secret.
         assert_eq!(c.con_mode, ConMode::SECURE);
         assert_eq!(c.connection_secret.len(), 64);
         assert_eq!(c.session_key.secret().len(), kind.secret_len());
         assert!(c.global_id >= 4096);
-        let osd = w.client.ticket(EntityType::OSD).expect("osd ticket in AUTH_DONE");
+        let osd = w
+            .client
+            .ticket(EntityType::OSD)
+            .expect("osd ticket in AUTH_DONE");
         assert_eq!(osd.session_key.kind, kind);
         assert_eq!(w.client.need(), 0);
 
-        let (c2, s2) = exchange(&mut w.client.conn_auth(), &mut w.osd.conn_auth(), EntityType::OSD).unwrap();
+        let (c2, s2) = exchange(
+            &mut w.client.conn_auth(),
+            &mut w.osd.conn_auth(),
+            EntityType::OSD,
+        )
+        .unwrap();
         assert_eq!(c2, s2);
         assert_eq!(c2.con_mode, ConMode::CRC);
         assert!(c2.connection_secret.is_empty());
@@ -114,21 +158,37 @@ fn monitor_session_then_osd_authorizer() {
 #[test]
 fn secure_authorizer_gets_a_connection_secret() {
     let w = world(KeyKind::Aes256k);
-    exchange(&mut w.client.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON).unwrap();
+    exchange(
+        &mut w.client.conn_auth(),
+        &mut w.mon.conn_auth(),
+        EntityType::MON,
+    )
+    .unwrap();
     let mut auth = w.client.conn_auth();
     let req = auth.request(&peer(EntityType::OSD), &[]).unwrap();
     let mut server = w.osd.conn_auth();
-    let ServerStep::More(ch) = server.handle(&peer(EntityType::CLIENT), 2, ConMode::SECURE, false, &req.payload).unwrap()
+    let ServerStep::More(ch) = server
+        .handle(
+            &peer(EntityType::CLIENT),
+            2,
+            ConMode::SECURE,
+            false,
+            &req.payload,
+        )
+        .unwrap()
     else {
         panic!("the first authorizer is challenged")
     };
     let more = auth.reply_more(&ch).unwrap();
-    let ServerStep::Done { payload, outcome } =
-        server.handle(&peer(EntityType::CLIENT), 2, ConMode::SECURE, true, &more).unwrap()
+    let ServerStep::Done { payload, outcome } = server
+        .handle(&peer(EntityType::CLIENT), 2, ConMode::SECURE, true, &more)
+        .unwrap()
     else {
         panic!("the answered challenge is accepted")
     };
-    let mine = auth.done(outcome.global_id, ConMode::SECURE, &payload).unwrap();
+    let mine = auth
+        .done(outcome.global_id, ConMode::SECURE, &payload)
+        .unwrap();
     assert_eq!(mine.connection_secret.len(), 64);
     assert_eq!(mine, outcome);
 }
@@ -143,7 +203,12 @@ fn a_wrong_key_is_refused() {
             Arc::new(SeededRandom::new(10)),
             msgr_auth::system_clock(),
         ));
-        let err = exchange(&mut impostor.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON).unwrap_err();
+        let err = exchange(
+            &mut impostor.conn_auth(),
+            &mut w.mon.conn_auth(),
+            EntityType::MON,
+        )
+        .unwrap_err();
         assert!(matches!(err, AuthError::Denied(_)), "{err:?}");
         assert_eq!(err.errno(), -13);
         let stranger = Arc::new(CephxClient::new(
@@ -153,7 +218,11 @@ fn a_wrong_key_is_refused() {
             msgr_auth::system_clock(),
         ));
         assert!(matches!(
-            exchange(&mut stranger.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON),
+            exchange(
+                &mut stranger.conn_auth(),
+                &mut w.mon.conn_auth(),
+                EntityType::MON
+            ),
             Err(AuthError::Denied(_))
         ));
     });
@@ -162,27 +231,54 @@ fn a_wrong_key_is_refused() {
 #[test]
 fn an_authorizer_without_the_challenge_answer_is_a_replay() {
     let w = world(KeyKind::Aes256k);
-    exchange(&mut w.client.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON).unwrap();
+    exchange(
+        &mut w.client.conn_auth(),
+        &mut w.mon.conn_auth(),
+        EntityType::MON,
+    )
+    .unwrap();
     let mut auth = w.client.conn_auth();
     let req = auth.request(&peer(EntityType::OSD), &[]).unwrap();
     let mut server = w.osd.conn_auth();
-    let step = server.handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &req.payload).unwrap();
+    let step = server
+        .handle(
+            &peer(EntityType::CLIENT),
+            2,
+            ConMode::CRC,
+            false,
+            &req.payload,
+        )
+        .unwrap();
     assert!(matches!(step, ServerStep::More(_)));
     // A replayed first authorizer instead of the answer.
     assert_eq!(
-        server.handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, true, &req.payload),
+        server.handle(
+            &peer(EntityType::CLIENT),
+            2,
+            ConMode::CRC,
+            true,
+            &req.payload
+        ),
         Err(AuthError::Replayed)
     );
     // A tampered ticket.
     let mut bad = req.payload.to_vec();
     bad[30] ^= 0x40;
     assert!(matches!(
-        w.osd.conn_auth().handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &bad),
+        w.osd
+            .conn_auth()
+            .handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &bad),
         Err(AuthError::Denied(_))
     ));
     // An authorizer meant for another service.
     assert!(matches!(
-        w.mon.conn_auth().handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &req.payload),
+        w.mon.conn_auth().handle(
+            &peer(EntityType::CLIENT),
+            2,
+            ConMode::CRC,
+            false,
+            &req.payload
+        ),
         Err(AuthError::Denied(_))
     ));
 }
@@ -190,7 +286,12 @@ fn an_authorizer_without_the_challenge_answer_is_a_replay() {
 #[test]
 fn an_expired_ticket_is_refused() {
     let w = world(KeyKind::Aes128);
-    exchange(&mut w.client.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON).unwrap();
+    exchange(
+        &mut w.client.conn_auth(),
+        &mut w.mon.conn_auth(),
+        EntityType::MON,
+    )
+    .unwrap();
     *w.now.lock().unwrap() += 3_600;
     // The client knows its ticket is dead and does not present it ...
     assert!(matches!(
@@ -201,8 +302,14 @@ fn an_expired_ticket_is_refused() {
     // ... and a client that presents it anyway is refused by the service.
     let mut stale = w.client.ticket(EntityType::OSD).unwrap();
     stale.expires.sec = u32::MAX;
-    w.client.install_ticket(EntityType::OSD, w.client.global_id(), stale);
-    let err = exchange(&mut w.client.conn_auth(), &mut w.osd.conn_auth(), EntityType::OSD).unwrap_err();
+    w.client
+        .install_ticket(EntityType::OSD, w.client.global_id(), stale);
+    let err = exchange(
+        &mut w.client.conn_auth(),
+        &mut w.osd.conn_auth(),
+        EntityType::OSD,
+    )
+    .unwrap_err();
     assert!(matches!(err, AuthError::Expired(_)), "{err:?}");
 }
 
@@ -210,19 +317,40 @@ fn an_expired_ticket_is_refused() {
 fn reconnect_reclaims_the_global_id_with_the_old_ticket() {
     both_kinds(|kind| {
         let w = world(kind);
-        let (first, _) = exchange(&mut w.client.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON).unwrap();
+        let (first, _) = exchange(
+            &mut w.client.conn_auth(),
+            &mut w.mon.conn_auth(),
+            EntityType::MON,
+        )
+        .unwrap();
         let old = w.client.ticket(EntityType::AUTH).unwrap();
-        let (again, srv) = exchange(&mut w.client.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON).unwrap();
+        let (again, srv) = exchange(
+            &mut w.client.conn_auth(),
+            &mut w.mon.conn_auth(),
+            EntityType::MON,
+        )
+        .unwrap();
         assert_eq!(again.global_id, first.global_id);
         assert_eq!(again, srv);
         // The new AUTH ticket came re-encrypted under the old session key.
-        assert_ne!(w.client.ticket(EntityType::AUTH).unwrap().session_key, old.session_key);
+        assert_ne!(
+            w.client.ticket(EntityType::AUTH).unwrap().session_key,
+            old.session_key
+        );
         // A client claiming that global id without the ticket is refused.
         let fresh = world(kind);
         let thief = fresh.client.clone();
-        thief.install_ticket(EntityType::OSD, first.global_id, w.client.ticket(EntityType::OSD).unwrap());
+        thief.install_ticket(
+            EntityType::OSD,
+            first.global_id,
+            w.client.ticket(EntityType::OSD).unwrap(),
+        );
         assert!(matches!(
-            exchange(&mut thief.conn_auth(), &mut w.mon.conn_auth(), EntityType::MON),
+            exchange(
+                &mut thief.conn_auth(),
+                &mut w.mon.conn_auth(),
+                EntityType::MON
+            ),
             Err(AuthError::Denied(_))
         ));
     });
@@ -235,15 +363,23 @@ fn garbage_is_a_typed_error_never_a_panic() {
     for len in 0..200 {
         let mut junk = vec![0u8; len];
         for b in junk.iter_mut() {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             *b = (seed >> 33) as u8;
         }
         for first in [1u8, 10, 0, 200] {
             if let Some(b) = junk.first_mut() {
                 *b = first;
             }
-            let _ = w.mon.conn_auth().handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &junk);
-            let _ = w.osd.conn_auth().handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &junk);
+            let _ =
+                w.mon
+                    .conn_auth()
+                    .handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &junk);
+            let _ =
+                w.osd
+                    .conn_auth()
+                    .handle(&peer(EntityType::CLIENT), 2, ConMode::CRC, false, &junk);
             let mut c = w.client.conn_auth();
             let _ = c.request(&peer(EntityType::MON), &[]);
             let _ = c.reply_more(&junk);

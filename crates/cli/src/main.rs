@@ -29,6 +29,16 @@ commands:
   ping ADDR [--count N] [--interval MS] [--rev0]
       KEEPALIVE2 round trips to any msgr2 peer.
 
+  mon [CLUSTER OPTIONS] [--json] status | monmap | command JSON
+      Connects to the cluster's monitors like the ceph CLI (hunting,
+      cephx or none, monmap), then prints the cluster status (fsid, health,
+      monitors, OSDs), the monmap, or the reply to any monitor command,
+      e.g. command '{\"prefix\": \"osd dump\", \"format\": \"json\"}'.
+
+Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
+  -c/--conf FILE  -n/--name TYPE.ID  --id ID  -k/--keyring FILE
+  -m/--mon-host ADDRS  --cluster NAME  --mode crc|secure  --rev0
+
   decode CAPTURE [--json] [--keys FILE]
       Print every msgr2 frame of a pcap/pcapng capture, per connection and
       direction. --json prints one JSON object per line. --keys names a file
@@ -70,6 +80,7 @@ fn run() -> Res<ExitCode> {
         "bench" => bench(parser),
         "serve" => serve(parser),
         "ping" => ping(parser),
+        "mon" => mon(parser),
         other => Err(format!("unknown command {other:?}\n\n{USAGE}").into()),
     }
 }
@@ -257,4 +268,57 @@ fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {
+    use msgr_cli::mon::MonAction;
+    let mut opts = msgr_cli::identity::ClusterOpts::default();
+    let mut as_json = false;
+    let mut words: Vec<String> = Vec::new();
+    while let Some(arg) = parser.next()? {
+        let flag = match arg {
+            Value(v) => {
+                words.push(v.string()?);
+                continue;
+            }
+            Short(c) => format!("-{c}"),
+            Long(l) => format!("--{l}"),
+        };
+        if opts.take(&flag, &mut parser)? {
+            continue;
+        }
+        match flag.as_str() {
+            "--json" => as_json = true,
+            "--help" | "-h" => {
+                print!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(format!("unexpected option {other}").into()),
+        }
+    }
+    let action = match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["status"] | [] => MonAction::Status,
+        ["monmap"] => MonAction::Monmap,
+        ["command", json] => MonAction::Command(json.to_string()),
+        _ => return Err(format!("mon: expected status, monmap or command JSON\n\n{USAGE}").into()),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match rt.block_on(msgr_cli::mon::run(&opts, action, as_json)) {
+        Ok(out) => {
+            print!("{}", out.stdout);
+            eprint!("{}", out.stderr);
+            Ok(ExitCode::from(out.code))
+        }
+        Err(e) => {
+            eprintln!("msgr mon: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }

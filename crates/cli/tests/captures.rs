@@ -329,7 +329,10 @@ fn mon_messages_reencode_byte_identically() {
         }
     }
     for t in [4, 5, 15, 41, 50, 51, 62] {
-        assert!(seen.get(&t).copied().unwrap_or(0) > 0, "type {t} seen: {seen:?}");
+        assert!(
+            seen.get(&t).copied().unwrap_or(0) > 0,
+            "type {t} seen: {seen:?}"
+        );
     }
     assert_eq!(map_versions.into_iter().collect::<Vec<_>>(), [9, 10]);
 }

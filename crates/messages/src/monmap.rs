@@ -61,7 +61,9 @@ pub struct MonMap {
 }
 
 fn mon_feature(d: &mut Decoder<'_>) -> DecodeResult<u64> {
-    decode_versioned(d, "mon_feature_t", 1, |d, _| d.u64("mon_feature_t.features"))
+    decode_versioned(d, "mon_feature_t", 1, |d, _| {
+        d.u64("mon_feature_t.features")
+    })
 }
 
 fn put_mon_feature(out: &mut Vec<u8>, f: u64) {
@@ -76,10 +78,26 @@ impl MonInfo {
                 true => EntityAddrvec::decode(d)?,
                 false => EntityAddrvec::single(msgr_encoding::EntityAddr::decode(d)?),
             };
-            let priority = if v >= 2 { d.u16("mon_info_t.priority")? } else { 0 };
-            let weight = if v >= 4 { d.u16("mon_info_t.weight")? } else { 0 };
-            let crush_loc = if v >= 5 { BTreeMap::decode(d)? } else { BTreeMap::new() };
-            let time_added = if v >= 6 { UTime::decode(d)? } else { UTime::default() };
+            let priority = if v >= 2 {
+                d.u16("mon_info_t.priority")?
+            } else {
+                0
+            };
+            let weight = if v >= 4 {
+                d.u16("mon_info_t.weight")?
+            } else {
+                0
+            };
+            let crush_loc = if v >= 5 {
+                BTreeMap::decode(d)?
+            } else {
+                BTreeMap::new()
+            };
+            let time_added = if v >= 6 {
+                UTime::decode(d)?
+            } else {
+                UTime::default()
+            };
             Ok(MonInfo {
                 name,
                 public_addrs,
@@ -200,7 +218,11 @@ impl MonMap {
     pub fn addrs_by_rank(&self) -> Vec<(String, EntityAddrvec)> {
         self.ranks
             .iter()
-            .filter_map(|r| self.mons.get(r).map(|i| (r.clone(), i.public_addrs.clone())))
+            .filter_map(|r| {
+                self.mons
+                    .get(r)
+                    .map(|i| (r.clone(), i.public_addrs.clone()))
+            })
             .collect()
     }
 

@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     pub max_queued_bytes: usize,
     /// Wakes `keepalive_roundtrip` callers.
     pub keepalive_acked: Notify,
+    /// Why the connection last faulted.
+    pub last_fault: Mutex<Option<msgr_protocol::ProtocolError>>,
 }
 
 impl Shared {
@@ -198,6 +200,33 @@ impl Connection {
         self.shared
             .features
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// crc or secure, once the session's mode is known (after AUTH_DONE).
+    pub fn con_mode(&self) -> Option<msgr_auth::ConMode> {
+        let c = self.shared.lock();
+        if !matches!(c.state(), ConnState::Ready | ConnState::Standby) {
+            return None;
+        }
+        c.wire_format().map(|f| match f.secure {
+            true => msgr_auth::ConMode::SECURE,
+            false => msgr_auth::ConMode::CRC,
+        })
+    }
+
+    /// msgr2.1 or msgr2.0 on the current socket.
+    pub fn rev1(&self) -> Option<bool> {
+        self.shared.lock().wire_format().map(|f| f.rev1)
+    }
+
+    /// Why the connection last faulted (an auth refusal, a reset socket,
+    /// ...), if it ever did.
+    pub fn last_fault(&self) -> Option<msgr_protocol::ProtocolError> {
+        self.shared
+            .last_fault
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn stats(&self) -> ConnStats {

@@ -118,7 +118,17 @@ pub(crate) async fn run<T: Transport>(
                         }
                     }
                     Event::LearnedAddr(a) => inner.learned(a),
-                    Event::Fault(_) => {}
+                    Event::Fault(e) => {
+                        {
+                            let _task = running_task(conn.shared.id);
+                            inner.dispatcher.ms_handle_fault(&conn, &e);
+                        }
+                        *conn
+                            .shared
+                            .last_fault
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()) = Some(e)
+                    }
                     Event::Connected => {
                         store_features(&conn);
                         {

@@ -50,4 +50,9 @@ pub trait Dispatcher: Send + Sync + 'static {
 
     /// A connect was refused (ms_handle_refused).
     fn ms_handle_refused(&self, _conn: &Connection) {}
+
+    /// The connection faulted (before its policy decides: retry, standby
+    /// or reset). Where Ceph's AuthClient hears of AUTH_BAD_METHOD, a user
+    /// hears of an authentication refusal here.
+    fn ms_handle_fault(&self, _conn: &Connection, _error: &msgr_protocol::ProtocolError) {}
 }

@@ -134,6 +134,7 @@ impl<T: Transport> Inner<T> {
                 senders_waiting: std::sync::atomic::AtomicUsize::new(0),
                 features: std::sync::atomic::AtomicU64::new(0),
                 peer_type: std::sync::atomic::AtomicU8::new(0),
+                last_fault: std::sync::Mutex::new(None),
                 handoff: Mutex::new(None),
                 max_queued_bytes: self.max_queued_bytes,
                 keepalive_acked: Notify::new(),
@@ -265,7 +266,6 @@ impl<T: Transport> Messenger<T> {
     /// one if there is one, else a new one that starts connecting.
     pub fn connect(&self, addrs: &EntityAddrvec, peer_type: EntityType) -> Connection {
         let key = PeerKey::of(addrs);
-        let lossy = self.inner.config.policies.get(peer_type).lossy;
         let mut reg = self.inner.registry();
         if let Some(k) = key {
             if let Some(c) = reg.get(&k) {
@@ -283,9 +283,7 @@ impl<T: Transport> Messenger<T> {
             self.inner.next_seed(),
         );
         let c = self.inner.new_shared(conn);
-        if let (Some(k), false) = (key, lossy) {
-            reg.insert(k, c.clone());
-        } else if let Some(k) = key {
+        if let Some(k) = key {
             // Lossy connections are registered too, so the peer's incoming
             // connection is found (and replaces this one) in a race.
             reg.insert(k, c.clone());

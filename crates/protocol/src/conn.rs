@@ -264,6 +264,14 @@ impl Conn {
         self.link.as_ref().map(|l| l.id)
     }
 
+    /// How the current socket's frames are written (msgr2.0/2.1, crc or
+    /// secure), once the banners were exchanged.
+    pub fn wire_format(&self) -> Option<msgr_frames::WireFormat> {
+        let link = self.link.as_ref()?;
+        link.negotiated()?;
+        Some(link.format())
+    }
+
     /// Where the driver appends what it read from the current socket.
     pub fn input(&mut self) -> Option<&mut BytesMut> {
         self.link.as_mut().map(|l| &mut l.input)

@@ -238,6 +238,14 @@ impl Link {
         Ok(())
     }
 
+    /// The wire format frames are written in now.
+    pub fn format(&self) -> msgr_frames::WireFormat {
+        self.encoder
+            .as_ref()
+            .map(|e| e.format())
+            .unwrap_or(msgr_frames::WireFormat::CRC_REV0)
+    }
+
     pub fn encoder_mut(&mut self) -> Option<&mut FrameEncoder> {
         self.encoder.as_mut()
     }

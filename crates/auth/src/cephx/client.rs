@@ -134,7 +134,15 @@ impl CephxClient {
         }
         .encode(&mut out);
         let nonce = self.rng.u64();
-        write_authorizer(&mut out, s.global_id, AUTH_SERVICE, auth, nonce, None, &*self.rng);
+        write_authorizer(
+            &mut out,
+            s.global_id,
+            AUTH_SERVICE,
+            auth,
+            nonce,
+            None,
+            &*self.rng,
+        );
         super::wire::ServiceTicketRequest { keys: need }.encode(&mut out);
         Ok(Bytes::from(out))
     }
@@ -146,7 +154,10 @@ impl CephxClient {
         let h = ResponseHeader::decode(&mut d)
             .map_err(|e| AuthError::Malformed(format!("MAuthReply: {e}")))?;
         if h.status < 0 {
-            return Err(AuthError::Denied(format!("ticket request refused: {}", h.status)));
+            return Err(AuthError::Denied(format!(
+                "ticket request refused: {}",
+                h.status
+            )));
         }
         let session = s
             .tickets
@@ -196,7 +207,9 @@ fn write_authorizer(
 enum Phase {
     Start,
     /// AUTH_REQUEST sent to a monitor with this global id.
-    MonRequested { global_id: u64 },
+    MonRequested {
+        global_id: u64,
+    },
     /// AUTH_REQUEST_MORE sent.
     MonAuthenticating,
     /// An authorizer sent for `service`.
@@ -323,7 +336,12 @@ impl ClientAuth for CephxConnAuth {
         }
     }
 
-    fn done(&mut self, global_id: u64, con_mode: ConMode, payload: &[u8]) -> Result<AuthOutcome, AuthError> {
+    fn done(
+        &mut self,
+        global_id: u64,
+        con_mode: ConMode,
+        payload: &[u8],
+    ) -> Result<AuthOutcome, AuthError> {
         let c = self.client.clone();
         let phase = std::mem::replace(&mut self.phase, Phase::Done);
         match phase {
@@ -334,7 +352,9 @@ impl ClientAuth for CephxConnAuth {
                     open_from(&mut d, &ticket.session_key, usage::AUTHORIZE_REPLY)
                         .map_err(|e| AuthError::Denied(format!("authorizer reply: {e}")))?;
                 if reply.nonce_plus_one != nonce.wrapping_add(1) {
-                    return Err(AuthError::Denied("authorizer reply has the wrong nonce".into()));
+                    return Err(AuthError::Denied(
+                        "authorizer reply has the wrong nonce".into(),
+                    ));
                 }
                 Ok(AuthOutcome {
                     global_id,
@@ -347,7 +367,13 @@ impl ClientAuth for CephxConnAuth {
         }
     }
 
-    fn bad_method(&mut self, m: u32, result: i32, allowed: &[u32], _: &[ConMode]) -> Result<(), AuthError> {
+    fn bad_method(
+        &mut self,
+        m: u32,
+        result: i32,
+        allowed: &[u32],
+        _: &[ConMode],
+    ) -> Result<(), AuthError> {
         // cephx is all this authenticator speaks; a refusal of it is final.
         if m == method::CEPHX && result == -13 {
             return Err(AuthError::Denied(format!(
@@ -366,7 +392,12 @@ impl CephxClient {
     /// AUTH_DONE from a monitor (CephxClientHandler::handle_response for
     /// GET_AUTH_SESSION_KEY): the AUTH ticket under our key, then the
     /// connection secret and the other tickets under its session key.
-    fn mon_done(&self, global_id: u64, con_mode: ConMode, payload: &[u8]) -> Result<AuthOutcome, AuthError> {
+    fn mon_done(
+        &self,
+        global_id: u64,
+        con_mode: ConMode,
+        payload: &[u8],
+    ) -> Result<AuthOutcome, AuthError> {
         let bad = |e: &dyn std::fmt::Display| AuthError::Malformed(format!("AUTH_DONE: {e}"));
         let now = (self.clock)();
         let mut d = Decoder::new(payload);

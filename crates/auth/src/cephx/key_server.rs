@@ -43,8 +43,14 @@ impl Minted {
         Ticket {
             session_key: self.service_ticket.session_key.clone(),
             blob: self.blob.clone(),
-            expires: UTime { sec: now.sec.saturating_add(v), nsec: now.nsec },
-            renew_after: UTime { sec: now.sec.saturating_add(v - v / 4), nsec: now.nsec },
+            expires: UTime {
+                sec: now.sec.saturating_add(v),
+                nsec: now.nsec,
+            },
+            renew_after: UTime {
+                sec: now.sec.saturating_add(v - v / 4),
+                nsec: now.nsec,
+            },
         }
     }
 }
@@ -87,7 +93,11 @@ impl KeyServer {
     /// The secret that seals tickets for `service`: the newest added one,
     /// else the fixed key of `[TYPE.]`.
     pub fn sealing_secret(&self, service: u32) -> Option<(u64, &CryptoKey)> {
-        if let Some(((_, id), k)) = self.secrets.range((service, 0)..=(service, u64::MAX)).next_back() {
+        if let Some(((_, id), k)) = self
+            .secrets
+            .range((service, 0)..=(service, u64::MAX))
+            .next_back()
+        {
             return Some((*id, k));
         }
         let ty = EntityType(u8::try_from(service).ok()?);
@@ -139,7 +149,10 @@ impl KeyServer {
                 name: name.clone(),
                 global_id,
                 created: now,
-                expires: UTime { sec: now.sec.saturating_add(ttl), nsec: now.nsec },
+                expires: UTime {
+                    sec: now.sec.saturating_add(ttl),
+                    nsec: now.nsec,
+                },
                 caps: CapsInfo {
                     allow_all: false,
                     caps,

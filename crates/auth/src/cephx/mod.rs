@@ -11,10 +11,10 @@ pub mod server;
 pub mod tickets;
 pub mod wire;
 
+pub use client::{CephxClient, CephxConnAuth};
 pub use crypto::{usage, CryptoError};
 pub use key::{CryptoKey, KeyKind};
-pub use keyring::{Keyring, KeyringEntry};
-pub use client::{CephxClient, CephxConnAuth};
 pub use key_server::KeyServer;
-pub use server::{CephxServer, CephxServerAuth};
+pub use keyring::{Keyring, KeyringEntry};
 pub use provider::CephxProvider;
+pub use server::{CephxServer, CephxServerAuth};

@@ -42,7 +42,9 @@ struct Refuse;
 
 impl ClientAuth for Refuse {
     fn request(&mut self, _: &AuthPeer, _: &[u32]) -> Result<AuthRequest, AuthError> {
-        Err(AuthError::NoKey("cephx credentials (no keyring configured)".into()))
+        Err(AuthError::NoKey(
+            "cephx credentials (no keyring configured)".into(),
+        ))
     }
     fn reply_more(&mut self, _: &[u8]) -> Result<Bytes, AuthError> {
         Err(AuthError::NoMethodLeft)
@@ -62,7 +64,14 @@ impl ServerAuth for Refuse {
     fn allowed_modes(&self, _: &AuthPeer, _: u32) -> Vec<ConMode> {
         Vec::new()
     }
-    fn handle(&mut self, _: &AuthPeer, m: u32, _: ConMode, _: bool, _: &[u8]) -> Result<ServerStep, AuthError> {
+    fn handle(
+        &mut self,
+        _: &AuthPeer,
+        m: u32,
+        _: ConMode,
+        _: bool,
+        _: &[u8],
+    ) -> Result<ServerStep, AuthError> {
         Err(AuthError::MethodNotSupported { method: m })
     }
 }

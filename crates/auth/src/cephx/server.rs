@@ -57,7 +57,12 @@ pub struct CephxServer {
 }
 
 impl CephxServer {
-    pub fn new(keys: Arc<KeyServer>, service: EntityType, rng: Arc<dyn Random>, clock: Clock) -> CephxServer {
+    pub fn new(
+        keys: Arc<KeyServer>,
+        service: EntityType,
+        rng: Arc<dyn Random>,
+        clock: Clock,
+    ) -> CephxServer {
         CephxServer {
             keys,
             mon_modes: vec![ConMode::SECURE, ConMode::CRC],
@@ -87,7 +92,9 @@ enum ServerPhase {
         server_challenge: u64,
     },
     /// Authorizer: challenge sent.
-    AuthorizerChallenged { server_challenge: u64 },
+    AuthorizerChallenged {
+        server_challenge: u64,
+    },
     Done,
 }
 
@@ -145,7 +152,9 @@ impl ServerAuth for CephxServerAuth {
         let phase = std::mem::replace(&mut self.phase, ServerPhase::Done);
         match (phase, more) {
             (ServerPhase::Start, false) => match payload.first() {
-                Some(b) if (AUTH_MODE_MON..=AUTH_MODE_MON_MAX).contains(b) => self.start_mon(payload),
+                Some(b) if (AUTH_MODE_MON..=AUTH_MODE_MON_MAX).contains(b) => {
+                    self.start_mon(payload)
+                }
                 Some(1..=9) => self.authorizer(payload, con_mode, None),
                 _ => Err(AuthError::Denied("empty or unknown auth payload".into())),
             },
@@ -157,7 +166,14 @@ impl ServerAuth for CephxServerAuth {
                     server_challenge,
                 },
                 true,
-            ) => self.authenticate(&name, global_id, reclaiming, server_challenge, con_mode, payload),
+            ) => self.authenticate(
+                &name,
+                global_id,
+                reclaiming,
+                server_challenge,
+                con_mode,
+                payload,
+            ),
             (ServerPhase::AuthorizerChallenged { server_challenge }, true) => {
                 self.authorizer(payload, con_mode, Some(server_challenge))
             }
@@ -175,7 +191,8 @@ impl CephxServerAuth {
             d.u8("auth mode")?;
             Ok((AuthName::decode(d)?, d.u64("global_id")?))
         };
-        let (name, requested) = parse(&mut d).map_err(|e| AuthError::Denied(format!("auth request: {e}")))?;
+        let (name, requested) =
+            parse(&mut d).map_err(|e| AuthError::Denied(format!("auth request: {e}")))?;
         let (global_id, reclaiming) = match requested {
             0 => (self.server.keys.assign_global_id(), false),
             g => (g, true),
@@ -188,7 +205,9 @@ impl CephxServerAuth {
             reclaiming,
             server_challenge,
         };
-        Ok(ServerStep::More(Bytes::from(ServerChallenge { server_challenge }.to_bytes())))
+        Ok(ServerStep::More(Bytes::from(
+            ServerChallenge { server_challenge }.to_bytes(),
+        )))
     }
 
     /// AUTH_REQUEST_MORE in monitor mode (GET_AUTH_SESSION_KEY).
@@ -203,9 +222,13 @@ impl CephxServerAuth {
     ) -> Result<ServerStep, AuthError> {
         let s = &self.server;
         let mut d = Decoder::new(payload);
-        let header = RequestHeader::decode(&mut d).map_err(|e| AuthError::Malformed(e.to_string()))?;
+        let header =
+            RequestHeader::decode(&mut d).map_err(|e| AuthError::Malformed(e.to_string()))?;
         if header.request_type != request::GET_AUTH_SESSION_KEY {
-            return Err(AuthError::Malformed(format!("request type {:#x}", header.request_type)));
+            return Err(AuthError::Malformed(format!(
+                "request type {:#x}",
+                header.request_type
+            )));
         }
         let req = Authenticate::decode(&mut d).map_err(|e| AuthError::Malformed(e.to_string()))?;
         let key = s
@@ -245,7 +268,13 @@ impl CephxServerAuth {
         let connection_secret = Bytes::from(connection_secret);
         if req.other_keys != 0 {
             let mut cbl = Vec::new();
-            seal_into(&mut cbl, &session, usage::AUTH_CONNECTION_SECRET, &connection_secret, &*s.rng);
+            seal_into(
+                &mut cbl,
+                &session,
+                usage::AUTH_CONNECTION_SECRET,
+                &connection_secret,
+                &*s.rng,
+            );
             Bytes::from(cbl).encode(&mut out);
             let minted: Vec<(u32, _)> = (0..32)
                 .map(|b| 1u32 << b)
@@ -333,7 +362,8 @@ impl CephxServerAuth {
     ) -> Result<ServerStep, AuthError> {
         let s = &self.server;
         let mut d = Decoder::new(payload);
-        let head = AuthorizerHead::decode(&mut d).map_err(|e| AuthError::Denied(format!("authorizer: {e}")))?;
+        let head = AuthorizerHead::decode(&mut d)
+            .map_err(|e| AuthError::Denied(format!("authorizer: {e}")))?;
         if head.service_id != s.service.0 as u32 {
             return Err(AuthError::Denied(format!(
                 "authorizer for service {:#x}, we are {}",
@@ -343,7 +373,9 @@ impl CephxServerAuth {
         let secret = s
             .keys
             .service_secret(head.service_id, head.ticket.secret_id)
-            .ok_or_else(|| AuthError::Denied(format!("unknown service secret {}", head.ticket.secret_id)))?;
+            .ok_or_else(|| {
+                AuthError::Denied(format!("unknown service secret {}", head.ticket.secret_id))
+            })?;
         let info = open_ticket_blob(secret, &head.ticket.blob)
             .map_err(|e| AuthError::Denied(format!("ticket: {e}")))?;
         if info.ticket.global_id != head.global_id {
@@ -351,7 +383,10 @@ impl CephxServerAuth {
         }
         let now: UTime = (s.clock)();
         if info.ticket.expires <= now {
-            return Err(AuthError::Expired(format!("ticket of {}", info.ticket.name)));
+            return Err(AuthError::Expired(format!(
+                "ticket of {}",
+                info.ticket.name
+            )));
         }
         let auth: Authorize = open_from(&mut d, &info.session_key, usage::AUTHORIZE)
             .map_err(|e| AuthError::Denied(format!("authorizer: {e}")))?;

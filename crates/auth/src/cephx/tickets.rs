@@ -83,18 +83,39 @@ impl Tickets {
                 false => Bytes::decode(d).map_err(|e| bad(&e))?,
                 true => {
                     let old = self.get(service).ok_or_else(|| {
-                        AuthError::Denied(format!("re-encrypted ticket for {service:#x} without an old one"))
+                        AuthError::Denied(format!(
+                            "re-encrypted ticket for {service:#x} without an old one"
+                        ))
                     })?;
                     open_from::<Bytes>(d, &old.session_key, usage::TICKET_BLOB)
                         .map_err(|e| AuthError::Denied(format!("re-encrypted ticket: {e}")))?
                 }
             };
-            let blob = TicketBlob::decode_exact(&blob_bl, "CephXTicketBlob").map_err(|e| bad(&e))?;
+            let blob =
+                TicketBlob::decode_exact(&blob_bl, "CephXTicketBlob").map_err(|e| bad(&e))?;
             let (expires, renew_after) = match st.validity.sec {
-                0 => (UTime { sec: u32::MAX, nsec: 0 }, UTime { sec: u32::MAX, nsec: 0 }),
+                0 => (
+                    UTime {
+                        sec: u32::MAX,
+                        nsec: 0,
+                    },
+                    UTime {
+                        sec: u32::MAX,
+                        nsec: 0,
+                    },
+                ),
                 v => {
                     let expires = now.sec.saturating_add(v);
-                    (UTime { sec: expires, nsec: now.nsec }, UTime { sec: expires - v / 4, nsec: now.nsec })
+                    (
+                        UTime {
+                            sec: expires,
+                            nsec: now.nsec,
+                        },
+                        UTime {
+                            sec: expires - v / 4,
+                            nsec: now.nsec,
+                        },
+                    )
                 }
             };
             out.push((
@@ -121,7 +142,12 @@ pub struct IssuedTicket<'a> {
 }
 
 /// `cephx_build_service_ticket_reply`.
-pub fn write_reply(out: &mut Vec<u8>, principal: &CryptoKey, tickets: &[IssuedTicket<'_>], rng: &dyn Random) {
+pub fn write_reply(
+    out: &mut Vec<u8>,
+    principal: &CryptoKey,
+    tickets: &[IssuedTicket<'_>],
+    rng: &dyn Random,
+) {
     out.put_u8(1);
     out.put_u32_le(tickets.len() as u32);
     for t in tickets {

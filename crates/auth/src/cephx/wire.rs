@@ -3,7 +3,9 @@
 //! bare `u8 struct_v` where it versions a structure, never ENCODE_START.
 
 use bytes::{BufMut, Bytes};
-use msgr_encoding::{encoding, AuthName, Decode, DecodeError, DecodeResult, Decoder, Encode, UTime};
+use msgr_encoding::{
+    encoding, AuthName, Decode, DecodeError, DecodeResult, Decoder, Encode, UTime,
+};
 
 use super::crypto::CryptoError;
 use super::key::CryptoKey;
@@ -211,7 +213,10 @@ impl Decode for Authorize {
         let v = d.u8("CephXAuthorize.struct_v")?;
         let nonce = d.u64("CephXAuthorize.nonce")?;
         let (have_challenge, server_challenge_plus_one) = match v >= 2 {
-            true => (bool::decode(d)?, d.u64("CephXAuthorize.server_challenge_plus_one")?),
+            true => (
+                bool::decode(d)?,
+                d.u64("CephXAuthorize.server_challenge_plus_one")?,
+            ),
             false => (false, 0),
         };
         Ok(Authorize {
@@ -321,7 +326,12 @@ impl std::fmt::Display for EnvelopeError {
 
 /// `encode_encrypt_enc_bl`: the ciphertext of `u8 1, u64 AUTH_ENC_MAGIC,
 /// encode(value)`, without a length.
-pub fn seal<T: Encode + ?Sized>(key: &CryptoKey, usage: u32, value: &T, rng: &dyn Random) -> Vec<u8> {
+pub fn seal<T: Encode + ?Sized>(
+    key: &CryptoKey,
+    usage: u32,
+    value: &T,
+    rng: &dyn Random,
+) -> Vec<u8> {
     let mut plain = Vec::with_capacity(64);
     plain.put_u8(1);
     plain.put_u64_le(AUTH_ENC_MAGIC);
@@ -344,10 +354,14 @@ pub fn seal_into<T: Encode + ?Sized>(
 
 /// `decode_decrypt_enc_bl`: the value sealed in `ciphertext`.
 pub fn open<T: Decode>(key: &CryptoKey, usage: u32, ciphertext: &[u8]) -> Result<T, EnvelopeError> {
-    let plain = key.decrypt(usage, ciphertext).map_err(EnvelopeError::Crypto)?;
+    let plain = key
+        .decrypt(usage, ciphertext)
+        .map_err(EnvelopeError::Crypto)?;
     let mut d = Decoder::new(&plain);
     let _struct_v = d.u8("envelope struct_v").map_err(EnvelopeError::Decode)?;
-    let magic = d.u64("envelope magic").map_err(|_| EnvelopeError::BadMagic)?;
+    let magic = d
+        .u64("envelope magic")
+        .map_err(|_| EnvelopeError::BadMagic)?;
     if magic != AUTH_ENC_MAGIC {
         return Err(EnvelopeError::BadMagic);
     }
@@ -360,8 +374,12 @@ pub fn open_from<T: Decode>(
     key: &CryptoKey,
     usage: u32,
 ) -> Result<T, EnvelopeError> {
-    let len = d.length("encrypted blob", 1).map_err(EnvelopeError::Decode)?;
-    let ct = d.take(len, "encrypted blob").map_err(EnvelopeError::Decode)?;
+    let len = d
+        .length("encrypted blob", 1)
+        .map_err(EnvelopeError::Decode)?;
+    let ct = d
+        .take(len, "encrypted blob")
+        .map_err(EnvelopeError::Decode)?;
     open(key, usage, ct)
 }
 
@@ -370,7 +388,11 @@ pub fn open_from<T: Decode>(
 /// challenge blob — its u32 length prefix included, so the ciphertext's
 /// last 4 bytes drop out; for `aes256k`, the XOR of the words of
 /// HMAC-SHA256(secret, blob).
-pub fn client_server_challenge(key: &CryptoKey, server_challenge: u64, client_challenge: u64) -> u64 {
+pub fn client_server_challenge(
+    key: &CryptoKey,
+    server_challenge: u64,
+    client_challenge: u64,
+) -> u64 {
     let mut blob = [0u8; 16];
     blob[..8].copy_from_slice(&server_challenge.to_le_bytes());
     blob[8..].copy_from_slice(&client_challenge.to_le_bytes());
@@ -470,12 +492,18 @@ mod tests {
         };
         // 36 bytes with the request header, as in the captures (§6.3).
         assert_eq!(2 + auth.to_bytes().len(), 36);
-        assert_eq!(Authenticate::decode_exact(&auth.to_bytes(), "a").unwrap(), auth);
+        assert_eq!(
+            Authenticate::decode_exact(&auth.to_bytes(), "a").unwrap(),
+            auth
+        );
         let reply = AuthorizeReply {
             nonce_plus_one: 9,
             connection_secret: Bytes::from_static(&[1; 64]),
         };
-        assert_eq!(AuthorizeReply::decode_exact(&reply.to_bytes(), "r").unwrap(), reply);
+        assert_eq!(
+            AuthorizeReply::decode_exact(&reply.to_bytes(), "r").unwrap(),
+            reply
+        );
         assert_eq!(
             AuthorizeReply {
                 nonce_plus_one: 9,

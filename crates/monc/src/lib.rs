@@ -1,0 +1,224 @@
+//! A monitor client (src/mon/MonClient.cc, reduced to what a client needs;
+//! docs/research/mon-client.md §6):
+//!
+//! - **hunting**: connect to up to `hunt_parallel` monitors at once; the
+//!   first whose session becomes ready wins and the others are dropped;
+//!   every `hunt_interval` without a winner, the next batch is tried;
+//! - on each candidate, `MMonGetMap` and a `monmap` + `config` subscription
+//!   go out at once; the client is ready when the session is up **and** a
+//!   monmap arrived;
+//! - **commands** get tids from 1; acks are matched by tid (0 means the
+//!   oldest pending); pending commands are re-sent on a new session;
+//! - **tickets** (cephx): missing or aging service tickets are renewed
+//!   with `MAuth` on the session; **keepalive** every 10 s, and a session
+//!   with no ack for 30 s is dropped and the hunt resumes;
+//! - authentication refused by every monitor tried fails fast, with the
+//!   monitor's reason.
+
+mod state;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use msgr_auth::cephx::CephxClient;
+use msgr_auth::{AuthProvider, ConMode, NoneProvider};
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_messages::{MMonCommand, MonMap, TypedMessage};
+use msgr_messenger::{Connection, Messenger, Options};
+use msgr_protocol::{PolicyName, PolicySet};
+use msgr_transport::tcp::Tcp;
+
+use state::{Dispatch, State};
+
+/// How the client authenticates.
+#[derive(Clone)]
+pub enum MonAuth {
+    /// Auth none, offering these modes (crc only makes sense).
+    None,
+    /// cephx, with the tickets kept in this client.
+    Cephx(Arc<CephxClient>),
+}
+
+/// What a monitor client is set up with.
+#[derive(Clone)]
+pub struct MonClientConfig {
+    /// The monitors to hunt among (mon_host), one address vector each.
+    pub mons: Vec<EntityAddrvec>,
+    pub auth: MonAuth,
+    /// `mon_client_hunt_parallel`.
+    pub hunt_parallel: usize,
+    /// `mon_client_hunt_interval`.
+    pub hunt_interval: Duration,
+    /// Give up connecting after this long.
+    pub connect_timeout: Duration,
+    /// Offer msgr2.1 (false: msgr2.0 only).
+    pub rev1: bool,
+    /// Sent in MMonSubscribe (the mon shows it as the client's host).
+    pub hostname: String,
+    /// Other maps to subscribe to (`osdmap`, `mgrmap`), besides monmap and config.
+    pub subscribe: Vec<(String, u8)>,
+}
+
+impl MonClientConfig {
+    pub fn new(mons: Vec<EntityAddrvec>, auth: MonAuth) -> MonClientConfig {
+        MonClientConfig {
+            mons,
+            auth,
+            hunt_parallel: 3,
+            hunt_interval: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(30),
+            rev1: true,
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            subscribe: Vec::new(),
+        }
+    }
+}
+
+/// Why the client failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MonError {
+    /// Every monitor refused our credentials.
+    AuthFailed(String),
+    /// No monitor session within the timeout; the last problem seen.
+    Timeout(String),
+    /// The configuration names no monitor we can reach over msgr2.
+    NoMonitors,
+    /// The client was shut down.
+    Shutdown,
+}
+
+impl std::fmt::Display for MonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MonError::AuthFailed(why) => write!(f, "authentication failed: {why}"),
+            MonError::Timeout(why) => write!(f, "timed out: {why}"),
+            MonError::NoMonitors => f.write_str("no monitor with a msgr2 (v2:) address"),
+            MonError::Shutdown => f.write_str("the monitor client was shut down"),
+        }
+    }
+}
+
+impl std::error::Error for MonError {}
+
+/// A monitor command's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandReply {
+    /// 0 or a negative errno.
+    pub r: i32,
+    /// The status line (what `ceph` prints on stderr).
+    pub rs: String,
+    pub output: Bytes,
+}
+
+/// A connected monitor client.
+pub struct MonClient {
+    messenger: Messenger<Tcp>,
+    state: Arc<State>,
+    ticker: tokio::task::JoinHandle<()>,
+}
+
+impl MonClient {
+    /// Hunts for a monitor, authenticates, and waits for the monmap.
+    pub async fn connect(cfg: MonClientConfig) -> Result<MonClient, MonError> {
+        let mons: Vec<EntityAddrvec> = cfg
+            .mons
+            .iter()
+            .filter_map(|v| v.msgr2().map(|a| EntityAddrvec::single(a.clone())))
+            .collect();
+        if mons.is_empty() {
+            return Err(MonError::NoMonitors);
+        }
+        let state = Arc::new(State::new(cfg.clone(), mons));
+        let provider: Arc<dyn AuthProvider> = match &cfg.auth {
+            MonAuth::None => Arc::new(NoneProvider),
+            MonAuth::Cephx(c) => Arc::new(msgr_auth::cephx::CephxProvider {
+                client: Some(c.clone()),
+                server: None,
+            }),
+        };
+        let mut o = Options::new(
+            EntityName::new(EntityType::CLIENT, -1),
+            PolicySet::new(PolicyName::LossyClient.policy()),
+            provider,
+        );
+        o.rev1 = cfg.rev1;
+        o.nonce = std::process::id();
+        let messenger = Messenger::new(Tcp::default(), o, Arc::new(Dispatch(state.clone())));
+        let ticker = tokio::spawn(state::tick(state.clone(), messenger.clone()));
+        let client = MonClient {
+            messenger,
+            state,
+            ticker,
+        };
+        let deadline = Instant::now() + cfg.connect_timeout;
+        match client.state.wait_ready(deadline).await {
+            Ok(()) => Ok(client),
+            Err(e) => {
+                client.shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The monmap the session received.
+    pub fn monmap(&self) -> MonMap {
+        self.state.monmap().unwrap_or_default()
+    }
+
+    /// The configuration the monitors hold for us (MConfig).
+    pub fn mon_config(&self) -> std::collections::BTreeMap<String, String> {
+        self.state.mon_config()
+    }
+
+    /// The newest osdmap epoch seen (with an `osdmap` subscription).
+    pub fn osdmap_epoch(&self) -> u32 {
+        self.state.osdmap_epoch()
+    }
+
+    /// The monitor the session is with.
+    pub fn session(&self) -> Option<Connection> {
+        self.state.active()
+    }
+
+    /// The mode the session runs in.
+    pub fn con_mode(&self) -> Option<ConMode> {
+        self.state.active().and_then(|c| c.con_mode())
+    }
+
+    /// Sends a monitor command (`cmd` is normally one JSON object) and
+    /// waits for its ack, up to `timeout`.
+    pub async fn command(
+        &self,
+        cmd: &str,
+        input: Bytes,
+        timeout: Duration,
+    ) -> Result<CommandReply, MonError> {
+        let tid = self.state.add_command(vec![cmd.to_string()], input);
+        if let Some(c) = self.state.active() {
+            self.send_command(&c, tid);
+        }
+        self.state.wait_command(tid, Instant::now() + timeout).await
+    }
+
+    fn send_command(&self, c: &Connection, tid: u64) {
+        if let Some((cmd, input)) = self.state.command(tid) {
+            let m = MMonCommand {
+                tid,
+                fsid: self.monmap().fsid,
+                cmd,
+                input,
+            };
+            c.send_nowait(m.to_message(c.features()));
+        }
+    }
+
+    /// Closes the session and stops.
+    pub async fn shutdown(self) {
+        self.ticker.abort();
+        self.state.shut_down();
+        self.messenger.shutdown().await;
+    }
+}

@@ -1,0 +1,476 @@
+//! The monitor client's state, its dispatcher, and its tick (hunting,
+//! keepalive, ticket renewal).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use msgr_auth::method;
+use msgr_encoding::{EntityAddrvec, EntityType};
+use msgr_messages::*;
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
+use msgr_protocol::ProtocolError;
+use msgr_transport::tcp::Tcp;
+use tokio::sync::Notify;
+
+use crate::{CommandReply, MonAuth, MonClientConfig, MonError};
+
+/// `mon_client_ping_interval` and `mon_client_ping_timeout`.
+const PING_INTERVAL: Duration = Duration::from_secs(10);
+const PING_TIMEOUT: Duration = Duration::from_secs(30);
+const TICK: Duration = Duration::from_secs(1);
+
+struct PendingCommand {
+    cmd: Vec<String>,
+    input: Bytes,
+    reply: Option<CommandReply>,
+}
+
+#[derive(Default)]
+struct Inner {
+    monmap: Option<MonMap>,
+    mon_config: BTreeMap<String, String>,
+    active: Option<Connection>,
+    /// Candidates of the current hunt, and when it started.
+    pending: Vec<Connection>,
+    hunt_started: Option<Instant>,
+    /// Index of the next monitor to try.
+    next_mon: usize,
+    /// Why the most recent candidate failed.
+    last_error: Option<String>,
+    /// Candidates refused for their credentials in a row.
+    auth_refusals: usize,
+    tried: usize,
+    last_tid: u64,
+    commands: BTreeMap<u64, PendingCommand>,
+    osdmap_epoch: u32,
+    last_keepalive: Option<Instant>,
+    /// The newest keepalive ack stamp seen, and when it was first seen.
+    last_ack: Option<(Option<msgr_encoding::UTime>, Instant)>,
+    ticket_request_sent: Option<Instant>,
+    shut_down: bool,
+}
+
+pub(crate) struct State {
+    cfg: MonClientConfig,
+    mons: Vec<EntityAddrvec>,
+    inner: Mutex<Inner>,
+    changed: Notify,
+}
+
+impl State {
+    pub fn new(cfg: MonClientConfig, mons: Vec<EntityAddrvec>) -> State {
+        State {
+            cfg,
+            mons,
+            inner: Mutex::new(Inner::default()),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn monmap(&self) -> Option<MonMap> {
+        self.lock().monmap.clone()
+    }
+
+    pub fn mon_config(&self) -> BTreeMap<String, String> {
+        self.lock().mon_config.clone()
+    }
+
+    pub fn osdmap_epoch(&self) -> u32 {
+        self.lock().osdmap_epoch
+    }
+
+    pub fn active(&self) -> Option<Connection> {
+        self.lock().active.clone()
+    }
+
+    pub fn shut_down(&self) {
+        self.lock().shut_down = true;
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until a session is up and a monmap arrived.
+    pub async fn wait_ready(&self, deadline: Instant) -> Result<(), MonError> {
+        loop {
+            let changed = self.changed.notified();
+            {
+                let i = self.lock();
+                if i.active.is_some() && i.monmap.is_some() {
+                    return Ok(());
+                }
+                if i.shut_down {
+                    return Err(MonError::Shutdown);
+                }
+                // Every monitor tried refused us: credentials, not luck.
+                if i.auth_refusals > 0 && i.auth_refusals >= self.mons.len().min(i.tried.max(1)) {
+                    return Err(MonError::AuthFailed(
+                        i.last_error.clone().unwrap_or_default(),
+                    ));
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let why = self.lock().last_error.clone();
+                return Err(MonError::Timeout(
+                    why.unwrap_or_else(|| "no monitor answered".into()),
+                ));
+            }
+            let _ = tokio::time::timeout(left, changed).await;
+        }
+    }
+
+    pub fn add_command(&self, cmd: Vec<String>, input: Bytes) -> u64 {
+        let mut i = self.lock();
+        i.last_tid += 1;
+        let tid = i.last_tid;
+        i.commands.insert(
+            tid,
+            PendingCommand {
+                cmd,
+                input,
+                reply: None,
+            },
+        );
+        tid
+    }
+
+    pub fn command(&self, tid: u64) -> Option<(Vec<String>, Bytes)> {
+        self.lock()
+            .commands
+            .get(&tid)
+            .map(|c| (c.cmd.clone(), c.input.clone()))
+    }
+
+    pub async fn wait_command(
+        &self,
+        tid: u64,
+        deadline: Instant,
+    ) -> Result<CommandReply, MonError> {
+        loop {
+            let changed = self.changed.notified();
+            {
+                let mut i = self.lock();
+                if i.commands.get(&tid).is_some_and(|c| c.reply.is_some()) {
+                    let c = i.commands.remove(&tid).expect("present");
+                    return Ok(c.reply.expect("present"));
+                }
+                if i.shut_down {
+                    return Err(MonError::Shutdown);
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let why = self.lock().last_error.clone();
+                self.lock().commands.remove(&tid);
+                return Err(MonError::Timeout(format!(
+                    "no reply to command {tid}{}",
+                    why.map(|w| format!(" (last problem: {w})"))
+                        .unwrap_or_default()
+                )));
+            }
+            let _ = tokio::time::timeout(left, changed).await;
+        }
+    }
+
+    /// Sends `MMonGetMap` and the subscriptions on a new candidate.
+    fn greet(&self, c: &Connection) {
+        let f = c.features();
+        c.send_nowait(MMonGetMap.to_message(f));
+        let mut what = BTreeMap::new();
+        let monmap_start = self
+            .lock()
+            .monmap
+            .as_ref()
+            .map_or(0, |m| m.epoch as u64 + 1);
+        what.insert(
+            "monmap".to_string(),
+            SubscribeItem {
+                start: monmap_start,
+                flags: 0,
+            },
+        );
+        what.insert("config".to_string(), SubscribeItem { start: 0, flags: 0 });
+        for (name, flags) in &self.cfg.subscribe {
+            what.insert(
+                name.clone(),
+                SubscribeItem {
+                    start: 0,
+                    flags: *flags,
+                },
+            );
+        }
+        let sub = MMonSubscribe {
+            what,
+            hostname: self.cfg.hostname.clone(),
+        };
+        c.send_nowait(sub.to_message(f));
+    }
+
+    /// A candidate's session is ready: the first one wins.
+    fn on_connect(&self, c: &Connection) {
+        let (losers, resend) = {
+            let mut i = self.lock();
+            if i.active.is_some() || !i.pending.contains(c) {
+                return;
+            }
+            i.active = Some(c.clone());
+            i.auth_refusals = 0;
+            i.last_keepalive = Some(Instant::now());
+            i.last_ack = Some((c.last_keepalive_ack(), Instant::now()));
+            let losers: Vec<Connection> = i.pending.drain(..).filter(|p| p != c).collect();
+            let resend: Vec<u64> = i
+                .commands
+                .iter()
+                .filter(|(_, p)| p.reply.is_none())
+                .map(|(t, _)| *t)
+                .collect();
+            (losers, resend)
+        };
+        for l in losers {
+            l.mark_down();
+        }
+        let fsid = self.monmap().map(|m| m.fsid).unwrap_or_default();
+        for tid in resend {
+            if let Some((cmd, input)) = self.command(tid) {
+                let m = MMonCommand {
+                    tid,
+                    fsid,
+                    cmd,
+                    input,
+                };
+                c.send_nowait(m.to_message(c.features()));
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// A candidate faulted: an authentication refusal ends it (the
+    /// messenger would retry it forever), anything else is remembered.
+    fn on_fault(&self, c: &Connection, f: &ProtocolError) {
+        let refused = matches!(
+            f,
+            ProtocolError::Auth(
+                msgr_auth::AuthError::Denied(_)
+                    | msgr_auth::AuthError::NoKey(_)
+                    | msgr_auth::AuthError::NoMethodLeft
+                    | msgr_auth::AuthError::NoCommonMode
+            )
+        );
+        {
+            let mut i = self.lock();
+            i.last_error = Some(format!("mon {}: {f}", c.peer_addrs()));
+            if refused && i.pending.contains(c) {
+                i.auth_refusals += 1;
+                i.pending.retain(|p| p != c);
+            }
+        }
+        if refused {
+            c.mark_down();
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn on_reset(&self, c: &Connection) {
+        let mut i = self.lock();
+        if i.active.as_ref() == Some(c) {
+            i.active = None;
+            i.hunt_started = None;
+        }
+        i.pending.retain(|p| p != c);
+        drop(i);
+        self.changed.notify_waiters();
+    }
+
+    fn on_message(&self, c: &Connection, m: msgr_protocol::Message) {
+        match m.msg_type {
+            MSG_MON_MAP => {
+                let Ok(mm) = MMonMap::from_message(&m) else {
+                    return;
+                };
+                let Ok(map) = MonMap::decode(&mut msgr_encoding::Decoder::new(&mm.monmap)) else {
+                    return;
+                };
+                self.lock().monmap = Some(map);
+            }
+            MSG_CONFIG => {
+                if let Ok(cfg) = MConfig::from_message(&m) {
+                    self.lock().mon_config = cfg.config;
+                }
+            }
+            MSG_MON_COMMAND_ACK => {
+                let Ok(ack) = MMonCommandAck::from_message(&m) else {
+                    return;
+                };
+                let mut i = self.lock();
+                // tid 0: the oldest pending command (MonClient).
+                let tid = match ack.tid {
+                    0 => i.commands.keys().next().copied().unwrap_or(0),
+                    t => t,
+                };
+                if let Some(p) = i.commands.get_mut(&tid) {
+                    p.reply = Some(CommandReply {
+                        r: ack.r,
+                        rs: ack.rs,
+                        output: ack.output,
+                    });
+                }
+            }
+            MSG_AUTH_REPLY => {
+                let Ok(r) = MAuthReply::from_message(&m) else {
+                    return;
+                };
+                self.lock().ticket_request_sent = None;
+                if let MonAuth::Cephx(cx) = &self.cfg.auth {
+                    if r.result < 0 {
+                        self.lock().last_error =
+                            Some(format!("ticket renewal refused: {}", r.result));
+                    } else if let Err(e) = cx.handle_ticket_reply(&r.payload) {
+                        self.lock().last_error = Some(format!("ticket renewal: {e}"));
+                    }
+                }
+            }
+            MSG_OSD_MAP => {
+                if let Ok(om) = MOSDMap::from_message(&m) {
+                    let mut i = self.lock();
+                    i.osdmap_epoch = i.osdmap_epoch.max(om.newest_epoch());
+                }
+            }
+            _ => {}
+        }
+        let _ = c;
+        self.changed.notify_waiters();
+    }
+}
+
+pub(crate) struct Dispatch(pub Arc<State>);
+
+impl Dispatcher for Dispatch {
+    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+        let s = &self.0;
+        // Messages from a monitor we are not (or no longer) talking to are
+        // dropped, as MonClient::ms_dispatch does.
+        {
+            let i = s.lock();
+            let ours = i.active.as_ref() == Some(conn) || i.pending.contains(conn);
+            if !ours {
+                return;
+            }
+        }
+        s.on_message(conn, msg.into_message());
+    }
+
+    fn ms_handle_connect(&self, conn: &Connection) {
+        self.0.on_connect(conn);
+    }
+
+    fn ms_handle_reset(&self, conn: &Connection) {
+        self.0.on_reset(conn);
+    }
+
+    fn ms_handle_fault(&self, conn: &Connection, error: &ProtocolError) {
+        self.0.on_fault(conn, error);
+    }
+
+    fn ms_handle_refused(&self, conn: &Connection) {
+        let s = &self.0;
+        s.lock().last_error = Some(format!("mon {}: connection refused", conn.peer_addrs()));
+        s.changed.notify_waiters();
+    }
+}
+
+/// Hunts while there is no session, keeps the session alive, renews
+/// tickets.
+pub(crate) async fn tick(state: Arc<State>, messenger: Messenger<Tcp>) {
+    loop {
+        let now = Instant::now();
+        let (hunt, ping, renew) = {
+            let i = state.lock();
+            if i.shut_down {
+                return;
+            }
+            let hunt = i.active.is_none()
+                && i.hunt_started.is_none_or(|t| {
+                    now.duration_since(t) >= state.cfg.hunt_interval || i.pending.is_empty()
+                });
+            let ping = i.active.clone().filter(|_| {
+                i.last_keepalive
+                    .is_none_or(|t| now.duration_since(t) >= PING_INTERVAL)
+            });
+            let renew = match (&state.cfg.auth, &i.active) {
+                (MonAuth::Cephx(cx), Some(c))
+                    if i.ticket_request_sent
+                        .is_none_or(|t| now.duration_since(t) > PING_TIMEOUT) =>
+                {
+                    let need = cx.need() & !(EntityType::AUTH.0 as u32);
+                    (need != 0).then(|| (c.clone(), cx.clone(), need))
+                }
+                _ => None,
+            };
+            (hunt, ping, renew)
+        };
+        if hunt {
+            start_hunt(&state, &messenger);
+        }
+        if let Some(c) = ping {
+            let stale = {
+                let mut i = state.lock();
+                let ack = c.last_keepalive_ack();
+                let since = match i.last_ack {
+                    Some((seen, at)) if seen == ack => at,
+                    _ => {
+                        i.last_ack = Some((ack, now));
+                        now
+                    }
+                };
+                now.duration_since(since) > PING_TIMEOUT
+            };
+            if stale {
+                c.mark_down();
+                state.on_reset(&c);
+            } else {
+                c.send_keepalive();
+                state.lock().last_keepalive = Some(now);
+            }
+        }
+        if let Some((c, cx, need)) = renew {
+            if let Ok(payload) = cx.build_ticket_request(need) {
+                let m = MAuth {
+                    protocol: method::CEPHX,
+                    payload,
+                    monmap_epoch: state.monmap().map_or(0, |m| m.epoch),
+                };
+                c.send_nowait(m.to_message(c.features()));
+                state.lock().ticket_request_sent = Some(now);
+            }
+        }
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+/// Drops the current candidates and tries the next batch.
+fn start_hunt(state: &Arc<State>, messenger: &Messenger<Tcp>) {
+    let batch: Vec<EntityAddrvec> = {
+        let mut i = state.lock();
+        for p in i.pending.drain(..) {
+            p.mark_down();
+        }
+        let n = state.cfg.hunt_parallel.clamp(1, state.mons.len());
+        let start = i.next_mon;
+        i.next_mon = (start + n) % state.mons.len();
+        i.tried += n;
+        i.hunt_started = Some(Instant::now());
+        (0..n)
+            .map(|k| state.mons[(start + k) % state.mons.len()].clone())
+            .collect()
+    };
+    for addrs in batch {
+        let c = messenger.connect(&addrs, EntityType::MON);
+        state.lock().pending.push(c.clone());
+        state.greet(&c);
+    }
+}
