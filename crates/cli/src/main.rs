@@ -26,8 +26,12 @@ commands:
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
       Answers MOSDOp with MOSDOpReply and MPing with MPing.
 
-  ping ADDR [--count N] [--interval MS] [--rev0]
-      KEEPALIVE2 round trips to any msgr2 peer.
+  ping ADDR|osd.N [CLUSTER OPTIONS] [--count N] [--interval MS] [--rev0]
+      KEEPALIVE2 round trips to any msgr2 peer, learning its type from its
+      HELLO. Without cluster options: auth none. With them (or CEPH_CONF /
+      CEPH_ARGS): service tickets from the monitors and a cephx authorizer,
+      as a Ceph client; OSDs may be named (osd.0), and an address without a
+      nonce is completed from the OSD map.
 
   mon [CLUSTER OPTIONS] [--json] status | monmap | command JSON
       Connects to the cluster's monitors like the ceph CLI (hunting,
@@ -201,27 +205,49 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
 }
 
 fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut addr: Option<EntityAddrvec> = None;
+    let mut cluster = msgr_cli::identity::ClusterOpts::default();
+    let mut used_cluster_opts = false;
+    let mut target: Option<String> = None;
     let mut count = 3u32;
     let mut interval = Duration::from_millis(200);
-    let mut rev1 = true;
     while let Some(arg) = parser.next()? {
-        match arg {
-            Value(v) if addr.is_none() => addr = Some(v.string()?.parse()?),
-            Long("count") => count = parse(&mut parser)?,
-            Long("interval") => interval = Duration::from_millis(parse(&mut parser)?),
-            Long("rev0") => rev1 = false,
-            Long("help") | Short('h') => {
+        let flag = match arg {
+            Value(v) if target.is_none() => {
+                target = Some(v.string()?);
+                continue;
+            }
+            Value(v) => return Err(format!("unexpected argument {:?}", v).into()),
+            Short(c) => format!("-{c}"),
+            Long(l) => format!("--{l}"),
+        };
+        if cluster.take(&flag, &mut parser)? {
+            used_cluster_opts |= flag != "--rev0";
+            continue;
+        }
+        match flag.as_str() {
+            "--count" => count = parse(&mut parser)?,
+            "--interval" => interval = Duration::from_millis(parse(&mut parser)?),
+            "--help" | "-h" => {
                 print!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
-            other => return Err(other.unexpected().into()),
+            other => return Err(format!("unexpected option {other}").into()),
         }
     }
-    let addr = addr.ok_or("ping needs an address")?;
-    match runtime()?.block_on(msgr_cli::ping::run(addr, count.max(1), interval, rev1)) {
-        Ok(rtts) => {
-            let ms: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    let target = target.ok_or("ping needs an address (or, with a cluster, osd.N)")?;
+    let with_cluster = used_cluster_opts
+        || std::env::var_os("CEPH_CONF").is_some()
+        || std::env::var_os("CEPH_ARGS").is_some();
+    let o = msgr_cli::ping::PingOpts {
+        target,
+        count: count.max(1),
+        interval,
+        rev1: !cluster.rev0,
+        cluster: with_cluster.then_some(cluster),
+    };
+    match runtime()?.block_on(msgr_cli::ping::run(&o)) {
+        Ok(pongs) => {
+            let ms: Vec<f64> = pongs.iter().map(|p| p.rtt.as_secs_f64() * 1e3).collect();
             let avg = ms.iter().sum::<f64>() / ms.len() as f64;
             let min = ms.iter().cloned().fold(f64::MAX, f64::min);
             let max = ms.iter().cloned().fold(0.0, f64::max);

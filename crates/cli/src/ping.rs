@@ -1,65 +1,193 @@
-//! `msgr ping ADDR`: connects (learning the peer's type from its HELLO) and
-//! times KEEPALIVE2 → KEEPALIVE2_ACK round trips.
+//! `msgr ping TARGET`: connects (learning the peer's type from its HELLO)
+//! and times KEEPALIVE2 → KEEPALIVE2_ACK round trips.
+//!
+//! Without cluster options the connection uses auth none. With them (a
+//! ceph.conf, a keyring), the tool first opens a monitor session for
+//! service tickets and presents a cephx authorizer, as any Ceph client
+//! does; TARGET may then also be an OSD's name (`osd.0`), and an address
+//! without a nonce is completed from the OSD map (a Ceph daemon refuses a
+//! client that names it with the wrong nonce).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
-use msgr_messenger::{Connection, Dispatcher, IncomingMessage};
-use msgr_protocol::PolicyName;
+use bytes::Bytes;
+use msgr_auth::{AuthProvider, NoneProvider};
+use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
+use msgr_monc::MonClient;
+use msgr_protocol::{PolicyName, PolicySet};
+use msgr_transport::tcp::Tcp;
 
-use crate::common::{messenger, NetOpts};
+use crate::identity::{ClusterOpts, Identity};
+use crate::json::{self, Value};
 
 struct Quiet;
 impl Dispatcher for Quiet {
     fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
 }
 
-/// Pings `addr` `count` times; returns the round trip times.
-pub async fn run(
-    addr: EntityAddrvec,
-    count: u32,
-    interval: Duration,
-    rev1: bool,
-) -> Result<Vec<Duration>, String> {
-    let net = NetOpts {
-        policy: PolicyName::LossyClient,
-        rev1,
-        ..Default::default()
+/// What to ping and how.
+#[derive(Debug, Clone)]
+pub struct PingOpts {
+    /// An address, or (with a cluster) `osd.N`.
+    pub target: String,
+    pub count: u32,
+    pub interval: Duration,
+    /// Use the cluster configuration (cephx through the monitors).
+    pub cluster: Option<ClusterOpts>,
+    pub rev1: bool,
+}
+
+/// One round trip.
+#[derive(Debug, Clone)]
+pub struct Pong {
+    pub peer: String,
+    pub rtt: Duration,
+}
+
+/// Pings; returns the round trips (also printed as they happen).
+pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
+    let (provider, addr, mc): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>) = match &o.cluster {
+        None => (
+            Arc::new(NoneProvider),
+            o.target.parse().map_err(|e| format!("{e}"))?,
+            None,
+        ),
+        Some(c) => {
+            let id = Identity::load(c)?;
+            let mc = MonClient::connect(id.mon_client_config())
+                .await
+                .map_err(|e| e.to_string())?;
+            let addr = match resolve(&mc, &o.target).await {
+                Ok(a) => a,
+                Err(e) => {
+                    mc.shutdown().await;
+                    return Err(e);
+                }
+            };
+            let provider: Arc<dyn AuthProvider> = match &id.cephx {
+                Some(cx) => Arc::new(msgr_auth::cephx::CephxProvider {
+                    client: Some(cx.clone()),
+                    server: None,
+                }),
+                None => Arc::new(NoneProvider),
+            };
+            (provider, addr, Some(mc))
+        }
     };
-    let m = messenger(
+    let mut opts = Options::new(
         EntityName::new(EntityType::CLIENT, -1),
-        std::process::id(),
-        &net,
-        Arc::new(Quiet),
+        PolicySet::new(PolicyName::LossyClient.policy()),
+        provider,
     );
+    opts.rev1 = o.rev1;
+    opts.nonce = std::process::id();
+    let m = Messenger::new(Tcp::default(), opts, Arc::new(Quiet));
     let conn = m.connect(&addr, EntityType::ANY);
-    let mut rtts = Vec::new();
-    for i in 0..count {
+    let mut pongs = Vec::new();
+    let mut failure = None;
+    for i in 0..o.count {
         match conn.keepalive_roundtrip(Duration::from_secs(10)).await {
             Some(rtt) => {
-                let peer = conn
-                    .peer_name()
-                    .map_or_else(|| "?".into(), |n| n.to_string());
+                let peer = conn.peer_name().map_or_else(|| "?".into(), |n| n.to_string());
+                let mode = conn.con_mode().map(|m| m.to_string()).unwrap_or_default();
                 println!(
-                    "keepalive from {peer} at {addr}: seq={} time={:.3} ms",
+                    "keepalive from {peer} at {addr} ({mode}): seq={} time={:.3} ms",
                     i + 1,
                     rtt.as_secs_f64() * 1e3
                 );
-                rtts.push(rtt);
+                pongs.push(Pong { peer, rtt });
             }
             None => {
-                m.shutdown().await;
-                return Err(format!(
-                    "no keepalive ack from {addr} (connection {:?})",
-                    conn.state()
-                ));
+                let why = conn
+                    .last_fault()
+                    .map(|f| f.to_string())
+                    .unwrap_or_else(|| format!("connection {:?}", conn.state()));
+                failure = Some(format!("no keepalive ack from {addr}: {why}"));
+                break;
             }
         }
-        if i + 1 < count {
-            tokio::time::sleep(interval).await;
+        if i + 1 < o.count {
+            tokio::time::sleep(o.interval).await;
         }
     }
     m.shutdown().await;
-    Ok(rtts)
+    if let Some(mc) = mc {
+        mc.shutdown().await;
+    }
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(pongs),
+    }
+}
+
+/// The address vector to dial for `target`: `osd.N`, or an address whose
+/// nonce the OSD map supplies when it was left out.
+async fn resolve(mc: &MonClient, target: &str) -> Result<EntityAddrvec, String> {
+    let wanted_osd = target.strip_prefix("osd.").and_then(|n| n.parse::<u64>().ok());
+    let given: Option<EntityAddrvec> = match wanted_osd {
+        Some(_) => None,
+        None => Some(target.parse().map_err(|e| format!("{e}"))?),
+    };
+    // An explicit nonce, or a monitor's address: as given.
+    if let Some(a) = &given {
+        let mon = mc
+            .monmap()
+            .mons
+            .values()
+            .any(|m| m.public_addrs.0.iter().any(|x| a.0.iter().any(|y| x.addr == y.addr)));
+        if mon || a.0.iter().any(|x| x.nonce != 0) {
+            return Ok(a.clone());
+        }
+    }
+    let r = mc
+        .command(r#"{"prefix": "osd dump", "format": "json"}"#, Bytes::new(), Duration::from_secs(20))
+        .await
+        .map_err(|e| e.to_string())?;
+    if r.r < 0 {
+        return Err(format!("osd dump: {} {}", r.r, r.rs));
+    }
+    let dump = json::parse(&String::from_utf8_lossy(&r.output))?;
+    for osd in dump.get("osds").map(Value::as_list).unwrap_or(&[]) {
+        let id = osd.get("osd").and_then(Value::as_u64);
+        for kind in ["public_addrs", "cluster_addrs", "heartbeat_back_addrs", "heartbeat_front_addrs"] {
+            let vec = addrvec_of(osd.get(kind));
+            let hit = match (&given, wanted_osd) {
+                (_, Some(n)) => id == Some(n) && kind == "public_addrs",
+                (Some(a), None) => vec
+                    .0
+                    .iter()
+                    .any(|x| a.0.iter().any(|y| x.addr == y.addr)),
+                _ => false,
+            };
+            if hit && !vec.0.is_empty() {
+                return Ok(vec);
+            }
+        }
+    }
+    match given {
+        Some(a) => Ok(a),
+        None => Err(format!("{target} is not in the OSD map")),
+    }
+}
+
+/// An `addrvec` of Ceph's JSON (`{"addrvec": [{"type", "addr", "nonce"}]}`).
+fn addrvec_of(v: Option<&Value>) -> EntityAddrvec {
+    let mut out = Vec::new();
+    for a in v.and_then(|v| v.get("addrvec")).map(Value::as_list).unwrap_or(&[]) {
+        let kind = match a.get("type").and_then(Value::as_str) {
+            Some("v2") => EntityAddrType::MSGR2,
+            Some("v1") => EntityAddrType::LEGACY,
+            _ => continue,
+        };
+        let (Some(addr), Some(nonce)) = (
+            a.get("addr").and_then(Value::as_str).and_then(|s| s.parse().ok()),
+            a.get("nonce").and_then(Value::as_u64),
+        ) else {
+            continue;
+        };
+        out.push(EntityAddr::new(kind, addr, nonce as u32));
+    }
+    EntityAddrvec(out)
 }
