@@ -28,6 +28,9 @@ cargo test --release --workspace
 step "interop: msgr decode on live Ceph 16 and 20 traffic"
 scripts/interop/live-decode.sh target/release/msgr
 
+step "interop: msgr mon and msgr ping against Ceph 16 and 20 clusters with cephx"
+scripts/interop/clusters.sh target/release/msgr
+
 step "interop: Ceph 20's ceph_perf_msgr_client/server against msgr serve/bench"
 scripts/interop/perf-msgr.sh target/release/msgr
 

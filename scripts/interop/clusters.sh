@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# clusters.sh MSGR_BINARY
+#
+# Interop tests of `msgr mon` and `msgr ping` against real clusters with
+# cephx: a fresh Ceph 16 cluster (host packages, AES-128 keys) and a fresh
+# Ceph 20 cluster (chroot, aes256k keys, plus client.legacy with an AES-128
+# key). STARTS both clusters (mon 3300 / OSD 6800+, mon 3301 / OSD 6900+)
+# and STOPS exactly them on exit.
+#
+# Checks, each a separate process with a timeout:
+# - `msgr mon status` in crc and secure mode, offering msgr2.1 and only
+#   msgr2.0, on both clusters and with both key types on Ceph 20: the fsid
+#   of the cluster, its health, one monitor in quorum, one OSD up and in;
+# - `msgr mon monmap` and `msgr mon command` (osd dump as JSON);
+# - `msgr ping osd.0` (cephx authorizer with the challenge round) in crc
+#   and secure mode on both clusters;
+# - a wrong key fails in under 5 s with "authentication failed".
+# Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
+set -euo pipefail
+MSGR="$(realpath "${1:?usage: clusters.sh MSGR_BINARY}")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+P="$HERE/../ceph/pacific-cluster.sh"
+T="$HERE/../ceph/tentacle.sh"
+PDIR=/tmp/msgr-interop-pacific
+TDIR=/var/tmp/ceph-tentacle/cluster-interop
+OUT="$(mktemp -d /tmp/msgr-interop.XXXXXX)"
+
+PACIFIC_UP=0 TENTACLE_UP=0
+cleanup() {
+  (( PACIFIC_UP )) && "$P" stop "$PDIR" >/dev/null 2>&1 || true
+  (( TENTACLE_UP )) && TENTACLE_CLUSTER_DIR=$TDIR "$T" stop-cluster >/dev/null 2>&1 || true
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+log() { printf '[clusters %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+fails=0
+fail() { log "FAIL: $*"; fails=$((fails + 1)); }
+
+log "starting Ceph 16 in $PDIR"
+PACIFIC_UP=1
+"$P" start "$PDIR" --fresh > "$OUT/pacific.env" 2> "$OUT/pacific.log" || {
+  tail -20 "$OUT/pacific.log" >&2; log "Ceph 16 did not start"; exit 1; }
+log "starting Ceph 20 in $TDIR"
+TENTACLE_UP=1
+TENTACLE_LEGACY_AUTH=1 TENTACLE_CLUSTER_DIR=$TDIR "$T" start-cluster --fresh > "$OUT/tentacle.env" 2> "$OUT/tentacle.log" || {
+  tail -20 "$OUT/tentacle.log" >&2; log "Ceph 20 did not start"; exit 1; }
+
+envval() { sed -n "s/^export $2=//p" "$1" | tr -d "'" | tail -1; }
+PFSID=$(envval "$OUT/pacific.env" CEPH_TEST_FSID)
+TFSID=$(envval "$OUT/tentacle.env" CEPH_TEST_FSID)
+PCONF=$PDIR/ceph.conf
+TCONF=$(envval "$OUT/tentacle.env" CEPH_CONF)
+TLEGACY=$(envval "$OUT/tentacle.env" CEPH_TEST_LEGACY_CONF)
+[[ -n "$PFSID" && -n "$TFSID" && -f "$TCONF" && -f "$TLEGACY" ]] || { log "cluster environment incomplete"; exit 1; }
+
+# run NAME CMD...: runs with a timeout; output in $OUT/NAME.{out,err}.
+run() {
+  local name="$1"; shift
+  timeout 60 "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
+}
+
+# status NAME FSID MODE ARGS...: `msgr mon status` and its summary.
+status() {
+  local name="$1" fsid="$2" mode="$3"; shift 3
+  if ! run "$name" "$MSGR" mon "$@" --mode "$mode" status; then
+    fail "$name: msgr mon status failed: $(cat "$OUT/$name.err")"; return
+  fi
+  local o="$OUT/$name.out"
+  grep -q "id:     $fsid" "$o" || fail "$name: fsid $fsid not in: $(cat "$o")"
+  grep -q "health: HEALTH_" "$o" || fail "$name: no health in: $(cat "$o")"
+  grep -q "mon: 1 daemons, quorum a" "$o" || fail "$name: monitors wrong: $(cat "$o")"
+  grep -q "osd: 1 osds: 1 up, 1 in" "$o" || fail "$name: OSDs wrong: $(cat "$o")"
+  grep -q "session: msgr2 $mode mode" "$o" || fail "$name: session not $mode: $(cat "$o")"
+  log "ok: $name"
+}
+
+for mode in crc secure; do
+  for rev in rev1 rev0; do
+    flag=(); [[ $rev == rev0 ]] && flag=(--rev0)
+    status "pacific-$mode-$rev" "$PFSID" "$mode" -c "$PCONF" "${flag[@]}"
+    status "tentacle-aes256k-$mode-$rev" "$TFSID" "$mode" -c "$TCONF" "${flag[@]}"
+  done
+  status "tentacle-legacy-aes-$mode" "$TFSID" "$mode" -c "$TLEGACY" -n client.legacy
+done
+
+# monmap and an arbitrary command.
+if run pacific-monmap "$MSGR" mon -c "$PCONF" monmap --json; then
+  python3 - "$OUT/pacific-monmap.out" "$PFSID" <<'PY' || fail "pacific-monmap: $(cat "$OUT/pacific-monmap.out")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["fsid"] == sys.argv[2] and m["min_mon_release_name"] == "pacific", m
+assert m["mons"][0]["addrs"] == "[v2:127.0.0.1:3300/0,v1:127.0.0.1:6789/0]", m
+PY
+  log "ok: pacific-monmap"
+else
+  fail "pacific-monmap: $(cat "$OUT/pacific-monmap.err")"
+fi
+if run tentacle-osd-dump "$MSGR" mon -c "$TCONF" command '{"prefix": "osd dump", "format": "json"}'; then
+  python3 - "$OUT/tentacle-osd-dump.out" "$TFSID" <<'PY' || fail "tentacle-osd-dump: $(head -c 300 "$OUT/tentacle-osd-dump.out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["fsid"] == sys.argv[2] and d["osds"][0]["up"] == 1, d
+PY
+  log "ok: tentacle-osd-dump"
+else
+  fail "tentacle-osd-dump: $(cat "$OUT/tentacle-osd-dump.err")"
+fi
+
+# ping the OSDs through a cephx authorizer.
+ping() {
+  local name="$1"; shift
+  if run "$name" "$MSGR" ping osd.0 --count 3 "$@"; then
+    grep -q "3 keepalives" "$OUT/$name.out" || fail "$name: $(cat "$OUT/$name.out")"
+    grep -q "keepalive from osd.0" "$OUT/$name.out" || fail "$name: not osd.0: $(cat "$OUT/$name.out")"
+    log "ok: $name"
+  else
+    fail "$name: $(cat "$OUT/$name.err")"
+  fi
+}
+for mode in crc secure; do
+  ping "pacific-ping-osd-$mode" -c "$PCONF" --mode "$mode"
+  ping "tentacle-ping-osd-$mode" -c "$TCONF" --mode "$mode"
+  ping "tentacle-legacy-ping-osd-$mode" -c "$TLEGACY" -n client.legacy --mode "$mode"
+done
+
+# A wrong key fails fast and says why.
+wrong() {
+  local name="$1" key="$2" conf="$3"
+  printf '[client.admin]\n\tkey = %s\n' "$key" > "$OUT/$name.keyring"
+  local t0=$SECONDS
+  if run "$name" "$MSGR" mon -c "$conf" -k "$OUT/$name.keyring" status; then
+    fail "$name: a wrong key was accepted"; return
+  fi
+  (( SECONDS - t0 < 5 )) || fail "$name: took $((SECONDS - t0)) s to fail"
+  grep -q "authentication failed" "$OUT/$name.err" || fail "$name: unclear error: $(cat "$OUT/$name.err")"
+  log "ok: $name ($(cat "$OUT/$name.err"))"
+}
+wrong pacific-wrong-key "AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==" "$PCONF"
+wrong tentacle-wrong-key "AgAaMgJrPliqHiAAD+OswerT5Lxu2apPTRiVq7xwmYCangqeDczrjbSuVvA=" "$TCONF"
+
+if (( fails )); then
+  log "$fails check(s) failed"
+  exit 1
+fi
+log "all cluster checks passed"
