@@ -31,6 +31,9 @@ pub struct BenchOpts {
     pub net: NetOpts,
     /// Policy of the in-process server.
     pub server_net: NetOpts,
+    /// The client's entity name (default client.N per connection); with
+    /// a number, connection i takes number N + i.
+    pub name: Option<EntityName>,
     pub verify: bool,
     pub raw: bool,
     pub json: bool,
@@ -44,6 +47,11 @@ pub struct BenchResult {
     pub size: usize,
     pub latencies: Latencies,
     pub reconnects: u64,
+    /// Why the run stopped early (an authentication refusal).
+    pub error: Option<String>,
+    /// The first connection's mode, msgr2 revision and compression, as
+    /// negotiated.
+    pub session: Option<(String, bool, Option<String>)>,
     pub lost: u64,
     pub duplicated: u64,
     pub reordered: u64,
@@ -80,6 +88,11 @@ impl BenchResult {
         if let Some(s) = self.server_cpu {
             o.set("server_cpu_seconds", s.as_secs_f64())
                 .set("server_cpu_us_per_msg", self.cpu_us(s));
+        }
+        if let Some((mode, rev1, compression)) = &self.session {
+            o.set("con_mode", mode.as_str())
+                .set("msgr2_rev1", *rev1)
+                .set("compression", compression.clone());
         }
         // Requests never answered are counted whether or not we verify.
         o.set("lost", self.lost);
@@ -197,6 +210,21 @@ impl Loop {
 struct LoopDispatcher(std::sync::OnceLock<Arc<Loop>>);
 
 impl Dispatcher for LoopDispatcher {
+    /// An authentication refusal will not heal by retrying: stop the run.
+    fn ms_handle_fault(&self, _conn: &Connection, error: &msgr_protocol::ProtocolError) {
+        if !matches!(error, msgr_protocol::ProtocolError::Auth(_)) {
+            return;
+        }
+        let Some(l) = self.0.get() else { return };
+        {
+            let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.stopped = true;
+            st.res.error.get_or_insert_with(|| error.to_string());
+            st.inflight.clear();
+        }
+        l.done.notify_waiters();
+    }
+
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
         if msg.msg_type != msgr_messages::MSG_OSD_OPREPLY {
             return;
@@ -227,7 +255,10 @@ async fn run_conn(
     progress: Arc<Progress>,
 ) -> BenchResult {
     let dispatcher = Arc::new(LoopDispatcher(std::sync::OnceLock::new()));
-    let name = EntityName::new(EntityType::CLIENT, i as i64);
+    let name = match opts.name {
+        Some(n) => EntityName::new(n.kind, n.num.max(0) + i as i64),
+        None => EntityName::new(EntityType::CLIENT, i as i64),
+    };
     let m = messenger(name, 1000 + i as u32, &opts.net, dispatcher.clone());
     let base = Bytes::from(
         (0..opts.size)
@@ -262,7 +293,7 @@ async fn run_conn(
         let done = l.done.notified();
         let finished = {
             let st = l.state.lock().unwrap_or_else(|e| e.into_inner());
-            st.inflight.is_empty() && !l.more(st.next_tid)
+            (st.inflight.is_empty() && !l.more(st.next_tid)) || st.res.error.is_some()
         };
         if finished {
             break;
@@ -295,6 +326,13 @@ async fn run_conn(
     };
     res.size = opts.size;
     res.reconnects = conn.stats().reconnects;
+    res.session = conn.con_mode().map(|m| {
+        (
+            m.to_string(),
+            conn.rev1().unwrap_or(false),
+            conn.compression().map(|a| a.name().to_string()),
+        )
+    });
     m.shutdown().await;
     res
 }
@@ -349,6 +387,8 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
         total.completed += r.completed;
         total.latencies.merge(r.latencies);
         total.reconnects += r.reconnects;
+        total.session = total.session.take().or(r.session.clone());
+        total.error = total.error.take().or(r.error.clone());
         total.lost += r.lost;
         total.duplicated += r.duplicated;
         total.reordered += r.reordered;
@@ -420,6 +460,9 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
         let server_cpu = t.stop();
         res.cpu = res.cpu.saturating_sub(server_cpu);
         res.server_cpu = Some(server_cpu);
+    }
+    if let Some(e) = &res.error {
+        return Err(std::io::Error::other(format!("the server refused us: {e}")));
     }
     let ok = !opts.verify
         || (res.lost == 0 && res.duplicated == 0 && res.reordered == 0 && res.corrupted == 0);

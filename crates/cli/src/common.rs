@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use msgr_auth::NoneProvider;
 use msgr_encoding::EntityName;
 use msgr_messenger::{Dispatcher, InjectConfig, Messenger, Options};
 use msgr_protocol::{PolicyName, PolicySet};
@@ -15,6 +14,10 @@ pub struct NetOpts {
     pub policy: PolicyName,
     pub inject_socket_failures: u32,
     pub rev1: bool,
+    /// Auth, connection mode, compression.
+    pub security: crate::security::Security,
+    /// Grant compression to peers of any type (a server for tests).
+    pub compress_all_peers: bool,
 }
 
 impl Default for NetOpts {
@@ -23,6 +26,8 @@ impl Default for NetOpts {
             policy: PolicyName::LosslessClient,
             inject_socket_failures: 0,
             rev1: true,
+            security: Default::default(),
+            compress_all_peers: false,
         }
     }
 }
@@ -36,10 +41,11 @@ pub fn messenger(
     let mut o = Options::new(
         name,
         PolicySet::new(net.policy.policy()),
-        Arc::new(NoneProvider),
+        net.security.provider(name),
     );
     o.nonce = nonce;
     o.rev1 = net.rev1;
+    o.compression = net.security.compression(net.compress_all_peers);
     o.inject = InjectConfig {
         socket_failures: net.inject_socket_failures,
         ..Default::default()

@@ -13,4 +13,5 @@ pub mod json;
 pub mod mon;
 pub mod ping;
 pub mod raw;
+pub mod security;
 pub mod serve;

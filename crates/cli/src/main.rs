@@ -15,6 +15,7 @@ commands:
   bench [--connect ADDR] [--size BYTES] [--depth N] [--conns N]
         [--duration S | --count N] [--policy P] [--server-policy P]
         [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
+        [--name TYPE.N] [SECURITY OPTIONS]
       MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
       each of CONNS connections (1), for S seconds (5) or N messages; replies
       awaited. Without --connect, a server runs in this process on loopback.
@@ -24,7 +25,16 @@ commands:
 
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
+        [SECURITY OPTIONS]
       Answers MOSDOp with MOSDOpReply and MPing with MPing.
+
+Security options (serve and bench):
+  --auth none|cephx   --keyring FILE   --mode crc|secure
+  --compress none|force   --compress-algorithms snappy,zlib,zstd,lz4
+  With cephx, the keyring holds the client's key [client.admin] and the
+  service secret [osd.] a monitor would hold; serve writes a new one if
+  FILE does not exist, the in-process bench makes a temporary one. serve
+  grants compression to any peer that asks; a bench client asks OSDs.
 
   ping ADDR|osd.N [CLUSTER OPTIONS] [--count N] [--interval MS] [--rev0]
       KEEPALIVE2 round trips to any msgr2 peer, learning its type from its
@@ -89,6 +99,17 @@ fn run() -> Res<ExitCode> {
     }
 }
 
+/// The next option as an owned `-x` / `--long` string (no positional
+/// arguments are expected).
+fn next_flag(parser: &mut lexopt::Parser) -> Res<Option<String>> {
+    Ok(match parser.next()? {
+        None => None,
+        Some(Short(c)) => Some(format!("-{c}")),
+        Some(Long(l)) => Some(format!("--{l}")),
+        Some(Value(v)) => return Err(format!("unexpected argument {v:?}").into()),
+    })
+}
+
 fn runtime() -> Res<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -117,36 +138,46 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             policy: msgr_protocol::PolicyName::StatelessServer,
             ..Default::default()
         },
+        name: None,
         verify: false,
         raw: false,
         json: false,
     };
     let mut server_policy_set = false;
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("policy") => o.net.policy = parse(&mut parser)?,
-            Long("inject-socket-failures") => o.net.inject_socket_failures = parse(&mut parser)?,
-            Long("rev0") => o.net.rev1 = false,
-            Long("connect") => o.connect = Some(parse::<EntityAddrvec>(&mut parser)?),
-            Long("size") => o.size = parse(&mut parser)?,
-            Long("depth") => o.depth = parse::<usize>(&mut parser)?.max(1),
-            Long("conns") => o.conns = parse::<usize>(&mut parser)?.max(1),
-            Long("duration") => o.duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
-            Long("count") => o.count = Some(parse(&mut parser)?),
-            Long("server-policy") => {
+    let mut sec = msgr_cli::security::SecurityOpts::default();
+    while let Some(flag) = next_flag(&mut parser)? {
+        if sec.take(&flag, &mut parser)? {
+            continue;
+        }
+        match flag.as_str() {
+            "--policy" => o.net.policy = parse(&mut parser)?,
+            "--inject-socket-failures" => o.net.inject_socket_failures = parse(&mut parser)?,
+            "--rev0" => o.net.rev1 = false,
+            "--connect" => o.connect = Some(parse::<EntityAddrvec>(&mut parser)?),
+            "--name" => o.name = Some(parse(&mut parser)?),
+            "--size" => o.size = parse(&mut parser)?,
+            "--depth" => o.depth = parse::<usize>(&mut parser)?.max(1),
+            "--conns" => o.conns = parse::<usize>(&mut parser)?.max(1),
+            "--duration" => o.duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
+            "--count" => o.count = Some(parse(&mut parser)?),
+            "--server-policy" => {
                 o.server_net.policy = parse(&mut parser)?;
                 server_policy_set = true;
             }
-            Long("verify") => o.verify = true,
-            Long("raw") => o.raw = true,
-            Long("json") => o.json = true,
-            Long("help") | Short('h') => {
+            "--verify" => o.verify = true,
+            "--raw" => o.raw = true,
+            "--json" => o.json = true,
+            "--help" | "-h" => {
                 print!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
-            other => return Err(other.unexpected().into()),
+            other => return Err(format!("unexpected option {other}").into()),
         }
     }
+    let security = sec.resolve(false)?;
+    o.net.security = security.clone();
+    o.server_net.security = security;
+    o.server_net.compress_all_peers = true;
     if o.duration.is_none() && o.count.is_none() {
         o.duration = Some(Duration::from_secs(5));
     }
@@ -180,23 +211,29 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     };
     let mut interval = None;
     let mut duration = None;
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("policy") => net.policy = parse(&mut parser)?,
-            Long("inject-socket-failures") => net.inject_socket_failures = parse(&mut parser)?,
-            Long("rev0") => net.rev1 = false,
-            Long("bind") => bind = Some(parse(&mut parser)?),
-            Long("name") => name = parse(&mut parser)?,
-            Long("nonce") => nonce = parse(&mut parser)?,
-            Long("stats") => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
-            Long("duration") => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
-            Long("help") | Short('h') => {
+    let mut sec = msgr_cli::security::SecurityOpts::default();
+    while let Some(flag) = next_flag(&mut parser)? {
+        if sec.take(&flag, &mut parser)? {
+            continue;
+        }
+        match flag.as_str() {
+            "--policy" => net.policy = parse(&mut parser)?,
+            "--inject-socket-failures" => net.inject_socket_failures = parse(&mut parser)?,
+            "--rev0" => net.rev1 = false,
+            "--bind" => bind = Some(parse(&mut parser)?),
+            "--name" => name = parse(&mut parser)?,
+            "--nonce" => nonce = parse(&mut parser)?,
+            "--stats" => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
+            "--duration" => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
+            "--help" | "-h" => {
                 print!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
-            other => return Err(other.unexpected().into()),
+            other => return Err(format!("unexpected option {other}").into()),
         }
     }
+    net.security = sec.resolve(true)?;
+    net.compress_all_peers = true;
     let bind = bind.ok_or("serve needs --bind v2:IP:PORT")?;
     runtime()?.block_on(msgr_cli::serve::run(
         bind, name, nonce, net, interval, duration,

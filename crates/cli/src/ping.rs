@@ -48,34 +48,35 @@ pub struct Pong {
 
 /// Pings; returns the round trips (also printed as they happen).
 pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
-    let (provider, addr, mc): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>) = match &o.cluster {
-        None => (
-            Arc::new(NoneProvider),
-            o.target.parse().map_err(|e| format!("{e}"))?,
-            None,
-        ),
-        Some(c) => {
-            let id = Identity::load(c)?;
-            let mc = MonClient::connect(id.mon_client_config())
-                .await
-                .map_err(|e| e.to_string())?;
-            let addr = match resolve(&mc, &o.target).await {
-                Ok(a) => a,
-                Err(e) => {
-                    mc.shutdown().await;
-                    return Err(e);
-                }
-            };
-            let provider: Arc<dyn AuthProvider> = match &id.cephx {
-                Some(cx) => Arc::new(msgr_auth::cephx::CephxProvider {
-                    client: Some(cx.clone()),
-                    server: None,
-                }),
-                None => Arc::new(NoneProvider),
-            };
-            (provider, addr, Some(mc))
-        }
-    };
+    let (provider, addr, mc): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>) =
+        match &o.cluster {
+            None => (
+                Arc::new(NoneProvider),
+                o.target.parse().map_err(|e| format!("{e}"))?,
+                None,
+            ),
+            Some(c) => {
+                let id = Identity::load(c)?;
+                let mc = MonClient::connect(id.mon_client_config())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let addr = match resolve(&mc, &o.target).await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        mc.shutdown().await;
+                        return Err(e);
+                    }
+                };
+                let provider: Arc<dyn AuthProvider> = match &id.cephx {
+                    Some(cx) => Arc::new(msgr_auth::cephx::CephxProvider {
+                        client: Some(cx.clone()),
+                        server: None,
+                    }),
+                    None => Arc::new(NoneProvider),
+                };
+                (provider, addr, Some(mc))
+            }
+        };
     let mut opts = Options::new(
         EntityName::new(EntityType::CLIENT, -1),
         PolicySet::new(PolicyName::LossyClient.policy()),
@@ -90,7 +91,9 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
     for i in 0..o.count {
         match conn.keepalive_roundtrip(Duration::from_secs(10)).await {
             Some(rtt) => {
-                let peer = conn.peer_name().map_or_else(|| "?".into(), |n| n.to_string());
+                let peer = conn
+                    .peer_name()
+                    .map_or_else(|| "?".into(), |n| n.to_string());
                 let mode = conn.con_mode().map(|m| m.to_string()).unwrap_or_default();
                 println!(
                     "keepalive from {peer} at {addr} ({mode}): seq={} time={:.3} ms",
@@ -125,24 +128,31 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
 /// The address vector to dial for `target`: `osd.N`, or an address whose
 /// nonce the OSD map supplies when it was left out.
 async fn resolve(mc: &MonClient, target: &str) -> Result<EntityAddrvec, String> {
-    let wanted_osd = target.strip_prefix("osd.").and_then(|n| n.parse::<u64>().ok());
+    let wanted_osd = target
+        .strip_prefix("osd.")
+        .and_then(|n| n.parse::<u64>().ok());
     let given: Option<EntityAddrvec> = match wanted_osd {
         Some(_) => None,
         None => Some(target.parse().map_err(|e| format!("{e}"))?),
     };
     // An explicit nonce, or a monitor's address: as given.
     if let Some(a) = &given {
-        let mon = mc
-            .monmap()
-            .mons
-            .values()
-            .any(|m| m.public_addrs.0.iter().any(|x| a.0.iter().any(|y| x.addr == y.addr)));
+        let mon = mc.monmap().mons.values().any(|m| {
+            m.public_addrs
+                .0
+                .iter()
+                .any(|x| a.0.iter().any(|y| x.addr == y.addr))
+        });
         if mon || a.0.iter().any(|x| x.nonce != 0) {
             return Ok(a.clone());
         }
     }
     let r = mc
-        .command(r#"{"prefix": "osd dump", "format": "json"}"#, Bytes::new(), Duration::from_secs(20))
+        .command(
+            r#"{"prefix": "osd dump", "format": "json"}"#,
+            Bytes::new(),
+            Duration::from_secs(20),
+        )
         .await
         .map_err(|e| e.to_string())?;
     if r.r < 0 {
@@ -151,14 +161,16 @@ async fn resolve(mc: &MonClient, target: &str) -> Result<EntityAddrvec, String> 
     let dump = json::parse(&String::from_utf8_lossy(&r.output))?;
     for osd in dump.get("osds").map(Value::as_list).unwrap_or(&[]) {
         let id = osd.get("osd").and_then(Value::as_u64);
-        for kind in ["public_addrs", "cluster_addrs", "heartbeat_back_addrs", "heartbeat_front_addrs"] {
+        for kind in [
+            "public_addrs",
+            "cluster_addrs",
+            "heartbeat_back_addrs",
+            "heartbeat_front_addrs",
+        ] {
             let vec = addrvec_of(osd.get(kind));
             let hit = match (&given, wanted_osd) {
                 (_, Some(n)) => id == Some(n) && kind == "public_addrs",
-                (Some(a), None) => vec
-                    .0
-                    .iter()
-                    .any(|x| a.0.iter().any(|y| x.addr == y.addr)),
+                (Some(a), None) => vec.0.iter().any(|x| a.0.iter().any(|y| x.addr == y.addr)),
                 _ => false,
             };
             if hit && !vec.0.is_empty() {
@@ -175,14 +187,20 @@ async fn resolve(mc: &MonClient, target: &str) -> Result<EntityAddrvec, String> 
 /// An `addrvec` of Ceph's JSON (`{"addrvec": [{"type", "addr", "nonce"}]}`).
 fn addrvec_of(v: Option<&Value>) -> EntityAddrvec {
     let mut out = Vec::new();
-    for a in v.and_then(|v| v.get("addrvec")).map(Value::as_list).unwrap_or(&[]) {
+    for a in v
+        .and_then(|v| v.get("addrvec"))
+        .map(Value::as_list)
+        .unwrap_or(&[])
+    {
         let kind = match a.get("type").and_then(Value::as_str) {
             Some("v2") => EntityAddrType::MSGR2,
             Some("v1") => EntityAddrType::LEGACY,
             _ => continue,
         };
         let (Some(addr), Some(nonce)) = (
-            a.get("addr").and_then(Value::as_str).and_then(|s| s.parse().ok()),
+            a.get("addr")
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse().ok()),
             a.get("nonce").and_then(Value::as_u64),
         ) else {
             continue;

@@ -214,6 +214,11 @@ impl Connection {
         })
     }
 
+    /// The on-wire compression negotiated for the current socket.
+    pub fn compression(&self) -> Option<msgr_frames::compression::Algorithm> {
+        self.shared.lock().compression()
+    }
+
     /// msgr2.1 or msgr2.0 on the current socket.
     pub fn rev1(&self) -> Option<bool> {
         self.shared.lock().wire_format().map(|f| f.rev1)

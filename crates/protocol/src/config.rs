@@ -52,6 +52,10 @@ pub struct CompressionConfig {
     pub min_size: usize,
     /// Allow compression in secure mode too.
     pub secure: bool,
+    /// Compress with peers of every type, not only OSDs (Ceph applies its
+    /// `ms_osd_compress_mode` to OSD peers only; a test server may want to
+    /// grant what any client asks).
+    pub all_peers: bool,
 }
 
 impl Default for CompressionConfig {
@@ -61,6 +65,7 @@ impl Default for CompressionConfig {
             algorithms: vec![Algorithm::Snappy],
             min_size: 1024,
             secure: false,
+            all_peers: false,
         }
     }
 }
@@ -69,7 +74,7 @@ impl CompressionConfig {
     /// Whether to compress with a peer of `peer_type` (CompressorRegistry::
     /// get_mode).
     pub fn wanted(&self, peer_type: EntityType, secure: bool) -> bool {
-        self.force && peer_type == EntityType::OSD && (!secure || self.secure)
+        self.force && (self.all_peers || peer_type == EntityType::OSD) && (!secure || self.secure)
     }
 
     /// The server's pick: the first of the client's methods we allow
@@ -220,5 +225,11 @@ mod tests {
             "the client's order wins"
         );
         assert_eq!(c.pick(&[2]), None);
+        let any = CompressionConfig {
+            force: true,
+            all_peers: true,
+            ..Default::default()
+        };
+        assert!(any.wanted(EntityType::CLIENT, false));
     }
 }

@@ -272,6 +272,12 @@ impl Conn {
         Some(link.format())
     }
 
+    /// The on-wire compression the current socket's frames use, if any.
+    pub fn compression(&self) -> Option<msgr_frames::compression::Algorithm> {
+        let link = self.link.as_ref()?;
+        link.compression()
+    }
+
     /// Where the driver appends what it read from the current socket.
     pub fn input(&mut self) -> Option<&mut BytesMut> {
         self.link.as_mut().map(|l| &mut l.input)

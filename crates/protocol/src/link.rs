@@ -246,6 +246,11 @@ impl Link {
             .unwrap_or(msgr_frames::WireFormat::CRC_REV0)
     }
 
+    /// The algorithm outgoing message frames are compressed with.
+    pub fn compression(&self) -> Option<msgr_frames::compression::Algorithm> {
+        self.encoder.as_ref()?.compression().map(|c| c.algorithm)
+    }
+
     pub fn encoder_mut(&mut self) -> Option<&mut FrameEncoder> {
         self.encoder.as_mut()
     }
