@@ -124,6 +124,23 @@ for mode in crc secure; do
   ping "tentacle-legacy-ping-osd-$mode" -c "$TLEGACY" -n client.legacy --mode "$mode"
 done
 
+# The monitor client's own live tests: service tickets fetched later by
+# MAuth, global-id reclaim with the old ticket on a new session (the
+# clusters refuse insecure reclaim), MMonGetVersion, an osdmap
+# subscription, a command re-sent across a session drop.
+live() {
+  local name="$1" conf="$2"; shift 2
+  if (cd "$HERE/../.." && MSGR_TEST_CEPH_CONF="$conf" CEPH_ARGS="$*" timeout 300 \
+        cargo test --release -q -p msgr-monc --test live -- --include-ignored) > "$OUT/$name.out" 2>&1; then
+    log "ok: $name ($(grep -o '[0-9]* passed' "$OUT/$name.out" | tail -1))"
+  else
+    fail "$name: $(tail -20 "$OUT/$name.out")"
+  fi
+}
+live pacific-monc-live "$PCONF"
+live tentacle-monc-live "$TCONF"
+live tentacle-legacy-monc-live "$TLEGACY" --name client.legacy
+
 # A wrong key fails fast and says why.
 wrong() {
   local name="$1" key="$2" conf="$3"

@@ -215,6 +215,38 @@ impl MonClient {
         }
     }
 
+    /// The newest and oldest epochs of a map the monitors keep (`osdmap`,
+    /// `monmap`, `mdsmap`, `fsmap`): MMonGetVersion.
+    pub async fn get_version(&self, what: &str, timeout: Duration) -> Result<(u64, u64), MonError> {
+        let handle = self.state.add_version_request();
+        let deadline = Instant::now() + timeout;
+        loop {
+            // (Re)send on the current session until answered.
+            if let Some(c) = self.state.active() {
+                let m = msgr_messages::MMonGetVersion {
+                    handle,
+                    what: what.to_string(),
+                };
+                c.send_nowait(m.to_message(c.features()));
+            }
+            let step = Instant::now() + self.state.hunt_interval();
+            match self.state.wait_version(handle, step.min(deadline)).await {
+                Some(v) => return Ok(v),
+                None if Instant::now() >= deadline => {
+                    return Err(MonError::Timeout(format!("no answer to get_version {what}")))
+                }
+                None => continue,
+            }
+        }
+    }
+
+    /// Drops the current session; the client hunts for a new one (and
+    /// reclaims its global id with its ticket). Waits until it is back.
+    pub async fn reconnect(&self, timeout: Duration) -> Result<(), MonError> {
+        self.state.drop_session();
+        self.state.wait_ready(Instant::now() + timeout).await
+    }
+
     /// Closes the session and stops.
     pub async fn shutdown(self) {
         self.ticker.abort();

@@ -45,6 +45,8 @@ struct Inner {
     last_tid: u64,
     commands: BTreeMap<u64, PendingCommand>,
     osdmap_epoch: u32,
+    last_version_handle: u64,
+    versions: BTreeMap<u64, Option<(u64, u64)>>,
     last_keepalive: Option<Instant>,
     /// The newest keepalive ack stamp seen, and when it was first seen.
     last_ack: Option<(Option<msgr_encoding::UTime>, Instant)>,
@@ -122,6 +124,54 @@ impl State {
             }
             let _ = tokio::time::timeout(left, changed).await;
         }
+    }
+
+    pub fn hunt_interval(&self) -> Duration {
+        self.cfg.hunt_interval
+    }
+
+    pub fn add_version_request(&self) -> u64 {
+        let mut i = self.lock();
+        i.last_version_handle += 1;
+        let h = i.last_version_handle;
+        i.versions.insert(h, None);
+        h
+    }
+
+    /// Waits for the answer to version request `handle` until `deadline`.
+    pub async fn wait_version(&self, handle: u64, deadline: Instant) -> Option<(u64, u64)> {
+        loop {
+            let changed = self.changed.notified();
+            {
+                let mut i = self.lock();
+                if let Some(Some(v)) = i.versions.get(&handle) {
+                    let v = *v;
+                    i.versions.remove(&handle);
+                    return Some(v);
+                }
+                if i.shut_down {
+                    return None;
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            let _ = tokio::time::timeout(left, changed).await;
+        }
+    }
+
+    /// Drops the active session (the tick then hunts again).
+    pub fn drop_session(&self) {
+        let active = {
+            let mut i = self.lock();
+            i.hunt_started = None;
+            i.active.take()
+        };
+        if let Some(c) = active {
+            c.mark_down();
+        }
+        self.changed.notify_waiters();
     }
 
     pub fn add_command(&self, cmd: Vec<String>, input: Bytes) -> u64 {
@@ -331,6 +381,14 @@ impl State {
                             Some(format!("ticket renewal refused: {}", r.result));
                     } else if let Err(e) = cx.handle_ticket_reply(&r.payload) {
                         self.lock().last_error = Some(format!("ticket renewal: {e}"));
+                    }
+                }
+            }
+            MSG_MON_GET_VERSION_REPLY => {
+                if let Ok(r) = MMonGetVersionReply::from_message(&m) {
+                    let mut i = self.lock();
+                    if let Some(slot) = i.versions.get_mut(&r.handle) {
+                        *slot = Some((r.version, r.oldest_version));
                     }
                 }
             }
