@@ -233,7 +233,9 @@ impl MonClient {
             match self.state.wait_version(handle, step.min(deadline)).await {
                 Some(v) => return Ok(v),
                 None if Instant::now() >= deadline => {
-                    return Err(MonError::Timeout(format!("no answer to get_version {what}")))
+                    return Err(MonError::Timeout(format!(
+                        "no answer to get_version {what}"
+                    )))
                 }
                 None => continue,
             }

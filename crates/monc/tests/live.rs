@@ -19,14 +19,19 @@ const MON: u32 = EntityType::MON.0 as u32;
 const MGR: u32 = EntityType::MGR.0 as u32;
 
 fn setup(want: u32) -> (MonClientConfig, Arc<CephxClient>) {
-    let conf = std::env::var("MSGR_TEST_CEPH_CONF")
-        .expect("MSGR_TEST_CEPH_CONF names the cluster's ceph.conf (see scripts/interop/clusters.sh)");
+    let conf = std::env::var("MSGR_TEST_CEPH_CONF").expect(
+        "MSGR_TEST_CEPH_CONF names the cluster's ceph.conf (see scripts/interop/clusters.sh)",
+    );
     let opts = ConfigOptions {
         conf: Some(conf),
         ..Default::default()
     };
     let cfg = Config::load(&opts, &Env::from_process()).unwrap();
-    let path = cfg.keyring_paths().into_iter().find(|p| p.exists()).expect("a keyring");
+    let path = cfg
+        .keyring_paths()
+        .into_iter()
+        .find(|p| p.exists())
+        .expect("a keyring");
     let ring = Keyring::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let key = ring.get(&cfg.name).expect("our key").key.clone();
     let cx = Arc::new(CephxClient::new(
@@ -49,7 +54,11 @@ fn rt() -> tokio::runtime::Runtime {
 
 async fn status_ok(mc: &MonClient) {
     let r = mc
-        .command(r#"{"prefix": "status", "format": "json"}"#, Bytes::new(), Duration::from_secs(20))
+        .command(
+            r#"{"prefix": "status", "format": "json"}"#,
+            Bytes::new(),
+            Duration::from_secs(20),
+        )
         .await
         .unwrap();
     assert_eq!(r.r, 0, "{}", r.rs);
@@ -67,7 +76,11 @@ fn service_tickets_come_by_mauth_when_wanted_later() {
         cx.set_want(MON | OSD | MGR);
         let deadline = Instant::now() + Duration::from_secs(15);
         while cx.need() != 0 {
-            assert!(Instant::now() < deadline, "tickets never arrived (need {:#x})", cx.need());
+            assert!(
+                Instant::now() < deadline,
+                "tickets never arrived (need {:#x})",
+                cx.need()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert!(cx.ticket(EntityType::OSD).is_some());
@@ -99,19 +112,30 @@ fn a_new_session_reclaims_the_global_id_with_the_old_ticket() {
 fn versions_subscriptions_and_a_command_across_a_session_drop() {
     rt().block_on(async {
         let (mut cfg, _cx) = setup(MON | OSD | MGR);
-        cfg.subscribe.push(("osdmap".into(), msgr_messages::SUBSCRIBE_ONETIME));
+        cfg.subscribe
+            .push(("osdmap".into(), msgr_messages::SUBSCRIBE_ONETIME));
         let mc = MonClient::connect(cfg).await.unwrap();
-        let (newest, oldest) = mc.get_version("osdmap", Duration::from_secs(20)).await.unwrap();
+        let (newest, oldest) = mc
+            .get_version("osdmap", Duration::from_secs(20))
+            .await
+            .unwrap();
         assert!(newest >= oldest && newest > 0, "{newest} {oldest}");
         let deadline = Instant::now() + Duration::from_secs(10);
         while mc.osdmap_epoch() == 0 {
-            assert!(Instant::now() < deadline, "no MOSDMap for the osdmap subscription");
+            assert!(
+                Instant::now() < deadline,
+                "no MOSDMap for the osdmap subscription"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert!(mc.osdmap_epoch() as u64 <= newest);
         // A command whose session is dropped under it is sent again on the
         // next session and answered.
-        let cmd = mc.command(r#"{"prefix": "mon dump", "format": "json"}"#, Bytes::new(), Duration::from_secs(30));
+        let cmd = mc.command(
+            r#"{"prefix": "mon dump", "format": "json"}"#,
+            Bytes::new(),
+            Duration::from_secs(30),
+        );
         let drop_it = async {
             mc.reconnect(Duration::from_secs(20)).await.unwrap();
         };
