@@ -464,7 +464,7 @@ pub(crate) async fn tick(state: Arc<State>, messenger: Messenger<Tcp>) {
                     if i.ticket_request_sent
                         .is_none_or(|t| now.duration_since(t) > PING_TIMEOUT) =>
                 {
-                    let need = cx.need() & !(EntityType::AUTH.0 as u32);
+                    let need = cx.need();
                     (need != 0).then(|| (c.clone(), cx.clone(), need))
                 }
                 _ => None,

@@ -19,6 +19,10 @@ const MON: u32 = EntityType::MON.0 as u32;
 const MGR: u32 = EntityType::MGR.0 as u32;
 
 fn setup(want: u32) -> (MonClientConfig, Arc<CephxClient>) {
+    setup_with_clock(want, msgr_auth::system_clock())
+}
+
+fn setup_with_clock(want: u32, clock: msgr_auth::Clock) -> (MonClientConfig, Arc<CephxClient>) {
     let conf = std::env::var("MSGR_TEST_CEPH_CONF").expect(
         "MSGR_TEST_CEPH_CONF names the cluster's ceph.conf (see scripts/interop/clusters.sh)",
     );
@@ -38,7 +42,7 @@ fn setup(want: u32) -> (MonClientConfig, Arc<CephxClient>) {
         cfg.name.clone(),
         key,
         Arc::new(SystemRandom),
-        msgr_auth::system_clock(),
+        clock,
     ));
     cx.set_want(want);
     let mc = MonClientConfig::new(cfg.mon_host().unwrap(), MonAuth::Cephx(cx.clone()));
@@ -143,6 +147,46 @@ fn versions_subscriptions_and_a_command_across_a_session_drop() {
         let r = r.unwrap();
         assert_eq!(r.r, 0, "{}", r.rs);
         assert!(String::from_utf8_lossy(&r.output).contains("\"mons\""));
+        mc.shutdown().await;
+    });
+}
+
+#[test]
+#[ignore = "needs a live cluster: scripts/interop/clusters.sh"]
+fn the_auth_ticket_is_renewed_over_mauth_when_due() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    rt().block_on(async {
+        // Our clock, which the test moves 60 hours on: past the AUTH
+        // ticket's renewal point (3/4 of its 72 hours), and past every
+        // service ticket's expiry.
+        let skew = Arc::new(AtomicU32::new(0));
+        let sys = msgr_auth::system_clock();
+        let s2 = skew.clone();
+        let clock: msgr_auth::Clock = Arc::new(move || {
+            let mut t = sys();
+            t.sec += s2.load(Ordering::Relaxed);
+            t
+        });
+        let (cfg, cx) = setup_with_clock(MON | OSD | MGR, clock);
+        let mc = MonClient::connect(cfg).await.unwrap();
+        let old = cx.ticket(EntityType::AUTH).unwrap();
+        assert_eq!(cx.need(), 0);
+        skew.store(60 * 3600, Ordering::Relaxed);
+        assert_ne!(cx.need() & EntityType::AUTH.0 as u32, 0);
+        // The tick renews: GET_AUTH_SESSION_KEY with the old ticket; the
+        // new AUTH ticket comes back sealed under the old session key.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while cx.need() != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "not renewed (need {:#x})",
+                cx.need()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let new = cx.ticket(EntityType::AUTH).unwrap();
+        assert_ne!(new.session_key, old.session_key);
+        status_ok(&mc).await;
         mc.shutdown().await;
     });
 }

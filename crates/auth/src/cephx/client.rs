@@ -55,6 +55,9 @@ pub struct CephxClient {
 #[derive(Default)]
 struct ClientState {
     global_id: u64,
+    /// The monitor session's server challenge: an AUTH ticket renewal over
+    /// MAuth answers it again (the mon keeps it for the session).
+    server_challenge: u64,
     /// Services whose tickets are wanted (`set_want_keys`).
     want: u32,
     tickets: Tickets,
@@ -113,15 +116,18 @@ impl CephxClient {
         s.tickets = Tickets::default();
     }
 
-    /// Services wanted whose tickets are missing or due for renewal.
+    /// Services wanted (and the AUTH service itself) whose tickets are
+    /// missing or due for renewal (`validate_tickets`).
     pub fn need(&self) -> u32 {
         let s = self.state();
-        s.tickets.need(s.want, (self.clock)())
+        s.tickets.need(s.want | AUTH_SERVICE, (self.clock)())
     }
 
-    /// The MAuth payload asking for the service tickets in `need`
-    /// (CEPHX_GET_PRINCIPAL_SESSION_KEY: an authorizer for the AUTH
-    /// service, then `CephXServiceTicketRequest`).
+    /// The MAuth payload renewing the tickets in `need`: with the AUTH
+    /// ticket due, CEPHX_GET_AUTH_SESSION_KEY (answering the session's
+    /// challenge again, presenting the old ticket, asking for the other
+    /// services too); else CEPHX_GET_PRINCIPAL_SESSION_KEY (an authorizer
+    /// for the AUTH service, then `CephXServiceTicketRequest`).
     pub fn build_ticket_request(&self, need: u32) -> Result<Bytes, AuthError> {
         let s = self.state();
         let auth = s
@@ -129,6 +135,22 @@ impl CephxClient {
             .get(AUTH_SERVICE)
             .ok_or_else(|| AuthError::NoKey("the AUTH service (not authenticated)".into()))?;
         let mut out = Vec::new();
+        if need & AUTH_SERVICE != 0 {
+            RequestHeader {
+                request_type: request::GET_AUTH_SESSION_KEY,
+            }
+            .encode(&mut out);
+            let client_challenge = self.rng.u64();
+            Authenticate {
+                struct_v: 3,
+                client_challenge,
+                key: client_server_challenge(&self.key, s.server_challenge, client_challenge),
+                old_ticket: auth.blob.clone(),
+                other_keys: s.want | AUTH_SERVICE,
+            }
+            .encode(&mut out);
+            return Ok(Bytes::from(out));
+        }
         RequestHeader {
             request_type: request::GET_PRINCIPAL_SESSION_KEY,
         }
@@ -147,8 +169,11 @@ impl CephxClient {
         Ok(Bytes::from(out))
     }
 
-    /// Reads an MAuthReply's payload to a ticket request.
+    /// Reads an MAuthReply's payload to a ticket request: service tickets
+    /// under the AUTH session key, or a renewed AUTH ticket (under our key,
+    /// its blob under the old session key) with the other tickets after it.
     pub fn handle_ticket_reply(&self, result_bl: &[u8]) -> Result<(), AuthError> {
+        let now = (self.clock)();
         let mut s = self.state();
         let mut d = Decoder::new(result_bl);
         let h = ResponseHeader::decode(&mut d)
@@ -159,14 +184,37 @@ impl CephxClient {
                 h.status
             )));
         }
-        let session = s
-            .tickets
-            .get(AUTH_SERVICE)
-            .map(|t| t.session_key.clone())
-            .ok_or_else(|| AuthError::NoKey("the AUTH service".into()))?;
-        let got = s.tickets.read_reply(&mut d, &session, (self.clock)())?;
+        let principal = match h.request_type {
+            request::GET_AUTH_SESSION_KEY => self.key.clone(),
+            _ => s
+                .tickets
+                .get(AUTH_SERVICE)
+                .map(|t| t.session_key.clone())
+                .ok_or_else(|| AuthError::NoKey("the AUTH service".into()))?,
+        };
+        let got = s.tickets.read_reply(&mut d, &principal, now)?;
         for (svc, t) in got {
             s.tickets.insert(svc, t);
+        }
+        if h.request_type == request::GET_AUTH_SESSION_KEY && !d.is_empty() {
+            let bad = |e: &dyn std::fmt::Display| AuthError::Malformed(format!("MAuthReply: {e}"));
+            // No connection secret on this path; then the other tickets,
+            // under the new AUTH session key.
+            let _cbl = Bytes::decode(&mut d).map_err(|e| bad(&e))?;
+            let extra = Bytes::decode(&mut d).map_err(|e| bad(&e))?;
+            if !extra.is_empty() {
+                let session = s
+                    .tickets
+                    .get(AUTH_SERVICE)
+                    .map(|t| t.session_key.clone())
+                    .ok_or_else(|| bad(&"no AUTH ticket"))?;
+                let more = s
+                    .tickets
+                    .read_reply(&mut Decoder::new(&extra), &session, now)?;
+                for (svc, t) in more {
+                    s.tickets.insert(svc, t);
+                }
+            }
         }
         Ok(())
     }
@@ -282,6 +330,7 @@ impl ClientAuth for CephxConnAuth {
                     .map_err(|e| AuthError::Malformed(e.to_string()))?;
                 let client_challenge = c.rng.u64();
                 let key = client_server_challenge(&c.key, ch.server_challenge, client_challenge);
+                c.state().server_challenge = ch.server_challenge;
                 let (old_ticket, other_keys) = {
                     let s = c.state();
                     // Reclaiming a global id needs the old AUTH ticket.
