@@ -15,7 +15,7 @@ pub trait Random: Send + Sync {
     }
 }
 
-/// The operating system's CSPRNG (through aws-lc).
+/// The operating system's CSPRNG.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemRandom;
 
@@ -25,11 +25,18 @@ impl Random for SystemRandom {
     }
 }
 
-/// Fills `buf` from the system CSPRNG.
+/// Fills `buf` from the kernel's CSPRNG (/dev/urandom, i.e. getrandom's
+/// pool). Not aws-lc's RAND: its first use in a process seeds a jitter
+/// entropy collector, which costs tens of milliseconds of CPU on a busy
+/// host — the first handshake's time.
 pub fn fill(buf: &mut [u8]) {
-    // aws-lc's RAND_bytes only fails if the OS entropy source is gone, which
+    use std::io::Read;
+    static URANDOM: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+    let mut f = URANDOM
+        .get_or_init(|| std::fs::File::open("/dev/urandom").expect("/dev/urandom is readable"));
+    // Reads from /dev/urandom do not fail short of a broken system, which
     // leaves nothing safe to do.
-    aws_lc_rs::rand::fill(buf).expect("the system random source failed");
+    f.read_exact(buf).expect("reading /dev/urandom failed");
 }
 
 /// A deterministic generator for tests (splitmix64); never for real keys.

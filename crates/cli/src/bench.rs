@@ -34,6 +34,9 @@ pub struct BenchOpts {
     /// The client's entity name (default client.N per connection); with
     /// a number, connection i takes number N + i.
     pub name: Option<EntityName>,
+    /// First run the same bench in crc mode (same auth, same server), and
+    /// report secure against it.
+    pub vs_crc: bool,
     pub verify: bool,
     pub raw: bool,
     pub json: bool,
@@ -47,6 +50,8 @@ pub struct BenchResult {
     pub size: usize,
     pub latencies: Latencies,
     pub reconnects: u64,
+    /// Connect to READY (banner, auth, idents) of the first connection.
+    pub handshake: Option<Duration>,
     /// Why the run stopped early (an authentication refusal).
     pub error: Option<String>,
     /// The first connection's mode, msgr2 revision and compression, as
@@ -89,6 +94,9 @@ impl BenchResult {
             o.set("server_cpu_seconds", s.as_secs_f64())
                 .set("server_cpu_us_per_msg", self.cpu_us(s));
         }
+        if let Some(h) = self.handshake {
+            o.set("handshake_us", h.as_micros() as u64);
+        }
         if let Some((mode, rev1, compression)) = &self.session {
             o.set("con_mode", mode.as_str())
                 .set("msgr2_rev1", *rev1)
@@ -110,6 +118,9 @@ impl BenchResult {
 /// replies that freed their slots.
 struct Loop {
     opts: Arc<BenchOpts>,
+    /// When the connection was asked for, and when it became READY.
+    started: Instant,
+    connected_at: std::sync::OnceLock<Instant>,
     quota: Option<u64>,
     until: Option<Instant>,
     base: Bytes,
@@ -210,6 +221,12 @@ impl Loop {
 struct LoopDispatcher(std::sync::OnceLock<Arc<Loop>>);
 
 impl Dispatcher for LoopDispatcher {
+    fn ms_handle_connect(&self, _conn: &Connection) {
+        if let Some(l) = self.0.get() {
+            let _ = l.connected_at.set(Instant::now());
+        }
+    }
+
     /// An authentication refusal will not heal by retrying: stop the run.
     fn ms_handle_fault(&self, _conn: &Connection, error: &msgr_protocol::ProtocolError) {
         if !matches!(error, msgr_protocol::ProtocolError::Auth(_)) {
@@ -266,6 +283,8 @@ async fn run_conn(
             .collect::<Vec<_>>(),
     );
     let l = Arc::new(Loop {
+        started: Instant::now(),
+        connected_at: std::sync::OnceLock::new(),
         base_sum: data_checksum(&base),
         base,
         opts: opts.clone(),
@@ -326,6 +345,7 @@ async fn run_conn(
     };
     res.size = opts.size;
     res.reconnects = conn.stats().reconnects;
+    res.handshake = l.connected_at.get().map(|t| t.duration_since(l.started));
     res.session = conn.con_mode().map(|m| {
         (
             m.to_string(),
@@ -389,6 +409,7 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
         total.reconnects += r.reconnects;
         total.session = total.session.take().or(r.session.clone());
         total.error = total.error.take().or(r.error.clone());
+        total.handshake = total.handshake.take().or(r.handshake);
         total.lost += r.lost;
         total.duplicated += r.duplicated;
         total.reordered += r.reordered;
@@ -455,11 +476,31 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             (t.addr.clone(), Some(t))
         }
     };
-    let mut res = run_msgr(server, opts.clone()).await;
+    let server_cpu = || local.as_ref().map(|t| t.cpu()).unwrap_or_default();
+    // run_msgr counts the whole process's CPU: take the in-process server's
+    // share out of it, run by run.
+    let measured = |mut r: BenchResult, server: Duration| {
+        if local.is_some() {
+            r.cpu = r.cpu.saturating_sub(server);
+            r.server_cpu = Some(server);
+        }
+        r
+    };
+    let mut crc = match opts.vs_crc {
+        true => {
+            let mut o = (*opts).clone();
+            o.net.security.mode = Some(msgr_auth::ConMode::CRC);
+            let s0 = server_cpu();
+            let r = run_msgr(server.clone(), Arc::new(o)).await;
+            Some(measured(r, server_cpu() - s0))
+        }
+        false => None,
+    };
+    let s0 = server_cpu();
+    let res = run_msgr(server, opts.clone()).await;
+    let mut res = measured(res, server_cpu() - s0);
     if let Some(t) = local {
-        let server_cpu = t.stop();
-        res.cpu = res.cpu.saturating_sub(server_cpu);
-        res.server_cpu = Some(server_cpu);
+        t.stop();
     }
     if let Some(e) = &res.error {
         return Err(std::io::Error::other(format!("the server refused us: {e}")));
@@ -473,6 +514,15 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             .set("conns", opts.conns);
         o.set("policy", opts.net.policy.to_string());
         res.json(&mut o, opts.verify);
+        if let Some(c) = crc.as_mut() {
+            let mut co = Object::new();
+            c.json(&mut co, false);
+            o.set("crc", co.into_value());
+            o.set(
+                "ratio_vs_crc_mb_per_sec",
+                res.mb_per_sec() / c.mb_per_sec().max(1e-9),
+            );
+        }
         if let Some(r) = raw.as_mut() {
             let mut ro = Object::new();
             r.json(&mut ro, false);
@@ -510,7 +560,18 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
         if let Some(r) = raw.as_mut() {
             line("raw", r);
         }
+        if let Some(c) = crc.as_mut() {
+            line("crc", c);
+        }
         line("msgr", &mut res);
+        if let Some(c) = crc.as_ref() {
+            println!(
+                "msgr/crc: {:.2}x MB/s; handshake crc {} us, this mode {} us",
+                res.mb_per_sec() / c.mb_per_sec().max(1e-9),
+                c.handshake.map_or(0, |h| h.as_micros()),
+                res.handshake.map_or(0, |h| h.as_micros()),
+            );
+        }
         if let Some(r) = raw.as_ref() {
             println!(
                 "msgr/raw: {:.2}x msgs/s, {:.2}x MB/s",

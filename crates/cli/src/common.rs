@@ -73,6 +73,8 @@ pub fn thread_cpu_time() -> std::time::Duration {
 /// CPU time its thread used.
 pub struct ServerThread<A> {
     pub addr: A,
+    /// The server thread's /proc stat file (for its CPU time so far).
+    stat: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<std::thread::JoinHandle<std::time::Duration>>,
 }
@@ -97,9 +99,12 @@ impl<A: Send + 'static> ServerThread<A> {
                     .expect("server runtime");
                 rt.block_on(async move {
                     let cpu0 = thread_cpu_time();
+                    let stat = std::fs::read_link("/proc/thread-self")
+                        .map(|p| format!("/proc/{}/stat", p.display()))
+                        .unwrap_or_default();
                     match start().await {
                         Ok((addr, shutdown)) => {
-                            let _ = addr_tx.send(Ok(addr));
+                            let _ = addr_tx.send(Ok((addr, stat)));
                             let _ = stop_rx.await;
                             let cpu = thread_cpu_time() - cpu0;
                             shutdown.await;
@@ -112,14 +117,20 @@ impl<A: Send + 'static> ServerThread<A> {
                     }
                 })
             })?;
-        let addr = addr_rx
+        let (addr, stat) = addr_rx
             .recv()
             .map_err(|_| std::io::Error::other("server thread died"))??;
         Ok(ServerThread {
             addr,
+            stat,
             stop: Some(stop_tx),
             handle: Some(handle),
         })
+    }
+
+    /// The CPU time the server's thread has used so far.
+    pub fn cpu(&self) -> std::time::Duration {
+        stat_cpu(&self.stat)
     }
 
     /// Stops the server; returns the CPU time its thread used while running.

@@ -15,13 +15,15 @@ commands:
   bench [--connect ADDR] [--size BYTES] [--depth N] [--conns N]
         [--duration S | --count N] [--policy P] [--server-policy P]
         [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
-        [--name TYPE.N] [SECURITY OPTIONS]
+        [--name TYPE.N] [--vs-crc] [SECURITY OPTIONS]
       MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
       each of CONNS connections (1), for S seconds (5) or N messages; replies
       awaited. Without --connect, a server runs in this process on loopback.
       --verify checks every reply (tid, data checksum) and counts lost,
       duplicated and reordered messages. --raw first runs the same pattern
-      over plain TCP: the baseline, in the same run. --json prints one object.
+      over plain TCP: the baseline, in the same run. --vs-crc first runs the
+      same bench in crc mode and reports this mode against it (and both
+      handshake times). --json prints one object.
 
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
@@ -139,6 +141,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             ..Default::default()
         },
         name: None,
+        vs_crc: false,
         verify: false,
         raw: false,
         json: false,
@@ -166,6 +169,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             }
             "--verify" => o.verify = true,
             "--raw" => o.raw = true,
+            "--vs-crc" => o.vs_crc = true,
             "--json" => o.json = true,
             "--help" | "-h" => {
                 print!("{USAGE}");
@@ -176,7 +180,11 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
     }
     let security = sec.resolve(false)?;
     o.net.security = security.clone();
-    o.server_net.security = security;
+    // The in-process server allows both modes: the client chooses.
+    o.server_net.security = msgr_cli::security::Security {
+        mode: None,
+        ..security
+    };
     o.server_net.compress_all_peers = true;
     if o.duration.is_none() && o.count.is_none() {
         o.duration = Some(Duration::from_secs(5));

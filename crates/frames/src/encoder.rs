@@ -56,6 +56,10 @@ pub struct FrameEncoder {
     rev1: bool,
     cipher: Option<TxCipher>,
     compression: Option<TxCompression>,
+    /// Where large secure frames are encrypted. Each frame is split off
+    /// and frozen; once the socket took it and the `Bytes` is gone, the
+    /// next frame reuses the allocation instead of faulting in fresh pages.
+    big: BytesMut,
 }
 
 impl FrameEncoder {
@@ -65,6 +69,7 @@ impl FrameEncoder {
             rev1,
             cipher: None,
             compression: None,
+            big: BytesMut::new(),
         }
     }
 
@@ -159,12 +164,12 @@ impl FrameEncoder {
                     false => Self::secure_rev0(c, &preamble, &segs, buf),
                 };
                 if frame_len >= OWN_BUFFER_FRAME_LEN {
-                    // A large frame gets a buffer of its own, which the
-                    // receiving end of a test, or the allocator after the
-                    // write, gets back whole.
-                    let mut buf = BytesMut::with_capacity(frame_len);
-                    secure(&mut buf)?;
-                    out.put_bytes(buf.freeze());
+                    // A large frame gets a buffer of its own (the reused
+                    // `big` allocation when no earlier frame still holds it).
+                    self.big.clear();
+                    self.big.reserve(frame_len);
+                    secure(&mut self.big)?;
+                    out.put_bytes(self.big.split().freeze());
                 } else {
                     out.append_with(frame_len, secure)?;
                 }
