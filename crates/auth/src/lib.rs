@@ -20,6 +20,7 @@ pub mod cephx;
 mod error;
 mod keys;
 mod modes;
+mod multi;
 mod none;
 mod random;
 
@@ -29,6 +30,7 @@ use msgr_encoding::{EntityName, EntityType};
 pub use error::AuthError;
 pub use keys::SessionKey;
 pub use modes::{pick_mode, ConMode};
+pub use multi::{FallbackClient, MultiProvider, MultiServer};
 pub use none::{NoneClient, NoneProvider, NoneServer};
 pub use random::{Random, SeededRandom, SystemRandom};
 

@@ -1,8 +1,9 @@
 //! Auth `none` (CEPH_AUTH_NONE): no credentials, no keys. The client's
-//! request payload is its entity name and global id (AuthNoneClientHandler
-//! build_request: `encode(entity_name); encode(global_id)` as in
-//! src/auth/none/AuthNoneClientHandler.h); the server accepts anyone and
-//! answers AUTH_DONE at once.
+//! request payload is an auth mode byte, its entity name and global id:
+//! to a monitor `AUTH_MODE_MON` (10), as MonConnection::get_auth_request
+//! writes it; to a service `AUTH_MODE_AUTHORIZER` (1), the
+//! AuthNoneAuthorizer (src/auth/none/AuthNoneProtocol.h). The server
+//! accepts anyone and answers AUTH_DONE at once.
 
 use bytes::Bytes;
 use msgr_encoding::{Decode, Decoder, Encode};
@@ -21,14 +22,19 @@ pub struct NoneClient {
 }
 
 impl ClientAuth for NoneClient {
-    fn request(&mut self, _peer: &AuthPeer, allowed: &[u32]) -> Result<AuthRequest, AuthError> {
+    fn request(&mut self, peer: &AuthPeer, allowed: &[u32]) -> Result<AuthRequest, AuthError> {
         if !allowed.is_empty() && !allowed.contains(&method::NONE) {
             return Err(AuthError::NoMethodLeft);
         }
+        let mode = match peer.entity_type {
+            msgr_encoding::EntityType::MON => 10,
+            _ => 1,
+        };
         Ok(AuthRequest {
             method: method::NONE,
-            preferred_modes: self.modes.clone(),
-            payload: encode_none_request(&self.name, self.global_id),
+            // Auth none has no keys: crc is the only mode it can run.
+            preferred_modes: self.modes.iter().copied().filter(|m| *m == ConMode::CRC).collect(),
+            payload: encode_none_request(mode, &self.name, self.global_id),
         })
     }
 
@@ -68,13 +74,13 @@ impl ClientAuth for NoneClient {
     }
 }
 
-/// `EntityName` of src/common/entity_name.h: le32 type, string id.
-fn encode_none_request(name: &str, global_id: u64) -> Bytes {
+/// The auth mode byte, then `EntityName` of src/common/entity_name.h (le32
+/// type, string id), then the global id.
+fn encode_none_request(mode: u8, name: &str, global_id: u64) -> Bytes {
     let (ty, id) = name.split_once('.').unwrap_or(("client", name));
     let ty = msgr_encoding::EntityType::from_name(ty).map_or(0, |t| t.0 as u32);
     let mut out = Vec::new();
-    // AuthNoneClientHandler: encode((__u8)1 struct_v); encode(entity_name); encode(global_id).
-    1u8.encode(&mut out);
+    mode.encode(&mut out);
     ty.encode(&mut out);
     id.encode(&mut out);
     global_id.encode(&mut out);

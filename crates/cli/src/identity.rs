@@ -55,6 +55,8 @@ impl ClusterOpts {
 /// A resolved identity: configuration, monitors, credentials.
 pub struct Identity {
     pub config: Config,
+    /// auth_client_required allows none as well.
+    pub none_allowed: bool,
     pub mons: Vec<EntityAddrvec>,
     /// `None` when auth none is in use.
     pub cephx: Option<Arc<CephxClient>>,
@@ -101,6 +103,7 @@ impl Identity {
             }
         };
         Ok(Identity {
+            none_allowed: methods.iter().any(|m| m == "none"),
             config,
             mons,
             cephx,
@@ -116,6 +119,7 @@ impl Identity {
         };
         let mut cfg = MonClientConfig::new(self.mons.clone(), auth);
         cfg.rev1 = self.rev1;
+        cfg.none_fallback = self.none_allowed;
         cfg
     }
 }

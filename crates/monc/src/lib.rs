@@ -58,6 +58,9 @@ pub struct MonClientConfig {
     pub hostname: String,
     /// Other maps to subscribe to (`osdmap`, `mgrmap`), besides monmap and config.
     pub subscribe: Vec<(String, u8)>,
+    /// With cephx: fall back to auth none when a monitor allows only that
+    /// (`auth_client_required = cephx, none`).
+    pub none_fallback: bool,
 }
 
 impl MonClientConfig {
@@ -73,6 +76,7 @@ impl MonClientConfig {
                 .map(|h| h.trim().to_string())
                 .unwrap_or_default(),
             subscribe: Vec::new(),
+            none_fallback: false,
         }
     }
 }
@@ -134,10 +138,21 @@ impl MonClient {
         let state = Arc::new(State::new(cfg.clone(), mons));
         let provider: Arc<dyn AuthProvider> = match &cfg.auth {
             MonAuth::None => Arc::new(NoneProvider),
-            MonAuth::Cephx(c) => Arc::new(msgr_auth::cephx::CephxProvider {
-                client: Some(c.clone()),
-                server: None,
-            }),
+            MonAuth::Cephx(c) => {
+                let cephx: Arc<dyn AuthProvider> = Arc::new(msgr_auth::cephx::CephxProvider {
+                    client: Some(c.clone()),
+                    server: None,
+                });
+                match cfg.none_fallback {
+                    false => cephx,
+                    true => Arc::new(msgr_auth::MultiProvider {
+                        providers: vec![
+                            (msgr_auth::method::CEPHX, cephx),
+                            (msgr_auth::method::NONE, Arc::new(NoneProvider)),
+                        ],
+                    }),
+                }
+            }
         };
         let mut o = Options::new(
             EntityName::new(EntityType::CLIENT, -1),

@@ -46,7 +46,7 @@ struct SharedKeyClient {
     modes: Vec<ConMode>,
 }
 
-const SHARED_KEY_METHOD: u32 = 0x7e57;
+pub const SHARED_KEY_METHOD: u32 = 0x7e57;
 
 fn outcome(key: &[u8], mode: ConMode) -> AuthOutcome {
     let secret: Vec<u8> = (0..64u8)
