@@ -22,14 +22,22 @@ pub struct MultiProvider {
 impl AuthProvider for MultiProvider {
     fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
         Box::new(FallbackClient {
-            auths: self.providers.iter().map(|(m, p)| (*m, p.client(me))).collect(),
+            auths: self
+                .providers
+                .iter()
+                .map(|(m, p)| (*m, p.client(me)))
+                .collect(),
             current: 0,
         })
     }
 
     fn server(&self) -> Box<dyn ServerAuth> {
         Box::new(MultiServer {
-            auths: self.providers.iter().map(|(m, p)| (*m, p.server())).collect(),
+            auths: self
+                .providers
+                .iter()
+                .map(|(m, p)| (*m, p.server()))
+                .collect(),
         })
     }
 }
@@ -62,7 +70,12 @@ impl ClientAuth for FallbackClient {
         self.cur()?.reply_more(payload)
     }
 
-    fn done(&mut self, global_id: u64, con_mode: ConMode, payload: &[u8]) -> Result<AuthOutcome, AuthError> {
+    fn done(
+        &mut self,
+        global_id: u64,
+        con_mode: ConMode,
+        payload: &[u8],
+    ) -> Result<AuthOutcome, AuthError> {
         self.cur()?.done(global_id, con_mode, payload)
     }
 
@@ -85,7 +98,9 @@ impl ClientAuth for FallbackClient {
                 Ok(())
             }
             // Nothing else to try: the current method's own verdict.
-            None => self.cur()?.bad_method(method, result, allowed_methods, allowed_modes),
+            None => self
+                .cur()?
+                .bad_method(method, result, allowed_methods, allowed_modes),
         }
     }
 }

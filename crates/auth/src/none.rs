@@ -33,7 +33,12 @@ impl ClientAuth for NoneClient {
         Ok(AuthRequest {
             method: method::NONE,
             // Auth none has no keys: crc is the only mode it can run.
-            preferred_modes: self.modes.iter().copied().filter(|m| *m == ConMode::CRC).collect(),
+            preferred_modes: self
+                .modes
+                .iter()
+                .copied()
+                .filter(|m| *m == ConMode::CRC)
+                .collect(),
             payload: encode_none_request(mode, &self.name, self.global_id),
         })
     }

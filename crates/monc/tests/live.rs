@@ -190,3 +190,25 @@ fn the_auth_ticket_is_renewed_over_mauth_when_due() {
         mc.shutdown().await;
     });
 }
+
+#[test]
+#[ignore = "needs a live cluster: scripts/interop/clusters.sh"]
+fn hunting_passes_over_monitors_that_do_not_answer() {
+    rt().block_on(async {
+        let (mut cfg, _cx) = setup(MON | OSD | MGR);
+        // Two monitors that refuse connections, then the real one: hunting
+        // one at a time, the client gets past them.
+        let dead: Vec<msgr_encoding::EntityAddrvec> = ["v2:127.0.0.1:1", "v2:127.0.0.1:2"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        cfg.mons = dead.into_iter().chain(cfg.mons).collect();
+        cfg.hunt_parallel = 1;
+        cfg.hunt_interval = Duration::from_millis(500);
+        let t0 = Instant::now();
+        let mc = MonClient::connect(cfg).await.unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        status_ok(&mc).await;
+        mc.shutdown().await;
+    });
+}

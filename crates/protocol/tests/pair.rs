@@ -453,22 +453,50 @@ fn standby_until_there_is_something_to_send() {
 fn bad_method_renegotiates_to_a_method_the_server_allows() {
     use msgr_auth::{method, MultiProvider};
     let fallback = std::sync::Arc::new(MultiProvider {
-        providers: vec![(harness::SHARED_KEY_METHOD, shared_key(&[ConMode::CRC])), (method::NONE, none())],
+        providers: vec![
+            (harness::SHARED_KEY_METHOD, shared_key(&[ConMode::CRC])),
+            (method::NONE, none()),
+        ],
     });
     let mut net = Net::new();
-    net.add_node("client.1", "v2:10.0.0.1:0/11", policies(Policy::lossless_client()), fallback);
-    net.add_node("osd.0", "v2:10.0.0.2:6800/22", policies(Policy::stateful_server()), none());
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossless_client()),
+        fallback,
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
     let c = net.connect(0, 1);
     net.run();
-    assert_eq!(net.state((0, c)), ConnState::Ready, "{:?}", net.nodes[0].faults);
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
     net.send((0, c), 1, 10);
     net.run();
     assert_eq!(net.delivered(1), vec![1]);
 
     // Only the shared-key method: refused, with the auth error recorded.
     let mut net = Net::new();
-    net.add_node("client.1", "v2:10.0.0.1:0/11", policies(Policy::lossy_client()), shared_key(&[ConMode::CRC]));
-    net.add_node("osd.0", "v2:10.0.0.2:6800/22", policies(Policy::stateful_server()), none());
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossy_client()),
+        shared_key(&[ConMode::CRC]),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
     let c = net.connect(0, 1);
     net.run();
     assert_ne!(net.state((0, c)), ConnState::Ready);
