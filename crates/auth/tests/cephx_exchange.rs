@@ -77,6 +77,16 @@ fn world(kind: KeyKind) -> World {
     }
 }
 
+/// A client with a random key the servers do not know.
+fn random_client(name: AuthName, kind: KeyKind) -> Arc<CephxClient> {
+    Arc::new(CephxClient::new(
+        name,
+        CryptoKey::random(kind, UTime::default(), &SeededRandom::new(9)),
+        Arc::new(SeededRandom::new(10)),
+        msgr_auth::system_clock(),
+    ))
+}
+
 fn peer(t: EntityType) -> AuthPeer {
     AuthPeer { entity_type: t }
 }
@@ -197,12 +207,7 @@ fn secure_authorizer_gets_a_connection_secret() {
 fn a_wrong_key_is_refused() {
     both_kinds(|kind| {
         let w = world(kind);
-        let impostor = Arc::new(CephxClient::new(
-            AuthName::client_admin(),
-            CryptoKey::random(kind, UTime::default(), &SeededRandom::new(9)),
-            Arc::new(SeededRandom::new(10)),
-            msgr_auth::system_clock(),
-        ));
+        let impostor = random_client(AuthName::client_admin(), kind);
         let err = exchange(
             &mut impostor.conn_auth(),
             &mut w.mon.conn_auth(),
@@ -211,12 +216,7 @@ fn a_wrong_key_is_refused() {
         .unwrap_err();
         assert!(matches!(err, AuthError::Denied(_)), "{err:?}");
         assert_eq!(err.errno(), -13);
-        let stranger = Arc::new(CephxClient::new(
-            "client.nobody".parse().unwrap(),
-            CryptoKey::random(kind, UTime::default(), &SeededRandom::new(9)),
-            Arc::new(SeededRandom::new(10)),
-            msgr_auth::system_clock(),
-        ));
+        let stranger = random_client("client.nobody".parse().unwrap(), kind);
         assert!(matches!(
             exchange(
                 &mut stranger.conn_auth(),

@@ -58,6 +58,15 @@ pub fn messenger(
     Messenger::new(Tcp::default(), o, dispatcher)
 }
 
+/// The value of the option just read by `parser`, as UTF-8 text.
+pub fn option_value(parser: &mut lexopt::Parser) -> Result<String, String> {
+    parser
+        .value()
+        .map_err(|e| e.to_string())?
+        .into_string()
+        .map_err(|_| "option value is not UTF-8".to_string())
+}
+
 /// CPU time this process has used (user + system), from /proc/self/stat.
 pub fn cpu_time() -> std::time::Duration {
     stat_cpu("/proc/self/stat")

@@ -25,13 +25,7 @@ impl ClusterOpts {
     /// Takes the option `flag` (`-c`, `--conf`, ...) if it is one of ours,
     /// reading its value from `parser`.
     pub fn take(&mut self, flag: &str, parser: &mut lexopt::Parser) -> Result<bool, String> {
-        let mut value = || -> Result<String, String> {
-            parser
-                .value()
-                .map_err(|e| e.to_string())?
-                .into_string()
-                .map_err(|_| "option value is not UTF-8".to_string())
-        };
+        let mut value = || crate::common::option_value(parser);
         match flag {
             "-c" | "--conf" | "-n" | "--name" | "-i" | "--id" | "--user" | "-k" | "--keyring"
             | "-m" | "--mon-host" | "--mon_host" | "--cluster" => {

@@ -35,13 +35,7 @@ pub struct SecurityOpts {
 impl SecurityOpts {
     /// Takes `flag` if it is one of ours, reading its value from `parser`.
     pub fn take(&mut self, flag: &str, parser: &mut lexopt::Parser) -> Result<bool, String> {
-        let mut value = || -> Result<String, String> {
-            parser
-                .value()
-                .map_err(|e| e.to_string())?
-                .into_string()
-                .map_err(|_| "option value is not UTF-8".to_string())
-        };
+        let mut value = || crate::common::option_value(parser);
         match flag {
             "--auth" => {
                 self.cephx = match value()?.as_str() {
