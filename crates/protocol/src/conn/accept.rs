@@ -1,0 +1,183 @@
+//! The acceptor's side of a connection after CLIENT_IDENT or
+//! SESSION_RECONNECT: the feature check, the messenger's decision
+//! ([`Conn::resolve`]: a new session, a reconnect, RETRY, WAIT or RESET),
+//! SERVER_IDENT, and a socket moving into the existing connection to the
+//! same peer ([`Conn::take_for_reuse`], [`Conn::adopt`]).
+
+use super::*;
+
+impl Conn {
+    /// The acceptor's ident check (features), then the messenger's turn.
+    pub(super) fn on_ident(&mut self, req: IdentRequest) -> Result<(), ProtocolError> {
+        if let IdentRequest::New(c) = &req {
+            self.peer.addrs = c.addrs.clone();
+            self.peer.target_addr = c
+                .addrs
+                .msgr2()
+                .or(c.addrs.0.first())
+                .copied()
+                .unwrap_or_default();
+            self.peer.name = Some(EntityName::new(self.peer.entity_type, c.gid));
+            let required = self.peer.policy.features_required | features::MSGR2_REQUIRED;
+            let missing = required & !c.supported_features;
+            if missing != 0 {
+                self.link_send(&IdentMissingFeatures { features: missing }.into())?;
+                self.state = State::ServerWait;
+                return Ok(());
+            }
+            self.peer.features = c.supported_features & self.peer.policy.features_supported;
+        } else if let IdentRequest::Reconnect(r) = &req {
+            self.peer.addrs = r.addrs.clone();
+            self.peer.target_addr = r
+                .addrs
+                .msgr2()
+                .or(r.addrs.0.first())
+                .copied()
+                .unwrap_or_default();
+        }
+        self.events.push_back(Event::IdentReceived(req.clone()));
+        self.state = State::Deciding(req);
+        Ok(())
+    }
+
+    /// The messenger's decision on the ident this connection is holding
+    /// (anything but `Reuse`, which goes through [`Conn::take_for_reuse`]).
+    pub fn resolve(&mut self, decision: Decision, now: Instant) {
+        let State::Deciding(req) = std::mem::replace(&mut self.state, State::Closed) else {
+            return;
+        };
+        let result = match decision {
+            Decision::NewSession | Decision::ReplaceLossy => self.start_server_session(&req, now),
+            Decision::Reuse { .. } => {
+                self.state = State::Deciding(req);
+                return;
+            }
+            Decision::Wait => self.reply_and_wait(Wait {}.into()),
+            Decision::Reset { full } => self.reply_and_continue(SessionReset { full }.into()),
+            Decision::Retry { connect_seq } => {
+                self.reply_and_continue(SessionRetry { connect_seq }.into())
+            }
+            Decision::RetryGlobal { global_seq } => {
+                self.reply_and_continue(SessionRetryGlobal { global_seq }.into())
+            }
+            Decision::CloseStale => {
+                self.close(false);
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            self.fault(e, now);
+        }
+    }
+
+    fn reply_and_wait(&mut self, frame: ControlFrame) -> Result<(), ProtocolError> {
+        self.link_send(&frame)?;
+        self.state = State::ServerWait;
+        Ok(())
+    }
+
+    fn reply_and_continue(&mut self, frame: ControlFrame) -> Result<(), ProtocolError> {
+        self.link_send(&frame)?;
+        self.state = State::Accepting(Accepting::Session);
+        Ok(())
+    }
+
+    fn start_server_session(
+        &mut self,
+        req: &IdentRequest,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        let IdentRequest::New(c) = req else {
+            // A reconnect with nothing to resume is answered by RESET.
+            return self.reply_and_continue(SessionReset { full: true }.into());
+        };
+        self.session.client_cookie = c.cookie;
+        self.session.peer_global_seq = c.global_seq;
+        self.send_server_ident(now)
+    }
+
+    /// SERVER_IDENT and READY (send_server_ident): a new session, numbered
+    /// from 1 in both directions.
+    fn send_server_ident(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        self.session.restart_numbering();
+        let lossy = self.peer.policy.lossy;
+        self.session.server_cookie = if lossy { 0 } else { next_cookie(&mut self.rng) };
+        let ident = ServerIdent {
+            addrs: self.me.0.clone(),
+            gid: self.config.my_name.num,
+            global_seq: self.config.global_seq.next(0),
+            supported_features: self.peer.policy.features_supported,
+            required_features: self.peer.policy.features_required | features::MSGR2_REQUIRED,
+            flags: if lossy { CONNECT_FLAG_LOSSY } else { 0 },
+            cookie: self.session.server_cookie,
+        };
+        self.events.push_back(Event::Accepted);
+        self.known = true;
+        self.link_send(&ident.into())?;
+        self.become_ready(now)
+    }
+
+    /// Takes this accepted socket (and what its handshake learned) to move
+    /// it into an existing connection to the same peer.
+    pub fn take_for_reuse(&mut self) -> Option<Reuse> {
+        let State::Deciding(request) = std::mem::replace(&mut self.state, State::Closed) else {
+            return None;
+        };
+        let link = self.link.take()?;
+        self.events.push_back(Event::Closed);
+        Some(Reuse {
+            link,
+            peer: self.peer.clone(),
+            request,
+        })
+    }
+
+    /// Continues the session on the socket an acceptor handed over
+    /// (ProtocolV2::reuse_connection): the old socket, if any, is dropped;
+    /// unacknowledged messages are queued again; the session answers with
+    /// SERVER_IDENT (a new or reset session) or SESSION_RECONNECT_OK.
+    pub fn adopt(&mut self, reuse: Reuse, reset_session: bool, now: Instant) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.drop_link();
+        self.session.requeue_sent();
+        if reset_session {
+            self.session.reset();
+            self.events.push_back(Event::RemoteReset);
+        }
+        self.side = Side::Acceptor;
+        let mut link = reuse.link;
+        link.id = self.next_link;
+        self.next_link += 1;
+        self.peer.features = reuse.peer.features;
+        self.peer.name = reuse.peer.name.or(self.peer.name);
+        self.peer.addrs = reuse.peer.addrs;
+        self.peer.target_addr = reuse.peer.target_addr;
+        self.link = Some(link);
+        self.handshake_deadline = Some(now + self.config.timeouts.connect);
+        let result = match reuse.request {
+            IdentRequest::New(c) => {
+                self.session.client_cookie = c.cookie;
+                self.session.peer_global_seq = c.global_seq;
+                self.send_server_ident(now)
+            }
+            IdentRequest::Reconnect(r) => {
+                self.session.connect_seq = r.connect_seq;
+                self.session.peer_global_seq = r.global_seq;
+                self.session.resume_from(r.msg_seq);
+                let ok = SessionReconnectOk {
+                    msg_seq: self.session.in_seq,
+                };
+                self.events.push_back(Event::Accepted);
+                self.known = true;
+                self.stats.reconnects += 1;
+                self.link_send(&ok.into())
+                    .and_then(|_| self.become_ready(now))
+            }
+        };
+        if let Err(e) = result {
+            self.fault(e, now);
+        }
+    }
+}
