@@ -14,7 +14,9 @@
 # - `msgr mon monmap` and `msgr mon command` (osd dump as JSON);
 # - `msgr ping osd.0` (cephx authorizer with the challenge round) in crc
 #   and secure mode on both clusters;
-# - a wrong key fails in under 5 s with "authentication failed".
+# - a wrong key fails in under 5 s with "authentication failed";
+# - with the daemons injecting socket failures (1 in 50), `msgr mon status`
+#   and `msgr ping osd.0` still complete.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
 set -euo pipefail
 MSGR="$(realpath "${1:?usage: clusters.sh MSGR_BINARY}")"
@@ -155,6 +157,33 @@ wrong() {
 }
 wrong pacific-wrong-key "AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==" "$PCONF"
 wrong tentacle-wrong-key "AgAaMgJrPliqHiAAD+OswerT5Lxu2apPTRiVq7xwmYCangqeDczrjbSuVvA=" "$TCONF"
+
+# Under injected socket failures on the daemons (1 in 50 reads or writes
+# fail, Ceph's ms_inject_socket_failures): `msgr mon status` and `msgr
+# ping` still complete, through reconnects, hunting and backoff.
+inject() {  # inject N: on both clusters' mon and OSD
+  local t
+  for t in mon.a osd.0; do
+    timeout 30 ceph -c "$PCONF" tell "$t" config set ms_inject_socket_failures "$1" >/dev/null 2>&1 ||
+      fail "could not set ms_inject_socket_failures on Ceph 16 $t"
+    timeout 30 ceph -c "$TLEGACY" -n client.legacy tell "$t" config set ms_inject_socket_failures "$1" >/dev/null 2>&1 ||
+      fail "could not set ms_inject_socket_failures on Ceph 20 $t"
+  done
+}
+inject 50
+for i in 1 2 3; do
+  status "pacific-faults-$i" "$PFSID" secure -c "$PCONF"
+  status "tentacle-faults-$i" "$TFSID" crc -c "$TCONF"
+done
+for mode in crc secure; do
+  if run "pacific-faults-ping-$mode" "$MSGR" ping osd.0 --count 30 --interval 20 -c "$PCONF" --mode "$mode" &&
+      grep -q "30 keepalives" "$OUT/pacific-faults-ping-$mode.out"; then
+    log "ok: pacific-faults-ping-$mode ($(grep -c reconnecting "$OUT/pacific-faults-ping-$mode.err" || true) reconnects)"
+  else
+    fail "pacific-faults-ping-$mode: $(tail -3 "$OUT/pacific-faults-ping-$mode.err")"
+  fi
+done
+inject 0
 
 if (( fails )); then
   log "$fails check(s) failed"

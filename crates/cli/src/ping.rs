@@ -85,15 +85,18 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
     opts.rev1 = o.rev1;
     opts.nonce = std::process::id();
     let m = Messenger::new(Tcp::default(), opts, Arc::new(Quiet));
-    let conn = m.connect(&addr, EntityType::ANY);
+    let mut conn = m.connect(&addr, EntityType::ANY);
     let mut pongs = Vec::new();
     let mut failure = None;
-    for i in 0..o.count {
+    // A round trip lost to a connection fault is tried again on a new
+    // connection (the lossy session is gone), up to a few times in a row.
+    const MAX_RETRIES: u32 = 5;
+    let mut retries = 0;
+    let mut i = 0;
+    while i < o.count {
         match conn.keepalive_roundtrip(Duration::from_secs(10)).await {
             Some(rtt) => {
-                let peer = conn
-                    .peer_name()
-                    .map_or_else(|| "?".into(), |n| n.to_string());
+                let peer = conn.peer_name().map_or_else(|| "?".into(), |n| n.to_string());
                 let mode = conn.con_mode().map(|m| m.to_string()).unwrap_or_default();
                 println!(
                     "keepalive from {peer} at {addr} ({mode}): seq={} time={:.3} ms",
@@ -101,18 +104,29 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
                     rtt.as_secs_f64() * 1e3
                 );
                 pongs.push(Pong { peer, rtt });
+                retries = 0;
+                i += 1;
+                if i < o.count {
+                    tokio::time::sleep(o.interval).await;
+                }
             }
             None => {
-                let why = conn
-                    .last_fault()
+                let fault = conn.last_fault();
+                let why = fault
+                    .as_ref()
                     .map(|f| f.to_string())
                     .unwrap_or_else(|| format!("connection {:?}", conn.state()));
-                failure = Some(format!("no keepalive ack from {addr}: {why}"));
-                break;
+                let refused = matches!(fault, Some(msgr_protocol::ProtocolError::Auth(_)));
+                if refused || retries >= MAX_RETRIES {
+                    failure = Some(format!("no keepalive ack from {addr}: {why}"));
+                    break;
+                }
+                retries += 1;
+                eprintln!("msgr ping: {why}; reconnecting ({retries}/{MAX_RETRIES})");
+                conn.mark_down();
+                tokio::time::sleep(Duration::from_millis(100 * retries as u64)).await;
+                conn = m.connect(&addr, EntityType::ANY);
             }
-        }
-        if i + 1 < o.count {
-            tokio::time::sleep(o.interval).await;
         }
     }
     m.shutdown().await;

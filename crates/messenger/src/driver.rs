@@ -179,6 +179,8 @@ pub(crate) async fn run<T: Transport>(
                     Event::Closed => {
                         inner.forget(&conn);
                         conn.shared.drained.notify_waiters();
+                        // Keepalive waiters learn that no ack will come.
+                        conn.shared.keepalive_acked.notify_waiters();
                         return;
                     }
                 }
