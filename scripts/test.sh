@@ -37,4 +37,7 @@ scripts/interop/perf-msgr.sh target/release/msgr
 step "interop: on-wire compression (snappy, zlib, zstd, lz4) with Ceph 20's perf tools"
 scripts/interop/compression.sh target/release/msgr
 
+step "interop: sessions through injected socket failures (Ceph's perf client, bench against serve)"
+scripts/interop/faults.sh target/release/msgr
+
 step "all tests passed"
