@@ -96,7 +96,9 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
     while i < o.count {
         match conn.keepalive_roundtrip(Duration::from_secs(10)).await {
             Some(rtt) => {
-                let peer = conn.peer_name().map_or_else(|| "?".into(), |n| n.to_string());
+                let peer = conn
+                    .peer_name()
+                    .map_or_else(|| "?".into(), |n| n.to_string());
                 let mode = conn.con_mode().map(|m| m.to_string()).unwrap_or_default();
                 println!(
                     "keepalive from {peer} at {addr} ({mode}): seq={} time={:.3} ms",

@@ -32,10 +32,16 @@ pub struct Options {
     pub rev1: bool,
     pub timeouts: Timeouts,
     pub compression: CompressionConfig,
+    /// Caps on frames of READY sessions (segment, frame, decompressed sizes).
+    pub frame_limits: msgr_frames::FrameLimits,
     /// ms_dispatch_throttle_bytes: received messages held by the user.
     pub dispatch_throttle_bytes: u64,
     /// Unsent bytes a connection holds before `Connection::send` waits.
     pub max_queued_bytes: usize,
+    /// Connections this messenger holds at most; a socket accepted beyond
+    /// that is closed at once (a flood of peers cannot exhaust memory or
+    /// descriptors).
+    pub max_connections: usize,
     pub inject: InjectConfig,
     /// Seeds cookies and fault injection (0: from the clock).
     pub seed: u64,
@@ -51,8 +57,10 @@ impl Options {
             rev1: true,
             timeouts: Timeouts::default(),
             compression: CompressionConfig::default(),
+            frame_limits: msgr_frames::FrameLimits::default(),
             dispatch_throttle_bytes: 100 << 20,
             max_queued_bytes: 64 << 20,
+            max_connections: 16384,
             inject: InjectConfig::default(),
             seed: 0,
         }
@@ -71,6 +79,9 @@ pub(crate) struct Inner<T: Transport> {
     pub policy_throttles: Mutex<HashMap<EntityType, Arc<Throttle>>>,
     pub injector: Injector,
     pub max_queued_bytes: usize,
+    pub max_connections: usize,
+    /// Sockets closed at accept because `max_connections` were open.
+    pub refused_accepts: AtomicU64,
     next_id: AtomicU64,
     seed: AtomicU64,
     tasks: AtomicUsize,
@@ -183,6 +194,7 @@ impl<T: Transport> Messenger<T> {
         }
         config.timeouts = opts.timeouts;
         config.compression = opts.compression.clone();
+        config.frame_limits = opts.frame_limits;
         let seed = if opts.seed != 0 {
             opts.seed
         } else {
@@ -209,6 +221,8 @@ impl<T: Transport> Messenger<T> {
                 policy_throttles: Mutex::new(HashMap::new()),
                 injector: Injector::new(opts.inject, seed ^ 0x5eed),
                 max_queued_bytes: opts.max_queued_bytes,
+                max_connections: opts.max_connections,
+                refused_accepts: AtomicU64::new(0),
                 next_id: AtomicU64::new(1),
                 seed: AtomicU64::new(seed),
                 tasks: AtomicUsize::new(0),
@@ -300,6 +314,11 @@ impl<T: Transport> Messenger<T> {
         self.inner.all().values().cloned().collect()
     }
 
+    /// Sockets closed at accept because the connection limit was reached.
+    pub fn refused_accepts(&self) -> u64 {
+        self.inner.refused_accepts.load(Ordering::Relaxed)
+    }
+
     /// Fault injection counters: socket failures injected so far.
     pub fn injected_failures(&self) -> u64 {
         self.inner.injector.failures.load(Ordering::Relaxed)
@@ -325,6 +344,11 @@ impl<T: Transport> Messenger<T> {
 /// An accepted stream: a new connection that runs the acceptor handshake.
 fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net::SocketAddr) {
     if *inner.shutdown.borrow() {
+        return;
+    }
+    if inner.all().len() >= inner.max_connections {
+        inner.refused_accepts.fetch_add(1, Ordering::Relaxed);
+        drop(stream);
         return;
     }
     let conn = Conn::accept(

@@ -1,0 +1,469 @@
+//! Hostile peers against a server over TCP: a thousand connections that
+//! send half a banner and stall, 4 GiB length claims, 5-segment
+//! preambles, floods of bad crcs, garbage, msgr1 banners and
+//! decompression bombs, all at once. The server keeps serving a
+//! well-behaved client, every hostile connection ends (by error or by the
+//! handshake timeout), nothing leaks, and resident memory stays bounded
+//! (measured and printed).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use msgr_auth::NoneProvider;
+use msgr_encoding::{Encode, EntityAddr, EntityAddrvec, EntityName, EntityType};
+use msgr_frames::compression::{self, Algorithm};
+use msgr_frames::control::*;
+use msgr_frames::message::MsgHeader2;
+use msgr_frames::{Banner, ControlFrame, FrameDecoder, FrameEncoder, FrameLimits, Tag, WireQueue};
+use msgr_messenger::{
+    Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
+};
+use msgr_protocol::{CompressionConfig, PolicySet};
+use msgr_transport::tcp::Tcp;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+struct Echo;
+impl Dispatcher for Echo {
+    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+        let mut reply = Message::new(43, Bytes::new());
+        reply.tid = msg.tid;
+        conn.send_nowait(reply);
+    }
+}
+
+struct Count(tokio::sync::mpsc::UnboundedSender<u64>);
+impl Dispatcher for Count {
+    fn ms_dispatch(&self, _: &Connection, msg: IncomingMessage) {
+        let _ = self.0.send(msg.tid);
+    }
+}
+
+/// Resident memory now (`VmRSS`) or at its highest so far (`VmHWM`), KiB.
+fn rss_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// File descriptors this process may open (soft limit).
+fn fd_limit() -> usize {
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024)
+}
+
+/// A hand-driven msgr2 client: banner, then frames we choose.
+struct RawPeer {
+    s: TcpStream,
+    server: std::net::SocketAddr,
+    enc: FrameEncoder,
+    dec: FrameDecoder,
+    buf: BytesMut,
+}
+
+impl RawPeer {
+    async fn connect(addr: std::net::SocketAddr) -> std::io::Result<RawPeer> {
+        let mut s = TcpStream::connect(addr).await?;
+        s.write_all(&Banner::DEFAULT.encode()).await?;
+        let mut prefix = [0u8; 10];
+        s.read_exact(&mut prefix).await?;
+        let len = Banner::decode_prefix(&prefix).unwrap();
+        let mut payload = vec![0u8; len];
+        s.read_exact(&mut payload).await?;
+        let peer = Banner::decode_payload(&payload).unwrap();
+        let n = Banner::DEFAULT.negotiate(&peer).unwrap();
+        Ok(RawPeer {
+            s,
+            server: addr,
+            enc: FrameEncoder::new(n.rev1),
+            dec: FrameDecoder::new(n.rev1, FrameLimits::default()),
+            buf: BytesMut::new(),
+        })
+    }
+
+    async fn send(&mut self, tag: Tag, segs: &[Bytes]) -> std::io::Result<()> {
+        let mut q = WireQueue::new();
+        self.enc.encode(tag, segs, &mut q).unwrap();
+        self.s.write_all(&q.take_all()).await
+    }
+
+    async fn control(&mut self, c: ControlFrame) -> std::io::Result<()> {
+        self.send(c.tag(), &[c.payload()]).await
+    }
+
+    /// The next control frame from the server.
+    async fn recv(&mut self) -> Option<ControlFrame> {
+        let mut head = None;
+        loop {
+            if head.is_none() && self.buf.len() >= self.dec.head_len() {
+                head = Some(self.dec.decode_head(&self.buf).ok()?);
+            }
+            if let Some(h) = head.as_ref().filter(|h| self.buf.len() >= h.frame_len) {
+                let frame = self.buf.split_to(h.frame_len);
+                let r = self.dec.decode_frame(h, frame).ok()??;
+                return ControlFrame::decode(r.tag, &r.segments[0]).ok();
+            }
+            let mut chunk = [0u8; 4096];
+            let n = tokio::time::timeout(Duration::from_secs(5), self.s.read(&mut chunk))
+                .await
+                .ok()?
+                .ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// HELLO, auth none, signature, compression (asking for `compress`),
+    /// client ident: a READY session.
+    async fn handshake(&mut self, compress: Option<Algorithm>) -> Option<()> {
+        let me: EntityAddr = "v2:127.0.0.1:0".parse().unwrap();
+        let server = EntityAddr::new(msgr_encoding::EntityAddrType::MSGR2, self.server, 0);
+        self.control(
+            Hello {
+                entity_type: EntityType::CLIENT,
+                peer_addr: server,
+            }
+            .into(),
+        )
+        .await
+        .ok()?;
+        let mut payload = vec![1u8];
+        8u32.encode(&mut payload);
+        "evil".encode(&mut payload);
+        0u64.encode(&mut payload);
+        self.control(
+            AuthRequest {
+                method: 1,
+                preferred_modes: vec![1],
+                auth_payload: Bytes::from(payload),
+            }
+            .into(),
+        )
+        .await
+        .ok()?;
+        loop {
+            match self.recv().await? {
+                ControlFrame::AuthDone(_) => break,
+                ControlFrame::Hello(_) => continue,
+                _ => return None,
+            }
+        }
+        self.control(AuthSignature { sha256: [0; 32] }.into())
+            .await
+            .ok()?;
+        let ControlFrame::AuthSignature(_) = self.recv().await? else {
+            return None;
+        };
+        self.control(
+            CompressionRequest {
+                is_compress: compress.is_some(),
+                preferred_methods: compress.map(|a| vec![a as u32]).unwrap_or_default(),
+            }
+            .into(),
+        )
+        .await
+        .ok()?;
+        let ControlFrame::CompressionDone(done) = self.recv().await? else {
+            return None;
+        };
+        if let Some(a) = compress.filter(|_| done.is_compress) {
+            self.enc.set_compression(Some(compression::TxCompression {
+                algorithm: a,
+                min_frame_len: 0,
+            }));
+        }
+        self.control(
+            ClientIdent {
+                addrs: EntityAddrvec::single(me),
+                target_addr: server,
+                gid: 7,
+                global_seq: 1,
+                supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
+                required_features: 0,
+                flags: 1,
+                cookie: 99,
+            }
+            .into(),
+        )
+        .await
+        .ok()?;
+        match self.recv().await? {
+            ControlFrame::ServerIdent(_) => Some(()),
+            _ => None,
+        }
+    }
+
+    /// Whether the server closed the socket (within `wait`).
+    async fn closed_by_server(&mut self, wait: Duration) -> bool {
+        let mut chunk = [0u8; 4096];
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match tokio::time::timeout_at(deadline, self.s.read(&mut chunk)).await {
+                Err(_) => return false,
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+            }
+        }
+    }
+}
+
+/// A preamble with chosen segment lengths and count, and a valid crc.
+fn preamble(tag: Tag, lens: [u32; 4], count: u8) -> [u8; 32] {
+    let mut p = msgr_frames::Preamble::new(tag, lens, [8; 4], 0);
+    p.num_segments = count;
+    p.encode()
+}
+
+fn message_header(tid: u64, data_len: usize) -> Bytes {
+    let h = MsgHeader2 {
+        seq: 1,
+        tid,
+        msg_type: 42,
+        priority: 127,
+        version: 1,
+        data_pre_padding_len: 0,
+        data_off: 0,
+        ack_seq: 0,
+        flags: 3,
+        compat_version: 1,
+        reserved: 0,
+    };
+    let _ = data_len;
+    Bytes::copy_from_slice(&h.to_array())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_under_hostile_peers_keeps_serving() {
+    let mut o = Options::new(
+        "osd.0".parse().unwrap(),
+        PolicySet::new(Policy::stateless_server()),
+        Arc::new(NoneProvider),
+    );
+    o.timeouts.connect = Duration::from_secs(3);
+    o.compression = CompressionConfig {
+        force: true,
+        all_peers: true,
+        algorithms: vec![Algorithm::Zstd],
+        ..Default::default()
+    };
+    o.frame_limits = FrameLimits {
+        max_segment_len: 64 << 20,
+        max_frame_len: 64 << 20,
+        max_decompressed_len: 16 << 20,
+    };
+    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo));
+    let addrs = server
+        .bind(&"v2:127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let sock = addrs.msgr2().unwrap().addr.unwrap();
+    let rss0 = rss_kib("VmRSS:");
+
+    // 1. Half a banner, then silence, from many sockets at once.
+    let stallers = (fd_limit().saturating_sub(200) / 2).min(1000);
+    let mut stalled = Vec::new();
+    for _ in 0..stallers {
+        let mut s = TcpStream::connect(sock).await.unwrap();
+        s.write_all(b"ceph ").await.unwrap();
+        stalled.push(s);
+    }
+
+    // 2. The rest of the zoo, each on its own connection, concurrently.
+    let mut zoo = Vec::new();
+    // Garbage and msgr1 instead of a banner.
+    for bytes in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &b"ceph v027\x00\x00\x00\x00"[..],
+        &[0xff; 64][..],
+    ] {
+        zoo.push(tokio::spawn(async move {
+            let mut s = TcpStream::connect(sock).await.unwrap();
+            s.write_all(bytes).await.unwrap();
+            let mut b = [0u8; 256];
+            // The server answers with its banner, then closes.
+            let closed = loop {
+                match tokio::time::timeout(Duration::from_secs(5), s.read(&mut b)).await {
+                    Err(_) => break false,
+                    Ok(Ok(0)) | Ok(Err(_)) => break true,
+                    Ok(Ok(_)) => continue,
+                }
+            };
+            ("garbage or msgr1", closed)
+        }));
+    }
+    // A 4 GiB length claim in the first frame, and a 5-segment preamble.
+    for (what, pre) in [
+        ("4 GiB claim", preamble(Tag::HELLO, [u32::MAX, 0, 0, 0], 1)),
+        ("5 segments", preamble(Tag::HELLO, [8, 8, 8, 8], 5)),
+    ] {
+        zoo.push(tokio::spawn(async move {
+            let mut p = RawPeer::connect(sock).await.unwrap();
+            p.s.write_all(&pre).await.unwrap();
+            (what, p.closed_by_server(Duration::from_secs(5)).await)
+        }));
+    }
+    // After READY: a 4 GiB MESSAGE claim, bad crcs, a decompression bomb.
+    for i in 0..100 {
+        zoo.push(tokio::spawn(async move {
+            let mut p = RawPeer::connect(sock).await.unwrap();
+            if p.handshake(None).await.is_none() {
+                return ("bad crc: handshake", false);
+            }
+            let mut q = WireQueue::new();
+            p.enc
+                .encode(
+                    Tag::MESSAGE,
+                    &[message_header(i, 10), Bytes::from_static(b"0123456789")],
+                    &mut q,
+                )
+                .unwrap();
+            let mut frame = q.take_all().to_vec();
+            let n = frame.len();
+            frame[n - 12] ^= 0x55; // segment 1's crc in the 13-byte rev1 epilogue
+            p.s.write_all(&frame).await.unwrap();
+            ("bad crc", p.closed_by_server(Duration::from_secs(5)).await)
+        }));
+    }
+    zoo.push(tokio::spawn(async move {
+        let mut p = RawPeer::connect(sock).await.unwrap();
+        if p.handshake(None).await.is_none() {
+            return ("4 GiB message: handshake", false);
+        }
+        let pre = preamble(Tag::MESSAGE, [41, 0, 0, u32::MAX], 4);
+        p.s.write_all(&pre).await.unwrap();
+        (
+            "4 GiB message",
+            p.closed_by_server(Duration::from_secs(5)).await,
+        )
+    }));
+    zoo.push(tokio::spawn(async move {
+        let mut p = RawPeer::connect(sock).await.unwrap();
+        if p.handshake(Some(Algorithm::Zstd)).await.is_none() {
+            return ("bomb: handshake", false);
+        }
+        // 256 MiB of zeros, compressed to a few KiB: over the 16 MiB cap.
+        let bomb = Bytes::from(vec![0u8; 256 << 20]);
+        p.send(
+            Tag::MESSAGE,
+            &[
+                message_header(1, bomb.len()),
+                Bytes::new(),
+                Bytes::new(),
+                bomb,
+            ],
+        )
+        .await
+        .unwrap();
+        (
+            "decompression bomb",
+            p.closed_by_server(Duration::from_secs(10)).await,
+        )
+    }));
+
+    // 3. Meanwhile a well-behaved client gets every answer.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut co = Options::new(
+        "client.1".parse().unwrap(),
+        PolicySet::new(Policy::lossless_client()),
+        Arc::new(NoneProvider),
+    );
+    co.nonce = 5;
+    let client = Messenger::new(Tcp::default(), co, Arc::new(Count(tx)));
+    let conn = client.connect(&addrs, EntityType::OSD);
+    for tid in 1..=500u64 {
+        let mut m = Message::new(42, Bytes::from(vec![tid as u8; 4096]));
+        m.tid = tid;
+        conn.send(m).await;
+    }
+    let mut got = Vec::new();
+    while got.len() < 500 {
+        match tokio::time::timeout(Duration::from_secs(20), rx.recv()).await {
+            Ok(Some(t)) => got.push(t),
+            _ => break,
+        }
+    }
+    assert_eq!(
+        got,
+        (1..=500).collect::<Vec<_>>(),
+        "the good client was served"
+    );
+
+    for z in zoo {
+        let (what, closed) = z.await.unwrap();
+        assert!(
+            closed,
+            "{what}: the server should have closed the connection"
+        );
+    }
+    let rss_peak = rss_kib("VmHWM:");
+
+    // 4. The stalled handshakes time out (3 s here) and nothing is left
+    //    but the good client's session.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let live = server.connections().len();
+        if live <= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{live} connections still open");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(stalled);
+    eprintln!(
+        "hostile peers: {stallers} stalled half-banners, 105 protocol abusers; resident memory {} MiB before, {} MiB at the peak (client, server and all peers in this process)",
+        rss0 / 1024,
+        rss_peak / 1024
+    );
+    // Bounded: a few KiB per stalled connection, never the claimed sizes.
+    assert!(
+        rss_peak < rss0 + 200 * 1024,
+        "resident memory grew from {rss0} to {rss_peak} KiB"
+    );
+    client.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn connections_beyond_the_limit_are_refused_at_accept() {
+    let mut o = Options::new(
+        "osd.0".parse().unwrap(),
+        PolicySet::new(Policy::stateless_server()),
+        Arc::new(NoneProvider),
+    );
+    o.max_connections = 10;
+    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo));
+    let addrs = server
+        .bind(&"v2:127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let sock = addrs.msgr2().unwrap().addr.unwrap();
+    let mut held = Vec::new();
+    for _ in 0..15 {
+        let mut s = TcpStream::connect(sock).await.unwrap();
+        s.write_all(b"ceph ").await.unwrap();
+        held.push(s);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.refused_accepts() < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "refused {}",
+            server.refused_accepts()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.connections().len(), 10);
+    let _ = EntityName::default();
+    server.shutdown().await;
+}
