@@ -12,6 +12,11 @@
 //! Every error on input is a typed [`FrameError`] that says who was at fault.
 #![forbid(unsafe_code)]
 
+// The identity "cipher" of `fuzz-cipher` lets the fuzzer craft secure-mode
+// frames; it must never reach anything but a cargo-fuzz build.
+#[cfg(all(feature = "fuzz-cipher", not(fuzzing)))]
+compile_error!("the fuzz-cipher feature is for cargo fuzz builds (cfg fuzzing) only");
+
 pub mod banner;
 pub mod compression;
 pub mod control;

@@ -13,8 +13,22 @@ use msgr_frames::crypto::{Role, SecureKeys};
 use msgr_frames::preamble::{Preamble, PREAMBLE_LEN};
 use msgr_frames::{ControlFrame, FrameDecoder, FrameLimits, FrameReader, MessageFrame, Tag};
 
+mod auth;
+mod config;
+mod mon;
+mod session;
+
+pub use auth::cephx;
+pub use config::config;
+pub use mon::mon_messages;
+pub use session::session;
+
 /// Every target, by the name of its corpus folder.
 pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("cephx", cephx),
+    ("config", config),
+    ("mon_messages", mon_messages),
+    ("session", session),
     ("encoding", encoding),
     ("preamble", preamble),
     ("banner", banner),

@@ -158,5 +158,108 @@ fn main() {
             &[&[c.tag().0][..], &c.payload()].concat(),
         );
     }
+    more_seeds();
     println!("seeds written to fuzz/corpus");
+}
+
+/// Seeds of the cephx, config, monitor message and session targets.
+fn more_seeds() {
+    // session: every mode clean, and one rewrite of each kind.
+    for cfg in 0u8..16 {
+        write("session", &format!("clean-{cfg}"), &[cfg]);
+        for kind in 0u8..5 {
+            write(
+                "session",
+                &format!("op{kind}-{cfg}"),
+                &[cfg, kind, 0, 60, 4, 1, 2, 3, 4],
+            );
+        }
+    }
+    // cephx: each selector, empty and with a plausible payload, both key types.
+    for sel in 0u8..10 {
+        for k in [0u8, 0x80] {
+            write("cephx", &format!("sel{sel}-{k}"), &[sel | k]);
+            write(
+                "cephx",
+                &format!("sel{sel}-{k}-payload"),
+                &[
+                    &[sel | k][..],
+                    &[
+                        10, 8, 0, 0, 0, 5, 0, 0, 0, b'a', b'd', b'm', b'i', b'n', 0, 0, 0, 0, 0, 0,
+                        0, 0,
+                    ],
+                ]
+                .concat(),
+            );
+        }
+    }
+    write(
+        "cephx",
+        "keyring",
+        &[&[7u8][..], b"[client.admin]\n\tkey = AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==\n\tcaps mon = \"allow *\"\n"].concat(),
+    );
+    // config: the test clusters' files, mon_host forms, CEPH_ARGS, JSON.
+    let conf = std::fs::read("scripts/ceph/pacific-cluster.sh").unwrap_or_default();
+    write(
+        "config",
+        "script",
+        &[&[0u8][..], &conf[..conf.len().min(4000)]].concat(),
+    );
+    write("config", "conf", b"\x00[global]\nmon host = [v2:127.0.0.1:3300,v1:127.0.0.1:6789]\n[client.admin]\nkeyring = \"/k # x\"\nx = a\\\nb\n");
+    for (i, m) in [
+        "[v2:1.2.3.4:3300,v1:1.2.3.4:6789]",
+        "10.0.0.1:6789;10.0.0.2 [::1]:3300",
+        "v2:[::1]",
+    ]
+    .iter()
+    .enumerate()
+    {
+        write(
+            "config",
+            &format!("mon_host-{i}"),
+            &[&[1u8][..], m.as_bytes()].concat(),
+        );
+    }
+    write(
+        "config",
+        "ceph_args",
+        b"\x02-c /etc/ceph/ceph.conf --id admin -m 10.0.0.1 --debug_ms=1",
+    );
+    write(
+        "config",
+        "json",
+        b"\x03{\"fsid\": \"x\", \"a\": [1, -2, 3.5e2, true, null, {\"b\": \"\\u00e9\"}]}",
+    );
+    // mon_messages: every monitor message of a Ceph 16 and a Ceph 20 `ceph -s`.
+    let types = [4u16, 5, 15, 17, 18, 19, 20, 41, 50, 51, 62];
+    for name in ["pacific-ceph-s", "tentacle-ceph-s"] {
+        let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
+        let mut n = 0;
+        msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
+            let msgr_cli::inspect::Record::Frame(f) = r else {
+                return;
+            };
+            let Ok(mf) = msgr_frames::MessageFrame::from_received(&f.frame) else {
+                return;
+            };
+            let t = mf.header.msg_type;
+            if let Some(i) = types.iter().position(|x| *x == t) {
+                n += 1;
+                let front = &mf.front[..mf.front.len().min(8000)];
+                write(
+                    "mon_messages",
+                    &format!("{name}-{n}"),
+                    &[&[i as u8 + 1, mf.header.version as u8][..], front].concat(),
+                );
+                if t == 4 {
+                    // The MonMap itself (after the bufferlist length).
+                    write(
+                        "mon_messages",
+                        &format!("{name}-{n}-monmap"),
+                        &[&[0u8, 0][..], &mf.front[4..]].concat(),
+                    );
+                }
+            }
+        });
+    }
 }
