@@ -67,6 +67,9 @@ impl Value {
             Value::I64(n) => {
                 let _ = write!(out, "{n}");
             }
+            // -0.0 as "0": "-0" would read back as the integer 0 (found by
+            // the config fuzz target); JSON gives the sign no meaning.
+            Value::F64(n) if *n == 0.0 => out.push('0'),
             Value::F64(n) if n.is_finite() => {
                 let _ = write!(out, "{n}");
             }
@@ -444,6 +447,15 @@ mod parse_tests {
             Some(1)
         );
         assert_eq!(parse(&v.to_json()).unwrap().to_json(), v.to_json());
+    }
+
+    /// Found by the config fuzz target: -0.0 wrote "-0", which read back
+    /// as the integer 0 and so wrote "0".
+    #[test]
+    fn negative_zero_writes_back_the_same() {
+        let v = parse("-0.0").unwrap();
+        assert_eq!(v.to_json(), "0");
+        assert_eq!(parse(&v.to_json()).unwrap().to_json(), "0");
     }
 
     #[test]

@@ -24,10 +24,18 @@ pub fn mon_messages(data: &[u8]) {
             let mut out = Vec::new();
             m.encode(&mut out);
             let again = MonMap::decode(&mut Decoder::new(&out)).expect("re-encoding decodes");
-            // Re-encoded as v9 or v10: the fields those versions carry match.
+            // Re-encoded as v9 or v10: the fields those versions carry match
+            // (a v9 map writes mon_info_t v5, which has no time_added, as
+            // Ceph 16 does).
+            let mut expected = m.mons.clone();
+            if again.struct_v < 10 {
+                for info in expected.values_mut() {
+                    info.time_added = Default::default();
+                }
+            }
             assert_eq!(
                 (again.fsid, again.epoch, &again.mons),
-                (m.fsid, m.epoch, &m.mons)
+                (m.fsid, m.epoch, &expected)
             );
         }
         return;

@@ -3,7 +3,6 @@
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
 
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::WireQueue;
@@ -125,7 +124,7 @@ impl Connection {
                 let mut c = self.shared.lock();
                 let (_, bytes) = c.session().queued();
                 if bytes < self.shared.max_queued_bytes || c.state() == ConnState::Closed {
-                    c.send(msg, Instant::now());
+                    c.send(msg, crate::now());
                     break;
                 }
             }
@@ -143,7 +142,7 @@ impl Connection {
 
     /// Queues `msg` without waiting.
     pub fn send_nowait(&self, msg: Message) {
-        self.shared.lock().send(msg, Instant::now());
+        self.shared.lock().send(msg, crate::now());
         self.shared.wake_task();
     }
 
@@ -151,7 +150,7 @@ impl Connection {
     pub fn send_keepalive(&self) {
         self.shared
             .lock()
-            .send_keepalive(wall_clock(), Instant::now());
+            .send_keepalive(wall_clock(), crate::now());
         self.shared.wake.notify_one();
     }
 
@@ -245,7 +244,7 @@ impl Connection {
         timeout: std::time::Duration,
     ) -> Option<std::time::Duration> {
         let stamp = wall_clock();
-        let start = Instant::now();
+        let start = crate::now();
         let deadline = tokio::time::Instant::now() + timeout;
         {
             self.shared.lock().send_keepalive(stamp, start);
@@ -256,7 +255,7 @@ impl Connection {
             {
                 let c = self.shared.lock();
                 if c.last_keepalive_ack().is_some_and(|a| a >= stamp) {
-                    return Some(start.elapsed());
+                    return Some(crate::now().duration_since(start));
                 }
                 if c.state() == ConnState::Closed {
                     return None;

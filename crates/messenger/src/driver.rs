@@ -250,20 +250,25 @@ pub(crate) async fn run<T: Transport>(
             Timer,
             Stop,
         }
+        // Biased, in a fixed order, so a run on a paused single-threaded
+        // runtime repeats exactly (tokio's default picks the first branch
+        // at random). Writes come before reads: output is bounded by what
+        // the user queued, and a socket with room takes it at once.
         let step = tokio::select! {
-            r = async { reader.expect("guarded").read_buf(&mut rbuf).await }, if has_reader => Step::Read(r),
+            biased;
+            _ = stop.changed() => Step::Stop,
             w = async {
                 if let Some(d) = delay {
                     tokio::time::sleep(d).await;
                 }
                 writer.expect("guarded").write_vectored(&iov[..n_iov]).await
             }, if has_output => Step::Wrote(w),
+            r = async { reader.expect("guarded").read_buf(&mut rbuf).await }, if has_reader => Step::Read(r),
             c = async { connecting.as_mut().expect("guarded").await }, if connecting.is_some() => Step::Connected(c),
-            _ = conn.shared.wake.notified() => Step::Woken,
             _ = &mut timer, if armed.is_some() => Step::Timer,
-            _ = stop.changed() => Step::Stop,
+            _ = conn.shared.wake.notified() => Step::Woken,
         };
-        let now = Instant::now();
+        let now = crate::now();
         match step {
             Step::Read(r) => {
                 let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
@@ -372,7 +377,7 @@ fn decide<T: Transport>(
     conn: &Connection,
     req: IdentRequest,
 ) -> Option<Connection> {
-    let now = Instant::now();
+    let now = crate::now();
     let stamp = wall_clock();
     let mut reg = inner.registry();
     let mut a = conn.shared.lock();

@@ -24,6 +24,14 @@ mod messenger;
 pub mod throttle;
 
 pub use connection::{Connection, IncomingMessage};
+
+/// The runtime's monotonic clock: tokio's, so a test runtime with paused
+/// time drives every protocol deadline (handshake timeouts, backoff,
+/// keepalives) in virtual time. Outside a paused runtime it is the system
+/// clock.
+pub(crate) fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
 pub use inject::InjectConfig;
 pub use messenger::{Messenger, Options};
 pub use msgr_protocol::{ConnState, ConnStats, Message, Policy, PolicyName};

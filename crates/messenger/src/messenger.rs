@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
 
 use msgr_auth::AuthProvider;
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
@@ -258,11 +257,12 @@ impl<T: Transport> Messenger<T> {
             self.inner.spawn(async move {
                 loop {
                     tokio::select! {
+                        biased; // fixed order: runs repeat exactly
+                        _ = stop.changed() => return,
                         r = listener.accept() => match r {
                             Ok((stream, peer)) => accept(&inner, stream, peer),
                             Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
                         },
-                        _ = stop.changed() => return,
                     }
                 }
             });
@@ -293,7 +293,7 @@ impl<T: Transport> Messenger<T> {
             addrs.clone(),
             peer_type,
             self.inner.addrs(),
-            Instant::now(),
+            crate::now(),
             self.inner.next_seed(),
         );
         let c = self.inner.new_shared(conn);
@@ -355,7 +355,7 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
         inner.config.clone(),
         inner.addrs(),
         peer,
-        Instant::now(),
+        crate::now(),
         inner.next_seed(),
     );
     let link = conn.link_id().expect("an accepted connection has a link");

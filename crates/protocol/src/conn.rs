@@ -450,7 +450,13 @@ impl Conn {
         let state = std::mem::replace(&mut self.state, State::Closed);
         match state {
             State::Connecting(phase) => {
-                let step = self.with_cx(|cx| phase.on_input(input, cx))?;
+                // A failed phase consumed itself: leave a connecting state
+                // behind so fault() applies the connector's rules (not the
+                // Closed placeholder, which fault() would take for a
+                // finished connection and leave its socket open).
+                let step = self
+                    .with_cx(|cx| phase.on_input(input, cx))
+                    .inspect_err(|_| self.state = State::Connecting(Connecting::Banner))?;
                 match step {
                     ConnectStep::Next(next) => {
                         if matches!(next, Connecting::Ident) {
@@ -480,10 +486,16 @@ impl Conn {
             }
             State::Accepting(phase) => {
                 let peer_socket = self.peer_socket;
-                let step = self.with_cx(|cx| phase.on_input(input, cx, peer_socket))?;
+                // As above: a failed acceptor phase leaves an accepting
+                // state, which fault() closes.
+                let step = self
+                    .with_cx(|cx| phase.on_input(input, cx, peer_socket))
+                    .inspect_err(|_| self.state = State::Accepting(Accepting::Banner))?;
                 match step {
                     AcceptStep::Next(next) => self.state = State::Accepting(next),
-                    AcceptStep::Ident(req) => self.on_ident(req)?,
+                    AcceptStep::Ident(req) => self
+                        .on_ident(req)
+                        .inspect_err(|_| self.state = State::Accepting(Accepting::Banner))?,
                 }
             }
             State::Ready => {

@@ -71,6 +71,9 @@ impl Keyring {
             if k == "key" {
                 key = Some(CryptoKey::from_base64(&v).map_err(at)?);
             } else if let Some(service) = k.strip_prefix("caps_") {
+                if service.is_empty() {
+                    return Err(at("caps without a service name".into()));
+                }
                 caps.insert(service.to_string(), v);
             }
             // Other fields (auid, ...) are ignored, as Ceph does for unknown ones.
@@ -139,5 +142,9 @@ mod tests {
             .unwrap_err()
             .contains("line 2"));
         assert!(Keyring::parse("[client.a]\n\tcaps mon = \"x\"\n").is_err());
+        // Found by the cephx fuzz target: `caps_ = x` named no service, and
+        // its text form `caps  = "x"` did not read back.
+        let no_service = "[client.a]\n\tkey = AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==\n\tcaps_ = \"x\"\n";
+        assert!(Keyring::parse(no_service).is_err());
     }
 }

@@ -66,6 +66,11 @@ impl Conn {
             }
         };
         if let Err(e) = result {
+            if matches!(self.state, State::Closed) {
+                // The decision failed before the state moved on: an
+                // accepted socket that never became a session.
+                self.state = State::Accepting(Accepting::Banner);
+            }
             self.fault(e, now);
         }
     }
@@ -177,6 +182,11 @@ impl Conn {
             }
         };
         if let Err(e) = result {
+            if matches!(self.state, State::Closed) {
+                // The decision failed before the state moved on: an
+                // accepted socket that never became a session.
+                self.state = State::Accepting(Accepting::Banner);
+            }
             self.fault(e, now);
         }
     }
