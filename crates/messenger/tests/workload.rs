@@ -8,7 +8,9 @@
 //! compares every byte, a bound on messages in flight, one socket operation
 //! in 30 failing and writes delayed. Checks (see [`Model`]):
 //! - a lossless stream delivers every message exactly once, in order,
-//!   intact, except what a reset the policy reports was allowed to drop;
+//!   intact, except what a reset the policy reports was allowed to drop,
+//!   and, for lossless peers without resetcheck, the unacknowledged tail
+//!   that Ceph sends again when the receiver marked its session down;
 //! - a lossy stream never duplicates or reorders;
 //! - resets are reported as Ceph reports them: `ms_handle_reset` only on
 //!   lossy connections, once; `ms_handle_remote_reset` only on lossless ones
@@ -18,7 +20,10 @@
 //!
 //! A failure prints its seed. Replay one:
 //! `MSGR_WORKLOAD_SEED=1234 cargo test --release -p msgr-messenger --test workload replay -- --nocapture`
-//! (add `MSGR_WORKLOAD_SETUP=lossless-peer` to pick one setup). Run many:
+//! (add `MSGR_WORKLOAD_SETUP=lossless-peer` to pick one setup, and
+//! `MSGR_WORKLOAD_TRACE=1` to print every operation and event). The runtime
+//! selects in a fixed order and reads tokio's paused clock, so a seed
+//! replays event for event. Run many:
 //! `MSGR_WORKLOAD_SEEDS=2000 cargo test --release -p msgr-messenger --test workload many_seeds -- --ignored --nocapture`
 
 #[path = "workload/model.rs"]

@@ -509,3 +509,48 @@ fn bad_method_renegotiates_to_a_method_the_server_allows() {
         net.nodes[0].faults
     );
 }
+
+/// A handshake phase that fails (here the acceptor's: the client targets
+/// an address whose nonce is not the server's, so its CLIENT_IDENT is
+/// refused) leaves a connection that closes its socket and says Closed,
+/// never one stuck between states with its socket open (found by the
+/// seeded workloads, where such a connection spun on its closed socket).
+#[test]
+fn a_failed_handshake_phase_closes_the_accepted_connection() {
+    let mut net = Net::new();
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossless_client()),
+        none(),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
+    let c = net.connect(0, 1);
+    // The server restarted with a new nonce at the same address.
+    net.nodes[1].addrs = msgr_encoding::EntityAddrvec::single("v2:10.0.0.2:6800/23".parse().unwrap());
+    net.send((0, c), 1, 10);
+    net.run();
+    let accepted: Vec<_> = net.nodes[1].log.clone();
+    assert!(!accepted.is_empty(), "the server accepted a socket");
+    assert!(
+        accepted.iter().all(|(_, e)| *e == Ev::Closed),
+        "every accepted socket closed: {accepted:?}"
+    );
+    assert!(net.nodes[1]
+        .faults
+        .iter()
+        .any(|(_, f)| f.contains("not ours")));
+    for conn in &net.nodes[1].conns {
+        assert_eq!(conn.state(), ConnState::Closed);
+        assert!(conn.link_id().is_none(), "a closed connection holds no socket");
+    }
+    // The client keeps trying (lossless) and delivers nothing to the wrong
+    // instance.
+    assert_ne!(net.state((0, c)), ConnState::Ready);
+    assert!(net.delivered(1).is_empty());
+}

@@ -94,6 +94,11 @@ struct Held {
     loss_below: u64,
     /// Seqs the peer received, ascending.
     received: Vec<u64>,
+    /// Messages below this seq may arrive a second time: the receiver
+    /// marked its session down and our policy has no resetcheck, so, as in
+    /// Ceph (handle_existing_connection reuses without reset_session), the
+    /// unacknowledged tail is sent again into the receiver's new session.
+    replay_below: u64,
     marked_down: bool,
     closed: bool,
     resets: u32,
@@ -127,6 +132,7 @@ struct Counts {
     resets: u64,
     remote_resets: u64,
     mark_downs: u64,
+    replayed: u64,
 }
 
 pub struct Model {
@@ -165,6 +171,10 @@ impl Model {
     }
 
     fn note(&mut self, words: &[u64]) {
+        if std::env::var_os("MSGR_WORKLOAD_TRACE").is_some() {
+            let what = ["", "connect", "accept", "send", "recv", "reset", "remote_reset", "mark_down"];
+            eprintln!("{:?} {} {:?}", tokio::time::Instant::now(), what[words[0] as usize], &words[1..]);
+        }
         for w in words {
             for b in w.to_le_bytes() {
                 self.trace = (self.trace ^ b as u64).wrapping_mul(0x100_0000_01b3);
@@ -193,6 +203,7 @@ impl Model {
             sent: 0,
             loss_below: 0,
             received: Vec::new(),
+            replay_below: 0,
             marked_down: false,
             closed: false,
             resets: 0,
@@ -263,6 +274,12 @@ impl Model {
             self.fail(format!("messenger {me}: a message from unknown stream {}/{}", h.sender, h.stream));
             return None;
         };
+        if stream.received.last().is_some_and(|&l| h.seq <= l) && h.seq < stream.replay_below {
+            // The unacknowledged tail again, into the receiver's new session.
+            let keep = stream.received.partition_point(|&s| s < h.seq);
+            stream.received.truncate(keep);
+            self.counts.replayed += 1;
+        }
         let last = stream.received.last().copied();
         let error = if stream.peer.is_some_and(|p| p != me) {
             Some(format!("delivered to {me}, sent to {:?}", stream.peer))
@@ -349,10 +366,13 @@ impl Model {
         h.loss_below = h.sent;
         if let Some(peer) = h.peer {
             *self.mark_downs.entry((who.min(peer), who.max(peer))).or_default() += 1;
-            let peer_is_server = self.policy(peer).server;
+            let peer_policy = self.policy(peer);
             for ((owner, _), other) in self.held.iter_mut() {
-                if *owner == peer && other.peer == Some(who) && peer_is_server {
-                    other.orphaned = true;
+                if *owner == peer && other.peer == Some(who) {
+                    other.orphaned |= peer_policy.server;
+                    if !peer_policy.resetcheck {
+                        other.replay_below = other.sent;
+                    }
                 }
             }
         }
@@ -433,11 +453,13 @@ impl Model {
         }
         let c = &self.counts;
         Ok(format!(
-            "{} messages ({} replies, {} KiB) over {} connections, {} mark_downs, \
-             {} resets, {} remote resets, {} injected failures, trace {:016x}",
+            "{} messages ({} replies, {} KiB, {} replayed after a peer's mark_down) over \
+             {} connections, {} mark_downs, {} resets, {} remote resets, {} injected failures, \
+             trace {:016x}",
             c.messages,
             c.replies,
             c.bytes >> 10,
+            c.replayed,
             self.held.len(),
             c.mark_downs,
             c.resets,

@@ -17,6 +17,9 @@ use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_protocol::registry::{self, Outcome, PeerKey};
 use msgr_protocol::{Config, Conn, ConnState, Event, LinkId, Message, PolicySet};
 
+mod sim;
+pub use sim::Sim;
+
 /// Auth none, both sides.
 pub struct NoneAuth;
 
