@@ -351,10 +351,13 @@ fn run_seeds(seeds: impl Iterator<Item = u64>) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The bounded set the test command runs.
+/// The bounded set the test command runs: a few seeds, and the seeds that
+/// once found bugs (116, 292: Ceph's replay for lossless peers without
+/// resetcheck; 392, 903: a standby connector without a session taken for
+/// an established one, and global_seq lost on session reset).
 #[test]
 fn seeded_workloads() {
-    run_seeds(1..=4);
+    run_seeds((1..=4).chain([116, 292, 392, 903]));
 }
 
 /// The same seed gives the same run, event for event.

@@ -313,7 +313,18 @@ impl Conn {
             replacing: false,
             lossy: self.peer.policy.lossy,
             server: self.peer.policy.server,
-            established: matches!(self.state, State::Ready | State::Standby),
+            // READY, or STANDBY with a session behind it. A connector that
+            // faulted before SERVER_IDENT with nothing queued is in STANDBY
+            // too (as in Ceph and crimson), but holds no session: counting
+            // it as established made both peers of a connect race adopt
+            // the other's incoming connection, leaving two sessions that
+            // then reset each other and dropped queued messages (found by
+            // the seeded workloads, seeds 392 and 903). It races instead.
+            established: match self.state {
+                State::Ready => true,
+                State::Standby => self.session.server_cookie != 0,
+                _ => false,
+            },
             peer_global_seq: self.session.peer_global_seq,
             client_cookie: self.session.client_cookie,
             server_cookie: self.session.server_cookie,

@@ -16,7 +16,8 @@ pub struct ExistingInfo {
     pub lossy: bool,
     /// Its policy has the `server` flag.
     pub server: bool,
-    /// READY or STANDBY (not in the middle of a handshake).
+    /// READY, or STANDBY with an established session (not in the middle
+    /// of a handshake, nor a connector that never got SERVER_IDENT).
     pub established: bool,
     pub peer_global_seq: u64,
     pub client_cookie: u64,

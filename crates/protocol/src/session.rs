@@ -244,9 +244,15 @@ impl Session {
     /// A full reset (reset_session): everything queued or unacknowledged is
     /// dropped, cookies and counters start over.
     pub fn reset(&mut self) {
+        // ProtocolV2::reset_session clears sequences, cookies and queues but
+        // not global_seq: the CLIENT_IDENT that follows a reset must still
+        // carry our latest global_seq, or the peer's existing session (whose
+        // peer_global_seq is higher) takes it for stale.
         let keep_keepalive = self.keepalive_pending;
+        let global_seq = self.global_seq;
         *self = Session::default();
         self.keepalive_pending = keep_keepalive;
+        self.global_seq = global_seq;
     }
 
     /// A lossy session's end: drop everything queued (discard_out_queue).
@@ -380,4 +386,19 @@ mod tests {
         s.write_pending(&mut l, false).unwrap();
         assert_eq!(written(&mut l), vec![(1, 1, 0), (2, 2, 0)]);
     }
+
+    /// ProtocolV2::reset_session keeps global_seq (found by the seeded
+    /// workloads: a CLIENT_IDENT after a reset carried global_seq 0 and was
+    /// refused as stale).
+    #[test]
+    fn a_reset_keeps_global_seq() {
+        let mut s = Session::default();
+        s.global_seq = 41;
+        s.client_cookie = 5;
+        s.in_seq = 3;
+        s.reset();
+        assert_eq!(s.global_seq, 41);
+        assert_eq!((s.client_cookie, s.in_seq), (0, 0));
+    }
+
 }

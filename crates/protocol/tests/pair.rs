@@ -554,3 +554,46 @@ fn a_failed_handshake_phase_closes_the_accepted_connection() {
     assert_ne!(net.state((0, c)), ConnState::Ready);
     assert!(net.delivered(1).is_empty());
 }
+
+/// A connector that lost its socket before SERVER_IDENT, with nothing to
+/// send, stands by (as Ceph's and crimson's do) but holds no session; when
+/// the peer then connects, that is a connection race decided by address,
+/// not an established session to adopt. Adopting it (Ceph's READY/STANDBY
+/// rule) let both peers of a race adopt each other's connection, and the
+/// two sessions then reset each other, dropping queued messages (found by
+/// the seeded workloads).
+#[test]
+fn a_standby_connector_without_a_session_races_rather_than_adopts() {
+    let mut net = Net::new();
+    let p = Policy::lossless_peer_reuse();
+    net.add_node("osd.1", "v2:10.0.0.1:6800/11", policies(p), none());
+    net.add_node("osd.2", "v2:10.0.0.2:6800/22", policies(p), none());
+    // osd.1 connects; osd.2 accepts but its SERVER_IDENT is lost with the
+    // socket.
+    net.drop_after_accept = Some(1);
+    let a = net.connect(0, 1);
+    net.run();
+    net.cut((0, a));
+    net.run();
+    net.stop_dropping();
+    assert_eq!(net.state((0, a)), ConnState::Standby);
+    assert!(!net.conn((0, a)).existing_info().established);
+    // osd.2 (the higher address) now connects to osd.1 with a message.
+    let b = net.connect(1, 0);
+    net.send((1, b), 7, 100);
+    net.advance(Duration::from_secs(5));
+    assert_eq!(net.delivered(0), vec![7]);
+    for node in 0..2 {
+        assert!(
+            !net.nodes[node].log.iter().any(|(_, e)| *e == Ev::RemoteReset),
+            "node {node}: {:?}",
+            net.nodes[node].log
+        );
+    }
+    // One session: osd.1's connection (the race's winner) is READY and is
+    // the one each side has registered.
+    assert_eq!(net.state((0, a)), ConnState::Ready);
+    assert_eq!(net.registered(0, 1), Some(a));
+    let b_now = net.registered(1, 0).expect("osd.2 registered osd.1");
+    assert_eq!(net.state((1, b_now)), ConnState::Ready);
+}
