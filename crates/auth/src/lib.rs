@@ -32,7 +32,7 @@ pub use keys::SessionKey;
 pub use modes::{pick_mode, ConMode};
 pub use multi::{FallbackClient, MultiProvider, MultiServer};
 pub use none::{NoneClient, NoneProvider, NoneServer};
-pub use random::{Random, SeededRandom, SystemRandom};
+pub use random::{splitmix64, Random, SeededRandom, SystemRandom};
 
 /// The wall clock, as an input: auth state machines ask it for the time
 /// (ticket lifetimes), so tests can set it.

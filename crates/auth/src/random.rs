@@ -39,6 +39,16 @@ pub fn fill(buf: &mut [u8]) {
     f.read_exact(buf).expect("reading /dev/urandom failed");
 }
 
+/// splitmix64: advances `state` and returns the next value. Deterministic
+/// and fast, for cookies, seeds and tests; never for key material.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// A deterministic generator for tests (splitmix64); never for real keys.
 #[derive(Debug)]
 pub struct SeededRandom(Mutex<u64>);
@@ -53,11 +63,7 @@ impl Random for SeededRandom {
     fn fill(&self, buf: &mut [u8]) {
         let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
         for chunk in buf.chunks_mut(8) {
-            *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = *s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
+            let z = splitmix64(&mut s);
             chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
         }
     }

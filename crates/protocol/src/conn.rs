@@ -782,9 +782,5 @@ impl std::fmt::Debug for Conn {
 /// A random non-zero cookie (splitmix64 over the connection's seed): a
 /// cookie only has to differ from the peer's other sessions' cookies.
 fn next_cookie(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) | 1
+    msgr_auth::splitmix64(state) | 1
 }
