@@ -248,6 +248,7 @@ pub fn session(data: &[u8]) {
         client_addrs,
         now,
         1,
+        1,
     );
     let mut server = Conn::accept(
         config("osd.0", mode, rev1, compress, Policy::stateful_server()),

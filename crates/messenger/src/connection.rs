@@ -237,6 +237,14 @@ impl Connection {
         self.shared.lock().stats
     }
 
+    /// Releases what an interceptor's BLOCK or STALL holds on this
+    /// connection (msgr_protocol::intercept).
+    #[cfg(feature = "interceptor")]
+    pub fn unblock(&self) {
+        self.shared.lock().unblock(crate::now());
+        self.shared.wake.notify_one();
+    }
+
     /// Sends a KEEPALIVE2 and waits for its KEEPALIVE2_ACK; returns the round
     /// trip time, or `None` if the connection closed or `timeout` passed.
     pub async fn keepalive_roundtrip(

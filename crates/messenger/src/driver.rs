@@ -98,6 +98,30 @@ pub(crate) async fn run<T: Transport>(
                             rbuf.clear();
                         }
                     }
+                    Event::ShutdownSocket { link } => {
+                        // An interceptor's STALL: what was written goes out,
+                        // then the socket closes under the frozen handshake.
+                        if let Some(mut s) = socket.take_if(|s| s.link == link) {
+                            if let Some(q) = conn.shared.lock().output() {
+                                out.append(q);
+                            }
+                            out.seal();
+                            while !out.is_empty() {
+                                let wrote = {
+                                    let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                                    let n = out.slices(&mut iov);
+                                    s.writer.write_vectored(&iov[..n]).await
+                                };
+                                match wrote {
+                                    Ok(0) | Err(_) => break,
+                                    Ok(w) => out.advance(w),
+                                }
+                            }
+                            let _ = s.writer.shutdown().await;
+                            out.clear();
+                            rbuf.clear();
+                        }
+                    }
                     Event::IdentReceived(req) => {
                         if let Some(existing) = decide(&inner, &conn, req) {
                             // Our socket now belongs to the existing connection.
@@ -217,8 +241,9 @@ pub(crate) async fn run<T: Transport>(
                     conn.shared.drained.notify_waiters();
                 }
             }
-            c.poll_timeout()
+            (c.poll_timeout(), c.link_held())
         };
+        let (deadline, held) = deadline;
         // Move the timer only when the deadline gets earlier: one that
         // fires before a later deadline finds nothing due and re-arms.
         let earlier = match (deadline, armed) {
@@ -238,7 +263,8 @@ pub(crate) async fn run<T: Transport>(
             Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
             None => (None, None),
         };
-        let has_reader = reader.is_some();
+        // A socket an interceptor holds is not read (its handshake is frozen).
+        let has_reader = reader.is_some() && !held;
         let has_output = writer.is_some() && n_iov > 0;
         let delay = inner.injector.delay_now();
 

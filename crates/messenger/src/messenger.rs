@@ -44,6 +44,10 @@ pub struct Options {
     pub inject: InjectConfig,
     /// Seeds cookies and fault injection (0: from the clock).
     pub seed: u64,
+    /// Failover tests' breakpoints (msgr_protocol::intercept); connection
+    /// ids are [`crate::Connection::id`].
+    #[cfg(feature = "interceptor")]
+    pub interceptor: Option<Arc<dyn msgr_protocol::intercept::Interceptor>>,
 }
 
 impl Options {
@@ -62,6 +66,8 @@ impl Options {
             max_connections: 16384,
             inject: InjectConfig::default(),
             seed: 0,
+            #[cfg(feature = "interceptor")]
+            interceptor: None,
         }
     }
 }
@@ -135,6 +141,11 @@ impl<T: Transport> Inner<T> {
 
     fn new_shared(&self, conn: Conn) -> Connection {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.new_shared_as(conn, id)
+    }
+
+    fn new_shared_as(&self, mut conn: Conn, id: u64) -> Connection {
+        conn.set_id(id);
         let c = Connection {
             shared: Arc::new(Shared {
                 id,
@@ -194,6 +205,10 @@ impl<T: Transport> Messenger<T> {
         config.timeouts = opts.timeouts;
         config.compression = opts.compression.clone();
         config.frame_limits = opts.frame_limits;
+        #[cfg(feature = "interceptor")]
+        {
+            config.interceptor = opts.interceptor.clone();
+        }
         let seed = if opts.seed != 0 {
             opts.seed
         } else {
@@ -288,6 +303,7 @@ impl<T: Transport> Messenger<T> {
                 }
             }
         }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = Conn::connect(
             self.inner.config.clone(),
             addrs.clone(),
@@ -295,8 +311,9 @@ impl<T: Transport> Messenger<T> {
             self.inner.addrs(),
             crate::now(),
             self.inner.next_seed(),
+            id,
         );
-        let c = self.inner.new_shared(conn);
+        let c = self.inner.new_shared_as(conn, id);
         if let Some(k) = key {
             // Lossy connections are registered too, so the peer's incoming
             // connection is found (and replaces this one) in a race.
@@ -360,6 +377,7 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
     );
     let link = conn.link_id().expect("an accepted connection has a link");
     let c = inner.new_shared(conn);
+    c.shared.lock().notify_accepted();
     let (r, w) = stream.into_split();
     let socket = crate::connection::Handoff {
         link,

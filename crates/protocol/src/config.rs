@@ -157,6 +157,9 @@ pub struct Config {
     /// (ms_learn_addr_from_peer).
     pub learn_addr_from_peer: bool,
     pub global_seq: Arc<GlobalSeq>,
+    /// Failover tests' breakpoints (crate::intercept).
+    #[cfg(feature = "interceptor")]
+    pub interceptor: Option<Arc<dyn crate::intercept::Interceptor>>,
 }
 
 impl Config {
@@ -176,6 +179,8 @@ impl Config {
             compression: CompressionConfig::default(),
             learn_addr_from_peer: true,
             global_seq: Arc::new(GlobalSeq::default()),
+            #[cfg(feature = "interceptor")]
+            interceptor: None,
         }
     }
 

@@ -37,6 +37,7 @@ use crate::session::{Arrival, Session};
 use crate::{features, Event};
 
 mod accept;
+mod gate;
 
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +121,10 @@ pub struct Conn {
     rng: u64,
     pub stats: ConnStats,
     last_keepalive_ack: Option<UTime>,
+    /// The runtime's name for this connection (for the interceptor).
+    id: u64,
+    /// An interceptor holds the next connect attempt (BLOCK).
+    connect_held: bool,
 }
 
 impl Conn {
@@ -150,10 +155,13 @@ impl Conn {
             rng: seed | 1,
             stats: ConnStats::default(),
             last_keepalive_ack: None,
+            id: 0,
+            connect_held: false,
         }
     }
 
-    /// A connection that will dial `target` (a peer of type `peer_type`).
+    /// A connection (named `id` for the runtime and the interceptor) that
+    /// will dial `target` (a peer of type `peer_type`).
     pub fn connect(
         config: Arc<Config>,
         target: EntityAddrvec,
@@ -161,6 +169,7 @@ impl Conn {
         my_addrs: EntityAddrvec,
         now: Instant,
         seed: u64,
+        id: u64,
     ) -> Conn {
         let policy = config.policies.get(peer_type);
         let target_addr = target
@@ -177,8 +186,9 @@ impl Conn {
             policy,
         };
         let mut c = Conn::new(config, Side::Connector, peer, my_addrs, now, seed);
+        c.id = id;
         c.known = true;
-        c.request_socket();
+        c.request_socket(now);
         c
     }
 
@@ -201,8 +211,8 @@ impl Conn {
         };
         let mut c = Conn::new(config, Side::Acceptor, peer, my_addrs, now, seed);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
-        c.new_link(now);
         c.state = State::Accepting(Accepting::Banner);
+        c.new_link(now);
         c
     }
 
@@ -287,7 +297,7 @@ impl Conn {
 
     /// What the driver writes to the current socket.
     pub fn output(&mut self) -> Option<&mut WireQueue> {
-        self.link.as_mut().map(|l| &mut l.output)
+        self.link.as_mut().map(|l| l.writable())
     }
 
     /// How many more bytes the next step of reading needs.
@@ -303,32 +313,9 @@ impl Conn {
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
-    }
-
-    /// The snapshot the messenger's decisions need.
-    pub fn existing_info(&self) -> ExistingInfo {
-        ExistingInfo {
-            closed: matches!(self.state, State::Closed),
-            replacing: false,
-            lossy: self.peer.policy.lossy,
-            server: self.peer.policy.server,
-            // READY, or STANDBY with a session behind it. A connector that
-            // faulted before SERVER_IDENT with nothing queued is in STANDBY
-            // too (as in Ceph and crimson), but holds no session: counting
-            // it as established made both peers of a connect race adopt
-            // the other's incoming connection, leaving two sessions that
-            // then reset each other and dropped queued messages (found by
-            // the seeded workloads, seeds 392 and 903). It races instead.
-            established: match self.state {
-                State::Ready => true,
-                State::Standby => self.session.server_cookie != 0,
-                _ => false,
-            },
-            peer_global_seq: self.session.peer_global_seq,
-            client_cookie: self.session.client_cookie,
-            server_cookie: self.session.server_cookie,
-            connect_seq: self.session.connect_seq,
+        match self.events.pop_front() {
+            Some(e) => Some(e),
+            None => self.poll_gate_event(),
         }
     }
 
@@ -346,8 +333,11 @@ impl Conn {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.link_held() {
+            return; // frozen by an interceptor: no handshake timeout
+        }
         match self.state {
-            State::Backoff { until } if now >= until => self.request_socket(),
+            State::Backoff { until } if now >= until => self.request_socket(now),
             State::Ready if now >= self.last_active + self.config.timeouts.idle => {
                 self.fault(ProtocolError::Timeout("idle connection"), now)
             }
@@ -406,8 +396,8 @@ impl Conn {
             return;
         }
         self.session.global_seq = self.config.global_seq.next(0);
-        self.new_link(now);
         self.state = State::Connecting(Connecting::Banner);
+        self.new_link(now);
     }
 
     /// The connect after [`Event::Connect`] failed.
@@ -423,7 +413,7 @@ impl Conn {
 
     /// The current socket (link `link`) failed or hit EOF.
     pub fn socket_closed(&mut self, link: LinkId, reason: &str, now: Instant) {
-        if self.link_id() != Some(link) {
+        if self.link_id() != Some(link) || self.held_link_died() {
             return;
         }
         self.fault(ProtocolError::Transport(reason.to_string()), now);
@@ -582,7 +572,7 @@ impl Conn {
                 if self.session.server_cookie != 0 {
                     self.session.connect_seq += 1;
                 }
-                self.request_socket();
+                self.request_socket(now);
             }
             _ => {}
         }
@@ -668,13 +658,18 @@ impl Conn {
         self.drop_link();
         let id = self.next_link;
         self.next_link += 1;
-        self.link = Some(Link::new(
+        let tap = self.tap();
+        self.link = Some(Link::with_tap(
             id,
             self.config.banner,
             self.config.handshake_limits,
+            tap,
         ));
         self.handshake_deadline = Some(now + self.config.timeouts.connect);
         self.last_active = now;
+        if let Err(e) = self.link.as_mut().map_or(Ok(()), |l| l.send_banner()) {
+            self.fault(e, now);
+        }
     }
 
     fn drop_link(&mut self) {
@@ -683,15 +678,22 @@ impl Conn {
         }
     }
 
-    fn request_socket(&mut self) {
+    fn request_socket(&mut self, now: Instant) {
         self.drop_link();
         self.state = State::NeedSocket;
         self.side = Side::Connector;
         self.stats.connect_attempts += 1;
-        let addr = self.peer.target_addr.addr;
-        match addr {
-            Some(addr) => self.events.push_back(Event::Connect { addr }),
-            None => self.close(true),
+        if self.peer.target_addr.addr.is_none() {
+            return self.close(true);
+        }
+        if self.intercept_connect(now) {
+            self.emit_connect();
+        }
+    }
+
+    fn emit_connect(&mut self) {
+        if let Some(addr) = self.peer.target_addr.addr {
+            self.events.push_back(Event::Connect { addr });
         }
     }
 
@@ -751,7 +753,7 @@ impl Conn {
         }
         if was_established {
             self.backoff = Duration::ZERO;
-            self.request_socket();
+            self.request_socket(now);
         } else {
             let t = &self.config.timeouts;
             self.backoff = if self.waited {

@@ -16,6 +16,7 @@ pub mod decide;
 mod error;
 pub mod features;
 mod handshake;
+pub mod intercept;
 mod link;
 mod message;
 mod peer;
@@ -46,6 +47,10 @@ pub enum Event {
     Connect { addr: SocketAddr },
     /// Close the socket of link `link`, if the driver still holds it.
     CloseSocket { link: LinkId },
+    /// Write what is queued for link `link`, then shut its socket down
+    /// without telling the connection (an interceptor's STALL: the
+    /// connection stays frozen mid-handshake until unblocked).
+    ShutdownSocket { link: LinkId },
     /// An accepted client identified itself: the messenger decides
     /// ([`Conn::resolve`] or [`Conn::take_for_reuse`]).
     IdentReceived(IdentRequest),

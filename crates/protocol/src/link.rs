@@ -13,6 +13,7 @@ use msgr_frames::{
 };
 
 use crate::error::ProtocolError;
+use crate::intercept::{Action, Breakpoint, CustomPoint, Direction, Tap};
 
 /// Identifies a link (a socket) within its connection; a driver holding a
 /// socket of an older link must drop it.
@@ -35,6 +36,8 @@ pub struct PreAuthRecord {
 
 enum ReadStage {
     BannerPrefix,
+    /// The prefix is in, past the BANNER_READ breakpoint.
+    BannerPrefixHeld,
     BannerPayload(usize),
     Frames,
 }
@@ -55,12 +58,18 @@ pub struct Link {
     pub output: WireQueue,
     /// Recording for AUTH_SIGNATURE, until the owner stops it.
     record: Option<PreAuthRecord>,
+    /// The test interceptor's hook and gate (inert without one).
+    pub(crate) tap: Tap,
 }
 
 impl Link {
-    /// A new link that starts by sending our banner.
+    /// A new link; [`Link::send_banner`] starts it.
     pub fn new(id: LinkId, our_banner: Banner, limits: FrameLimits) -> Link {
-        let mut link = Link {
+        Link::with_tap(id, our_banner, limits, Tap::default())
+    }
+
+    pub(crate) fn with_tap(id: LinkId, our_banner: Banner, limits: FrameLimits, tap: Tap) -> Link {
+        Link {
             id,
             our_banner,
             negotiated: None,
@@ -72,11 +81,65 @@ impl Link {
             input: BytesMut::new(),
             output: WireQueue::new(),
             record: Some(PreAuthRecord::default()),
-        };
-        let banner = our_banner.encode();
-        link.record_tx(&banner);
-        link.output.put_slice(&banner);
-        link
+            tap,
+        }
+    }
+
+    /// Queues our banner (the first thing a link writes).
+    pub fn send_banner(&mut self) -> Result<(), ProtocolError> {
+        let stall = self.gate_write(Breakpoint::Custom(CustomPoint::BannerWrite))?;
+        let banner = self.our_banner.encode();
+        self.record_tx(&banner);
+        self.output.put_slice(&banner);
+        self.after_write(stall);
+        Ok(())
+    }
+
+    /// The interceptor's word on a write (nothing while the gate is held:
+    /// the socket is frozen). Ok(true): stall after writing.
+    fn gate_write(&mut self, bp: Breakpoint) -> Result<bool, ProtocolError> {
+        if self.tap.held() {
+            return Ok(false);
+        }
+        match self.tap.hit(bp) {
+            Action::Continue => Ok(false),
+            Action::Fault => Err(ProtocolError::Injected),
+            Action::Block => {
+                self.tap.close(&mut self.output, false);
+                Ok(false)
+            }
+            Action::Stall => Ok(true),
+        }
+    }
+
+    fn after_write(&mut self, stall: bool) {
+        if stall {
+            self.tap.close(&mut self.output, true);
+        }
+    }
+
+    /// The interceptor's word on what was just read: `None` when it is held.
+    fn gate_read(&mut self, bp: Breakpoint, input: Input) -> Result<Option<Input>, ProtocolError> {
+        match self.tap.hit(bp) {
+            Action::Continue => Ok(Some(input)),
+            Action::Fault => Err(ProtocolError::Injected),
+            action => {
+                self.tap.close(&mut self.output, action == Action::Stall);
+                self.tap.hold_input(input);
+                Ok(None)
+            }
+        }
+    }
+
+    /// What the driver may write now.
+    pub fn writable(&mut self) -> &mut WireQueue {
+        self.tap.writable(&mut self.output)
+    }
+
+    /// Opens a held gate: the input it kept, and whether the socket was
+    /// stalled (shut down under the connection).
+    pub(crate) fn open_gate(&mut self) -> (Option<Input>, bool) {
+        self.tap.open(&mut self.output)
     }
 
     pub fn negotiated(&self) -> Option<Negotiated> {
@@ -86,7 +149,7 @@ impl Link {
     /// Bytes the next step of reading needs (a runtime may read more).
     pub fn want(&self) -> usize {
         let target = match (&self.stage, &self.head) {
-            (ReadStage::BannerPrefix, _) => BANNER_PREFIX_LEN,
+            (ReadStage::BannerPrefix | ReadStage::BannerPrefixHeld, _) => BANNER_PREFIX_LEN,
             (ReadStage::BannerPayload(n), _) => BANNER_PREFIX_LEN + n,
             (ReadStage::Frames, Some(h)) => h.frame_len,
             (ReadStage::Frames, None) => self.decoder.as_ref().map_or(32, |d| d.head_len()),
@@ -118,13 +181,30 @@ impl Link {
         self.record.take().unwrap_or_default()
     }
 
-    /// The next banner or frame, if complete in `input`.
+    /// The next banner or frame, if complete in `input` (nothing while an
+    /// interceptor holds the socket).
     pub fn poll_input(&mut self) -> Result<Option<Input>, ProtocolError> {
+        if self.tap.held() {
+            return Ok(None);
+        }
         match self.stage {
             ReadStage::BannerPrefix => {
                 if self.input.len() < BANNER_PREFIX_LEN {
                     return Ok(None);
                 }
+                match self.tap.hit(Breakpoint::Custom(CustomPoint::BannerRead)) {
+                    Action::Continue => {}
+                    Action::Fault => return Err(ProtocolError::Injected),
+                    action => {
+                        self.tap.close(&mut self.output, action == Action::Stall);
+                        self.stage = ReadStage::BannerPrefixHeld;
+                        return Ok(None);
+                    }
+                }
+                self.stage = ReadStage::BannerPrefixHeld;
+                self.poll_input()
+            }
+            ReadStage::BannerPrefixHeld => {
                 let prefix: [u8; BANNER_PREFIX_LEN] = self.input[..BANNER_PREFIX_LEN]
                     .try_into()
                     .expect("length checked");
@@ -146,7 +226,8 @@ impl Link {
                 self.encoder = Some(FrameEncoder::new(n.rev1));
                 self.decoder = Some(FrameDecoder::new(n.rev1, self.limits));
                 self.stage = ReadStage::Frames;
-                Ok(Some(Input::Banner(peer)))
+                let bp = Breakpoint::Custom(CustomPoint::BannerPayloadRead);
+                self.gate_read(bp, Input::Banner(peer))
             }
             ReadStage::Frames => {
                 let decoder = self.decoder.as_mut().expect("set with the stage");
@@ -166,7 +247,10 @@ impl Link {
                     r.rx.extend_from_slice(&raw);
                 }
                 match decoder.decode_frame(&head, raw)? {
-                    Some(frame) => Ok(Some(Input::Frame(frame))),
+                    Some(frame) => {
+                        let bp = Breakpoint::Frame(frame.tag, Direction::Read);
+                        self.gate_read(bp, Input::Frame(frame))
+                    }
                     // Aborted by the sender: read on.
                     None => self.poll_input(),
                 }
@@ -217,14 +301,23 @@ impl Link {
                 ],
             ),
             false => {
+                let stall = self.gate_write(Breakpoint::Frame(Tag::MESSAGE, Direction::Write))?;
                 let encoder = self.encoder.as_mut().expect("banner exchanged");
                 encoder.encode_segs(Tag::MESSAGE, &segs, &mut self.output)?;
+                self.after_write(stall);
                 Ok(())
             }
         }
     }
 
     fn send_segments(&mut self, tag: Tag, segments: &[Bytes]) -> Result<(), ProtocolError> {
+        let stall = self.gate_write(Breakpoint::Frame(tag, Direction::Write))?;
+        self.encode_segments(tag, segments)?;
+        self.after_write(stall);
+        Ok(())
+    }
+
+    fn encode_segments(&mut self, tag: Tag, segments: &[Bytes]) -> Result<(), ProtocolError> {
         if self.record.is_some() {
             let mut q = WireQueue::new();
             self.encoder().encode(tag, segments, &mut q)?;

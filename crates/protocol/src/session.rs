@@ -281,6 +281,7 @@ mod tests {
     /// A link whose banner exchange is done, so frames can be written.
     fn link() -> Link {
         let mut l = Link::new(1, Banner::DEFAULT, FrameLimits::default());
+        l.send_banner().unwrap();
         l.input.extend_from_slice(&Banner::DEFAULT.encode());
         l.poll_input().unwrap();
         l.stop_recording();

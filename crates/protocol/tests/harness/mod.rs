@@ -18,6 +18,7 @@ use msgr_protocol::registry::{self, Outcome, PeerKey};
 use msgr_protocol::{Config, Conn, ConnState, Event, LinkId, Message, PolicySet};
 
 mod sim;
+#[allow(unused_imports)]
 pub use sim::Sim;
 
 /// Auth none, both sides.
@@ -233,6 +234,7 @@ impl Net {
         let peer_type = self.nodes[to].name.kind;
         let seed = self.next_seed();
         let n = &mut self.nodes[from];
+        let id = n.conns.len();
         let conn = Conn::connect(
             n.config.clone(),
             target.clone(),
@@ -240,9 +242,9 @@ impl Net {
             n.addrs.clone(),
             self.now,
             seed,
+            conn_id(from, id),
         );
         n.conns.push(conn);
-        let id = n.conns.len() - 1;
         if let Some(k) = PeerKey::of(&target) {
             n.registry.insert(k, id);
         }
@@ -389,6 +391,22 @@ impl Net {
                     self.close_sock(i);
                 }
             }
+            Event::ShutdownSocket { link } => {
+                // A STALL: what was written goes out, then the socket
+                // closes; the stalled end is held and does not notice.
+                if let Some((i, end)) = self.find_sock(c, link) {
+                    let (dst, dst_link) = self.socks[i].ends[1 - end];
+                    let bytes = self.conn(c).output().map(|q| q.take_all());
+                    let d = &mut self.nodes[dst.0].conns[dst.1];
+                    if let (Some(bytes), true) = (bytes, d.link_id() == Some(dst_link)) {
+                        if let Some(input) = d.input() {
+                            input.extend_from_slice(&bytes);
+                        }
+                        d.handle_input(now);
+                    }
+                    self.close_sock(i);
+                }
+            }
             Event::IdentReceived(req) => self.decide(c, req),
             Event::LearnedAddr(_) | Event::KeepaliveAck(_) => {}
             Event::Fault(e) => self.nodes[c.0].faults.push((c.1, e.to_string())),
@@ -440,6 +458,8 @@ impl Net {
         );
         node.conns.push(acc);
         let acc_id = node.conns.len() - 1;
+        node.conns[acc_id].set_id(conn_id(to, acc_id));
+        node.conns[acc_id].notify_accepted();
         let acc_link = node.conns[acc_id].link_id().unwrap();
         self.conn(from).socket_connected(now);
         let from_link = self.conn(from).link_id().unwrap();
@@ -550,6 +570,11 @@ impl Net {
         let k = PeerKey::of(&self.nodes[peer].addrs)?;
         self.nodes[node].registry.get(&k).copied()
     }
+}
+
+/// The interceptor's name for node `node`'s connection `conn`.
+pub fn conn_id(node: usize, conn: usize) -> u64 {
+    (node as u64) << 32 | conn as u64
 }
 
 pub fn policies(p: msgr_protocol::Policy) -> PolicySet {

@@ -1,0 +1,188 @@
+//! The interceptor through the runtime, over TCP and the memory transport:
+//! breakpoints reach the tokio driver (a FAULT retries, a STALL shuts the
+//! socket under a frozen handshake that resumes stale when released).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use msgr_auth::{AuthProvider, ClientAuth, ConMode, NoneClient, NoneServer, ServerAuth};
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_frames::Tag;
+use msgr_messenger::{
+    ConnState, Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
+};
+use msgr_protocol::intercept::{Action, Breakpoint, CustomPoint, Direction, Traps};
+use msgr_protocol::PolicySet;
+use msgr_transport::memory::MemoryNet;
+use msgr_transport::tcp::Tcp;
+use msgr_transport::Transport;
+
+struct NoneAuth;
+impl AuthProvider for NoneAuth {
+    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
+        Box::new(NoneClient {
+            name: me.to_string(),
+            global_id: 0,
+            modes: vec![ConMode::CRC],
+        })
+    }
+    fn server(&self) -> Box<dyn ServerAuth> {
+        Box::new(NoneServer::default())
+    }
+}
+
+/// Counts what the dispatcher hears (crimson's cnt_*_dispatched).
+#[derive(Default)]
+struct Counts {
+    messages: Mutex<Vec<u64>>,
+    connects: Mutex<u32>,
+    accepts: Mutex<u32>,
+    resets: Mutex<u32>,
+    remote_resets: Mutex<u32>,
+}
+
+impl Dispatcher for Counts {
+    fn ms_dispatch(&self, _: &Connection, msg: IncomingMessage) {
+        self.messages.lock().unwrap().push(msg.tid);
+    }
+    fn ms_handle_connect(&self, _: &Connection) {
+        *self.connects.lock().unwrap() += 1;
+    }
+    fn ms_handle_accept(&self, _: &Connection) {
+        *self.accepts.lock().unwrap() += 1;
+    }
+    fn ms_handle_reset(&self, _: &Connection) {
+        *self.resets.lock().unwrap() += 1;
+    }
+    fn ms_handle_remote_reset(&self, _: &Connection) {
+        *self.remote_resets.lock().unwrap() += 1;
+    }
+}
+
+struct Pair<T: Transport> {
+    client: Messenger<T>,
+    server: Messenger<T>,
+    client_counts: Arc<Counts>,
+    server_counts: Arc<Counts>,
+    server_addrs: EntityAddrvec,
+}
+
+async fn pair<T: Transport>(
+    t: T,
+    bind: &str,
+    client_traps: Option<Arc<Traps>>,
+    server_traps: Option<Arc<Traps>>,
+) -> Pair<T> {
+    let options = |name: &str, policy: Policy, nonce: u32, traps: Option<Arc<Traps>>| {
+        let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneAuth));
+        o.nonce = nonce;
+        o.seed = nonce as u64;
+        o.timeouts.backoff_initial = Duration::from_millis(5);
+        o.timeouts.backoff_max = Duration::from_millis(50);
+        o.interceptor = traps.map(|t| t as _);
+        o
+    };
+    let server_counts = Arc::new(Counts::default());
+    let client_counts = Arc::new(Counts::default());
+    let server = Messenger::new(
+        t.clone(),
+        options("osd.0", Policy::stateful_server(), 22, server_traps),
+        server_counts.clone(),
+    );
+    let server_addrs = server.bind(&bind.parse().unwrap()).await.unwrap();
+    let client = Messenger::new(
+        t,
+        options("client.1", Policy::lossless_client(), 11, client_traps),
+        client_counts.clone(),
+    );
+    Pair {
+        client,
+        server,
+        client_counts,
+        server_counts,
+        server_addrs,
+    }
+}
+
+fn msg(tid: u64) -> Message {
+    let mut m = Message::new(42, Bytes::from_static(b"payload"));
+    m.tid = tid;
+    m
+}
+
+/// Waits (up to 10 s) for `done`.
+async fn until(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..1000 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    done()
+}
+
+fn frame(tag: Tag, d: Direction) -> Breakpoint {
+    Breakpoint::Frame(tag, d)
+}
+
+async fn fault_at_client_ident_write<T: Transport>(t: T, bind: &str) {
+    let traps = Arc::new(Traps::default());
+    traps.arm(frame(Tag::CLIENT_IDENT, Direction::Write), 1, Action::Fault);
+    let p = pair(t, bind, Some(traps.clone()), None).await;
+    let conn = p.client.connect(&p.server_addrs, EntityType::OSD);
+    conn.send(msg(1)).await;
+    assert!(until(|| p.server_counts.messages.lock().unwrap().len() == 1).await);
+    let id = conn.id();
+    let connecting = Breakpoint::Custom(CustomPoint::SocketConnecting);
+    assert_eq!(traps.conn_hits(id, connecting), 2);
+    assert_eq!(traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)), 2);
+    assert_eq!(*p.client_counts.connects.lock().unwrap(), 1);
+    assert_eq!(*p.server_counts.accepts.lock().unwrap(), 1);
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+}
+
+/// crimson's stale accept through the runtime.
+async fn stalled_acceptor_resumes_stale<T: Transport>(t: T, bind: &str) {
+    let traps = Arc::new(Traps::default());
+    traps.arm(frame(Tag::CLIENT_IDENT, Direction::Read), 1, Action::Stall);
+    let p = pair(t, bind, None, Some(traps.clone())).await;
+    let conn = p.client.connect(&p.server_addrs, EntityType::OSD);
+    conn.send(msg(1)).await;
+    // The client lost its socket under the stall and connected again.
+    assert!(until(|| p.server_counts.messages.lock().unwrap().len() == 1).await);
+    let stale_id = traps.blocked().expect("a stall was handed out");
+    let stale = p
+        .server
+        .connections()
+        .into_iter()
+        .find(|c| c.id() == stale_id)
+        .expect("the stalled acceptor is alive");
+    assert_eq!(stale.state(), ConnState::Accepting, "frozen before handling the ident");
+    stale.unblock();
+    assert!(until(|| stale.state() == ConnState::Closed).await);
+    conn.send(msg(2)).await;
+    assert!(until(|| p.server_counts.messages.lock().unwrap().len() == 2).await);
+    assert_eq!(*p.server_counts.messages.lock().unwrap(), vec![1, 2]);
+    assert_eq!(*p.client_counts.connects.lock().unwrap(), 1);
+    assert_eq!(*p.server_counts.accepts.lock().unwrap(), 1);
+    assert_eq!(*p.server_counts.resets.lock().unwrap(), 0);
+    assert_eq!(*p.client_counts.remote_resets.lock().unwrap(), 0);
+    assert_eq!(traps.hits(Breakpoint::Custom(CustomPoint::SocketAccepted)), 2);
+    assert_eq!(p.server.connections().len(), 1);
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn fault_retries_over_memory_and_tcp() {
+    fault_at_client_ident_write(MemoryNet::new(), "v2:10.0.0.1:6800").await;
+    fault_at_client_ident_write(Tcp::default(), "v2:127.0.0.1:0").await;
+}
+
+#[tokio::test]
+async fn stall_makes_a_stale_acceptor_over_memory_and_tcp() {
+    stalled_acceptor_resumes_stale(MemoryNet::new(), "v2:10.0.0.1:6800").await;
+    stalled_acceptor_resumes_stale(Tcp::default(), "v2:127.0.0.1:0").await;
+}

@@ -1,0 +1,109 @@
+//! The connection's side of the test interceptor (crate::intercept): its
+//! id, the connect and accept breakpoints, and unblocking.
+
+use super::*;
+use crate::intercept::{Action, Breakpoint, CustomPoint, Tap};
+
+impl Conn {
+    /// Names this connection for the interceptor (the runtime's id).
+    pub fn set_id(&mut self, id: u64) {
+        self.id = id;
+        if let Some(l) = self.link.as_mut() {
+            l.tap.conn = id;
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A hook for a new link.
+    pub(super) fn tap(&self) -> Tap {
+        #[allow(unused_mut)]
+        let mut tap = Tap::new(self.id);
+        #[cfg(feature = "interceptor")]
+        {
+            tap.interceptor = self.config.interceptor.clone();
+        }
+        tap
+    }
+
+    /// SOCKET_CONNECTING: whether to connect now.
+    pub(super) fn intercept_connect(&mut self, now: Instant) -> bool {
+        match self.tap().hit(Breakpoint::Custom(CustomPoint::SocketConnecting)) {
+            Action::Fault => {
+                self.fault(ProtocolError::Injected, now);
+                false
+            }
+            Action::Block => {
+                self.connect_held = true;
+                false
+            }
+            // STALL makes no sense before a socket exists: go on.
+            Action::Continue | Action::Stall => true,
+        }
+    }
+
+    /// SOCKET_ACCEPTED, a notification (call once the id is set).
+    pub fn notify_accepted(&mut self) {
+        let _ = self
+            .tap()
+            .hit(Breakpoint::Custom(CustomPoint::SocketAccepted));
+    }
+
+    /// Whether an interceptor holds this connection's socket (a runtime
+    /// stops reading it).
+    pub fn link_held(&self) -> bool {
+        self.link.as_ref().is_some_and(|l| l.tap.held())
+    }
+
+    /// The socket of a held link failed: remembered for the unblock, not
+    /// acted on (the frozen handshake does not see it).
+    pub(super) fn held_link_died(&mut self) -> bool {
+        match self.link.as_mut() {
+            Some(l) if l.tap.held() => {
+                l.tap.dead = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A stalled socket's shutdown, once.
+    pub(super) fn poll_gate_event(&mut self) -> Option<Event> {
+        let l = self.link.as_mut()?;
+        l.tap
+            .take_shutdown()
+            .then_some(Event::ShutdownSocket { link: l.id })
+    }
+
+    /// Releases what an interceptor held (BLOCK or STALL): the held connect
+    /// goes out; a held socket gets its held input handled and its held
+    /// output released, and a socket that died meanwhile (or was stalled)
+    /// fails now, at the handshake's next use of it.
+    pub fn unblock(&mut self, now: Instant) {
+        if std::mem::take(&mut self.connect_held) {
+            if matches!(self.state, State::NeedSocket) {
+                self.emit_connect();
+            }
+            return;
+        }
+        let Some(link) = self.link.as_mut() else {
+            return;
+        };
+        let dead = link.tap.dead;
+        let (input, stalled) = link.open_gate();
+        let id = link.id;
+        if let Some(input) = input {
+            if let Err(e) = self.on_input(input, now) {
+                return self.fault(e, now);
+            }
+        }
+        if (dead || stalled) && self.link_id() == Some(id) {
+            let why = "socket shut down while an interceptor held it";
+            return self.fault(ProtocolError::Transport(why.into()), now);
+        }
+        self.handle_input(now);
+        self.flush_acks(now);
+    }
+}

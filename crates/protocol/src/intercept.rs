@@ -1,0 +1,256 @@
+//! Breakpoints for failover tests (crimson's Interceptor,
+//! src/crimson/net/Interceptor.h; docs/research/crimson-v2-matrix.md §1).
+//!
+//! A test installs an [`Interceptor`] in [`crate::Config`] (cargo feature
+//! `interceptor`; without it no hook is ever called). Each connection asks
+//! it what to do at every custom point (socket connecting, socket accepted,
+//! banner write, banner read, banner payload read) and at every frame it
+//! reads or writes, by tag. The answer:
+//! - [`Action::Continue`]: go on.
+//! - [`Action::Fault`]: fail before the I/O (the frame is neither written
+//!   nor handed to the state machine; a connect is not attempted).
+//! - [`Action::Block`]: hold the I/O, and everything after it on that
+//!   socket, until [`crate::Conn::unblock`].
+//! - [`Action::Stall`]: do the I/O, then have the driver shut the socket
+//!   down ([`crate::Event::ShutdownSocket`]) while the connection, unaware,
+//!   stays frozen mid-handshake; after [`crate::Conn::unblock`] it goes on
+//!   with what it read and fails at its next use of the dead socket. This is
+//!   how stale handshakes are made.
+//!
+//! The gate lives in the link (one socket): the state machine itself never
+//! waits, so the sans-IO core stays synchronous.
+
+use std::fmt;
+
+use msgr_frames::{Tag, WireQueue};
+
+use crate::link::Input;
+
+/// The custom breakpoints (crimson's custom_bp_t).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CustomPoint {
+    BannerWrite,
+    BannerRead,
+    BannerPayloadRead,
+    /// Before each connect attempt (Fault, Block and Continue only).
+    SocketConnecting,
+    /// When a socket is accepted (a notification: Continue only).
+    SocketAccepted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    Read,
+    Write,
+}
+
+/// Where a connection is (crimson's Breakpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Breakpoint {
+    Custom(CustomPoint),
+    Frame(Tag, Direction),
+}
+
+impl fmt::Display for Breakpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Breakpoint::Custom(c) => write!(f, "{c:?}"),
+            Breakpoint::Frame(tag, Direction::Read) => write!(f, "{tag:?}_READ"),
+            Breakpoint::Frame(tag, Direction::Write) => write!(f, "{tag:?}_WRITE"),
+        }
+    }
+}
+
+/// What to do at a breakpoint (crimson's bp_action_t).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Action {
+    #[default]
+    Continue,
+    Fault,
+    Block,
+    Stall,
+}
+
+/// The test's side: called at every breakpoint of every connection, with
+/// the connection's id ([`crate::Conn::set_id`]).
+pub trait Interceptor: Send + Sync {
+    fn intercept(&self, conn: u64, bp: Breakpoint) -> Action;
+}
+
+/// A ready-made interceptor for tests (crimson's TestInterceptor): actions
+/// armed for the n-th hit of a breakpoint, where hits count across every
+/// connection of the messenger that installed it, and every hit counted
+/// per breakpoint and per connection (before its action applies, so an
+/// attempt that faults still counts).
+#[cfg(feature = "interceptor")]
+#[derive(Default)]
+pub struct Traps {
+    inner: std::sync::Mutex<TrapsInner>,
+}
+
+#[cfg(feature = "interceptor")]
+#[derive(Default)]
+struct TrapsInner {
+    armed: std::collections::HashMap<(Breakpoint, u32), Action>,
+    hits: std::collections::HashMap<Breakpoint, u32>,
+    by_conn: std::collections::HashMap<(u64, Breakpoint), u32>,
+    /// The last connection a BLOCK or STALL was handed to.
+    blocked: Option<u64>,
+}
+
+#[cfg(feature = "interceptor")]
+impl Traps {
+    fn inner(&self) -> std::sync::MutexGuard<'_, TrapsInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `action` at the `round`-th hit of `bp` (from 1).
+    pub fn arm(&self, bp: Breakpoint, round: u32, action: Action) {
+        self.inner().armed.insert((bp, round), action);
+    }
+
+    /// Hits of `bp` on every connection.
+    pub fn hits(&self, bp: Breakpoint) -> u32 {
+        self.inner().hits.get(&bp).copied().unwrap_or(0)
+    }
+
+    /// Hits of `bp` on connection `conn`.
+    pub fn conn_hits(&self, conn: u64, bp: Breakpoint) -> u32 {
+        self.inner().by_conn.get(&(conn, bp)).copied().unwrap_or(0)
+    }
+
+    /// The connection holding a BLOCK or STALL, if one was handed out.
+    pub fn blocked(&self) -> Option<u64> {
+        self.inner().blocked
+    }
+}
+
+#[cfg(feature = "interceptor")]
+impl Interceptor for Traps {
+    fn intercept(&self, conn: u64, bp: Breakpoint) -> Action {
+        let mut t = self.inner();
+        let round = {
+            let n = t.hits.entry(bp).or_default();
+            *n += 1;
+            *n
+        };
+        *t.by_conn.entry((conn, bp)).or_default() += 1;
+        let action = t.armed.get(&(bp, round)).copied().unwrap_or_default();
+        if matches!(action, Action::Block | Action::Stall) {
+            t.blocked = Some(conn);
+        }
+        action
+    }
+}
+
+/// One link's hook and gate.
+#[derive(Default)]
+pub(crate) struct Tap {
+    #[cfg(feature = "interceptor")]
+    pub interceptor: Option<std::sync::Arc<dyn Interceptor>>,
+    pub conn: u64,
+    /// The socket failed while held (reported at the unblock).
+    pub dead: bool,
+    gate: Gate,
+}
+
+#[derive(Default)]
+enum Gate {
+    #[default]
+    Open,
+    /// Held: output from the blocked write on (in the link's output queue;
+    /// `released` is what the driver may still write), and the input that
+    /// was read but not handed on.
+    Held {
+        released: WireQueue,
+        input: Option<Input>,
+        stall: bool,
+        shutdown_requested: bool,
+    },
+}
+
+impl Tap {
+    pub fn new(conn: u64) -> Tap {
+        Tap {
+            conn,
+            ..Tap::default()
+        }
+    }
+
+    /// Asks the interceptor (always Continue without the feature).
+    pub fn hit(&self, bp: Breakpoint) -> Action {
+        #[cfg(feature = "interceptor")]
+        if let Some(i) = self.interceptor.as_ref() {
+            return i.intercept(self.conn, bp);
+        }
+        let _ = bp;
+        Action::Continue
+    }
+
+    pub fn held(&self) -> bool {
+        matches!(self.gate, Gate::Held { .. })
+    }
+
+    /// Closes the gate: what `output` holds now stays writable (`release`
+    /// it all when `keep_output`), later output is held.
+    pub fn close(&mut self, output: &mut WireQueue, stall: bool) {
+        if self.held() {
+            return;
+        }
+        self.gate = Gate::Held {
+            released: std::mem::take(output),
+            input: None,
+            stall,
+            shutdown_requested: false,
+        };
+    }
+
+    /// Keeps `input` for after the gate opens.
+    pub fn hold_input(&mut self, held: Input) {
+        if let Gate::Held { input, .. } = &mut self.gate {
+            *input = Some(held);
+        }
+    }
+
+    /// The output the driver may write: all of it when open, what came
+    /// before the gate when held.
+    pub fn writable<'a>(&'a mut self, output: &'a mut WireQueue) -> &'a mut WireQueue {
+        match &mut self.gate {
+            Gate::Open => output,
+            Gate::Held { released, .. } => released,
+        }
+    }
+
+    /// A stalled socket's shutdown, asked of the driver once.
+    pub fn take_shutdown(&mut self) -> bool {
+        match &mut self.gate {
+            Gate::Held {
+                stall: true,
+                shutdown_requested,
+                ..
+            } if !*shutdown_requested => {
+                *shutdown_requested = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Opens the gate: held output joins `output`; returns the held input
+    /// and whether the socket was stalled (and so is dead).
+    pub fn open(&mut self, output: &mut WireQueue) -> (Option<Input>, bool) {
+        match std::mem::take(&mut self.gate) {
+            Gate::Open => (None, false),
+            Gate::Held {
+                mut released,
+                input,
+                stall,
+                ..
+            } => {
+                released.append(output);
+                *output = released;
+                (input, stall)
+            }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The interceptor's actions (FAULT, BLOCK, STALL) at custom and frame
+//! breakpoints, on the sans-IO connections of the pair harness, with
+//! crimson's counting rules (docs/research/crimson-v2-matrix.md §1–2): a
+//! breakpoint's rounds count its hits across every connection of the
+//! intercepted node, and attempts count even when the action faults them.
+
+mod harness;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::*;
+use msgr_frames::Tag;
+use msgr_protocol::intercept::{Action, Breakpoint, CustomPoint, Direction, Interceptor, Traps};
+use msgr_protocol::{Config, ConnState, Policy};
+
+fn write(tag: Tag) -> Breakpoint {
+    Breakpoint::Frame(tag, Direction::Write)
+}
+
+fn read(tag: Tag) -> Breakpoint {
+    Breakpoint::Frame(tag, Direction::Read)
+}
+
+const CONNECTING: Breakpoint = Breakpoint::Custom(CustomPoint::SocketConnecting);
+const ACCEPTED: Breakpoint = Breakpoint::Custom(CustomPoint::SocketAccepted);
+
+/// A lossless client (node 0) and a stateful server (node 1); `traps` on
+/// the node `intercepted`.
+fn client_server(intercepted: usize, traps: &Arc<Traps>) -> Net {
+    let mut net = Net::new();
+    let nodes = [
+        ("client.1", "v2:10.0.0.1:0/11", Policy::lossless_client()),
+        ("osd.0", "v2:10.0.0.2:6800/22", Policy::stateful_server()),
+    ];
+    for (i, (name, addr, policy)) in nodes.into_iter().enumerate() {
+        let mut config = Config::new(name.parse().unwrap(), none(), policies(policy));
+        if i == intercepted {
+            config.interceptor = Some(traps.clone() as Arc<dyn Interceptor>);
+        }
+        net.add_node_with(config, addr);
+    }
+    net
+}
+
+#[test]
+fn every_point_of_a_clean_handshake_is_hit_once() {
+    let traps = Arc::new(Traps::default());
+    let mut net = client_server(0, &traps);
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+    let id = conn_id(0, c);
+    for bp in [
+        CONNECTING,
+        Breakpoint::Custom(CustomPoint::BannerWrite),
+        Breakpoint::Custom(CustomPoint::BannerRead),
+        Breakpoint::Custom(CustomPoint::BannerPayloadRead),
+        write(Tag::HELLO),
+        read(Tag::HELLO),
+        write(Tag::AUTH_REQUEST),
+        read(Tag::AUTH_DONE),
+        write(Tag::AUTH_SIGNATURE),
+        read(Tag::AUTH_SIGNATURE),
+        write(Tag::CLIENT_IDENT),
+        read(Tag::SERVER_IDENT),
+        write(Tag::MESSAGE),
+    ] {
+        assert_eq!(traps.conn_hits(id, bp), 1, "{bp}");
+    }
+    assert_eq!(traps.hits(ACCEPTED), 0, "the client accepted nothing");
+}
+
+#[test]
+fn fault_at_client_ident_write_retries_and_counts_both_attempts() {
+    let traps = Arc::new(Traps::default());
+    traps.arm(write(Tag::CLIENT_IDENT), 1, Action::Fault);
+    let mut net = client_server(0, &traps);
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    net.advance(Duration::from_secs(1));
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    assert_eq!(net.delivered(1), vec![1]);
+    let id = conn_id(0, c);
+    assert_eq!(traps.conn_hits(id, CONNECTING), 2);
+    assert_eq!(traps.conn_hits(id, write(Tag::CLIENT_IDENT)), 2);
+    assert_eq!(net.log(0, c), vec![Ev::Connected]);
+}
+
+#[test]
+fn fault_at_socket_connecting_makes_no_connection() {
+    let traps = Arc::new(Traps::default());
+    traps.arm(CONNECTING, 1, Action::Fault);
+    let mut net = client_server(0, &traps);
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.state((0, c)), ConnState::Backoff);
+    assert!(net.nodes[1].conns.is_empty(), "no socket was opened");
+    net.advance(Duration::from_secs(1));
+    assert_eq!(net.delivered(1), vec![1]);
+    assert_eq!(traps.hits(CONNECTING), 2);
+}
+
+#[test]
+fn block_holds_the_server_ident_until_unblocked() {
+    let traps = Arc::new(Traps::default());
+    traps.arm(write(Tag::SERVER_IDENT), 1, Action::Block);
+    let mut net = client_server(1, &traps);
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    // The server accepted (its state machine moved on) but nothing after
+    // the blocked write reached the client.
+    assert_eq!(net.state((0, c)), ConnState::Connecting);
+    let s = net.registered(1, 0).expect("registered");
+    assert!(net.conn((1, s)).link_held());
+    assert!(net.delivered(1).is_empty());
+    let now = net.now;
+    net.conn((1, s)).unblock(now);
+    net.run();
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    assert_eq!(net.delivered(1), vec![1]);
+    assert_eq!(traps.hits(read(Tag::CLIENT_IDENT)), 1);
+}
+
+#[test]
+fn block_at_socket_connecting_waits_for_the_unblock() {
+    let traps = Arc::new(Traps::default());
+    traps.arm(CONNECTING, 1, Action::Block);
+    let mut net = client_server(0, &traps);
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    net.advance(Duration::from_secs(60));
+    assert_eq!(net.state((0, c)), ConnState::NeedSocket);
+    let now = net.now;
+    net.conn((0, c)).unblock(now);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+}
+
+/// crimson's stale accept: the server stalls after reading CLIENT_IDENT
+/// (the client sees its socket die and connects again, establishing a
+/// session); released, the stale acceptor carries on with the old ident,
+/// is found stale and closes, and the session stands.
+#[test]
+fn a_stalled_acceptor_resumes_stale_and_closes() {
+    let traps = Arc::new(Traps::default());
+    traps.arm(read(Tag::CLIENT_IDENT), 1, Action::Stall);
+    let mut net = client_server(1, &traps);
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    net.advance(Duration::from_secs(1));
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    assert_eq!(net.delivered(1), vec![1]);
+    let stale = 0;
+    assert!(net.conn((1, stale)).link_held(), "the first acceptor is frozen");
+    let now = net.now;
+    net.conn((1, stale)).unblock(now);
+    net.run();
+    assert_eq!(net.state((1, stale)), ConnState::Closed);
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    let live = net.registered(1, 0).expect("the session");
+    assert_ne!(live, stale);
+    assert_eq!(net.state((1, live)), ConnState::Ready);
+    net.send((0, c), 2, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1, 2]);
+    assert_eq!(traps.hits(read(Tag::CLIENT_IDENT)), 2);
+    assert_eq!(traps.hits(ACCEPTED), 2);
+}
+
+/// STALL on a write: the frame goes out, then the socket dies under the
+/// writer; the reader (the client) reconnects, and the released writer
+/// fails at once.
+#[test]
+fn a_stalled_write_is_delivered_before_the_socket_dies() {
+    let traps = Arc::new(Traps::default());
+    traps.arm(write(Tag::SERVER_IDENT), 1, Action::Stall);
+    let mut net = client_server(1, &traps);
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 10);
+    net.run();
+    // The client got SERVER_IDENT (ready), then lost the socket.
+    assert_eq!(net.log(0, c)[0], Ev::Connected);
+    // Its reconnect found the server's session (ready, its socket stalled)
+    // and moved into it: the stalled socket was dropped on the way.
+    net.advance(Duration::from_secs(1));
+    let s = net.registered(1, 0).expect("registered");
+    assert!(!net.conn((1, s)).link_held());
+    let now = net.now;
+    net.conn((1, s)).unblock(now); // nothing held any more: no effect
+    net.run();
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    assert_eq!(net.state((1, s)), ConnState::Ready);
+    assert_eq!(net.delivered(1), vec![1]);
+    assert_eq!(net.conn((0, c)).stats.reconnects, 1);
+}
