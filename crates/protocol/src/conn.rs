@@ -473,8 +473,10 @@ impl Conn {
                             self.stats.reconnects += 1;
                         }
                         self.backoff = Duration::ZERO;
-                        self.become_ready(now)?;
+                        // Dispatched before the first write of the session
+                        // (crimson's to_new_sid), so a fault there follows it.
                         self.events.push_back(Event::Connected);
+                        self.become_ready(now)?;
                     }
                     ConnectStep::Wait => {
                         // Drop this socket and back off the maximum: the

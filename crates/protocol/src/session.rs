@@ -153,11 +153,15 @@ impl Session {
             self.out_seq += 1;
             msg.seq = self.out_seq;
             let header = msg.header2(self.out_seq, self.in_seq);
-            link.send_message_parts(&header, &msg.front, &msg.middle, &msg.data)?;
-            self.ack_left = 0;
+            let written = link.send_message_parts(&header, &msg.front, &msg.middle, &msg.data);
+            // Numbered and (for a lossless session) kept for replay even if
+            // the write failed: the fault that follows requeues it (found
+            // by crimson's lossless_connected_fault, MESSAGE write fault).
             if !lossy {
                 self.sent.push_back(msg);
             }
+            written?;
+            self.ack_left = 0;
             n += 1;
         }
         Ok(n)
