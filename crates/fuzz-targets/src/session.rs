@@ -256,6 +256,7 @@ pub fn session(data: &[u8]) {
         peer_sock,
         now,
         2,
+        2,
     );
     for tid in 1..=5u64 {
         let mut m = Message::new(42, Bytes::from(vec![tid as u8; 300 * tid as usize]));

@@ -98,12 +98,18 @@ pub(crate) async fn run<T: Transport>(
                             rbuf.clear();
                         }
                     }
-                    Event::ShutdownSocket { link } => {
-                        // An interceptor's STALL: what was written goes out,
-                        // then the socket closes under the frozen handshake.
+                    Event::ShutdownSocket { link, mut last } => {
+                        // An interceptor's STALL or write FAULT: what was
+                        // written goes out, then the socket closes.
                         if let Some(mut s) = socket.take_if(|s| s.link == link) {
-                            if let Some(q) = conn.shared.lock().output() {
-                                out.append(q);
+                            out.append(&mut last);
+                            {
+                                let mut c = conn.shared.lock();
+                                if c.link_id() == Some(link) {
+                                    if let Some(q) = c.output() {
+                                        out.append(q);
+                                    }
+                                }
                             }
                             out.seal();
                             while !out.is_empty() {
@@ -423,7 +429,13 @@ fn decide<T: Transport>(
                     }
                     None
                 }
-                Outcome::MovedToExisting => Some(ex),
+                Outcome::MovedToExisting => {
+                    #[cfg(feature = "interceptor")]
+                    if let Some(i) = inner.config.interceptor.as_ref() {
+                        i.replaced(conn.shared.id);
+                    }
+                    Some(ex)
+                }
                 Outcome::Nothing => None,
             }
         }

@@ -139,11 +139,7 @@ impl<T: Transport> Inner<T> {
         }
     }
 
-    fn new_shared(&self, conn: Conn) -> Connection {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.new_shared_as(conn, id)
-    }
-
+    /// Shares `conn` (already named `id`) with its task and the registry.
     fn new_shared_as(&self, mut conn: Conn, id: u64) -> Connection {
         conn.set_id(id);
         let c = Connection {
@@ -368,16 +364,20 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
         drop(stream);
         return;
     }
+    let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
     let conn = Conn::accept(
         inner.config.clone(),
         inner.addrs(),
         peer,
         crate::now(),
         inner.next_seed(),
+        id,
     );
-    let link = conn.link_id().expect("an accepted connection has a link");
-    let c = inner.new_shared(conn);
-    c.shared.lock().notify_accepted();
+    let Some(link) = conn.link_id() else {
+        // Closed at birth (a test interceptor's fault): drop the socket.
+        return;
+    };
+    let c = inner.new_shared_as(conn, id);
     let (r, w) = stream.into_split();
     let socket = crate::connection::Handoff {
         link,

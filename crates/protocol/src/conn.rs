@@ -192,13 +192,15 @@ impl Conn {
         c
     }
 
-    /// A connection for a socket we accepted from `peer_socket`.
+    /// A connection (named `id`) for a socket we accepted from
+    /// `peer_socket`. It may be closed at once (an interceptor's fault).
     pub fn accept(
         config: Arc<Config>,
         my_addrs: EntityAddrvec,
         peer_socket: SocketAddr,
         now: Instant,
         seed: u64,
+        id: u64,
     ) -> Conn {
         let policy = config.policies.default;
         let peer = PeerInfo {
@@ -211,6 +213,8 @@ impl Conn {
         };
         let mut c = Conn::new(config, Side::Acceptor, peer, my_addrs, now, seed);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
+        c.id = id;
+        c.notify_accepted();
         c.state = State::Accepting(Accepting::Banner);
         c.new_link(now);
         c
@@ -675,8 +679,17 @@ impl Conn {
     }
 
     fn drop_link(&mut self) {
-        if let Some(l) = self.link.take() {
-            self.events.push_back(Event::CloseSocket { link: l.id });
+        if let Some(mut l) = self.link.take() {
+            let event = match l.tap.flush_on_close {
+                // An interceptor failed a write: what was written before it
+                // still goes out (each frame before it was flushed).
+                true => Event::ShutdownSocket {
+                    link: l.id,
+                    last: std::mem::take(l.writable()),
+                },
+                false => Event::CloseSocket { link: l.id },
+            };
+            self.events.push_back(event);
         }
     }
 

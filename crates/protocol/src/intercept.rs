@@ -75,6 +75,10 @@ pub enum Action {
 /// the connection's id ([`crate::Conn::set_id`]).
 pub trait Interceptor: Send + Sync {
     fn intercept(&self, conn: u64, bp: Breakpoint) -> Action;
+
+    /// Accepted connection `conn` handed its socket and session over to an
+    /// existing connection and closed (crimson's register_conn_replaced).
+    fn replaced(&self, _conn: u64) {}
 }
 
 /// A ready-made interceptor for tests (crimson's TestInterceptor): actions
@@ -96,6 +100,9 @@ struct TrapsInner {
     by_conn: std::collections::HashMap<(u64, Breakpoint), u32>,
     /// The last connection a BLOCK or STALL was handed to.
     blocked: Option<u64>,
+    /// Connections in the order they were first seen (crimson's results).
+    order: Vec<u64>,
+    replaced: std::collections::HashSet<u64>,
 }
 
 #[cfg(feature = "interceptor")]
@@ -123,6 +130,17 @@ impl Traps {
     pub fn blocked(&self) -> Option<u64> {
         self.inner().blocked
     }
+
+    /// Every connection that hit a breakpoint, oldest first (each hits
+    /// SOCKET_CONNECTING or SOCKET_ACCEPTED when it starts).
+    pub fn connections(&self) -> Vec<u64> {
+        self.inner().order.clone()
+    }
+
+    /// Whether connection `conn` was replaced (moved into an existing one).
+    pub fn was_replaced(&self, conn: u64) -> bool {
+        self.inner().replaced.contains(&conn)
+    }
 }
 
 #[cfg(feature = "interceptor")]
@@ -134,12 +152,19 @@ impl Interceptor for Traps {
             *n += 1;
             *n
         };
+        if !t.order.contains(&conn) {
+            t.order.push(conn);
+        }
         *t.by_conn.entry((conn, bp)).or_default() += 1;
         let action = t.armed.get(&(bp, round)).copied().unwrap_or_default();
         if matches!(action, Action::Block | Action::Stall) {
             t.blocked = Some(conn);
         }
         action
+    }
+
+    fn replaced(&self, conn: u64) {
+        self.inner().replaced.insert(conn);
     }
 }
 
@@ -151,6 +176,9 @@ pub(crate) struct Tap {
     pub conn: u64,
     /// The socket failed while held (reported at the unblock).
     pub dead: bool,
+    /// A write was failed on purpose: the socket's close flushes what was
+    /// written before it.
+    pub flush_on_close: bool,
     gate: Gate,
 }
 

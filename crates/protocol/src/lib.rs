@@ -47,10 +47,14 @@ pub enum Event {
     Connect { addr: SocketAddr },
     /// Close the socket of link `link`, if the driver still holds it.
     CloseSocket { link: LinkId },
-    /// Write what is queued for link `link`, then shut its socket down
-    /// without telling the connection (an interceptor's STALL: the
-    /// connection stays frozen mid-handshake until unblocked).
-    ShutdownSocket { link: LinkId },
+    /// Write `last`, then what the connection still has for link `link`,
+    /// then shut its socket down without telling the connection (an
+    /// interceptor's STALL, which freezes the connection mid-handshake, or
+    /// its write FAULT, which failed one frame but not those before).
+    ShutdownSocket {
+        link: LinkId,
+        last: msgr_frames::WireQueue,
+    },
     /// An accepted client identified itself: the messenger decides
     /// ([`Conn::resolve`] or [`Conn::take_for_reuse`]).
     IdentReceived(IdentRequest),

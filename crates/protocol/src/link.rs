@@ -103,7 +103,12 @@ impl Link {
         }
         match self.tap.hit(bp) {
             Action::Continue => Ok(false),
-            Action::Fault => Err(ProtocolError::Injected),
+            Action::Fault => {
+                // Nothing of this frame is written; what came before is.
+                self.tap.close(&mut self.output, false);
+                self.tap.flush_on_close = true;
+                Err(ProtocolError::Injected)
+            }
             Action::Block => {
                 self.tap.close(&mut self.output, false);
                 Ok(false)

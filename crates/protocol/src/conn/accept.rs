@@ -94,9 +94,15 @@ impl Conn {
         };
         if let Err(e) = result {
             if matches!(self.state, State::Closed) {
-                // The decision failed before the state moved on: an
+                // The decision failed before the state moved on. Once the
+                // session exists (accept dispatched, SERVER_IDENT being
+                // written: crimson's ESTABLISHING) the fault is a session's
+                // (lossy: reset; lossless: standby); before, it is an
                 // accepted socket that never became a session.
-                self.state = State::Accepting(Accepting::Banner);
+                self.state = match self.known {
+                    true => State::Ready,
+                    false => State::Accepting(Accepting::Banner),
+                };
             }
             self.fault(e, now);
         }
@@ -212,9 +218,15 @@ impl Conn {
         };
         if let Err(e) = result {
             if matches!(self.state, State::Closed) {
-                // The decision failed before the state moved on: an
+                // The decision failed before the state moved on. Once the
+                // session exists (accept dispatched, SERVER_IDENT being
+                // written: crimson's ESTABLISHING) the fault is a session's
+                // (lossy: reset; lossless: standby); before, it is an
                 // accepted socket that never became a session.
-                self.state = State::Accepting(Accepting::Banner);
+                self.state = match self.known {
+                    true => State::Ready,
+                    false => State::Accepting(Accepting::Banner),
+                };
             }
             self.fault(e, now);
         }

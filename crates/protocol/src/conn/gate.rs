@@ -44,8 +44,8 @@ impl Conn {
         }
     }
 
-    /// SOCKET_ACCEPTED, a notification (call once the id is set).
-    pub fn notify_accepted(&mut self) {
+    /// SOCKET_ACCEPTED, a notification.
+    pub(super) fn notify_accepted(&mut self) {
         let _ = self
             .tap()
             .hit(Breakpoint::Custom(CustomPoint::SocketAccepted));
@@ -72,9 +72,10 @@ impl Conn {
     /// A stalled socket's shutdown, once.
     pub(super) fn poll_gate_event(&mut self) -> Option<Event> {
         let l = self.link.as_mut()?;
-        l.tap
-            .take_shutdown()
-            .then_some(Event::ShutdownSocket { link: l.id })
+        l.tap.take_shutdown().then(|| Event::ShutdownSocket {
+            link: l.id,
+            last: WireQueue::new(),
+        })
     }
 
     /// Releases what an interceptor held (BLOCK or STALL): the held connect

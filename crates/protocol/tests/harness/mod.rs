@@ -391,12 +391,17 @@ impl Net {
                     self.close_sock(i);
                 }
             }
-            Event::ShutdownSocket { link } => {
-                // A STALL: what was written goes out, then the socket
-                // closes; the stalled end is held and does not notice.
+            Event::ShutdownSocket { link, mut last } => {
+                // A STALL or a write FAULT: what was written goes out, then
+                // the socket closes; a stalled end does not notice.
                 if let Some((i, end)) = self.find_sock(c, link) {
                     let (dst, dst_link) = self.socks[i].ends[1 - end];
-                    let bytes = self.conn(c).output().map(|q| q.take_all());
+                    if self.conn(c).link_id() == Some(link) {
+                        if let Some(q) = self.conn(c).output() {
+                            last.append(q);
+                        }
+                    }
+                    let bytes = Some(last.take_all());
                     let d = &mut self.nodes[dst.0].conns[dst.1];
                     if let (Some(bytes), true) = (bytes, d.link_id() == Some(dst_link)) {
                         if let Some(input) = d.input() {
@@ -449,18 +454,20 @@ impl Net {
         let peer_socket = SocketAddr::new(from_ip, self.next_port);
         let seed = self.next_seed();
         let node = &mut self.nodes[to];
+        let acc_id = node.conns.len();
         let acc = Conn::accept(
             node.config.clone(),
             node.addrs.clone(),
             peer_socket,
             now,
             seed,
+            conn_id(to, acc_id),
         );
         node.conns.push(acc);
-        let acc_id = node.conns.len() - 1;
-        node.conns[acc_id].set_id(conn_id(to, acc_id));
-        node.conns[acc_id].notify_accepted();
-        let acc_link = node.conns[acc_id].link_id().unwrap();
+        let Some(acc_link) = node.conns[acc_id].link_id() else {
+            // Closed at birth (an interceptor's fault): the connect fails.
+            return self.conn(from).socket_failed(false, "closed by peer", now);
+        };
         self.conn(from).socket_connected(now);
         let from_link = self.conn(from).link_id().unwrap();
         self.socks.push(Sock {
