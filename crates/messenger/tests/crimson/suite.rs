@@ -1,0 +1,469 @@
+//! The machinery of the crimson matrix port: the Test and TestPeer
+//! messengers, crimson's suite helpers, results and the case runner.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use msgr_auth::{AuthProvider, ClientAuth, ConMode, NoneClient, NoneServer, ServerAuth};
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_frames::Tag;
+use msgr_messenger::{
+    ConnState, Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
+};
+use msgr_protocol::intercept::{Action, Breakpoint, CustomPoint, Direction, Traps};
+use msgr_protocol::PolicySet;
+use msgr_transport::memory::MemoryNet;
+use msgr_transport::tcp::Tcp;
+use msgr_transport::Transport;
+
+pub struct NoneAuth;
+impl AuthProvider for NoneAuth {
+    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
+        Box::new(NoneClient {
+            name: me.to_string(),
+            global_id: 0,
+            modes: vec![ConMode::CRC],
+        })
+    }
+    fn server(&self) -> Box<dyn ServerAuth> {
+        Box::new(NoneServer::default())
+    }
+}
+
+/// Dispatched events per connection id (crimson's cnt_*_dispatched).
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatched {
+    connects: u32,
+    accepts: u32,
+    resets: u32,
+    remote_resets: u32,
+}
+
+/// The Test side's dispatcher; like crimson's FailoverSuite it tracks the
+/// connection it connected or last accepted, and sends queued before there
+/// was one go out on it.
+#[derive(Default)]
+pub struct TestSide {
+    by_conn: Mutex<BTreeMap<u64, Dispatched>>,
+    received: Mutex<u32>,
+    tracked: Mutex<Option<Connection>>,
+    pending_sends: Mutex<u32>,
+}
+
+impl TestSide {
+    fn track(&self, c: &Connection) {
+        *self.tracked.lock().unwrap() = Some(c.clone());
+        let n = std::mem::take(&mut *self.pending_sends.lock().unwrap());
+        for _ in 0..n {
+            c.send_nowait(op());
+        }
+    }
+
+    fn send(&self) {
+        match self.tracked.lock().unwrap().as_ref() {
+            Some(c) => c.send_nowait(op()),
+            None => *self.pending_sends.lock().unwrap() += 1,
+        }
+    }
+
+    fn count(&self, c: &Connection, f: impl FnOnce(&mut Dispatched)) {
+        f(self.by_conn.lock().unwrap().entry(c.id()).or_default());
+    }
+}
+
+impl Dispatcher for TestSide {
+    fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {
+        *self.received.lock().unwrap() += 1;
+    }
+    fn ms_handle_connect(&self, c: &Connection) {
+        self.count(c, |d| d.connects += 1);
+    }
+    fn ms_handle_accept(&self, c: &Connection) {
+        self.count(c, |d| d.accepts += 1);
+        self.track(c);
+    }
+    fn ms_handle_reset(&self, c: &Connection) {
+        self.count(c, |d| d.resets += 1);
+    }
+    fn ms_handle_remote_reset(&self, c: &Connection) {
+        self.count(c, |d| d.remote_resets += 1);
+    }
+}
+
+/// TestPeer: records what arrives, and sends what the test asks of it on
+/// the connection it last accepted (queued until there is one).
+#[derive(Default)]
+pub struct PeerSide {
+    received: Mutex<u32>,
+    tracked: Mutex<Option<Connection>>,
+    pending_sends: Mutex<u32>,
+}
+
+impl PeerSide {
+    fn track(&self, c: &Connection) {
+        *self.tracked.lock().unwrap() = Some(c.clone());
+        let n = std::mem::take(&mut *self.pending_sends.lock().unwrap());
+        for _ in 0..n {
+            c.send_nowait(op());
+        }
+    }
+
+    fn send_me(&self) {
+        match self.tracked.lock().unwrap().as_ref() {
+            Some(c) => c.send_nowait(op()),
+            None => *self.pending_sends.lock().unwrap() += 1,
+        }
+    }
+}
+
+impl Dispatcher for PeerSide {
+    fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {
+        *self.received.lock().unwrap() += 1;
+    }
+    fn ms_handle_accept(&self, c: &Connection) {
+        self.track(c);
+    }
+}
+
+pub fn op() -> Message {
+    Message::new(42, Bytes::from_static(b"MOSDOp"))
+}
+
+/// One case's messengers and bookkeeping (crimson's FailoverSuite).
+pub struct Suite<T: Transport> {
+    test: Messenger<T>,
+    peer: Messenger<T>,
+    traps: Arc<Traps>,
+    test_side: Arc<TestSide>,
+    peer_side: Arc<PeerSide>,
+    peer_addrs: EntityAddrvec,
+    test_addrs: EntityAddrvec,
+    sent_to_peer: u32,
+    peer_sent_me: u32,
+}
+
+pub fn options(name: &str, policy: Policy, nonce: u32) -> Options {
+    let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneAuth));
+    o.nonce = nonce;
+    o.seed = nonce as u64 * 7919;
+    o.timeouts.backoff_initial = Duration::from_millis(5);
+    o.timeouts.backoff_max = Duration::from_millis(50);
+    o
+}
+
+impl<T: Transport> Suite<T> {
+    async fn new(t: T, ip: &str, traps: Traps, test_policy: Policy, peer_policy: Policy) -> Self {
+        let traps = Arc::new(traps);
+        let test_side = Arc::new(TestSide::default());
+        let peer_side = Arc::new(PeerSide::default());
+        let mut o = options("osd.2", test_policy, 2);
+        o.interceptor = Some(traps.clone() as _);
+        let test = Messenger::new(t.clone(), o, test_side.clone());
+        let test_addrs = test.bind(&format!("v2:{ip}:0").parse().unwrap()).await.unwrap();
+        let peer = Messenger::new(t, options("osd.4", peer_policy, 4), peer_side.clone());
+        let peer_addrs = peer.bind(&format!("v2:{ip}:0").parse().unwrap()).await.unwrap();
+        Suite {
+            test,
+            peer,
+            traps,
+            test_side,
+            peer_side,
+            peer_addrs,
+            test_addrs,
+            sent_to_peer: 0,
+            peer_sent_me: 0,
+        }
+    }
+
+    fn send_peer(&mut self) {
+        self.sent_to_peer += 1;
+        self.test_side.send();
+    }
+
+    fn connect_peer(&mut self) {
+        let c = self.test.connect(&self.peer_addrs, EntityType::OSD);
+        self.test_side.track(&c);
+    }
+
+    fn peer_connect_me(&mut self) {
+        let c = self.peer.connect(&self.test_addrs, EntityType::OSD);
+        self.peer_side.track(&c);
+    }
+
+    fn peer_send_me(&mut self) {
+        self.peer_sent_me += 1;
+        self.peer_side.send_me();
+    }
+
+    fn keepalive_peer(&self) {
+        if let Some(c) = self.test_side.tracked.lock().unwrap().as_ref() {
+            c.send_keepalive();
+        }
+    }
+
+    fn peer_keepalive_me(&self) {
+        if let Some(c) = self.peer_side.tracked.lock().unwrap().as_ref() {
+            c.send_keepalive();
+        }
+    }
+
+    /// crimson's wait_established: what was sent arrived (or nothing is
+    /// live).
+    async fn wait_established(&self) {
+        for _ in 0..1000 {
+            let arrived = *self.peer_side.received.lock().unwrap() >= self.sent_to_peer
+                && *self.test_side.received.lock().unwrap() >= self.peer_sent_me;
+            if arrived {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("wait_established timed out: {:?}", self.results());
+    }
+
+    fn send_bidirectional(&mut self) {
+        self.send_peer();
+        self.peer_send_me();
+    }
+
+    /// crimson's wait_results(n): `n` Test connections (every one that
+    /// ever started, oldest first), each READY or closed, and everything
+    /// sent arrived unless nothing is live.
+    async fn wait_results(&self, n: usize) -> Vec<Outcome> {
+        for _ in 0..1000 {
+            let results = self.results();
+            let settled = results.iter().all(|r| r.state != St::Other);
+            let live = results.iter().any(|r| r.state == St::Established);
+            let arrived = *self.peer_side.received.lock().unwrap() >= self.sent_to_peer
+                && *self.test_side.received.lock().unwrap() >= self.peer_sent_me;
+            if results.len() == n && settled && (arrived || !live) {
+                return results;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "wait_results({n}) timed out: {:?}; peer received {} of {}, test received {} of {}",
+            self.results(),
+            self.peer_side.received.lock().unwrap(),
+            self.sent_to_peer,
+            self.test_side.received.lock().unwrap(),
+            self.peer_sent_me
+        );
+    }
+
+    /// Every Test connection's outcome so far, oldest first.
+    fn results(&self) -> Vec<Outcome> {
+        let live: BTreeMap<u64, Connection> =
+            self.test.connections().into_iter().map(|c| (c.id(), c)).collect();
+        self.traps
+            .connections()
+            .into_iter()
+            .map(|id| {
+                let state = match live.get(&id).map(|c| c.state()) {
+                    Some(ConnState::Ready) => St::Established,
+                    Some(ConnState::Closed) | None if self.traps.was_replaced(id) => St::Replaced,
+                    Some(ConnState::Closed) | None => St::Closed,
+                    Some(_) => St::Other,
+                };
+                Outcome {
+                    id,
+                    state,
+                    connect: self.connect_counts(id),
+                    accept: self.accept_counts(id),
+                    reset: self.reset_counts(id),
+                }
+            })
+            .collect()
+    }
+
+    /// C(a, c, r, d) of connection `id`.
+    fn connect_counts(&self, id: u64) -> [u32; 4] {
+        [
+            self.traps.conn_hits(id, Breakpoint::Custom(CustomPoint::SocketConnecting)),
+            self.traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)),
+            self.traps.conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Write)),
+            self.dispatched(id).connects,
+        ]
+    }
+
+    /// A(a, c, r, d) of connection `id`.
+    fn accept_counts(&self, id: u64) -> [u32; 4] {
+        [
+            self.traps.conn_hits(id, Breakpoint::Custom(CustomPoint::SocketAccepted)),
+            self.traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Read)),
+            self.traps.conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Read)),
+            self.dispatched(id).accepts,
+        ]
+    }
+
+    /// R(local, remote) of connection `id`.
+    fn reset_counts(&self, id: u64) -> [u32; 2] {
+        let d = self.dispatched(id);
+        [d.resets, d.remote_resets]
+    }
+
+    fn dispatched(&self, id: u64) -> Dispatched {
+        self.test_side
+            .by_conn
+            .lock()
+            .unwrap()
+            .get(&id)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    async fn finish(self) {
+        self.test.shutdown().await;
+        self.peer.shutdown().await;
+    }
+}
+
+pub fn frame(tag: Tag, d: Direction) -> Breakpoint {
+    Breakpoint::Frame(tag, d)
+}
+
+/// A Test connection's end state (crimson's conn_state_t).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum St {
+    Established,
+    Closed,
+    Replaced,
+    /// Neither READY nor closed yet.
+    Other,
+}
+
+/// What a Test connection ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub id: u64,
+    pub state: St,
+    pub connect: [u32; 4],
+    pub accept: [u32; 4],
+    pub reset: [u32; 2],
+}
+
+/// What a case expects of one connection; `accept_short` checks only
+/// A's attempts and dispatches (crimson's two-argument assert_accept).
+#[derive(Debug, Clone, Copy)]
+pub struct Expect {
+    pub state: St,
+    pub connect: [u32; 4],
+    pub accept: [u32; 4],
+    pub reset: [u32; 2],
+    pub accept_short: bool,
+}
+
+impl Expect {
+    fn check(&self, got: &Outcome, what: &str) {
+        assert_eq!(got.state, self.state, "state {what}: {got:?}");
+        assert_eq!(got.connect, self.connect, "C {what}: {got:?}");
+        if self.accept_short {
+            let short = [got.accept[0], got.accept[3]];
+            assert_eq!(short, [self.accept[0], self.accept[3]], "A {what}: {got:?}");
+        } else {
+            assert_eq!(got.accept, self.accept, "A {what}: {got:?}");
+        }
+        assert_eq!(got.reset, self.reset, "R {what}: {got:?}");
+    }
+}
+
+pub const fn ex(state: St, connect: [u32; 4], accept: [u32; 4], reset: [u32; 2]) -> Expect {
+    Expect {
+        state,
+        connect,
+        accept,
+        reset,
+        accept_short: false,
+    }
+}
+
+/// A case's body (the scenario's operations before wait_results).
+#[derive(Debug, Clone, Copy)]
+pub enum Body {
+    /// suite.send_peer(); suite.connect_peer()
+    SendConnect,
+    /// test.send_bidirectional(); suite.connect_peer()
+    BidirectionalConnect,
+    /// test.peer_send_me(); test.peer_connect_me()
+    PeerSendPeerConnect,
+    /// test.send_bidirectional(); test.peer_connect_me()
+    BidirectionalPeerConnect,
+    /// test.peer_send_me(); suite.connect_peer()
+    PeerSendConnect,
+    /// #10's: messages and keepalives both ways, settling between steps.
+    Keepalives,
+}
+
+/// Runs one case over memory and TCP: faults armed at round 1 for each of
+/// `faults`, the body, wait_results(expects.len()), and every result checked.
+pub async fn case(
+    name: &str,
+    faults: &[Breakpoint],
+    policies: (Policy, Policy),
+    body: Body,
+    expects: &[Expect],
+) {
+    for tcp in [false, true] {
+        let traps = Traps::default();
+        for bp in faults {
+            traps.arm(*bp, 1, Action::Fault);
+        }
+        macro_rules! run {
+            ($t:expr, $ip:expr) => {{
+                let mut s = Suite::new($t, $ip, traps, policies.0, policies.1).await;
+                match body {
+                    Body::SendConnect => {
+                        s.send_peer();
+                        s.connect_peer();
+                    }
+                    Body::BidirectionalConnect => {
+                        s.send_bidirectional();
+                        s.connect_peer();
+                    }
+                    Body::PeerSendPeerConnect => {
+                        s.peer_send_me();
+                        s.peer_connect_me();
+                    }
+                    Body::BidirectionalPeerConnect => {
+                        s.send_bidirectional();
+                        s.peer_connect_me();
+                    }
+                    Body::PeerSendConnect => {
+                        s.peer_send_me();
+                        s.connect_peer();
+                    }
+                    Body::Keepalives => {
+                        s.connect_peer();
+                        s.wait_established().await;
+                        s.send_peer();
+                        s.keepalive_peer();
+                        s.wait_established().await;
+                        s.peer_send_me();
+                        s.peer_keepalive_me();
+                        s.wait_established().await;
+                        s.send_peer();
+                        s.wait_established().await;
+                        s.peer_send_me();
+                        s.wait_established().await;
+                    }
+                }
+                let results = s.wait_results(expects.len()).await;
+                for (i, (e, got)) in expects.iter().zip(&results).enumerate() {
+                    e.check(got, &format!("{name} tcp={tcp} r{i}"));
+                }
+                for bp in faults {
+                    assert!(s.traps.hits(*bp) >= 1, "{bp} was missed: {name} tcp={tcp}");
+                }
+                s.finish().await;
+            }};
+        }
+        if tcp {
+            run!(Tcp::default(), "127.0.0.1");
+        } else {
+            run!(MemoryNet::new(), "10.0.0.1");
+        }
+    }
+}
+
