@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_auth::{AuthProvider, ClientAuth, ConMode, NoneClient, NoneServer, ServerAuth};
-use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_auth::NoneProvider;
+use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_frames::Tag;
 use msgr_messenger::{
     ConnState, Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
@@ -17,20 +17,6 @@ use msgr_protocol::PolicySet;
 use msgr_transport::memory::MemoryNet;
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
-
-struct NoneAuth;
-impl AuthProvider for NoneAuth {
-    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
-        Box::new(NoneClient {
-            name: me.to_string(),
-            global_id: 0,
-            modes: vec![ConMode::CRC],
-        })
-    }
-    fn server(&self) -> Box<dyn ServerAuth> {
-        Box::new(NoneServer::default())
-    }
-}
 
 /// Counts what the dispatcher hears (crimson's cnt_*_dispatched).
 #[derive(Default)]
@@ -75,7 +61,7 @@ async fn pair<T: Transport>(
     server_traps: Option<Arc<Traps>>,
 ) -> Pair<T> {
     let options = |name: &str, policy: Policy, nonce: u32, traps: Option<Arc<Traps>>| {
-        let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneAuth));
+        let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneProvider));
         o.nonce = nonce;
         o.seed = nonce as u64;
         o.timeouts.backoff_initial = Duration::from_millis(5);

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_auth::{AuthProvider, ClientAuth, ConMode, NoneClient, NoneServer, ServerAuth};
-use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_auth::{AuthProvider, ConMode, NoneProvider};
+use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_messenger::{
     Connection, Dispatcher, IncomingMessage, InjectConfig, Message, Messenger, Options, Policy,
 };
@@ -15,20 +15,6 @@ use msgr_transport::memory::MemoryNet;
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
 use tokio::sync::mpsc;
-
-struct NoneAuth;
-impl AuthProvider for NoneAuth {
-    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
-        Box::new(NoneClient {
-            name: me.to_string(),
-            global_id: 0,
-            modes: vec![ConMode::CRC],
-        })
-    }
-    fn server(&self) -> Box<dyn ServerAuth> {
-        Box::new(NoneServer::default())
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Ev {
@@ -73,7 +59,7 @@ impl Dispatcher for Recorder {
 }
 
 fn options(name: &str, policy: Policy, inject: u32, seed: u64) -> Options {
-    options_auth(name, policy, inject, seed, Arc::new(NoneAuth))
+    options_auth(name, policy, inject, seed, Arc::new(NoneProvider))
 }
 
 fn options_auth(
@@ -116,8 +102,8 @@ async fn pair<T: Transport>(
         client,
         server,
         inject,
-        Arc::new(NoneAuth),
-        Arc::new(NoneAuth),
+        Arc::new(NoneProvider),
+        Arc::new(NoneProvider),
     )
     .await
 }

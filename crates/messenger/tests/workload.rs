@@ -32,8 +32,8 @@ mod model;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use msgr_auth::{AuthProvider, ClientAuth, ConMode, NoneClient, NoneServer, ServerAuth};
-use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_auth::NoneProvider;
+use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_messenger::{
     Connection, Dispatcher, IncomingMessage, InjectConfig, Messenger, Options, Policy,
 };
@@ -41,20 +41,6 @@ use msgr_protocol::PolicySet;
 use msgr_transport::memory::MemoryNet;
 
 use model::{Model, Rng};
-
-struct NoneAuth;
-impl AuthProvider for NoneAuth {
-    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
-        Box::new(NoneClient {
-            name: me.to_string(),
-            global_id: 0,
-            modes: vec![ConMode::CRC],
-        })
-    }
-    fn server(&self) -> Box<dyn ServerAuth> {
-        Box::new(NoneServer::default())
-    }
-}
 
 /// Which policies the messengers of a workload use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +157,7 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
         } else {
             format!("client.{i}")
         };
-        let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneAuth));
+        let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneProvider));
         o.nonce = 1000 + i as u32;
         o.seed = seed.wrapping_mul(31).wrapping_add(i as u64 + 1);
         o.inject = InjectConfig {

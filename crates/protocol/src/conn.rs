@@ -678,21 +678,6 @@ impl Conn {
         }
     }
 
-    fn drop_link(&mut self) {
-        if let Some(mut l) = self.link.take() {
-            let event = match l.tap.flush_on_close {
-                // An interceptor failed a write: what was written before it
-                // still goes out (each frame before it was flushed).
-                true => Event::ShutdownSocket {
-                    link: l.id,
-                    last: std::mem::take(l.writable()),
-                },
-                false => Event::CloseSocket { link: l.id },
-            };
-            self.events.push_back(event);
-        }
-    }
-
     fn request_socket(&mut self, now: Instant) {
         self.drop_link();
         self.state = State::NeedSocket;
@@ -706,11 +691,6 @@ impl Conn {
         }
     }
 
-    fn emit_connect(&mut self) {
-        if let Some(addr) = self.peer.target_addr.addr {
-            self.events.push_back(Event::Connect { addr });
-        }
-    }
 
     /// Closes for good; `reset` dispatches a reset event (if the user knew
     /// the connection).

@@ -107,4 +107,27 @@ impl Conn {
         self.handle_input(now);
         self.flush_acks(now);
     }
+
+    /// Lets the link go: its socket closes (after what was written before
+    /// an interceptor's write FAULT, if that is why).
+    pub(super) fn drop_link(&mut self) {
+        if let Some(mut l) = self.link.take() {
+            let event = match l.tap.flush_on_close {
+                // An interceptor failed a write: what was written before it
+                // still goes out (each frame before it was flushed).
+                true => Event::ShutdownSocket {
+                    link: l.id,
+                    last: std::mem::take(l.writable()),
+                },
+                false => Event::CloseSocket { link: l.id },
+            };
+            self.events.push_back(event);
+        }
+    }
+
+    pub(super) fn emit_connect(&mut self) {
+        if let Some(addr) = self.peer.target_addr.addr {
+            self.events.push_back(Event::Connect { addr });
+        }
+    }
 }
