@@ -57,7 +57,14 @@ async fn lossy_early_connect_fault() {
     ];
     for bp in bps {
         let name = format!("lossy_early_connect_fault -- {bp}");
-        case(&name, &[bp], lossy(), Body::SendConnect, &[established([2, 1, 0, 1])]).await;
+        case(
+            &name,
+            &[bp],
+            lossy(),
+            Body::SendConnect,
+            &[established([2, 1, 0, 1])],
+        )
+        .await;
     }
 }
 
@@ -69,7 +76,14 @@ async fn lossy_connect_fault() {
         frame(Tag::SERVER_IDENT, Direction::Read),
     ] {
         let name = format!("lossy_connect_fault -- {bp}");
-        case(&name, &[bp], lossy(), Body::SendConnect, &[established([2, 2, 0, 1])]).await;
+        case(
+            &name,
+            &[bp],
+            lossy(),
+            Body::SendConnect,
+            &[established([2, 2, 0, 1])],
+        )
+        .await;
     }
 }
 
@@ -94,7 +108,14 @@ async fn lossless_connect_fault() {
         frame(Tag::SERVER_IDENT, Direction::Read),
     ] {
         let name = format!("lossless_connect_fault -- {bp}");
-        case(&name, &[bp], lossless(), Body::BidirectionalConnect, &[established([2, 2, 0, 1])]).await;
+        case(
+            &name,
+            &[bp],
+            lossless(),
+            Body::BidirectionalConnect,
+            &[established([2, 2, 0, 1])],
+        )
+        .await;
     }
 }
 
@@ -106,7 +127,14 @@ async fn lossless_connected_fault() {
         frame(Tag::MESSAGE, Direction::Read),
     ] {
         let name = format!("lossless_connected_fault -- {bp}");
-        case(&name, &[bp], lossless(), Body::BidirectionalConnect, &[established([2, 1, 1, 2])]).await;
+        case(
+            &name,
+            &[bp],
+            lossless(),
+            Body::BidirectionalConnect,
+            &[established([2, 1, 1, 2])],
+        )
+        .await;
     }
 }
 
@@ -122,7 +150,14 @@ async fn lossless_connected_fault2() {
         frame(Tag::KEEPALIVE2_ACK, Direction::Write),
     ] {
         let name = format!("lossless_connected_fault2 -- {bp}");
-        case(&name, &[bp], lossless(), Body::Keepalives, &[established([2, 1, 1, 2])]).await;
+        case(
+            &name,
+            &[bp],
+            lossless(),
+            Body::Keepalives,
+            &[established([2, 1, 1, 2])],
+        )
+        .await;
     }
 }
 
@@ -137,7 +172,14 @@ async fn lossless_reconnect_fault() {
         let name = format!("lossless_reconnect_fault -- {message_write}, {second}");
         let faults = [message_write, second];
         let expect = [established([3, 1, 2, 2])];
-        case(&name, &faults, lossless(), Body::BidirectionalConnect, &expect).await;
+        case(
+            &name,
+            &faults,
+            lossless(),
+            Body::BidirectionalConnect,
+            &expect,
+        )
+        .await;
     }
 }
 
@@ -149,7 +191,14 @@ async fn peer_connect_fault() {
         frame(Tag::SERVER_IDENT, Direction::Read),
     ] {
         let name = format!("peer_connect_fault -- {bp}");
-        case(&name, &[bp], peers(), Body::SendConnect, &[established([2, 2, 0, 1])]).await;
+        case(
+            &name,
+            &[bp],
+            peers(),
+            Body::SendConnect,
+            &[established([2, 2, 0, 1])],
+        )
+        .await;
     }
 }
 
@@ -158,7 +207,14 @@ async fn peer_connect_fault() {
 async fn peer_connected_fault_reconnect() {
     let bp = frame(Tag::MESSAGE, Direction::Write);
     let name = format!("peer_connected_fault_reconnect -- {bp}");
-    case(&name, &[bp], peers(), Body::SendConnect, &[established([2, 1, 1, 2])]).await;
+    case(
+        &name,
+        &[bp],
+        peers(),
+        Body::SendConnect,
+        &[established([2, 1, 1, 2])],
+    )
+    .await;
 }
 
 fn acceptor(policies: (Policy, Policy)) -> (Policy, Policy) {
@@ -188,7 +244,14 @@ async fn lossy_early_accept_fault() {
     ];
     for bp in bps {
         let name = format!("lossy_early_accept_fault -- {bp}");
-        case(&name, &[bp], acceptor(lossy()), Body::PeerSendPeerConnect, &expect).await;
+        case(
+            &name,
+            &[bp],
+            acceptor(lossy()),
+            Body::PeerSendPeerConnect,
+            &expect,
+        )
+        .await;
     }
 }
 
@@ -201,7 +264,14 @@ async fn lossy_accept_fault() {
         ex(St::Established, NONE, [1, 1, 0, 1], [0, 0]),
     ];
     let name = format!("lossy_accept_fault -- {bp}");
-    case(&name, &[bp], acceptor(lossy()), Body::PeerSendPeerConnect, &expect).await;
+    case(
+        &name,
+        &[bp],
+        acceptor(lossy()),
+        Body::PeerSendPeerConnect,
+        &expect,
+    )
+    .await;
 }
 
 /// #6 test_v2_lossy_establishing_fault
@@ -213,7 +283,14 @@ async fn lossy_establishing_fault() {
         ex(St::Established, NONE, [1, 1, 0, 1], [0, 0]),
     ];
     let name = format!("lossy_establishing_fault -- {bp}");
-    case(&name, &[bp], acceptor(lossy()), Body::PeerSendPeerConnect, &expect).await;
+    case(
+        &name,
+        &[bp],
+        acceptor(lossy()),
+        Body::PeerSendPeerConnect,
+        &expect,
+    )
+    .await;
 }
 
 /// #7 test_v2_lossy_accepted_fault
@@ -225,7 +302,14 @@ async fn lossy_accepted_fault() {
         frame(Tag::MESSAGE, Direction::Read),
     ] {
         let name = format!("lossy_accepted_fault -- {bp}");
-        case(&name, &[bp], acceptor(lossy()), Body::BidirectionalPeerConnect, &expect).await;
+        case(
+            &name,
+            &[bp],
+            acceptor(lossy()),
+            Body::BidirectionalPeerConnect,
+            &expect,
+        )
+        .await;
     }
 }
 
@@ -238,7 +322,14 @@ async fn lossless_accept_fault() {
         ex(St::Established, NONE, [1, 1, 0, 1], [0, 0]),
     ];
     let name = format!("lossless_accept_fault -- {bp}");
-    case(&name, &[bp], acceptor(lossless()), Body::BidirectionalPeerConnect, &expect).await;
+    case(
+        &name,
+        &[bp],
+        acceptor(lossless()),
+        Body::BidirectionalPeerConnect,
+        &expect,
+    )
+    .await;
 }
 
 /// #13 test_v2_lossless_establishing_fault
@@ -250,7 +341,14 @@ async fn lossless_establishing_fault() {
         ex(St::Replaced, NONE, [1, 1, 0, 0], [0, 0]),
     ];
     let name = format!("lossless_establishing_fault -- {bp}");
-    case(&name, &[bp], acceptor(lossless()), Body::BidirectionalPeerConnect, &expect).await;
+    case(
+        &name,
+        &[bp],
+        acceptor(lossless()),
+        Body::BidirectionalPeerConnect,
+        &expect,
+    )
+    .await;
 }
 
 /// #14 test_v2_lossless_accepted_fault
@@ -264,7 +362,14 @@ async fn lossless_accepted_fault() {
         frame(Tag::MESSAGE, Direction::Read),
     ] {
         let name = format!("lossless_accepted_fault -- {bp}");
-        case(&name, &[bp], acceptor(lossless()), Body::BidirectionalPeerConnect, &expect).await;
+        case(
+            &name,
+            &[bp],
+            acceptor(lossless()),
+            Body::BidirectionalPeerConnect,
+            &expect,
+        )
+        .await;
     }
 }
 
@@ -293,7 +398,14 @@ async fn lossless_reaccept_fault() {
     for (second, expect) in cases {
         let name = format!("lossless_reaccept_fault -- {message_read}, {second}");
         let faults = [message_read, second];
-        case(&name, &faults, acceptor(lossless()), Body::BidirectionalPeerConnect, &expect).await;
+        case(
+            &name,
+            &faults,
+            acceptor(lossless()),
+            Body::BidirectionalPeerConnect,
+            &expect,
+        )
+        .await;
     }
 }
 

@@ -61,7 +61,11 @@ async fn pair<T: Transport>(
     server_traps: Option<Arc<Traps>>,
 ) -> Pair<T> {
     let options = |name: &str, policy: Policy, nonce: u32, traps: Option<Arc<Traps>>| {
-        let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneProvider));
+        let mut o = Options::new(
+            name.parse().unwrap(),
+            PolicySet::new(policy),
+            Arc::new(NoneProvider),
+        );
         o.nonce = nonce;
         o.seed = nonce as u64;
         o.timeouts.backoff_initial = Duration::from_millis(5);
@@ -122,7 +126,10 @@ async fn fault_at_client_ident_write<T: Transport>(t: T, bind: &str) {
     let id = conn.id();
     let connecting = Breakpoint::Custom(CustomPoint::SocketConnecting);
     assert_eq!(traps.conn_hits(id, connecting), 2);
-    assert_eq!(traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)), 2);
+    assert_eq!(
+        traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)),
+        2
+    );
     assert_eq!(*p.client_counts.connects.lock().unwrap(), 1);
     assert_eq!(*p.server_counts.accepts.lock().unwrap(), 1);
     p.client.shutdown().await;
@@ -145,7 +152,11 @@ async fn stalled_acceptor_resumes_stale<T: Transport>(t: T, bind: &str) {
         .into_iter()
         .find(|c| c.id() == stale_id)
         .expect("the stalled acceptor is alive");
-    assert_eq!(stale.state(), ConnState::Accepting, "frozen before handling the ident");
+    assert_eq!(
+        stale.state(),
+        ConnState::Accepting,
+        "frozen before handling the ident"
+    );
     stale.unblock();
     assert!(until(|| stale.state() == ConnState::Closed).await);
     conn.send(msg(2)).await;
@@ -155,7 +166,10 @@ async fn stalled_acceptor_resumes_stale<T: Transport>(t: T, bind: &str) {
     assert_eq!(*p.server_counts.accepts.lock().unwrap(), 1);
     assert_eq!(*p.server_counts.resets.lock().unwrap(), 0);
     assert_eq!(*p.client_counts.remote_resets.lock().unwrap(), 0);
-    assert_eq!(traps.hits(Breakpoint::Custom(CustomPoint::SocketAccepted)), 2);
+    assert_eq!(
+        traps.hits(Breakpoint::Custom(CustomPoint::SocketAccepted)),
+        2
+    );
     assert_eq!(p.server.connections().len(), 1);
     p.client.shutdown().await;
     p.server.shutdown().await;

@@ -157,7 +157,11 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
         } else {
             format!("client.{i}")
         };
-        let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneProvider));
+        let mut o = Options::new(
+            name.parse().unwrap(),
+            PolicySet::new(policy),
+            Arc::new(NoneProvider),
+        );
         o.nonce = 1000 + i as u32;
         o.seed = seed.wrapping_mul(31).wrapping_add(i as u64 + 1);
         o.inject = InjectConfig {
@@ -187,7 +191,11 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
     for op in 0..size.ops {
         if trace {
             let m = model.lock().unwrap();
-            eprintln!("op {op} at {:?}: in flight {}", tokio::time::Instant::now(), m.in_flight());
+            eprintln!(
+                "op {op} at {:?}: in flight {}",
+                tokio::time::Instant::now(),
+                m.in_flight()
+            );
         }
         match rng.below(100) {
             0..=9 => connect(&mut rng, setup, size, &msgrs, &bound, &addrs, &model),
@@ -197,7 +205,10 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
                     continue;
                 };
                 let len = payload_len(&mut rng);
-                let msg = model.lock().unwrap().make_message(from, &conn, len, &mut rng);
+                let msg = model
+                    .lock()
+                    .unwrap()
+                    .make_message(from, &conn, len, &mut rng);
                 conn.send(msg).await;
             }
             82..=85 => {
@@ -311,7 +322,10 @@ fn env_u64(name: &str) -> Option<u64> {
 
 fn setups() -> Vec<Setup> {
     match std::env::var("MSGR_WORKLOAD_SETUP") {
-        Ok(name) => Setup::ALL.into_iter().filter(|s| s.name() == name).collect(),
+        Ok(name) => Setup::ALL
+            .into_iter()
+            .filter(|s| s.name() == name)
+            .collect(),
         Err(_) => Setup::ALL.to_vec(),
     }
 }

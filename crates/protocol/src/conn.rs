@@ -691,7 +691,6 @@ impl Conn {
         }
     }
 
-
     /// Closes for good; `reset` dispatches a reset event (if the user knew
     /// the connection).
     fn close(&mut self, reset: bool) {

@@ -405,5 +405,4 @@ mod tests {
         assert_eq!(s.global_seq, 41);
         assert_eq!((s.client_cookie, s.in_seq), (0, 0));
     }
-
 }

@@ -158,7 +158,10 @@ fn a_stalled_acceptor_resumes_stale_and_closes() {
     assert_eq!(net.state((0, c)), ConnState::Ready);
     assert_eq!(net.delivered(1), vec![1]);
     let stale = 0;
-    assert!(net.conn((1, stale)).link_held(), "the first acceptor is frozen");
+    assert!(
+        net.conn((1, stale)).link_held(),
+        "the first acceptor is frozen"
+    );
     let now = net.now;
     net.conn((1, stale)).unblock(now);
     net.run();

@@ -532,7 +532,8 @@ fn a_failed_handshake_phase_closes_the_accepted_connection() {
     );
     let c = net.connect(0, 1);
     // The server restarted with a new nonce at the same address.
-    net.nodes[1].addrs = msgr_encoding::EntityAddrvec::single("v2:10.0.0.2:6800/23".parse().unwrap());
+    net.nodes[1].addrs =
+        msgr_encoding::EntityAddrvec::single("v2:10.0.0.2:6800/23".parse().unwrap());
     net.send((0, c), 1, 10);
     net.run();
     let accepted: Vec<_> = net.nodes[1].log.clone();
@@ -547,7 +548,10 @@ fn a_failed_handshake_phase_closes_the_accepted_connection() {
         .any(|(_, f)| f.contains("not ours")));
     for conn in &net.nodes[1].conns {
         assert_eq!(conn.state(), ConnState::Closed);
-        assert!(conn.link_id().is_none(), "a closed connection holds no socket");
+        assert!(
+            conn.link_id().is_none(),
+            "a closed connection holds no socket"
+        );
     }
     // The client keeps trying (lossless) and delivers nothing to the wrong
     // instance.
@@ -585,7 +589,10 @@ fn a_standby_connector_without_a_session_races_rather_than_adopts() {
     assert_eq!(net.delivered(0), vec![7]);
     for node in 0..2 {
         assert!(
-            !net.nodes[node].log.iter().any(|(_, e)| *e == Ev::RemoteReset),
+            !net.nodes[node]
+                .log
+                .iter()
+                .any(|(_, e)| *e == Ev::RemoteReset),
             "node {node}: {:?}",
             net.nodes[node].log
         );

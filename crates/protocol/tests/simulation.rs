@@ -124,13 +124,19 @@ impl Run {
     fn session_at(&mut self, n: usize, peer: usize) -> Result<(usize, usize), String> {
         for _ in 0..1000 {
             if let Some(c) = self.sim.net.registered(n, peer) {
-                if matches!(self.sim.net.state((n, c)), ConnState::Ready | ConnState::Standby) {
+                if matches!(
+                    self.sim.net.state((n, c)),
+                    ConnState::Ready | ConnState::Standby
+                ) {
                     return Ok((n, c));
                 }
             }
             self.sim.run_for(Duration::from_millis(10));
         }
-        Err(format!("node {n} has no session with {peer} after 10 s: {}", self.describe()))
+        Err(format!(
+            "node {n} has no session with {peer} after 10 s: {}",
+            self.describe()
+        ))
     }
 
     fn describe(&self) -> String {
@@ -139,7 +145,10 @@ impl Run {
             for (c, conn) in node.conns.iter().enumerate() {
                 out += &format!("\n  ({n},{c}) {:?} link {:?}", conn.state(), conn.link_id());
             }
-            out += &format!("\n  node {n} registry {:?}", node.registry.values().collect::<Vec<_>>());
+            out += &format!(
+                "\n  node {n} registry {:?}",
+                node.registry.values().collect::<Vec<_>>()
+            );
             for (c, f) in node.faults.iter().rev().take(6) {
                 out += &format!("\n  node {n} fault on {c}: {f}");
             }
@@ -171,14 +180,20 @@ impl Run {
         for &(node, _, t) in &self.sim.deliveries {
             let (stream, seq) = stream_of(t);
             if stream.0 == node {
-                return Err(format!("node {node} received its own message {stream:?}/{seq}"));
+                return Err(format!(
+                    "node {node} received its own message {stream:?}/{seq}"
+                ));
             }
             let got = received.entry(stream).or_default();
             if got.last().is_some_and(|&l| seq <= l) {
                 return Err(format!(
                     "stream {stream:?}: seq {seq} after {:?} ({})",
                     got.last(),
-                    if got.contains(&seq) { "duplicate" } else { "reordered" }
+                    if got.contains(&seq) {
+                        "duplicate"
+                    } else {
+                        "reordered"
+                    }
                 ));
             }
             got.push(seq);
@@ -212,7 +227,10 @@ impl Run {
                 match conn.state() {
                     ConnState::Ready | ConnState::Standby => {
                         if !node.registry.values().any(|&r| r == c) {
-                            return Err(format!("({n},{c}) is {:?} but unregistered", conn.state()));
+                            return Err(format!(
+                                "({n},{c}) is {:?} but unregistered",
+                                conn.state()
+                            ));
                         }
                     }
                     ConnState::Closed => {
@@ -324,7 +342,11 @@ fn scenario(seed: u64, family: usize) -> Result<u64, String> {
             if let Some(s) = run.sim.net.registered(1, 0) {
                 run.send_some((1, s), 2, ms(1));
             }
-            let addr = if family == 4 { "v2:10.0.0.2:6800/22" } else { "v2:10.0.0.2:6800/23" };
+            let addr = if family == 4 {
+                "v2:10.0.0.2:6800/22"
+            } else {
+                "v2:10.0.0.2:6800/23"
+            };
             run.restart(1, addr);
             run.send_some(a, 3, ms(3));
             if family == 5 {
@@ -365,7 +387,10 @@ fn explore(seeds: impl Iterator<Item = u64>) -> (usize, usize) {
         failures.len(),
         failures[..failures.len().min(10)].join("\n")
     );
-    println!("{runs} runs explored {} distinct interleavings", traces.len());
+    println!(
+        "{runs} runs explored {} distinct interleavings",
+        traces.len()
+    );
     (runs, traces.len())
 }
 
@@ -387,7 +412,10 @@ fn a_seed_replays_exactly() {
 
 #[test]
 fn replay() {
-    if let Some(seed) = std::env::var("MSGR_SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+    if let Some(seed) = std::env::var("MSGR_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         explore(std::iter::once(seed));
     }
 }

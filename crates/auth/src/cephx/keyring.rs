@@ -144,7 +144,8 @@ mod tests {
         assert!(Keyring::parse("[client.a]\n\tcaps mon = \"x\"\n").is_err());
         // Found by the cephx fuzz target: `caps_ = x` named no service, and
         // its text form `caps  = "x"` did not read back.
-        let no_service = "[client.a]\n\tkey = AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==\n\tcaps_ = \"x\"\n";
+        let no_service =
+            "[client.a]\n\tkey = AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==\n\tcaps_ = \"x\"\n";
         assert!(Keyring::parse(no_service).is_err());
     }
 }

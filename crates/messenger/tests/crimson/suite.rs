@@ -131,7 +131,11 @@ pub struct Suite<T: Transport> {
 }
 
 pub fn options(name: &str, policy: Policy, nonce: u32) -> Options {
-    let mut o = Options::new(name.parse().unwrap(), PolicySet::new(policy), Arc::new(NoneProvider));
+    let mut o = Options::new(
+        name.parse().unwrap(),
+        PolicySet::new(policy),
+        Arc::new(NoneProvider),
+    );
     o.nonce = nonce;
     o.seed = nonce as u64 * 7919;
     o.timeouts.backoff_initial = Duration::from_millis(5);
@@ -147,9 +151,15 @@ impl<T: Transport> Suite<T> {
         let mut o = options("osd.2", test_policy, 2);
         o.interceptor = Some(traps.clone() as _);
         let test = Messenger::new(t.clone(), o, test_side.clone());
-        let test_addrs = test.bind(&format!("v2:{ip}:0").parse().unwrap()).await.unwrap();
+        let test_addrs = test
+            .bind(&format!("v2:{ip}:0").parse().unwrap())
+            .await
+            .unwrap();
         let peer = Messenger::new(t, options("osd.4", peer_policy, 4), peer_side.clone());
-        let peer_addrs = peer.bind(&format!("v2:{ip}:0").parse().unwrap()).await.unwrap();
+        let peer_addrs = peer
+            .bind(&format!("v2:{ip}:0").parse().unwrap())
+            .await
+            .unwrap();
         Suite {
             test,
             peer,
@@ -241,8 +251,12 @@ impl<T: Transport> Suite<T> {
 
     /// Every Test connection's outcome so far, oldest first.
     fn results(&self) -> Vec<Outcome> {
-        let live: BTreeMap<u64, Connection> =
-            self.test.connections().into_iter().map(|c| (c.id(), c)).collect();
+        let live: BTreeMap<u64, Connection> = self
+            .test
+            .connections()
+            .into_iter()
+            .map(|c| (c.id(), c))
+            .collect();
         self.traps
             .connections()
             .into_iter()
@@ -267,9 +281,12 @@ impl<T: Transport> Suite<T> {
     /// C(a, c, r, d) of connection `id`.
     fn connect_counts(&self, id: u64) -> [u32; 4] {
         [
-            self.traps.conn_hits(id, Breakpoint::Custom(CustomPoint::SocketConnecting)),
-            self.traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)),
-            self.traps.conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Write)),
+            self.traps
+                .conn_hits(id, Breakpoint::Custom(CustomPoint::SocketConnecting)),
+            self.traps
+                .conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)),
+            self.traps
+                .conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Write)),
             self.dispatched(id).connects,
         ]
     }
@@ -277,9 +294,12 @@ impl<T: Transport> Suite<T> {
     /// A(a, c, r, d) of connection `id`.
     fn accept_counts(&self, id: u64) -> [u32; 4] {
         [
-            self.traps.conn_hits(id, Breakpoint::Custom(CustomPoint::SocketAccepted)),
-            self.traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Read)),
-            self.traps.conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Read)),
+            self.traps
+                .conn_hits(id, Breakpoint::Custom(CustomPoint::SocketAccepted)),
+            self.traps
+                .conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Read)),
+            self.traps
+                .conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Read)),
             self.dispatched(id).accepts,
         ]
     }
@@ -452,4 +472,3 @@ pub async fn case(
         }
     }
 }
-

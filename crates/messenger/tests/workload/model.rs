@@ -168,8 +168,22 @@ impl Model {
 
     fn note(&mut self, words: &[u64]) {
         if std::env::var_os("MSGR_WORKLOAD_TRACE").is_some() {
-            let what = ["", "connect", "accept", "send", "recv", "reset", "remote_reset", "mark_down"];
-            eprintln!("{:?} {} {:?}", tokio::time::Instant::now(), what[words[0] as usize], &words[1..]);
+            let what = [
+                "",
+                "connect",
+                "accept",
+                "send",
+                "recv",
+                "reset",
+                "remote_reset",
+                "mark_down",
+            ];
+            eprintln!(
+                "{:?} {} {:?}",
+                tokio::time::Instant::now(),
+                what[words[0] as usize],
+                &words[1..]
+            );
         }
         for w in words {
             for b in w.to_le_bytes() {
@@ -267,7 +281,10 @@ impl Model {
             ));
         }
         let Some(stream) = self.held.get_mut(&(h.sender as usize, h.stream)) else {
-            self.fail(format!("messenger {me}: a message from unknown stream {}/{}", h.sender, h.stream));
+            self.fail(format!(
+                "messenger {me}: a message from unknown stream {}/{}",
+                h.sender, h.stream
+            ));
             return None;
         };
         if stream.received.last().is_some_and(|&l| h.seq <= l) && h.seq < stream.replay_below {
@@ -286,7 +303,11 @@ impl Model {
                 "seq {} after seq {}: {}",
                 h.seq,
                 last.unwrap_or(0),
-                if stream.received.contains(&h.seq) { "duplicate" } else { "reordered" }
+                if stream.received.contains(&h.seq) {
+                    "duplicate"
+                } else {
+                    "reordered"
+                }
             ))
         } else {
             None
@@ -361,7 +382,10 @@ impl Model {
         h.closed = true;
         h.loss_below = h.sent;
         if let Some(peer) = h.peer {
-            *self.mark_downs.entry((who.min(peer), who.max(peer))).or_default() += 1;
+            *self
+                .mark_downs
+                .entry((who.min(peer), who.max(peer)))
+                .or_default() += 1;
             let peer_policy = self.policy(peer);
             for ((owner, _), other) in self.held.iter_mut() {
                 if *owner == peer && other.peer == Some(who) {

@@ -33,7 +33,6 @@ impl Conn {
         }
     }
 
-
     /// The acceptor's ident check (features), then the messenger's turn.
     pub(super) fn on_ident(&mut self, req: IdentRequest) -> Result<(), ProtocolError> {
         if let IdentRequest::New(c) = &req {

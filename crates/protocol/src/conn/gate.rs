@@ -30,7 +30,10 @@ impl Conn {
 
     /// SOCKET_CONNECTING: whether to connect now.
     pub(super) fn intercept_connect(&mut self, now: Instant) -> bool {
-        match self.tap().hit(Breakpoint::Custom(CustomPoint::SocketConnecting)) {
+        match self
+            .tap()
+            .hit(Breakpoint::Custom(CustomPoint::SocketConnecting))
+        {
             Action::Fault => {
                 self.fault(ProtocolError::Injected, now);
                 false

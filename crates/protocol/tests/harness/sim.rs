@@ -235,7 +235,11 @@ impl Sim {
                 continue;
             }
             // Nothing due: on to the next thing that will be.
-            let next_wire = self.wire.iter().flatten().filter_map(|q| q.front().map(|(t, _)| *t));
+            let next_wire = self
+                .wire
+                .iter()
+                .flatten()
+                .filter_map(|q| q.front().map(|(t, _)| *t));
             let next_connect = self.connects.iter().map(|c| c.0);
             let next_timer = self
                 .net
