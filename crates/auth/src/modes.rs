@@ -22,7 +22,7 @@ impl ConMode {
 
     /// Parses a preference list like Ceph's `ms_client_mode` ("secure crc").
     pub fn parse_list(s: &str) -> Result<Vec<ConMode>, String> {
-        s.split(|c: char| c == ' ' || c == ',' || c == ';' || c == '\t')
+        s.split([' ', ',', ';', '\t'])
             .filter(|w| !w.is_empty())
             .map(str::parse)
             .collect()

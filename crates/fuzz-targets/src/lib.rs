@@ -24,7 +24,10 @@ pub use mon::mon_messages;
 pub use session::session;
 
 /// Every target, by the name of its corpus folder.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A fuzz target's body.
+pub type Target = fn(&[u8]);
+
+pub const TARGETS: &[(&str, Target)] = &[
     ("cephx", cephx),
     ("config", config),
     ("mon_messages", mon_messages),

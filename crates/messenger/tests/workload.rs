@@ -149,7 +149,7 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
     let model = Arc::new(Mutex::new(Model::new(seed ^ 0x5eed, total)));
     let mut msgrs = Vec::new();
     let mut bound = Vec::new();
-    let mut addrs = vec![EntityAddrvec::default(); total];
+    let mut addrs = Vec::with_capacity(total);
     for i in 0..total {
         let (policy, binds) = setup.messenger(i, size.servers);
         let name = if binds {
@@ -179,10 +179,12 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
                 model: model.clone(),
             }),
         );
+        let mut my_addrs = EntityAddrvec::default();
         if binds {
-            addrs[i] = m.bind(&addr_of(i)).await.map_err(|e| e.to_string())?;
+            my_addrs = m.bind(&addr_of(i)).await.map_err(|e| e.to_string())?;
             bound.push(i);
         }
+        addrs.push(my_addrs);
         model.lock().unwrap().add_messenger(i, policy, m.name());
         msgrs.push(m);
     }
@@ -229,13 +231,14 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
     for m in &msgrs {
         m.shutdown().await;
     }
+    // Sockets close as their tasks end.
+    tokio::time::sleep(Duration::from_millis(10)).await;
     let mut m = model.lock().unwrap();
     for (i, msgr) in msgrs.iter().enumerate() {
         if !msgr.connections().is_empty() {
             m.fail(format!("messenger {i} holds connections after shutdown"));
         }
     }
-    tokio::time::sleep(Duration::from_millis(10)).await;
     if net.live_connections() != 0 {
         m.fail(format!("{} sockets left open", net.live_connections()));
     }

@@ -130,7 +130,7 @@ impl MonClient {
         let mons: Vec<EntityAddrvec> = cfg
             .mons
             .iter()
-            .filter_map(|v| v.msgr2().map(|a| EntityAddrvec::single(a.clone())))
+            .filter_map(|v| v.msgr2().map(|a| EntityAddrvec::single(*a)))
             .collect();
         if mons.is_empty() {
             return Err(MonError::NoMonitors);

@@ -182,6 +182,8 @@ pub(crate) struct Tap {
     gate: Gate,
 }
 
+// Held is rare (tests only) and short-lived: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Default)]
 enum Gate {
     #[default]

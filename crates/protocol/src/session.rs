@@ -397,10 +397,12 @@ mod tests {
     /// refused as stale).
     #[test]
     fn a_reset_keeps_global_seq() {
-        let mut s = Session::default();
-        s.global_seq = 41;
-        s.client_cookie = 5;
-        s.in_seq = 3;
+        let mut s = Session {
+            global_seq: 41,
+            client_cookie: 5,
+            in_seq: 3,
+            ..Session::default()
+        };
         s.reset();
         assert_eq!(s.global_seq, 41);
         assert_eq!((s.client_cookie, s.in_seq), (0, 0));

@@ -121,7 +121,7 @@ impl KeyServer {
     }
 
     /// Mints a ticket for `name` to `service` (KeyServer::build_session_auth_info
-    /// + cephx_build_service_ticket_blob): a new session key of the
+    /// and cephx_build_service_ticket_blob): a new session key of the
     /// principal's key type (as Ceph 20 does), the caps for the service,
     /// the blob sealed with the service secret.
     pub fn mint(
@@ -142,7 +142,7 @@ impl KeyServer {
         let service_name = EntityType(u8::try_from(service).ok()?).name().unwrap_or("");
         let caps = self
             .caps(name, service_name)
-            .map(|c| Bytes::from(c.to_string().to_bytes()))
+            .map(|c| c.to_string().to_bytes())
             .unwrap_or_default();
         let info = ServiceTicketInfo {
             ticket: AuthTicket {

@@ -205,9 +205,9 @@ impl CephxServerAuth {
             reclaiming,
             server_challenge,
         };
-        Ok(ServerStep::More(Bytes::from(
+        Ok(ServerStep::More(
             ServerChallenge { server_challenge }.to_bytes(),
-        )))
+        ))
     }
 
     /// AUTH_REQUEST_MORE in monitor mode (GET_AUTH_SESSION_KEY).

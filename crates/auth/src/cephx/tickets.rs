@@ -154,7 +154,7 @@ pub fn write_reply(
         out.put_u32_le(t.service);
         out.put_u8(1);
         seal_into(out, principal, usage::TICKET_SESSION_KEY, t.ticket, rng);
-        let blob = Bytes::from(t.blob.to_bytes());
+        let blob = t.blob.to_bytes();
         match t.encrypt_blob_with {
             None => {
                 out.put_u8(0);
