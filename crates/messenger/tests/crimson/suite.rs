@@ -144,7 +144,13 @@ pub fn options(name: &str, policy: Policy, nonce: u32) -> Options {
 }
 
 impl<T: Transport> Suite<T> {
-    async fn new(t: T, ip: &str, traps: Traps, test_policy: Policy, peer_policy: Policy) -> Self {
+    pub async fn new(
+        t: T,
+        ip: &str,
+        traps: Traps,
+        test_policy: Policy,
+        peer_policy: Policy,
+    ) -> Self {
         let traps = Arc::new(traps);
         let test_side = Arc::new(TestSide::default());
         let peer_side = Arc::new(PeerSide::default());
@@ -173,33 +179,33 @@ impl<T: Transport> Suite<T> {
         }
     }
 
-    fn send_peer(&mut self) {
+    pub fn send_peer(&mut self) {
         self.sent_to_peer += 1;
         self.test_side.send();
     }
 
-    fn connect_peer(&mut self) {
+    pub fn connect_peer(&mut self) {
         let c = self.test.connect(&self.peer_addrs, EntityType::OSD);
         self.test_side.track(&c);
     }
 
-    fn peer_connect_me(&mut self) {
+    pub fn peer_connect_me(&mut self) {
         let c = self.peer.connect(&self.test_addrs, EntityType::OSD);
         self.peer_side.track(&c);
     }
 
-    fn peer_send_me(&mut self) {
+    pub fn peer_send_me(&mut self) {
         self.peer_sent_me += 1;
         self.peer_side.send_me();
     }
 
-    fn keepalive_peer(&self) {
+    pub fn keepalive_peer(&self) {
         if let Some(c) = self.test_side.tracked.lock().unwrap().as_ref() {
             c.send_keepalive();
         }
     }
 
-    fn peer_keepalive_me(&self) {
+    pub fn peer_keepalive_me(&self) {
         if let Some(c) = self.peer_side.tracked.lock().unwrap().as_ref() {
             c.send_keepalive();
         }
@@ -207,7 +213,7 @@ impl<T: Transport> Suite<T> {
 
     /// crimson's wait_established: what was sent arrived (or nothing is
     /// live).
-    async fn wait_established(&self) {
+    pub async fn wait_established(&self) {
         for _ in 0..1000 {
             let arrived = *self.peer_side.received.lock().unwrap() >= self.sent_to_peer
                 && *self.test_side.received.lock().unwrap() >= self.peer_sent_me;
@@ -219,7 +225,7 @@ impl<T: Transport> Suite<T> {
         panic!("wait_established timed out: {:?}", self.results());
     }
 
-    fn send_bidirectional(&mut self) {
+    pub fn send_bidirectional(&mut self) {
         self.send_peer();
         self.peer_send_me();
     }
@@ -227,7 +233,7 @@ impl<T: Transport> Suite<T> {
     /// crimson's wait_results(n): `n` Test connections (every one that
     /// ever started, oldest first), each READY or closed, and everything
     /// sent arrived unless nothing is live.
-    async fn wait_results(&self, n: usize) -> Vec<Outcome> {
+    pub async fn wait_results(&self, n: usize) -> Vec<Outcome> {
         for _ in 0..1000 {
             let results = self.results();
             let settled = results.iter().all(|r| r.state != St::Other);
@@ -250,7 +256,7 @@ impl<T: Transport> Suite<T> {
     }
 
     /// Every Test connection's outcome so far, oldest first.
-    fn results(&self) -> Vec<Outcome> {
+    pub fn results(&self) -> Vec<Outcome> {
         let live: BTreeMap<u64, Connection> = self
             .test
             .connections()
@@ -279,7 +285,7 @@ impl<T: Transport> Suite<T> {
     }
 
     /// C(a, c, r, d) of connection `id`.
-    fn connect_counts(&self, id: u64) -> [u32; 4] {
+    pub fn connect_counts(&self, id: u64) -> [u32; 4] {
         [
             self.traps
                 .conn_hits(id, Breakpoint::Custom(CustomPoint::SocketConnecting)),
@@ -292,7 +298,7 @@ impl<T: Transport> Suite<T> {
     }
 
     /// A(a, c, r, d) of connection `id`.
-    fn accept_counts(&self, id: u64) -> [u32; 4] {
+    pub fn accept_counts(&self, id: u64) -> [u32; 4] {
         [
             self.traps
                 .conn_hits(id, Breakpoint::Custom(CustomPoint::SocketAccepted)),
@@ -305,12 +311,12 @@ impl<T: Transport> Suite<T> {
     }
 
     /// R(local, remote) of connection `id`.
-    fn reset_counts(&self, id: u64) -> [u32; 2] {
+    pub fn reset_counts(&self, id: u64) -> [u32; 2] {
         let d = self.dispatched(id);
         [d.resets, d.remote_resets]
     }
 
-    fn dispatched(&self, id: u64) -> Dispatched {
+    pub fn dispatched(&self, id: u64) -> Dispatched {
         self.test_side
             .by_conn
             .lock()
@@ -320,7 +326,46 @@ impl<T: Transport> Suite<T> {
             .unwrap_or_default()
     }
 
-    async fn finish(self) {
+    /// crimson's suite.markdown(): let acks settle, mark the tracked
+    /// connection down (no reset event), let that settle.
+    pub async fn markdown(&self) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(c) = self.test_side.tracked.lock().unwrap().as_ref() {
+            c.mark_down();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    /// crimson's test.markdown_peer(): the same on the peer's side.
+    pub async fn markdown_peer(&self) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(c) = self.peer_side.tracked.lock().unwrap().as_ref() {
+            c.mark_down();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    /// A send that may be lost (not waited for).
+    pub fn try_send_peer(&self) {
+        self.test_side.send();
+    }
+
+    /// A peer send that may be lost.
+    pub fn try_peer_send_me(&self) {
+        self.peer_side.send_me();
+    }
+
+    /// Whether the tracked connection stands by.
+    pub fn is_standby(&self) -> bool {
+        self.test_side
+            .tracked
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|c| c.state() == ConnState::Standby)
+    }
+
+    pub async fn finish(self) {
         self.test.shutdown().await;
         self.peer.shutdown().await;
     }
@@ -362,7 +407,7 @@ pub struct Expect {
 }
 
 impl Expect {
-    fn check(&self, got: &Outcome, what: &str) {
+    pub fn check(&self, got: &Outcome, what: &str) {
         assert_eq!(got.state, self.state, "state {what}: {got:?}");
         assert_eq!(got.connect, self.connect, "C {what}: {got:?}");
         if self.accept_short {
