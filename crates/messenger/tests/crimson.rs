@@ -682,3 +682,170 @@ lifecycle!(
         peer_acceptor(&mut s, "lossless_peer_acceptor", 0).await;
     }
 );
+
+// ---------------------------------------------------------------- stale
+
+/// Runs a scenario with breakpoints armed by (breakpoint, round, action)
+/// over memory and TCP.
+macro_rules! armed {
+    ($test:ident, $policies:expr, [$(($bp:expr, $round:expr, $action:expr)),*], |$s:ident| $body:block) => {
+        #[tokio::test]
+        async fn $test() {
+            async fn scenario<T: msgr_transport::Transport>(t: T, ip: &str) {
+                let policies = $policies;
+                let traps = Traps::default();
+                $(traps.arm($bp, $round, $action);)*
+                let mut $s = Suite::new(t, ip, traps, policies.0, policies.1).await;
+                $body
+                $s.finish().await;
+            }
+            scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
+            scenario(msgr_transport::tcp::Tcp::default(), "127.0.0.1").await;
+        }
+    };
+}
+
+use msgr_protocol::intercept::Action;
+
+// #26 test_v2_stale_connect
+armed!(
+    stale_connect,
+    peers(),
+    [(frame(Tag::SERVER_IDENT, Direction::Read), 1, Action::Stall)],
+    |s| {
+        s.connect_peer();
+        s.wait_blocked().await;
+        s.peer_send_me();
+        s.wait_replaced(1).await;
+        s.unblock();
+        let expect = [
+            ex(St::Established, [1, 1, 0, 0], [0, 0, 0, 1], [0, 0]),
+            ex(St::Replaced, NONE, [1, 1, 1, 0], [0, 0]),
+        ];
+        stage("stale_connect", 0, &s.wait_results(2).await, &expect);
+    }
+);
+
+// #27 test_v2_stale_reconnect
+armed!(
+    stale_reconnect,
+    peers(),
+    [
+        (frame(Tag::MESSAGE, Direction::Write), 1, Action::Fault),
+        (
+            frame(Tag::SESSION_RECONNECT_OK, Direction::Read),
+            1,
+            Action::Stall
+        )
+    ],
+    |s| {
+        s.send_peer();
+        s.connect_peer();
+        s.wait_blocked().await;
+        s.peer_send_me();
+        s.wait_replaced(1).await;
+        s.unblock();
+        let expect = [
+            ex(St::Established, [2, 1, 1, 1], [0, 0, 0, 1], [0, 0]),
+            ex(St::Replaced, NONE, [1, 0, 1, 0], [0, 0]),
+        ];
+        stage("stale_reconnect", 0, &s.wait_results(2).await, &expect);
+    }
+);
+
+// #28 test_v2_stale_accept
+armed!(
+    stale_accept,
+    peers(),
+    [(frame(Tag::CLIENT_IDENT, Direction::Read), 1, Action::Stall)],
+    |s| {
+        s.peer_connect_me();
+        s.wait_blocked().await;
+        s.peer_send_me();
+        s.wait_established().await;
+        s.unblock();
+        let expect = [
+            ex(St::Closed, NONE, [1, 1, 0, 0], [0, 0]),
+            ex(St::Established, NONE, [1, 1, 0, 1], [0, 0]),
+        ];
+        stage("stale_accept", 0, &s.wait_results(2).await, &expect);
+    }
+);
+
+// #29 test_v2_stale_establishing
+armed!(
+    stale_establishing,
+    peers(),
+    [(frame(Tag::SERVER_IDENT, Direction::Write), 1, Action::Stall)],
+    |s| {
+        s.peer_connect_me();
+        s.wait_blocked().await;
+        s.peer_send_me();
+        s.wait_replaced(1).await;
+        s.unblock();
+        let mut replaced = ex(St::Replaced, NONE, [1, 0, 0, 0], [0, 0]);
+        replaced.accept_short = true;
+        let expect = [ex(St::Established, NONE, [1, 1, 0, 2], [0, 0]), replaced];
+        stage("stale_establishing", 0, &s.wait_results(2).await, &expect);
+    }
+);
+
+// #24 test_v2_racing_connect_reconnect_win
+armed!(
+    racing_connect_reconnect_win,
+    peers(),
+    [
+        (frame(Tag::SERVER_IDENT, Direction::Read), 1, Action::Fault),
+        (
+            frame(Tag::SESSION_RECONNECT, Direction::Read),
+            1,
+            Action::Block
+        )
+    ],
+    |s| {
+        s.peer_send_me();
+        s.connect_peer();
+        s.wait_blocked().await;
+        s.send_peer();
+        s.wait_established().await;
+        s.unblock();
+        let expect = [
+            ex(St::Established, [2, 2, 0, 1], NONE, [0, 0]),
+            ex(St::Closed, NONE, [1, 0, 1, 0], [0, 0]),
+        ];
+        stage(
+            "racing_connect_reconnect_win",
+            0,
+            &s.wait_results(2).await,
+            &expect,
+        );
+    }
+);
+
+// #25 test_v2_racing_connect_reconnect_lose
+armed!(
+    racing_connect_reconnect_lose,
+    peers(),
+    [
+        (frame(Tag::SERVER_IDENT, Direction::Read), 1, Action::Fault),
+        (frame(Tag::CLIENT_IDENT, Direction::Write), 2, Action::Block)
+    ],
+    |s| {
+        s.send_peer();
+        s.connect_peer();
+        s.wait_blocked().await;
+        s.peer_send_me();
+        s.wait_replaced(1).await;
+        s.unblock();
+        let expect = [
+            ex(St::Established, [2, 2, 0, 0], [0, 0, 0, 1], [0, 0]),
+            ex(St::Replaced, NONE, [1, 1, 1, 0], [0, 0]),
+        ];
+        stage(
+            "racing_connect_reconnect_lose",
+            0,
+            &s.wait_results(2).await,
+            &expect,
+        );
+    }
+);

@@ -365,6 +365,41 @@ impl<T: Transport> Suite<T> {
             .is_some_and(|c| c.state() == ConnState::Standby)
     }
 
+    /// crimson's suite.wait_blocked(): a BLOCK or STALL was handed out.
+    pub async fn wait_blocked(&self) {
+        for _ in 0..1000 {
+            if self.traps.blocked().is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("wait_blocked timed out: {:?}", self.results());
+    }
+
+    /// crimson's suite.unblock(): releases the blocked connection.
+    pub fn unblock(&self) {
+        let id = self.traps.blocked().expect("something was blocked");
+        if let Some(c) = self.test.connections().into_iter().find(|c| c.id() == id) {
+            c.unblock();
+        }
+    }
+
+    /// crimson's suite.wait_replaced(n): `n` connections were replaced.
+    pub async fn wait_replaced(&self, n: usize) {
+        for _ in 0..1000 {
+            let replaced = self
+                .results()
+                .iter()
+                .filter(|r| r.state == St::Replaced)
+                .count();
+            if replaced >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("wait_replaced({n}) timed out: {:?}", self.results());
+    }
+
     pub async fn finish(self) {
         self.test.shutdown().await;
         self.peer.shutdown().await;
