@@ -241,7 +241,7 @@ impl Connection {
     /// connection (msgr_protocol::intercept).
     #[cfg(feature = "interceptor")]
     pub fn unblock(&self) {
-        self.shared.lock().unblock(crate::now());
+        self.shared.lock().request_unblock();
         self.shared.wake.notify_one();
     }
 

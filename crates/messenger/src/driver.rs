@@ -67,6 +67,15 @@ pub(crate) async fn run<T: Transport>(
         if let Some(h) = handoff {
             install(&mut socket, &mut out, h);
         }
+        // A test released an interceptor's hold: carried out here, where
+        // the input buffer is the connection's.
+        #[cfg(feature = "interceptor")]
+        {
+            let mut c = conn.shared.lock();
+            if c.take_unblock_request() {
+                c.unblock(crate::now());
+            }
+        }
 
         // Events, in order, until handling them (a dispatcher's send, say)
         // makes no more. Sends from inside this task's own dispatcher calls

@@ -125,6 +125,8 @@ pub struct Conn {
     id: u64,
     /// An interceptor holds the next connect attempt (BLOCK).
     connect_held: bool,
+    /// A test asked for an unblock, for the driver to carry out.
+    unblock_requested: bool,
 }
 
 impl Conn {
@@ -157,6 +159,7 @@ impl Conn {
             last_keepalive_ack: None,
             id: 0,
             connect_held: false,
+            unblock_requested: false,
         }
     }
 

@@ -210,6 +210,9 @@ impl Link {
                 self.poll_input()
             }
             ReadStage::BannerPrefixHeld => {
+                if self.input.len() < BANNER_PREFIX_LEN {
+                    return Ok(None);
+                }
                 let prefix: [u8; BANNER_PREFIX_LEN] = self.input[..BANNER_PREFIX_LEN]
                     .try_into()
                     .expect("length checked");
