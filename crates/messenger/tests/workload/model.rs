@@ -234,8 +234,11 @@ impl Model {
 
     pub fn accepted(&mut self, me: usize, conn: &Connection) {
         self.note(&[2, me as u64, conn.id()]);
-        let h = self.held_mut(me, conn);
-        h.orphaned = false;
+        // An accept does not end an orphaning: a socket the client opened
+        // before it marked its connection down may still arrive and resume
+        // the old session, which no one will use again (seed 5022). Only a
+        // new session (a remote reset) makes the stream live again.
+        self.held_mut(me, conn);
     }
 
     /// Numbers a new message on `conn` (held by `from`).
