@@ -30,18 +30,7 @@ use suite::*;
 #[tokio::test]
 async fn lossy_early_connect_fault() {
     use CustomPoint::*;
-    let bps = [
-        Breakpoint::Custom(SocketConnecting),
-        Breakpoint::Custom(BannerWrite),
-        Breakpoint::Custom(BannerRead),
-        Breakpoint::Custom(BannerPayloadRead),
-        frame(Tag::HELLO, Direction::Write),
-        frame(Tag::HELLO, Direction::Read),
-        frame(Tag::AUTH_REQUEST, Direction::Write),
-        frame(Tag::AUTH_DONE, Direction::Read),
-        frame(Tag::AUTH_SIGNATURE, Direction::Write),
-        frame(Tag::AUTH_SIGNATURE, Direction::Read),
-    ];
+    let bps = std::iter::once(Breakpoint::Custom(SocketConnecting)).chain(connector_handshake());
     for bp in bps {
         let name = format!("lossy_early_connect_fault -- {bp}");
         case(
@@ -207,18 +196,7 @@ async fn peer_connected_fault_reconnect() {
 /// #4 test_v2_lossy_early_accept_fault
 #[tokio::test]
 async fn lossy_early_accept_fault() {
-    use CustomPoint::*;
-    let bps = [
-        Breakpoint::Custom(BannerWrite),
-        Breakpoint::Custom(BannerRead),
-        Breakpoint::Custom(BannerPayloadRead),
-        frame(Tag::HELLO, Direction::Write),
-        frame(Tag::HELLO, Direction::Read),
-        frame(Tag::AUTH_REQUEST, Direction::Read),
-        frame(Tag::AUTH_DONE, Direction::Write),
-        frame(Tag::AUTH_SIGNATURE, Direction::Write),
-        frame(Tag::AUTH_SIGNATURE, Direction::Read),
-    ];
+    let bps = acceptor_handshake();
     let expect = [
         ex(St::Closed, NONE, [1, 0, 0, 0], [0, 0]),
         ex(St::Established, NONE, [1, 1, 0, 1], [0, 0]),

@@ -204,31 +204,15 @@ async fn racing_connect_case<T: msgr_transport::Transport>(
     let mut s = Suite::new_at(t, ip, ports, Traps::default(), peers().0, peers().1).await;
     // The branch these addresses call for (crimson's peer_wins).
     let peer_wins = s.peer_wins();
-    let win_bps = [
-        Breakpoint::Custom(CustomPoint::SocketConnecting),
-        Breakpoint::Custom(CustomPoint::BannerWrite),
-        Breakpoint::Custom(CustomPoint::BannerRead),
-        Breakpoint::Custom(CustomPoint::BannerPayloadRead),
-        frame(Tag::HELLO, Direction::Write),
-        frame(Tag::HELLO, Direction::Read),
-        frame(Tag::AUTH_REQUEST, Direction::Write),
-        frame(Tag::AUTH_DONE, Direction::Read),
-        frame(Tag::AUTH_SIGNATURE, Direction::Write),
-        frame(Tag::AUTH_SIGNATURE, Direction::Read),
-        frame(Tag::CLIENT_IDENT, Direction::Write),
-    ];
-    let lose_bps = [
-        Breakpoint::Custom(CustomPoint::BannerWrite),
-        Breakpoint::Custom(CustomPoint::BannerRead),
-        Breakpoint::Custom(CustomPoint::BannerPayloadRead),
-        frame(Tag::HELLO, Direction::Write),
-        frame(Tag::HELLO, Direction::Read),
-        frame(Tag::AUTH_REQUEST, Direction::Read),
-        frame(Tag::AUTH_DONE, Direction::Write),
-        frame(Tag::AUTH_SIGNATURE, Direction::Write),
-        frame(Tag::AUTH_SIGNATURE, Direction::Read),
-        frame(Tag::CLIENT_IDENT, Direction::Read),
-    ];
+    let connecting = Breakpoint::Custom(CustomPoint::SocketConnecting);
+    let win_bps: Vec<Breakpoint> = std::iter::once(connecting)
+        .chain(connector_handshake())
+        .chain([frame(Tag::CLIENT_IDENT, Direction::Write)])
+        .collect();
+    let lose_bps: Vec<Breakpoint> = acceptor_handshake()
+        .into_iter()
+        .chain([frame(Tag::CLIENT_IDENT, Direction::Read)])
+        .collect();
     let bps: &[Breakpoint] = if peer_wins { &win_bps } else { &lose_bps };
     let Some(&bp) = bps.get(round) else {
         return s.finish().await;
@@ -299,32 +283,18 @@ async fn racing_reconnect_case<T: msgr_transport::Transport>(
     let mut s = Suite::new_at(t, ip, ports, Traps::default(), peers().0, peers().1).await;
     // The branch these addresses call for (crimson's peer_wins).
     let peer_wins = s.peer_wins();
-    use CustomPoint::*;
-    let win = [
+    let connecting = (2, Breakpoint::Custom(CustomPoint::SocketConnecting));
+    let win: Vec<(u32, Breakpoint)> = [
         (1, frame(Tag::SESSION_RECONNECT, Direction::Write)),
-        (2, Breakpoint::Custom(SocketConnecting)),
-        (2, Breakpoint::Custom(BannerWrite)),
-        (2, Breakpoint::Custom(BannerRead)),
-        (2, Breakpoint::Custom(BannerPayloadRead)),
-        (2, frame(Tag::HELLO, Direction::Write)),
-        (2, frame(Tag::HELLO, Direction::Read)),
-        (2, frame(Tag::AUTH_REQUEST, Direction::Write)),
-        (2, frame(Tag::AUTH_DONE, Direction::Read)),
-        (2, frame(Tag::AUTH_SIGNATURE, Direction::Write)),
-        (2, frame(Tag::AUTH_SIGNATURE, Direction::Read)),
-    ];
-    let lose = [
-        (1, frame(Tag::SESSION_RECONNECT, Direction::Read)),
-        (2, Breakpoint::Custom(BannerWrite)),
-        (2, Breakpoint::Custom(BannerRead)),
-        (2, Breakpoint::Custom(BannerPayloadRead)),
-        (2, frame(Tag::HELLO, Direction::Write)),
-        (2, frame(Tag::HELLO, Direction::Read)),
-        (2, frame(Tag::AUTH_REQUEST, Direction::Read)),
-        (2, frame(Tag::AUTH_DONE, Direction::Write)),
-        (2, frame(Tag::AUTH_SIGNATURE, Direction::Write)),
-        (2, frame(Tag::AUTH_SIGNATURE, Direction::Read)),
-    ];
+        connecting,
+    ]
+    .into_iter()
+    .chain(connector_handshake().into_iter().map(|bp| (2, bp)))
+    .collect();
+    let lose: Vec<(u32, Breakpoint)> =
+        std::iter::once((1, frame(Tag::SESSION_RECONNECT, Direction::Read)))
+            .chain(acceptor_handshake().into_iter().map(|bp| (2, bp)))
+            .collect();
     let cases: &[(u32, Breakpoint)] = if peer_wins { &win } else { &lose };
     let Some(&(round, bp)) = cases.get(case) else {
         return s.finish().await;

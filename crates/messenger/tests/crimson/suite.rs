@@ -668,3 +668,34 @@ macro_rules! armed {
         }
     };
 }
+
+/// The connector's breakpoints from the banner to AUTH_SIGNATURE, in
+/// handshake order (crimson's early connect list, less SOCKET_CONNECTING).
+pub fn connector_handshake() -> Vec<Breakpoint> {
+    vec![
+        Breakpoint::Custom(CustomPoint::BannerWrite),
+        Breakpoint::Custom(CustomPoint::BannerRead),
+        Breakpoint::Custom(CustomPoint::BannerPayloadRead),
+        frame(Tag::HELLO, Direction::Write),
+        frame(Tag::HELLO, Direction::Read),
+        frame(Tag::AUTH_REQUEST, Direction::Write),
+        frame(Tag::AUTH_DONE, Direction::Read),
+        frame(Tag::AUTH_SIGNATURE, Direction::Write),
+        frame(Tag::AUTH_SIGNATURE, Direction::Read),
+    ]
+}
+
+/// The acceptor's breakpoints from the banner to AUTH_SIGNATURE.
+pub fn acceptor_handshake() -> Vec<Breakpoint> {
+    vec![
+        Breakpoint::Custom(CustomPoint::BannerWrite),
+        Breakpoint::Custom(CustomPoint::BannerRead),
+        Breakpoint::Custom(CustomPoint::BannerPayloadRead),
+        frame(Tag::HELLO, Direction::Write),
+        frame(Tag::HELLO, Direction::Read),
+        frame(Tag::AUTH_REQUEST, Direction::Read),
+        frame(Tag::AUTH_DONE, Direction::Write),
+        frame(Tag::AUTH_SIGNATURE, Direction::Write),
+        frame(Tag::AUTH_SIGNATURE, Direction::Read),
+    ]
+}
