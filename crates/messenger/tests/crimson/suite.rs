@@ -29,20 +29,17 @@ pub struct Dispatched {
     remote_resets: u32,
 }
 
-/// The Test side's dispatcher; like crimson's FailoverSuite it tracks the
-/// connection it connected or last accepted, and sends queued before there
-/// was one go out on it.
+/// The connection a side talks on (the one it connected or last
+/// accepted), and sends asked for before there was one, sent when it comes.
 #[derive(Default)]
-pub struct TestSide {
-    by_conn: Mutex<BTreeMap<u64, Dispatched>>,
-    received: Mutex<u32>,
-    tracked: Mutex<Option<Connection>>,
+pub struct Tracked {
+    conn: Mutex<Option<Connection>>,
     pending_sends: Mutex<u32>,
 }
 
-impl TestSide {
+impl Tracked {
     fn track(&self, c: &Connection) {
-        *self.tracked.lock().unwrap() = Some(c.clone());
+        *self.conn.lock().unwrap() = Some(c.clone());
         let n = std::mem::take(&mut *self.pending_sends.lock().unwrap());
         for _ in 0..n {
             c.send_nowait(op());
@@ -50,12 +47,27 @@ impl TestSide {
     }
 
     fn send(&self) {
-        match self.tracked.lock().unwrap().as_ref() {
+        match self.conn.lock().unwrap().as_ref() {
             Some(c) => c.send_nowait(op()),
             None => *self.pending_sends.lock().unwrap() += 1,
         }
     }
 
+    fn get(&self) -> Option<Connection> {
+        self.conn.lock().unwrap().clone()
+    }
+}
+
+/// The Test side's dispatcher (crimson's FailoverSuite): counts what is
+/// dispatched per connection, and tracks the connection it talks on.
+#[derive(Default)]
+pub struct TestSide {
+    by_conn: Mutex<BTreeMap<u64, Dispatched>>,
+    received: Mutex<u32>,
+    tracked: Tracked,
+}
+
+impl TestSide {
     fn count(&self, c: &Connection, f: impl FnOnce(&mut Dispatched)) {
         f(self.by_conn.lock().unwrap().entry(c.id()).or_default());
     }
@@ -70,7 +82,7 @@ impl Dispatcher for TestSide {
     }
     fn ms_handle_accept(&self, c: &Connection) {
         self.count(c, |d| d.accepts += 1);
-        self.track(c);
+        self.tracked.track(c);
     }
     fn ms_handle_reset(&self, c: &Connection) {
         self.count(c, |d| d.resets += 1);
@@ -80,30 +92,11 @@ impl Dispatcher for TestSide {
     }
 }
 
-/// TestPeer: records what arrives, and sends what the test asks of it on
-/// the connection it last accepted (queued until there is one).
+/// TestPeer: records what arrives, and tracks the connection it talks on.
 #[derive(Default)]
 pub struct PeerSide {
     received: Mutex<u32>,
-    tracked: Mutex<Option<Connection>>,
-    pending_sends: Mutex<u32>,
-}
-
-impl PeerSide {
-    fn track(&self, c: &Connection) {
-        *self.tracked.lock().unwrap() = Some(c.clone());
-        let n = std::mem::take(&mut *self.pending_sends.lock().unwrap());
-        for _ in 0..n {
-            c.send_nowait(op());
-        }
-    }
-
-    fn send_me(&self) {
-        match self.tracked.lock().unwrap().as_ref() {
-            Some(c) => c.send_nowait(op()),
-            None => *self.pending_sends.lock().unwrap() += 1,
-        }
-    }
+    tracked: Tracked,
 }
 
 impl Dispatcher for PeerSide {
@@ -111,7 +104,7 @@ impl Dispatcher for PeerSide {
         *self.received.lock().unwrap() += 1;
     }
     fn ms_handle_accept(&self, c: &Connection) {
-        self.track(c);
+        self.tracked.track(c);
     }
 }
 
@@ -199,32 +192,32 @@ impl<T: Transport> Suite<T> {
 
     pub fn send_peer(&mut self) {
         self.sent_to_peer += 1;
-        self.test_side.send();
+        self.test_side.tracked.send();
     }
 
     pub fn connect_peer(&mut self) {
         let c = self.test.connect(&self.peer_addrs, EntityType::OSD);
-        self.test_side.track(&c);
+        self.test_side.tracked.track(&c);
     }
 
     pub fn peer_connect_me(&mut self) {
         let c = self.peer.connect(&self.test_addrs, EntityType::OSD);
-        self.peer_side.track(&c);
+        self.peer_side.tracked.track(&c);
     }
 
     pub fn peer_send_me(&mut self) {
         self.peer_sent_me += 1;
-        self.peer_side.send_me();
+        self.peer_side.tracked.send();
     }
 
     pub fn keepalive_peer(&self) {
-        if let Some(c) = self.test_side.tracked.lock().unwrap().as_ref() {
+        if let Some(c) = self.test_side.tracked.get() {
             c.send_keepalive();
         }
     }
 
     pub fn peer_keepalive_me(&self) {
-        if let Some(c) = self.peer_side.tracked.lock().unwrap().as_ref() {
+        if let Some(c) = self.peer_side.tracked.get() {
             c.send_keepalive();
         }
     }
@@ -348,7 +341,7 @@ impl<T: Transport> Suite<T> {
     /// connection down (no reset event), let that settle.
     pub async fn markdown(&self) {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        if let Some(c) = self.test_side.tracked.lock().unwrap().as_ref() {
+        if let Some(c) = self.test_side.tracked.get() {
             c.mark_down();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -357,7 +350,7 @@ impl<T: Transport> Suite<T> {
     /// crimson's test.markdown_peer(): the same on the peer's side.
     pub async fn markdown_peer(&self) {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        if let Some(c) = self.peer_side.tracked.lock().unwrap().as_ref() {
+        if let Some(c) = self.peer_side.tracked.get() {
             c.mark_down();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -365,21 +358,19 @@ impl<T: Transport> Suite<T> {
 
     /// A send that may be lost (not waited for).
     pub fn try_send_peer(&self) {
-        self.test_side.send();
+        self.test_side.tracked.send();
     }
 
     /// A peer send that may be lost.
     pub fn try_peer_send_me(&self) {
-        self.peer_side.send_me();
+        self.peer_side.tracked.send();
     }
 
     /// Whether the tracked connection stands by.
     pub fn is_standby(&self) -> bool {
         self.test_side
             .tracked
-            .lock()
-            .unwrap()
-            .as_ref()
+            .get()
             .is_some_and(|c| c.state() == ConnState::Standby)
     }
 
