@@ -110,7 +110,7 @@ pub(crate) async fn run<T: Transport>(
                     Event::ShutdownSocket { link, mut last } => {
                         // An interceptor's STALL or write FAULT: what was
                         // written goes out, then the socket closes.
-                        if let Some(mut s) = socket.take_if(|s| s.link == link) {
+                        if let Some(s) = socket.take_if(|s| s.link == link) {
                             out.append(&mut last);
                             {
                                 let mut c = conn.shared.lock();
@@ -120,20 +120,7 @@ pub(crate) async fn run<T: Transport>(
                                     }
                                 }
                             }
-                            out.seal();
-                            while !out.is_empty() {
-                                let wrote = {
-                                    let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                                    let n = out.slices(&mut iov);
-                                    s.writer.write_vectored(&iov[..n]).await
-                                };
-                                match wrote {
-                                    Ok(0) | Err(_) => break,
-                                    Ok(w) => out.advance(w),
-                                }
-                            }
-                            let _ = s.writer.shutdown().await;
-                            out.clear();
+                            flush_and_close(s, &mut out).await;
                             rbuf.clear();
                         }
                     }
@@ -389,6 +376,25 @@ pub(crate) async fn run<T: Transport>(
             rbuf.clear();
         }
     }
+}
+
+/// Writes what `out` holds to `socket` (as far as it takes it), then shuts
+/// the socket down; `out` is left empty.
+async fn flush_and_close(mut socket: Socket, out: &mut WireQueue) {
+    out.seal();
+    while !out.is_empty() {
+        let wrote = {
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let n = out.slices(&mut iov);
+            socket.writer.write_vectored(&iov[..n]).await
+        };
+        match wrote {
+            Ok(0) | Err(_) => break,
+            Ok(w) => out.advance(w),
+        }
+    }
+    let _ = socket.writer.shutdown().await;
+    out.clear();
 }
 
 fn store_features(conn: &Connection) {

@@ -221,8 +221,8 @@ impl Tap {
         matches!(self.gate, Gate::Held { .. })
     }
 
-    /// Closes the gate: what `output` holds now stays writable (`release`
-    /// it all when `keep_output`), later output is held.
+    /// Closes the gate: what `output` holds now stays writable, later
+    /// output is held (for good when `stall`: the socket is dead).
     pub fn close(&mut self, output: &mut WireQueue, stall: bool) {
         if self.held() {
             return;

@@ -123,17 +123,26 @@ impl Link {
         }
     }
 
-    /// The interceptor's word on what was just read: `None` when it is held.
-    fn gate_read(&mut self, bp: Breakpoint, input: Input) -> Result<Option<Input>, ProtocolError> {
+    /// The interceptor's word on a read: Ok(true) when it holds the socket
+    /// from here on (BLOCK, or STALL with the socket shut down).
+    fn hold_at(&mut self, bp: Breakpoint) -> Result<bool, ProtocolError> {
         match self.tap.hit(bp) {
-            Action::Continue => Ok(Some(input)),
+            Action::Continue => Ok(false),
             Action::Fault => Err(ProtocolError::Injected),
             action => {
                 self.tap.close(&mut self.output, action == Action::Stall);
-                self.tap.hold_input(input);
-                Ok(None)
+                Ok(true)
             }
         }
+    }
+
+    /// What was just read, or `None` when the interceptor holds it.
+    fn gate_read(&mut self, bp: Breakpoint, input: Input) -> Result<Option<Input>, ProtocolError> {
+        if !self.hold_at(bp)? {
+            return Ok(Some(input));
+        }
+        self.tap.hold_input(input);
+        Ok(None)
     }
 
     /// What the driver may write now.
@@ -197,17 +206,12 @@ impl Link {
                 if self.input.len() < BANNER_PREFIX_LEN {
                     return Ok(None);
                 }
-                match self.tap.hit(Breakpoint::Custom(CustomPoint::BannerRead)) {
-                    Action::Continue => {}
-                    Action::Fault => return Err(ProtocolError::Injected),
-                    action => {
-                        self.tap.close(&mut self.output, action == Action::Stall);
-                        self.stage = ReadStage::BannerPrefixHeld;
-                        return Ok(None);
-                    }
-                }
+                let held = self.hold_at(Breakpoint::Custom(CustomPoint::BannerRead))?;
                 self.stage = ReadStage::BannerPrefixHeld;
-                self.poll_input()
+                match held {
+                    true => Ok(None),
+                    false => self.poll_input(),
+                }
             }
             ReadStage::BannerPrefixHeld => {
                 if self.input.len() < BANNER_PREFIX_LEN {

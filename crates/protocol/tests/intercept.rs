@@ -43,13 +43,23 @@ fn client_server(intercepted: usize, traps: &Arc<Traps>) -> Net {
     net
 }
 
-#[test]
-fn every_point_of_a_clean_handshake_is_hit_once() {
+/// client_server with `arms` (round 1) on node `intercepted`, after the
+/// client connected, sent message 1 and the network settled.
+fn started(intercepted: usize, arms: &[(Breakpoint, Action)]) -> (Net, usize, Arc<Traps>) {
     let traps = Arc::new(Traps::default());
-    let mut net = client_server(0, &traps);
+    for &(bp, action) in arms {
+        traps.arm(bp, 1, action);
+    }
+    let mut net = client_server(intercepted, &traps);
     let c = net.connect(0, 1);
     net.send((0, c), 1, 10);
     net.run();
+    (net, c, traps)
+}
+
+#[test]
+fn every_point_of_a_clean_handshake_is_hit_once() {
+    let (net, c, traps) = started(0, &[]);
     assert_eq!(net.delivered(1), vec![1]);
     let id = conn_id(0, c);
     for bp in [
@@ -74,12 +84,7 @@ fn every_point_of_a_clean_handshake_is_hit_once() {
 
 #[test]
 fn fault_at_client_ident_write_retries_and_counts_both_attempts() {
-    let traps = Arc::new(Traps::default());
-    traps.arm(write(Tag::CLIENT_IDENT), 1, Action::Fault);
-    let mut net = client_server(0, &traps);
-    let c = net.connect(0, 1);
-    net.send((0, c), 1, 10);
-    net.run();
+    let (mut net, c, traps) = started(0, &[(write(Tag::CLIENT_IDENT), Action::Fault)]);
     net.advance(Duration::from_secs(1));
     assert_eq!(net.state((0, c)), ConnState::Ready);
     assert_eq!(net.delivered(1), vec![1]);
@@ -91,12 +96,7 @@ fn fault_at_client_ident_write_retries_and_counts_both_attempts() {
 
 #[test]
 fn fault_at_socket_connecting_makes_no_connection() {
-    let traps = Arc::new(Traps::default());
-    traps.arm(CONNECTING, 1, Action::Fault);
-    let mut net = client_server(0, &traps);
-    let c = net.connect(0, 1);
-    net.send((0, c), 1, 10);
-    net.run();
+    let (mut net, c, traps) = started(0, &[(CONNECTING, Action::Fault)]);
     assert_eq!(net.state((0, c)), ConnState::Backoff);
     assert!(net.nodes[1].conns.is_empty(), "no socket was opened");
     net.advance(Duration::from_secs(1));
@@ -106,12 +106,7 @@ fn fault_at_socket_connecting_makes_no_connection() {
 
 #[test]
 fn block_holds_the_server_ident_until_unblocked() {
-    let traps = Arc::new(Traps::default());
-    traps.arm(write(Tag::SERVER_IDENT), 1, Action::Block);
-    let mut net = client_server(1, &traps);
-    let c = net.connect(0, 1);
-    net.send((0, c), 1, 10);
-    net.run();
+    let (mut net, c, traps) = started(1, &[(write(Tag::SERVER_IDENT), Action::Block)]);
     // The server accepted (its state machine moved on) but nothing after
     // the blocked write reached the client.
     assert_eq!(net.state((0, c)), ConnState::Connecting);
@@ -128,12 +123,7 @@ fn block_holds_the_server_ident_until_unblocked() {
 
 #[test]
 fn block_at_socket_connecting_waits_for_the_unblock() {
-    let traps = Arc::new(Traps::default());
-    traps.arm(CONNECTING, 1, Action::Block);
-    let mut net = client_server(0, &traps);
-    let c = net.connect(0, 1);
-    net.send((0, c), 1, 10);
-    net.run();
+    let (mut net, c, _traps) = started(0, &[(CONNECTING, Action::Block)]);
     net.advance(Duration::from_secs(60));
     assert_eq!(net.state((0, c)), ConnState::NeedSocket);
     let now = net.now;
@@ -148,12 +138,7 @@ fn block_at_socket_connecting_waits_for_the_unblock() {
 /// is found stale and closes, and the session stands.
 #[test]
 fn a_stalled_acceptor_resumes_stale_and_closes() {
-    let traps = Arc::new(Traps::default());
-    traps.arm(read(Tag::CLIENT_IDENT), 1, Action::Stall);
-    let mut net = client_server(1, &traps);
-    let c = net.connect(0, 1);
-    net.send((0, c), 1, 10);
-    net.run();
+    let (mut net, c, traps) = started(1, &[(read(Tag::CLIENT_IDENT), Action::Stall)]);
     net.advance(Duration::from_secs(1));
     assert_eq!(net.state((0, c)), ConnState::Ready);
     assert_eq!(net.delivered(1), vec![1]);
@@ -182,12 +167,7 @@ fn a_stalled_acceptor_resumes_stale_and_closes() {
 /// fails at once.
 #[test]
 fn a_stalled_write_is_delivered_before_the_socket_dies() {
-    let traps = Arc::new(Traps::default());
-    traps.arm(write(Tag::SERVER_IDENT), 1, Action::Stall);
-    let mut net = client_server(1, &traps);
-    let c = net.connect(0, 1);
-    net.send((0, c), 1, 10);
-    net.run();
+    let (mut net, c, _traps) = started(1, &[(write(Tag::SERVER_IDENT), Action::Stall)]);
     // The client got SERVER_IDENT (ready), then lost the socket.
     assert_eq!(net.log(0, c)[0], Ev::Connected);
     // Its reconnect found the server's session (ready, its socket stalled)

@@ -10,21 +10,26 @@ use harness::*;
 use msgr_auth::ConMode;
 use msgr_protocol::{ConnState, Policy};
 
-/// A lossless client (node 0) and a stateful server (node 1), connected.
-fn client_server(auth: std::sync::Arc<dyn msgr_auth::AuthProvider>) -> (Net, usize) {
+/// A client (node 0, "client.1") and a server (node 1, "osd.0").
+fn two_nodes(
+    client: Policy,
+    server: Policy,
+    auth: std::sync::Arc<dyn msgr_auth::AuthProvider>,
+) -> Net {
     let mut net = Net::new();
     net.add_node(
         "client.1",
         "v2:10.0.0.1:0/11",
-        policies(Policy::lossless_client()),
+        policies(client),
         auth.clone(),
     );
-    net.add_node(
-        "osd.0",
-        "v2:10.0.0.2:6800/22",
-        policies(Policy::stateful_server()),
-        auth,
-    );
+    net.add_node("osd.0", "v2:10.0.0.2:6800/22", policies(server), auth);
+    net
+}
+
+/// A lossless client (node 0) and a stateful server (node 1), connected.
+fn client_server(auth: std::sync::Arc<dyn msgr_auth::AuthProvider>) -> (Net, usize) {
+    let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), auth);
     let c = net.connect(0, 1);
     net.run();
     (net, c)
@@ -114,19 +119,7 @@ fn reconnect_after_socket_failure_replays_exactly_once() {
 fn lost_server_ident_restarts_establishment() {
     // Server's SERVER_IDENT is lost: the client reconnects with CLIENT_IDENT
     // (it has no server cookie), and the server continues the same session.
-    let mut net = Net::new();
-    net.add_node(
-        "client.1",
-        "v2:10.0.0.1:0/11",
-        policies(Policy::lossless_client()),
-        none(),
-    );
-    net.add_node(
-        "osd.0",
-        "v2:10.0.0.2:6800/22",
-        policies(Policy::stateful_server()),
-        none(),
-    );
+    let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), none());
     net.drop_after_accept = Some(1);
     let c = net.connect(0, 1);
     net.run();
@@ -186,19 +179,7 @@ fn server_reset_gives_remote_reset_and_a_new_session() {
 
 #[test]
 fn lossy_client_fault_closes_with_reset() {
-    let mut net = Net::new();
-    net.add_node(
-        "client.1",
-        "v2:10.0.0.1:0/11",
-        policies(Policy::lossy_client()),
-        none(),
-    );
-    net.add_node(
-        "osd.0",
-        "v2:10.0.0.2:6800/22",
-        policies(Policy::stateless_server()),
-        none(),
-    );
+    let mut net = two_nodes(Policy::lossy_client(), Policy::stateless_server(), none());
     let c = net.connect(0, 1);
     net.send((0, c), 1, 10);
     net.run();
@@ -211,19 +192,7 @@ fn lossy_client_fault_closes_with_reset() {
 
 #[test]
 fn refused_connect_backs_off_and_retries() {
-    let mut net = Net::new();
-    net.add_node(
-        "client.1",
-        "v2:10.0.0.1:0/11",
-        policies(Policy::lossless_client()),
-        none(),
-    );
-    net.add_node(
-        "osd.0",
-        "v2:10.0.0.2:6800/22",
-        policies(Policy::stateful_server()),
-        none(),
-    );
+    let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), none());
     net.nodes[1].listening = false;
     let c = net.connect(0, 1);
     net.send((0, c), 1, 10);
@@ -281,19 +250,7 @@ fn racing_lossless_peers_end_with_one_session_each_way() {
 
 #[test]
 fn lost_client_ident_is_sent_again() {
-    let mut net = Net::new();
-    net.add_node(
-        "client.1",
-        "v2:10.0.0.1:0/11",
-        policies(Policy::lossless_client()),
-        none(),
-    );
-    net.add_node(
-        "osd.0",
-        "v2:10.0.0.2:6800/22",
-        policies(Policy::stateful_server()),
-        none(),
-    );
+    let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), none());
     net.drop_in_phase = Some((0, "SESSION_CONNECTING"));
     let c = net.connect(0, 1);
     net.send((0, c), 1, 10);
@@ -517,19 +474,7 @@ fn bad_method_renegotiates_to_a_method_the_server_allows() {
 /// seeded workloads, where such a connection spun on its closed socket).
 #[test]
 fn a_failed_handshake_phase_closes_the_accepted_connection() {
-    let mut net = Net::new();
-    net.add_node(
-        "client.1",
-        "v2:10.0.0.1:0/11",
-        policies(Policy::lossless_client()),
-        none(),
-    );
-    net.add_node(
-        "osd.0",
-        "v2:10.0.0.2:6800/22",
-        policies(Policy::stateful_server()),
-        none(),
-    );
+    let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), none());
     let c = net.connect(0, 1);
     // The server restarted with a new nonce at the same address.
     net.nodes[1].addrs =

@@ -108,6 +108,17 @@ impl Dispatcher for PeerSide {
     }
 }
 
+/// Polls `done` every 10 ms for up to 10 s.
+async fn until(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..1000 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    done()
+}
+
 pub fn op() -> Message {
     Message::new(42, Bytes::from_static(b"MOSDOp"))
 }
@@ -225,15 +236,15 @@ impl<T: Transport> Suite<T> {
     /// crimson's wait_established: what was sent arrived (or nothing is
     /// live).
     pub async fn wait_established(&self) {
-        for _ in 0..1000 {
-            let arrived = *self.peer_side.received.lock().unwrap() >= self.sent_to_peer
-                && *self.test_side.received.lock().unwrap() >= self.peer_sent_me;
-            if arrived {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        if !until(|| self.arrived()).await {
+            panic!("wait_established timed out: {:?}", self.results());
         }
-        panic!("wait_established timed out: {:?}", self.results());
+    }
+
+    /// Everything sent either way arrived.
+    fn arrived(&self) -> bool {
+        *self.peer_side.received.lock().unwrap() >= self.sent_to_peer
+            && *self.test_side.received.lock().unwrap() >= self.peer_sent_me
     }
 
     pub fn send_bidirectional(&mut self) {
@@ -245,16 +256,13 @@ impl<T: Transport> Suite<T> {
     /// ever started, oldest first), each READY or closed, and everything
     /// sent arrived unless nothing is live.
     pub async fn wait_results(&self, n: usize) -> Vec<Outcome> {
-        for _ in 0..1000 {
-            let results = self.results();
+        let done = |results: &[Outcome]| {
             let settled = results.iter().all(|r| r.state != St::Other);
             let live = results.iter().any(|r| r.state == St::Established);
-            let arrived = *self.peer_side.received.lock().unwrap() >= self.sent_to_peer
-                && *self.test_side.received.lock().unwrap() >= self.peer_sent_me;
-            if results.len() == n && settled && (arrived || !live) {
-                return results;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            results.len() == n && settled && (self.arrived() || !live)
+        };
+        if until(|| done(&self.results())).await {
+            return self.results();
         }
         panic!(
             "wait_results({n}) timed out: {:?}; peer received {} of {}, test received {} of {}",
@@ -295,29 +303,32 @@ impl<T: Transport> Suite<T> {
             .collect()
     }
 
-    /// C(a, c, r, d) of connection `id`.
+    /// C(a, c, r, d) of connection `id`: connect attempts, CLIENT_IDENT and
+    /// SESSION_RECONNECT writes, connects dispatched.
     pub fn connect_counts(&self, id: u64) -> [u32; 4] {
-        [
-            self.traps
-                .conn_hits(id, Breakpoint::Custom(CustomPoint::SocketConnecting)),
-            self.traps
-                .conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)),
-            self.traps
-                .conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Write)),
-            self.dispatched(id).connects,
-        ]
+        let start = CustomPoint::SocketConnecting;
+        self.side_counts(id, start, Direction::Write, self.dispatched(id).connects)
     }
 
-    /// A(a, c, r, d) of connection `id`.
+    /// A(a, c, r, d) of connection `id`: the same, accepting and reading.
     pub fn accept_counts(&self, id: u64) -> [u32; 4] {
+        let start = CustomPoint::SocketAccepted;
+        self.side_counts(id, start, Direction::Read, self.dispatched(id).accepts)
+    }
+
+    fn side_counts(
+        &self,
+        id: u64,
+        start: CustomPoint,
+        idents: Direction,
+        dispatched: u32,
+    ) -> [u32; 4] {
         [
+            self.traps.conn_hits(id, Breakpoint::Custom(start)),
+            self.traps.conn_hits(id, frame(Tag::CLIENT_IDENT, idents)),
             self.traps
-                .conn_hits(id, Breakpoint::Custom(CustomPoint::SocketAccepted)),
-            self.traps
-                .conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Read)),
-            self.traps
-                .conn_hits(id, frame(Tag::SESSION_RECONNECT, Direction::Read)),
-            self.dispatched(id).accepts,
+                .conn_hits(id, frame(Tag::SESSION_RECONNECT, idents)),
+            dispatched,
         ]
     }
 
@@ -384,13 +395,9 @@ impl<T: Transport> Suite<T> {
 
     /// crimson's suite.wait_blocked(): a BLOCK or STALL was handed out.
     pub async fn wait_blocked(&self) {
-        for _ in 0..1000 {
-            if self.traps.blocked().is_some() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        if !until(|| self.traps.blocked().is_some()).await {
+            panic!("wait_blocked timed out: {:?}", self.results());
         }
-        panic!("wait_blocked timed out: {:?}", self.results());
     }
 
     /// crimson's suite.unblock(): releases the blocked connection.
@@ -403,18 +410,15 @@ impl<T: Transport> Suite<T> {
 
     /// crimson's suite.wait_replaced(n): `n` connections were replaced.
     pub async fn wait_replaced(&self, n: usize) {
-        for _ in 0..1000 {
-            let replaced = self
-                .results()
+        let replaced = || {
+            self.results()
                 .iter()
                 .filter(|r| r.state == St::Replaced)
-                .count();
-            if replaced >= n {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+                .count()
+        };
+        if !until(|| replaced() >= n).await {
+            panic!("wait_replaced({n}) timed out: {:?}", self.results());
         }
-        panic!("wait_replaced({n}) timed out: {:?}", self.results());
     }
 
     pub async fn finish(self) {
