@@ -155,19 +155,28 @@ type TidMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<TidHasher>>;
 struct LoopState {
     res: BenchResult,
     inflight: TidMap<(Instant, u64)>,
+    /// The request every write is encoded from (its tid and data set each
+    /// time), so that a request costs no allocation of its own.
+    request: Option<MOSDOp>,
     next_tid: u64,
     last_reply: u64,
     stopped: bool,
 }
 
 impl Loop {
-    fn more(&self, sent: u64) -> bool {
-        self.quota.is_none_or(|q| sent < q) && self.until.is_none_or(|t| Instant::now() < t)
+    /// Whether the run goes on after `sent` requests, at `now`.
+    fn more(&self, sent: u64, now: Instant) -> bool {
+        self.quota.is_none_or(|q| sent < q) && self.until.is_none_or(|t| now < t)
     }
 
-    /// The next request, if the window and the run allow one.
-    fn next_request(&self, st: &mut LoopState, features: u64) -> Option<msgr_protocol::Message> {
-        if st.stopped || st.inflight.len() >= self.opts.depth || !self.more(st.next_tid) {
+    /// The next request, sent at `now`, if the window and the run allow one.
+    fn next_request(
+        &self,
+        st: &mut LoopState,
+        features: u64,
+        now: Instant,
+    ) -> Option<msgr_protocol::Message> {
+        if st.stopped || st.inflight.len() >= self.opts.depth || !self.more(st.next_tid, now) {
             return None;
         }
         st.next_tid += 1;
@@ -183,12 +192,20 @@ impl Loop {
         } else {
             (self.base.clone(), self.base_sum)
         };
-        let mut op = MOSDOp::write(tid, 1, "bench-object", 0, data, false);
-        if self.opts.verify {
-            op.ops[0].flags |= OP_FLAG_CHECKSUM;
-        }
-        st.inflight.insert(tid, (Instant::now(), sum));
-        Some(op.to_message(features))
+        st.inflight.insert(tid, (now, sum));
+        let verify = self.opts.verify;
+        let op = st.request.get_or_insert_with(|| {
+            let mut op = MOSDOp::write(0, 1, "bench-object", 0, data.clone(), false);
+            if verify {
+                op.ops[0].flags |= OP_FLAG_CHECKSUM;
+            }
+            op
+        });
+        op.tid = tid;
+        op.data = data;
+        let msg = op.to_message(features);
+        op.data = Bytes::new();
+        Some(msg)
     }
 
     fn on_reply(&self, tid: u64, checksum: u64, at: Instant, conn: &Connection) {
@@ -209,7 +226,7 @@ impl Loop {
             None => st.res.duplicated += 1,
         }
         let features = conn.features();
-        while let Some(m) = self.next_request(&mut st, features) {
+        while let Some(m) = self.next_request(&mut st, features, at) {
             conn.send_nowait(m);
         }
         if st.inflight.is_empty() {
@@ -299,7 +316,7 @@ async fn run_conn(
     // The first window; replies refill it from the dispatcher.
     {
         let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(msg) = l.next_request(&mut st, conn.features()) {
+        while let Some(msg) = l.next_request(&mut st, conn.features(), Instant::now()) {
             conn.send_nowait(msg);
         }
     }
@@ -312,7 +329,7 @@ async fn run_conn(
         let done = l.done.notified();
         let finished = {
             let st = l.state.lock().unwrap_or_else(|e| e.into_inner());
-            (st.inflight.is_empty() && !l.more(st.next_tid)) || st.res.error.is_some()
+            (st.inflight.is_empty() && !l.more(st.next_tid, Instant::now())) || st.res.error.is_some()
         };
         if finished {
             break;

@@ -48,14 +48,13 @@ impl Dispatcher for OsdLike {
                     .fetch_add(msg.data.len() as u64, Ordering::Relaxed);
                 let reply = match MOSDOp::from_message(&msg) {
                     Ok(op) => {
-                        let mut r = MOSDOpReply::for_request(&op, 0);
-                        if op
+                        let checksum = op
                             .ops
                             .first()
                             .is_some_and(|o| o.flags & OP_FLAG_CHECKSUM != 0)
-                        {
-                            r.user_version = data_checksum(&op.data);
-                        }
+                            .then(|| data_checksum(&op.data));
+                        let mut r = MOSDOpReply::answering(op, 0);
+                        r.user_version = checksum.unwrap_or(0);
                         r
                     }
                     // A request we cannot fully read still gets the reply

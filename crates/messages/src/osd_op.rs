@@ -258,20 +258,18 @@ impl MOSDOpReply {
         }
     }
 
-    /// A real OSD's reply to `req` with `result`, echoing its ops.
-    pub fn for_request(req: &MOSDOp, result: i32) -> MOSDOpReply {
-        let ops: Vec<OsdOp> = req
-            .ops
-            .iter()
-            .map(|o| OsdOp {
-                payload_len: 0,
-                ..*o
-            })
-            .collect();
+    /// A real OSD's reply to `req` with `result`, echoing its ops (their
+    /// input data dropped). Takes the request: its name and ops move into
+    /// the reply.
+    pub fn answering(req: MOSDOp, result: i32) -> MOSDOpReply {
+        let mut ops = req.ops;
+        for o in &mut ops {
+            o.payload_len = 0;
+        }
         MOSDOpReply {
             tid: req.tid,
             priority: 127,
-            oid: req.oid.clone(),
+            oid: req.oid,
             pgid: req.pgid.pgid,
             flags: ((req.flags as i64) & !0x7) | 0x5,
             result,

@@ -3,6 +3,7 @@
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::WireQueue;
@@ -73,29 +74,52 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-thread_local! {
-    /// The connection whose task is running on this thread right now (0:
-    /// none). A send from inside that task's own dispatch needs no wake-up:
-    /// the task looks for output after every dispatch.
-    static RUNNING_TASK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+/// The connection whose task is running on this thread right now (id 0:
+/// none), and the time of the task's current step.
+#[derive(Clone, Copy)]
+struct RunningTask {
+    id: u64,
+    now: Option<Instant>,
 }
 
-/// Marks this thread as running connection `id`'s task until the guard drops.
-pub(crate) fn running_task(id: u64) -> impl Drop {
-    struct Reset(u64);
+thread_local! {
+    /// A send from inside a task's own dispatch needs no wake-up (the task
+    /// looks for output after every dispatch) and no clock read (it takes
+    /// the time of the step that dispatched).
+    static RUNNING_TASK: std::cell::Cell<RunningTask> =
+        const { std::cell::Cell::new(RunningTask { id: 0, now: None }) };
+}
+
+/// Marks this thread as running connection `id`'s task, in the step that
+/// started at `now`, until the guard drops.
+pub(crate) fn running_task(id: u64, now: Instant) -> impl Drop {
+    struct Reset(RunningTask);
     impl Drop for Reset {
         fn drop(&mut self) {
             RUNNING_TASK.with(|r| r.set(self.0));
         }
     }
-    Reset(RUNNING_TASK.with(|r| r.replace(id)))
+    Reset(RUNNING_TASK.with(|r| r.replace(RunningTask { id, now: Some(now) })))
 }
 
 impl Shared {
+    fn in_own_task(&self) -> bool {
+        RUNNING_TASK.with(|r| r.get()).id == self.id
+    }
+
     /// Wakes the connection's task, unless this is that task.
     pub fn wake_task(&self) {
-        if RUNNING_TASK.with(|r| r.get()) != self.id {
+        if !self.in_own_task() {
             self.wake.notify_one();
+        }
+    }
+
+    /// The time for a call on this connection: its task's step time when
+    /// called from that task's dispatch, else the clock.
+    fn now(&self) -> Instant {
+        match RUNNING_TASK.with(|r| r.get()) {
+            RunningTask { id, now: Some(t) } if id == self.id => t,
+            _ => crate::now(),
         }
     }
 }
@@ -124,7 +148,7 @@ impl Connection {
                 let mut c = self.shared.lock();
                 let (_, bytes) = c.session().queued();
                 if bytes < self.shared.max_queued_bytes || c.state() == ConnState::Closed {
-                    c.send(msg, crate::now());
+                    c.send(msg, self.shared.now());
                     break;
                 }
             }
@@ -142,7 +166,8 @@ impl Connection {
 
     /// Queues `msg` without waiting.
     pub fn send_nowait(&self, msg: Message) {
-        self.shared.lock().send(msg, crate::now());
+        let now = self.shared.now();
+        self.shared.lock().send(msg, now);
         self.shared.wake_task();
     }
 

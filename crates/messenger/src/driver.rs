@@ -53,6 +53,8 @@ pub(crate) async fn run<T: Transport>(
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
     let mut policy_throttle: Option<Option<Arc<crate::throttle::Throttle>>> = None;
+    // The time of the current step (dispatches and sends within it use it).
+    let mut now = crate::now();
     if let Some(h) = first {
         install(&mut socket, &mut out, h);
     }
@@ -146,7 +148,7 @@ pub(crate) async fn run<T: Transport>(
                     Event::LearnedAddr(a) => inner.learned(a),
                     Event::Fault(e) => {
                         {
-                            let _task = running_task(conn.shared.id);
+                            let _task = running_task(conn.shared.id, now);
                             inner.dispatcher.ms_handle_fault(&conn, &e);
                         }
                         *conn
@@ -158,14 +160,14 @@ pub(crate) async fn run<T: Transport>(
                     Event::Connected => {
                         store_features(&conn);
                         {
-                            let _task = running_task(conn.shared.id);
+                            let _task = running_task(conn.shared.id, now);
                             inner.dispatcher.ms_handle_connect(&conn)
                         }
                     }
                     Event::Accepted => {
                         store_features(&conn);
                         {
-                            let _task = running_task(conn.shared.id);
+                            let _task = running_task(conn.shared.id, now);
                             inner.dispatcher.ms_handle_accept(&conn)
                         }
                     }
@@ -185,20 +187,20 @@ pub(crate) async fn run<T: Transport>(
                             _permits: (dispatch, policy),
                         };
                         {
-                            let _task = running_task(conn.shared.id);
+                            let _task = running_task(conn.shared.id, now);
                             inner.dispatcher.ms_dispatch(&conn, incoming)
                         };
                     }
                     Event::Reset => {
-                        let _task = running_task(conn.shared.id);
+                        let _task = running_task(conn.shared.id, now);
                         inner.dispatcher.ms_handle_reset(&conn)
                     }
                     Event::RemoteReset => {
-                        let _task = running_task(conn.shared.id);
+                        let _task = running_task(conn.shared.id, now);
                         inner.dispatcher.ms_handle_remote_reset(&conn)
                     }
                     Event::Refused => {
-                        let _task = running_task(conn.shared.id);
+                        let _task = running_task(conn.shared.id, now);
                         inner.dispatcher.ms_handle_refused(&conn)
                     }
                     Event::KeepaliveAck(_) => conn.shared.keepalive_acked.notify_waiters(),
@@ -296,7 +298,7 @@ pub(crate) async fn run<T: Transport>(
             _ = &mut timer, if armed.is_some() => Step::Timer,
             _ = conn.shared.wake.notified() => Step::Woken,
         };
-        let now = crate::now();
+        now = crate::now();
         match step {
             Step::Read(r) => {
                 let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
