@@ -10,6 +10,18 @@ use bytes::Bytes;
 
 use crate::error::{DecodeError, DecodeResult};
 
+/// The error of a read past the end (out of line: reads are hot, this
+/// is not).
+#[cold]
+#[inline(never)]
+fn truncated(what: &'static str, needed: usize, remaining: usize) -> DecodeError {
+    DecodeError::Truncated {
+        what,
+        needed,
+        remaining,
+    }
+}
+
 /// A cursor over untrusted input.
 #[derive(Clone)]
 pub struct Decoder<'a> {
@@ -22,6 +34,7 @@ pub struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// Reads from a plain slice; byte strings are copied out.
+    #[inline]
     pub fn new(data: &'a [u8]) -> Self {
         Decoder {
             data,
@@ -31,6 +44,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads from a `Bytes`; byte strings are returned as sub-slices of it.
+    #[inline]
     pub fn from_bytes(bytes: &'a Bytes) -> Self {
         Decoder {
             data: bytes.as_ref(),
@@ -70,11 +84,7 @@ impl<'a> Decoder<'a> {
     pub fn take(&mut self, n: usize, what: &'static str) -> DecodeResult<&'a [u8]> {
         let remaining = self.remaining();
         if n > remaining {
-            return Err(DecodeError::Truncated {
-                what,
-                needed: n,
-                remaining,
-            });
+            return Err(truncated(what, n, remaining));
         }
         let out = &self.data[self.pos..self.pos + n];
         self.pos += n;
@@ -90,12 +100,14 @@ impl<'a> Decoder<'a> {
     }
 
     /// Skips `n` bytes.
+    #[inline]
     pub fn skip(&mut self, n: usize, what: &'static str) -> DecodeResult<()> {
         self.take(n, what).map(|_| ())
     }
 
     /// Takes `n` bytes as a `Bytes`: a sub-slice of the backing buffer when
     /// there is one, otherwise a copy.
+    #[inline]
     pub fn take_bytes(&mut self, n: usize, what: &'static str) -> DecodeResult<Bytes> {
         let start = self.pos;
         let slice = self.take(n, what)?;
@@ -106,6 +118,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// A decoder over the next `n` bytes, which this one skips.
+    #[inline]
     pub fn sub(&mut self, n: usize, what: &'static str) -> DecodeResult<Decoder<'a>> {
         let start = self.pos;
         let data = self.take(n, what)?;
@@ -136,6 +149,7 @@ impl<'a> Decoder<'a> {
     /// Reads a u32 length and checks that `len * min_item_len` bytes could
     /// follow, so a hostile count can never make us allocate more than the
     /// input itself holds.
+    #[inline]
     pub fn length(&mut self, what: &'static str, min_item_len: usize) -> DecodeResult<usize> {
         let claimed = self.u32(what)? as u64;
         let max = match min_item_len {

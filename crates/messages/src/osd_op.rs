@@ -227,8 +227,6 @@ pub struct MOSDOpReply {
     pub osdmap_epoch: u32,
     pub ops: Vec<OsdOp>,
     pub retry_attempt: i32,
-    /// One per op.
-    pub rvals: Vec<i32>,
     pub replay_version: Eversion,
     pub user_version: u64,
     pub trace: BlkinTrace,
@@ -250,7 +248,6 @@ impl MOSDOpReply {
             osdmap_epoch: 0,
             ops: Vec::new(),
             retry_attempt: -1,
-            rvals: Vec::new(),
             replay_version: Eversion::default(),
             user_version: 0,
             trace: [0; 24],
@@ -265,6 +262,7 @@ impl MOSDOpReply {
         let mut ops = req.ops;
         for o in &mut ops {
             o.payload_len = 0;
+            o.rval = 0;
         }
         MOSDOpReply {
             tid: req.tid,
@@ -275,7 +273,6 @@ impl MOSDOpReply {
             result,
             bad_replay_version: Eversion::default(),
             osdmap_epoch: req.osdmap_epoch,
-            rvals: vec![0; ops.len()],
             ops,
             retry_attempt: req.retry_attempt,
             replay_version: Eversion::default(),
@@ -302,8 +299,8 @@ impl TypedMessage for MOSDOpReply {
             op.encode(&mut o);
         }
         o.put_i32_le(self.retry_attempt);
-        for r in &self.rvals {
-            o.put_i32_le(*r);
+        for op in &self.ops {
+            o.put_i32_le(op.rval);
         }
         self.replay_version.encode(&mut o);
         o.put_u64_le(self.user_version);
@@ -334,13 +331,13 @@ impl TypedMessage for MOSDOpReply {
         let bad_replay_version = Eversion::decode(&mut d)?;
         let osdmap_epoch = d.u32("MOSDOpReply.osdmap_epoch")?;
         let num_ops = d.length("MOSDOpReply.ops", OsdOp::LEN + 4)?;
-        let ops = (0..num_ops)
+        let mut ops = (0..num_ops)
             .map(|_| OsdOp::decode(&mut d))
             .collect::<Result<Vec<_>, _>>()?;
         let retry_attempt = d.u32("MOSDOpReply.retry_attempt")? as i32;
-        let rvals = (0..num_ops)
-            .map(|_| d.u32("MOSDOpReply.rval").map(|v| v as i32))
-            .collect::<Result<Vec<_>, _>>()?;
+        for op in &mut ops {
+            op.rval = d.u32("MOSDOpReply.rval")? as i32;
+        }
         let replay_version = Eversion::decode(&mut d)?;
         let user_version = d.u64("MOSDOpReply.user_version")?;
         if d.u8("MOSDOpReply.do_redirect")? != 0 {
@@ -361,7 +358,6 @@ impl TypedMessage for MOSDOpReply {
             osdmap_epoch,
             ops,
             retry_attempt,
-            rvals,
             replay_version,
             user_version,
             trace,

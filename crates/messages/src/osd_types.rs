@@ -198,15 +198,19 @@ pub mod op {
 /// `CEPH_NOSNAP`: the head object.
 pub const NOSNAP: u64 = 0xffff_ffff_ffff_fffe;
 
-/// `struct ceph_osd_op`, 38 packed bytes: op, flags, a 28-byte union (the
+/// One op of a request or reply, as Ceph's `OSDOp` holds it: the wire
+/// `struct ceph_osd_op` (38 packed bytes: op, flags, a 28-byte union (the
 /// extent member for data ops), payload_len (this op's share of the
-/// message's data segment).
+/// message's data segment)) and the op's result `rval`, which
+/// MOSDOpReply carries after the ops and `ceph_osd_op` does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OsdOp {
     pub op: u16,
     pub flags: u32,
     pub args: [u8; 28],
     pub payload_len: u32,
+    /// The op's result in a reply (0 in requests; not part of the 38 bytes).
+    pub rval: i32,
 }
 
 impl OsdOp {
@@ -222,6 +226,7 @@ impl OsdOp {
             flags: 0,
             args,
             payload_len: 0,
+            rval: 0,
         }
     }
 
@@ -251,6 +256,7 @@ impl Decode for OsdOp {
             flags: d.u32("ceph_osd_op.flags")?,
             args: d.array("ceph_osd_op union")?,
             payload_len: d.u32("ceph_osd_op.payload_len")?,
+            rval: 0,
         })
     }
 }
