@@ -325,33 +325,29 @@ async fn run_conn(
     } else {
         20
     });
+    // The run ends when every request sent is answered (or an error stops
+    // it). It gives up on replies that stop coming: `drain` without one
+    // (however long the run itself takes: under valgrind, say).
+    let mut progress = (0u64, Instant::now());
     loop {
         let done = l.done.notified();
-        let finished = {
+        let (finished, completed) = {
             let st = l.state.lock().unwrap_or_else(|e| e.into_inner());
-            (st.inflight.is_empty() && !l.more(st.next_tid, Instant::now())) || st.res.error.is_some()
+            let finished = (st.inflight.is_empty() && !l.more(st.next_tid, Instant::now()))
+                || st.res.error.is_some();
+            (finished, st.res.completed)
         };
         if finished {
             break;
         }
-        // Wake up now and then to notice the end of a timed run.
-        let wait = match until {
-            Some(t) if Instant::now() < t => Duration::from_millis(50),
-            _ => drain,
-        };
-        if tokio::time::timeout(wait, done).await.is_err()
-            && until.is_none_or(|t| Instant::now() >= t)
-        {
-            let idle = l
-                .state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .inflight
-                .is_empty();
-            if wait == drain || idle {
-                break;
-            }
+        let now = Instant::now();
+        if completed != progress.0 {
+            progress = (completed, now);
+        } else if now.duration_since(progress.1) >= drain {
+            break;
         }
+        // Look again at least every 50 ms: the end of a timed run, a stall.
+        let _ = tokio::time::timeout(Duration::from_millis(50), done).await;
     }
     let mut res = {
         let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());

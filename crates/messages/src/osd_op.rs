@@ -34,7 +34,9 @@ pub struct MOSDOp {
     pub client_inc: u32,
     pub mtime: UTime,
     pub oloc: ObjectLocator,
-    pub oid: String,
+    /// The object's name: a byte string, as Ceph's are (a `std::string`
+    /// with no encoding; not necessarily UTF-8). Decoded without a copy.
+    pub oid: Bytes,
     pub ops: Vec<OsdOp>,
     pub snapid: u64,
     pub snap_seq: u64,
@@ -81,7 +83,7 @@ impl MOSDOp {
                 pool: pool as i64,
                 ..Default::default()
             },
-            oid: oid.to_string(),
+            oid: Bytes::copy_from_slice(oid.as_bytes()),
             ops: vec![op],
             snapid: NOSNAP,
             snap_seq: 0,
@@ -100,9 +102,25 @@ impl MOSDOp {
         }
     }
 
+    /// The encoded length of the front for `version`: the front is built in
+    /// a buffer of exactly this size, which `Bytes` then owns without a
+    /// separate allocation for its reference count.
+    pub fn front_len(&self, version: u16) -> usize {
+        const SPG_T: usize = ENVELOPE + 17 + 1;
+        const REQID: usize = ENVELOPE + 9 + 8 + 4;
+        const ENVELOPE: usize = msgr_encoding::ENVELOPE_HEADER_LEN;
+        let otel = if version >= 9 { self.otel.0.len() } else { 0 };
+        let oloc = ENVELOPE + 8 + 4 + 4 + self.oloc.key.len() + 4 + self.oloc.nspace.len() + 8;
+        SPG_T + 12 + REQID + 24 + otel + 4 + 8 + oloc
+            + 4 + self.oid.len()
+            + 2 + self.ops.len() * OsdOp::LEN
+            + 16 + 4 + 8 * self.snaps.len() + 4 + 8
+    }
+
     /// The front (payload) as encoded for `version` 8 or 9.
     pub fn encode_front(&self, version: u16, conn_features: u64) -> Bytes {
-        let mut o = Vec::with_capacity(256 + self.oid.len());
+        let len = self.front_len(version);
+        let mut o = Vec::with_capacity(len);
         self.pgid.encode(&mut o);
         o.put_u32_le(self.hash);
         o.put_u32_le(self.osdmap_epoch);
@@ -130,6 +148,7 @@ impl MOSDOp {
             conn_features
         };
         o.put_u64_le(f);
+        debug_assert_eq!(o.len(), len, "MOSDOp::front_len");
         Bytes::from(o)
     }
 }
@@ -171,7 +190,7 @@ impl TypedMessage for MOSDOp {
         let client_inc = d.u32("MOSDOp.client_inc")?;
         let mtime = UTime::decode(&mut d)?;
         let oloc = ObjectLocator::decode(&mut d)?;
-        let oid = String::decode(&mut d)?;
+        let oid = Bytes::decode(&mut d)?;
         let num_ops = d.u16("MOSDOp.num_ops")? as usize;
         if num_ops * OsdOp::LEN > d.remaining() {
             return Err(msgr_encoding::DecodeError::LengthTooLarge {
@@ -219,7 +238,8 @@ impl TypedMessage for MOSDOp {
 pub struct MOSDOpReply {
     pub tid: u64,
     pub priority: u16,
-    pub oid: String,
+    /// The object's name (bytes, as in [`MOSDOp::oid`]).
+    pub oid: Bytes,
     pub pgid: PgId,
     pub flags: i64,
     pub result: i32,
@@ -240,7 +260,7 @@ impl MOSDOpReply {
         MOSDOpReply {
             tid: req_tid,
             priority: 127,
-            oid: String::new(),
+            oid: Bytes::new(),
             pgid,
             flags: (req_flags as i64) & !0x7,
             result: 0,
@@ -283,11 +303,21 @@ impl MOSDOpReply {
     }
 }
 
+impl MOSDOpReply {
+    /// The encoded length of the front (v8), for an exact-size buffer.
+    pub fn front_len(&self) -> usize {
+        4 + self.oid.len() + 17 + 8 + 4 + 12 + 4
+            + 4 + self.ops.len() * (OsdOp::LEN + 4)
+            + 4 + 12 + 8 + 1 + 24
+    }
+}
+
 impl TypedMessage for MOSDOpReply {
     const TYPE: u16 = MSG_OSD_OPREPLY;
 
     fn to_message(&self, _features: u64) -> Message {
-        let mut o = Vec::with_capacity(192 + self.oid.len());
+        let len = self.front_len();
+        let mut o = Vec::with_capacity(len);
         self.oid.encode(&mut o);
         self.pgid.encode(&mut o);
         o.put_i64_le(self.flags);
@@ -306,6 +336,7 @@ impl TypedMessage for MOSDOpReply {
         o.put_u64_le(self.user_version);
         o.put_u8(0); // do_redirect
         o.put_slice(&self.trace);
+        debug_assert_eq!(o.len(), len, "MOSDOpReply::front_len");
         let mut m = Message::new(MSG_OSD_OPREPLY, Bytes::from(o));
         m.tid = self.tid;
         m.priority = self.priority;
@@ -324,7 +355,7 @@ impl TypedMessage for MOSDOpReply {
             });
         }
         let mut d = Decoder::from_bytes(&msg.front);
-        let oid = String::decode(&mut d)?;
+        let oid = Bytes::decode(&mut d)?;
         let pgid = PgId::decode(&mut d)?;
         let flags = d.u64("MOSDOpReply.flags")? as i64;
         let result = d.u32("MOSDOpReply.result")? as i32;
@@ -363,5 +394,35 @@ impl TypedMessage for MOSDOpReply {
             trace,
             data: msg.data.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact-size buffers: `front_len` is what encoding writes, for
+    /// every variable part (name, locator key and namespace, trace, ops,
+    /// snaps) and both MOSDOp versions.
+    #[test]
+    fn front_lengths_are_exact() {
+        let mut op = MOSDOp::write(7, 3, "an-object", 0, Bytes::from_static(b"data"), false);
+        for round in 0..4 {
+            for version in [8u16, 9] {
+                let features = if version == 9 { features::SERVER_SQUID } else { 0 };
+                let m = op.to_message(features);
+                assert_eq!(m.version, version);
+                assert_eq!(m.front.len(), op.front_len(version), "round {round} v{version}");
+                let back = MOSDOp::from_message(&m).unwrap();
+                let reply = MOSDOpReply::answering(back, -2);
+                assert_eq!(reply.to_message(0).front.len(), reply.front_len());
+            }
+            op.oid = Bytes::from([&op.oid[..], b"-longer\xff"].concat());
+            op.oloc.key.push_str("key");
+            op.oloc.nspace.push_str("ns");
+            op.snaps.push(round);
+            op.ops.push(OsdOp::extent(op::READ, 0, 4096));
+            op.otel = OtelTrace(Bytes::from_static(&[1, 1, 3, 0, 0, 0, 9, 9, 9]));
+        }
     }
 }
