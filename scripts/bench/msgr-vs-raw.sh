@@ -17,12 +17,12 @@ SECS=${2:-3}
 shift 2 2>/dev/null || shift $#
 SPECS=("$@")
 [ ${#SPECS[@]} -gt 0 ] || SPECS=(4096:128 1048576:4)
-cargo build --release -q -p msgr-cli
+cargo build --profile perf -q -p msgr-cli
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 for r in $(seq "$ROUNDS"); do
   for spec in "${SPECS[@]}"; do
-    target/release/msgr bench --raw --size "${spec%%:*}" --depth "${spec##*:}" \
+    target/perf/msgr bench --raw --size "${spec%%:*}" --depth "${spec##*:}" \
       --duration "$SECS" --json >> "$OUT"
   done
 done

@@ -13,13 +13,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROUNDS=${1:-5}
 SECS=${2:-3}
-cargo build --release -q -p msgr-cli
+cargo build --profile perf -q -p msgr-cli
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 for r in $(seq "$ROUNDS"); do
   for spec in "1048576 4" "4096 128"; do
     set -- $spec
-    target/release/msgr bench --auth cephx --mode secure --vs-crc --size "$1" --depth "$2" \
+    target/perf/msgr bench --auth cephx --mode secure --vs-crc --size "$1" --depth "$2" \
       --duration "$SECS" --json >> "$OUT"
   done
 done
