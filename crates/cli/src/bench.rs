@@ -196,15 +196,18 @@ impl Loop {
         let verify = self.opts.verify;
         let op = st.request.get_or_insert_with(|| {
             let mut op = MOSDOp::write(0, 1, "bench-object", 0, data.clone(), false);
+            op.data = Bytes::new();
             if verify {
                 op.ops[0].flags |= OP_FLAG_CHECKSUM;
             }
             op
         });
+        // The data goes into the message itself, not through the op (whose
+        // extent and payload_len already say its length, the same for every
+        // request), so encoding does not clone it.
         op.tid = tid;
-        op.data = data;
-        let msg = op.to_message(features);
-        op.data = Bytes::new();
+        let mut msg = op.to_message(features);
+        msg.data = data;
         Some(msg)
     }
 

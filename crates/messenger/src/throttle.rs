@@ -9,13 +9,26 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
+/// Messages held are counted in the top bits of one atomic word, bytes in
+/// the low [`BYTE_BITS`]: taking is one compare-and-swap, releasing one
+/// subtraction, for both counts at once.
+const BYTE_BITS: u32 = 44;
+const BYTE_MASK: u64 = (1 << BYTE_BITS) - 1;
+const ONE_MESSAGE: u64 = 1 << BYTE_BITS;
+/// The most messages a throttle can count (2^20 - 2); a larger limit is
+/// this one.
+pub const MAX_COUNTED_MESSAGES: u64 = (u64::MAX >> BYTE_BITS) - 1;
+/// The most bytes a throttle can count (16 TiB); a larger limit is this one,
+/// and a message's size is capped at it.
+pub const MAX_COUNTED_BYTES: u64 = BYTE_MASK;
+
 /// Limits on messages and bytes in flight.
 #[derive(Debug)]
 pub struct Throttle {
     max_messages: u64,
     max_bytes: u64,
-    messages: AtomicU64,
-    bytes: AtomicU64,
+    /// Messages held (high bits) and bytes held (low bits).
+    held: AtomicU64,
     waiters: AtomicU64,
     released: Notify,
 }
@@ -23,10 +36,9 @@ pub struct Throttle {
 impl Throttle {
     pub fn new(max_messages: u64, max_bytes: u64) -> Arc<Throttle> {
         Arc::new(Throttle {
-            max_messages,
-            max_bytes,
-            messages: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
+            max_messages: max_messages.min(MAX_COUNTED_MESSAGES),
+            max_bytes: max_bytes.min(MAX_COUNTED_BYTES),
+            held: AtomicU64::new(0),
             waiters: AtomicU64::new(0),
             released: Notify::new(),
         })
@@ -34,38 +46,25 @@ impl Throttle {
 
     /// What is held now: (messages, bytes).
     pub fn current(&self) -> (u64, u64) {
-        (
-            self.messages.load(Ordering::Acquire),
-            self.bytes.load(Ordering::Acquire),
-        )
+        let h = self.held.load(Ordering::Acquire);
+        (h >> BYTE_BITS, h & BYTE_MASK)
     }
 
     fn try_take(&self, bytes: u64) -> bool {
-        // Messages first, then bytes; undo the first if the second fails.
-        let fits_msgs = self
-            .messages
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
-                (m < self.max_messages).then_some(m + 1)
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
+                let (m, b) = (h >> BYTE_BITS, h & BYTE_MASK);
+                // A message larger than the whole budget passes alone, as
+                // in Ceph.
+                let fits = m < self.max_messages && (b + bytes <= self.max_bytes || b == 0);
+                fits.then_some(h + ONE_MESSAGE + bytes)
             })
-            .is_ok();
-        if !fits_msgs {
-            return false;
-        }
-        // A message larger than the whole budget passes alone, as in Ceph.
-        let fits_bytes = self
-            .bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                (b + bytes <= self.max_bytes || b == 0).then_some(b + bytes)
-            })
-            .is_ok();
-        if !fits_bytes {
-            self.messages.fetch_sub(1, Ordering::AcqRel);
-        }
-        fits_bytes
+            .is_ok()
     }
 
     /// Takes one message of `bytes`, waiting while the throttle is full.
     pub async fn take(self: &Arc<Self>, bytes: u64) -> Permit {
+        let bytes = bytes.min(MAX_COUNTED_BYTES);
         if !self.try_take(bytes) {
             self.waiters.fetch_add(1, Ordering::AcqRel);
             loop {
@@ -84,8 +83,7 @@ impl Throttle {
     }
 
     fn release(&self, bytes: u64) {
-        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
-        self.messages.fetch_sub(1, Ordering::AcqRel);
+        self.held.fetch_sub(ONE_MESSAGE + bytes, Ordering::AcqRel);
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.released.notify_waiters();
         }
@@ -133,5 +131,32 @@ mod tests {
         let big = t.take(1000).await;
         assert_eq!(t.current(), (1, 1000));
         drop(big);
+    }
+
+    #[tokio::test]
+    async fn counts_share_one_word_without_overflow() {
+        // Unlimited in the caller's terms: capped at what the word counts.
+        let t = Throttle::new(u64::MAX, u64::MAX);
+        let a = t.take(MAX_COUNTED_BYTES - 10).await;
+        let b = t.take(10).await;
+        assert_eq!(t.current(), (2, MAX_COUNTED_BYTES));
+        drop((a, b));
+        assert_eq!(t.current(), (0, 0));
+        // A message larger than the countable bytes counts as that many.
+        let huge = t.take(u64::MAX).await;
+        assert_eq!(t.current(), (1, MAX_COUNTED_BYTES));
+        drop(huge);
+        // Messages fill up to the cap without spilling into the bytes.
+        let t = Throttle::new(3, 1000);
+        let held: Vec<_> = [
+            t.take(1).await,
+            t.take(2).await,
+            t.take(3).await,
+        ]
+        .into();
+        assert_eq!(t.current(), (3, 6));
+        assert!(!t.try_take(0), "the fourth message waits");
+        drop(held);
+        assert_eq!(t.current(), (0, 0));
     }
 }
