@@ -161,12 +161,23 @@ wrong tentacle-wrong-key "AgAaMgJrPliqHiAAD+OswerT5Lxu2apPTRiVq7xwmYCangqeDczrjb
 # Under injected socket failures on the daemons (1 in 50 reads or writes
 # fail, Ceph's ms_inject_socket_failures): `msgr mon status` and `msgr
 # ping` still complete, through reconnects, hunting and backoff.
+# Ceph's own CLI is the one client here that gives up when a daemon it
+# talks to fails its sockets (switching injection off again talks to
+# daemons still injecting): it gets a few tries.
+ceph_tell() {  # ceph_tell CEPH-ARGS...: up to 5 tries
+  local try
+  for try in 1 2 3 4 5; do
+    timeout 30 ceph "$@" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  return 1
+}
 inject() {  # inject N: on both clusters' mon and OSD
   local t
   for t in mon.a osd.0; do
-    timeout 30 ceph -c "$PCONF" tell "$t" config set ms_inject_socket_failures "$1" >/dev/null 2>&1 ||
+    ceph_tell -c "$PCONF" tell "$t" config set ms_inject_socket_failures "$1" ||
       fail "could not set ms_inject_socket_failures on Ceph 16 $t"
-    timeout 30 ceph -c "$TLEGACY" -n client.legacy tell "$t" config set ms_inject_socket_failures "$1" >/dev/null 2>&1 ||
+    ceph_tell -c "$TLEGACY" -n client.legacy tell "$t" config set ms_inject_socket_failures "$1" ||
       fail "could not set ms_inject_socket_failures on Ceph 20 $t"
   done
 }
