@@ -16,11 +16,13 @@ use msgr_frames::{ControlFrame, FrameDecoder, FrameLimits, FrameReader, MessageF
 mod auth;
 mod config;
 mod mon;
+mod osd;
 mod session;
 
 pub use auth::cephx;
 pub use config::config;
 pub use mon::mon_messages;
+pub use osd::osd_messages;
 pub use session::session;
 
 /// Every target, by the name of its corpus folder.
@@ -31,6 +33,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cephx", cephx),
     ("config", config),
     ("mon_messages", mon_messages),
+    ("osd_messages", osd_messages),
     ("session", session),
     ("encoding", encoding),
     ("preamble", preamble),

@@ -6,7 +6,7 @@ use msgr_encoding::Decoder;
 use msgr_messages::*;
 use msgr_protocol::Message;
 
-fn check<T: TypedMessage + PartialEq + std::fmt::Debug>(msg: &Message) {
+pub(crate) fn check<T: TypedMessage + PartialEq + std::fmt::Debug>(msg: &Message) {
     if let Ok(v) = T::from_message(msg) {
         let again = T::from_message(&v.to_message(0)).expect("re-encoding decodes");
         assert_eq!(again, v);

@@ -230,6 +230,34 @@ fn more_seeds() {
         "json",
         b"\x03{\"fsid\": \"x\", \"a\": [1, -2, 3.5e2, true, null, {\"b\": \"\\u00e9\"}]}",
     );
+    // osd_messages: the MOSDOps (v8 from Ceph 16's rados, v9 from Ceph 20's
+    // perf client) and MOSDOpReplies of two captures, the first few of each.
+    for name in ["pacific-rados-put-get", "tentacle-osd-compress-lz4"] {
+        let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
+        let mut n = 0;
+        msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
+            let msgr_cli::inspect::Record::Frame(f) = r else {
+                return;
+            };
+            let Ok(mf) = msgr_frames::MessageFrame::from_received(&f.frame) else {
+                return;
+            };
+            let sel = match mf.header.msg_type {
+                42 => 0u8,
+                43 => 1,
+                _ => return,
+            };
+            n += 1;
+            if n <= 6 {
+                write(
+                    "osd_messages",
+                    &format!("{name}-{n}"),
+                    &[&[sel, mf.header.version as u8][..], &mf.front[..]].concat(),
+                );
+            }
+        });
+    }
+    write("osd_messages", "command", b"\x02\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00{}");
     // mon_messages: every monitor message of a Ceph 16 and a Ceph 20 `ceph -s`.
     let types = [4u16, 5, 15, 17, 18, 19, 20, 41, 50, 51, 62];
     for name in ["pacific-ceph-s", "tentacle-ceph-s"] {
