@@ -235,9 +235,8 @@ impl FrameDecoder {
                 }
                 if n > 1 {
                     let epilogue = &frame[at..];
-                    for i in 1..n {
+                    for (i, &(s, e)) in ranges.iter().enumerate().take(n).skip(1) {
                         let o = 1 + CRC_LEN * (i - 1);
-                        let (s, e) = ranges[i];
                         check_crc(i, &frame[s..e], &epilogue[o..o + CRC_LEN])?;
                     }
                     late_status_complete(epilogue[0])?

@@ -95,8 +95,8 @@ fn lengths_match_cephs_test_frames_v2_tables() {
                 .unwrap()
                 .expect("not aborted");
             assert_eq!(got.tag, Tag(123));
-            for i in 0..4 {
-                assert_eq!(got.segments[i], segs[i], "{} segment {i}", row.mode);
+            for (i, (got, sent)) in got.segments.iter().zip(&segs).enumerate() {
+                assert_eq!(got, sent, "{} segment {i}", row.mode);
             }
         }
     }
