@@ -27,7 +27,8 @@ pub fn osd_messages(data: &[u8]) {
             // The version follows the connection's features; an op that
             // carried no features of its own is re-encoded with those.
             let features = if msg.version >= 9 { SERVER_SQUID } else { 0 };
-            let again = MOSDOp::from_message(&op.to_message(features)).expect("re-encoding decodes");
+            let again =
+                MOSDOp::from_message(&op.to_message(features)).expect("re-encoding decodes");
             let mut expected = op;
             if expected.features == 0 {
                 expected.features = features;

@@ -111,10 +111,23 @@ impl MOSDOp {
         const ENVELOPE: usize = msgr_encoding::ENVELOPE_HEADER_LEN;
         let otel = if version >= 9 { self.otel.0.len() } else { 0 };
         let oloc = ENVELOPE + 8 + 4 + 4 + self.oloc.key.len() + 4 + self.oloc.nspace.len() + 8;
-        SPG_T + 12 + REQID + 24 + otel + 4 + 8 + oloc
-            + 4 + self.oid.len()
-            + 2 + self.ops.len() * OsdOp::LEN
-            + 16 + 4 + 8 * self.snaps.len() + 4 + 8
+        SPG_T
+            + 12
+            + REQID
+            + 24
+            + otel
+            + 4
+            + 8
+            + oloc
+            + 4
+            + self.oid.len()
+            + 2
+            + self.ops.len() * OsdOp::LEN
+            + 16
+            + 4
+            + 8 * self.snaps.len()
+            + 4
+            + 8
     }
 
     /// The front (payload) as encoded for `version` 8 or 9.
@@ -306,9 +319,19 @@ impl MOSDOpReply {
 impl MOSDOpReply {
     /// The encoded length of the front (v8), for an exact-size buffer.
     pub fn front_len(&self) -> usize {
-        4 + self.oid.len() + 17 + 8 + 4 + 12 + 4
-            + 4 + self.ops.len() * (OsdOp::LEN + 4)
-            + 4 + 12 + 8 + 1 + 24
+        4 + self.oid.len()
+            + 17
+            + 8
+            + 4
+            + 12
+            + 4
+            + 4
+            + self.ops.len() * (OsdOp::LEN + 4)
+            + 4
+            + 12
+            + 8
+            + 1
+            + 24
     }
 }
 
@@ -409,10 +432,18 @@ mod tests {
         let mut op = MOSDOp::write(7, 3, "an-object", 0, Bytes::from_static(b"data"), false);
         for round in 0..4 {
             for version in [8u16, 9] {
-                let features = if version == 9 { features::SERVER_SQUID } else { 0 };
+                let features = if version == 9 {
+                    features::SERVER_SQUID
+                } else {
+                    0
+                };
                 let m = op.to_message(features);
                 assert_eq!(m.version, version);
-                assert_eq!(m.front.len(), op.front_len(version), "round {round} v{version}");
+                assert_eq!(
+                    m.front.len(),
+                    op.front_len(version),
+                    "round {round} v{version}"
+                );
                 let back = MOSDOp::from_message(&m).unwrap();
                 let reply = MOSDOpReply::answering(back, -2);
                 assert_eq!(reply.to_message(0).front.len(), reply.front_len());

@@ -148,12 +148,7 @@ mod tests {
         drop(huge);
         // Messages fill up to the cap without spilling into the bytes.
         let t = Throttle::new(3, 1000);
-        let held: Vec<_> = [
-            t.take(1).await,
-            t.take(2).await,
-            t.take(3).await,
-        ]
-        .into();
+        let held: Vec<_> = [t.take(1).await, t.take(2).await, t.take(3).await].into();
         assert_eq!(t.current(), (3, 6));
         assert!(!t.try_take(0), "the fourth message waits");
         drop(held);
