@@ -18,6 +18,8 @@
 //! for), the connect/reconnect races, the 5 stale scenarios and the 8
 //! policy lifecycles.
 
+#[path = "support/poll.rs"]
+mod poll;
 #[path = "crimson/suite.rs"]
 #[macro_use]
 mod suite;

@@ -3,6 +3,8 @@
 //! markdown on either side, reconnect) with crimson's exact counters, over
 //! memory and TCP.
 
+#[path = "support/poll.rs"]
+mod poll;
 #[path = "crimson/suite.rs"]
 #[macro_use]
 mod suite;

@@ -5,6 +5,8 @@
 //! stale handshakes made with STALL (#26-#30), with crimson's exact
 //! counters, over memory and TCP.
 
+#[path = "support/poll.rs"]
+mod poll;
 #[path = "crimson/suite.rs"]
 #[macro_use]
 mod suite;

@@ -2,6 +2,9 @@
 //! breakpoints reach the tokio driver (a FAULT retries, a STALL shuts the
 //! socket under a frozen handshake that resumes stale when released).
 
+#[path = "support/poll.rs"]
+mod poll;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,8 +18,10 @@ use msgr_messenger::{
 use msgr_protocol::intercept::{Action, Breakpoint, CustomPoint, Direction, Traps};
 use msgr_protocol::PolicySet;
 use msgr_transport::memory::MemoryNet;
+
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
+use poll::until;
 
 /// Counts what the dispatcher hears (crimson's cnt_*_dispatched).
 #[derive(Default)]
@@ -99,17 +104,6 @@ fn msg(tid: u64) -> Message {
     let mut m = Message::new(42, Bytes::from_static(b"payload"));
     m.tid = tid;
     m
-}
-
-/// Waits (up to 10 s) for `done`.
-async fn until(mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..1000 {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    done()
 }
 
 fn frame(tag: Tag, d: Direction) -> Breakpoint {

@@ -233,15 +233,8 @@ fn more_seeds() {
     // osd_messages: the MOSDOps (v8 from Ceph 16's rados, v9 from Ceph 20's
     // perf client) and MOSDOpReplies of two captures, the first few of each.
     for name in ["pacific-rados-put-get", "tentacle-osd-compress-lz4"] {
-        let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
         let mut n = 0;
-        msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
-            let msgr_cli::inspect::Record::Frame(f) = r else {
-                return;
-            };
-            let Ok(mf) = msgr_frames::MessageFrame::from_received(&f.frame) else {
-                return;
-            };
+        for_each_message(name, |mf| {
             let sel = match mf.header.msg_type {
                 42 => 0u8,
                 43 => 1,
@@ -261,15 +254,8 @@ fn more_seeds() {
     // mon_messages: every monitor message of a Ceph 16 and a Ceph 20 `ceph -s`.
     let types = [4u16, 5, 15, 17, 18, 19, 20, 41, 50, 51, 62];
     for name in ["pacific-ceph-s", "tentacle-ceph-s"] {
-        let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
         let mut n = 0;
-        msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
-            let msgr_cli::inspect::Record::Frame(f) = r else {
-                return;
-            };
-            let Ok(mf) = msgr_frames::MessageFrame::from_received(&f.frame) else {
-                return;
-            };
+        for_each_message(name, |mf| {
             let t = mf.header.msg_type;
             if let Some(i) = types.iter().position(|x| *x == t) {
                 n += 1;
@@ -290,4 +276,16 @@ fn more_seeds() {
             }
         });
     }
+}
+
+/// Calls `f` with every MESSAGE frame of capture `name` (testdata/captures).
+fn for_each_message(name: &str, mut f: impl FnMut(&msgr_frames::MessageFrame)) {
+    let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
+    msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
+        if let msgr_cli::inspect::Record::Frame(frame) = r {
+            if let Ok(mf) = msgr_frames::MessageFrame::from_received(&frame.frame) {
+                f(&mf);
+            }
+        }
+    });
 }

@@ -20,6 +20,8 @@ use msgr_transport::memory::MemoryNet;
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
 
+use crate::poll::until;
+
 /// Dispatched events per connection id (crimson's cnt_*_dispatched).
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dispatched {
@@ -106,17 +108,6 @@ impl Dispatcher for PeerSide {
     fn ms_handle_accept(&self, c: &Connection) {
         self.tracked.track(c);
     }
-}
-
-/// Polls `done` every 10 ms for up to 10 s.
-async fn until(mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..1000 {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    done()
 }
 
 pub fn op() -> Message {
