@@ -53,7 +53,10 @@ pub(crate) async fn run<T: Transport>(
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
     let mut policy_throttle: Option<Option<Arc<crate::throttle::Throttle>>> = None;
-    // The time of the current step (dispatches and sends within it use it).
+    // The time of the current step: dispatches and the sends they make use
+    // it instead of reading the clock per message. After a wait on a full
+    // throttle it is late by that wait, which can only bring earlier the
+    // deadlines a send may set (a fault's backoff, a standby reconnect).
     let mut now = crate::now();
     if let Some(h) = first {
         install(&mut socket, &mut out, h);
