@@ -15,6 +15,8 @@
 use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use aws_lc_rs::cipher::{self, DecryptingKey, DecryptionContext, UnboundCipherKey};
 use aws_lc_rs::iv::FixedLength;
+use bytes::BytesMut;
+use msgr_gcm::GcmSealer;
 
 use crate::layout::GCM_TAG_LEN;
 use crate::FrameError;
@@ -140,41 +142,52 @@ fn gcm_key(key: &[u8; KEY_LEN]) -> LessSafeKey {
     LessSafeKey::new(UnboundKey::new(&aead::AES_128_GCM, key).expect("16-byte AES-128 key"))
 }
 
-/// The transmit half: encrypts in place, one nonce per operation.
+/// The transmit half: one nonce per operation. Seals through
+/// [`msgr_gcm::GcmSealer`], which streams a frame's scattered pieces into
+/// the send buffer (no gathering copy; see that crate).
 pub struct TxCipher {
-    key: LessSafeKey,
+    sealer: GcmSealer,
     nonces: NonceSequence,
 }
 
 impl TxCipher {
     pub fn new(key: &[u8; KEY_LEN], nonce: [u8; NONCE_LEN], rev1: bool) -> Self {
         TxCipher {
-            key: gcm_key(key),
+            // Only an allocation failure can stop a 16-byte AES-128 key.
+            sealer: GcmSealer::new(key).expect("AES-128-GCM context"),
             nonces: NonceSequence::new(nonce, rev1),
         }
     }
 
     /// Encrypts `in_out` in place and returns the tag to send after it.
     pub fn seal(&mut self, in_out: &mut [u8]) -> Result<[u8; GCM_TAG_LEN], FrameError> {
-        let nonce = Nonce::assume_unique_for_key(self.nonces.next_checked()?);
-        #[cfg(all(fuzzing, feature = "fuzz-cipher"))]
-        {
+        let nonce = self.nonces.next_checked()?;
+        if cfg!(all(fuzzing, feature = "fuzz-cipher")) {
             // Fuzz builds only: the identity, with a zero tag.
-            let _ = (nonce, in_out);
             return Ok([0u8; GCM_TAG_LEN]);
         }
-        #[allow(unreachable_code)]
-        let tag = self
-            .key
-            .seal_in_place_separate_tag(nonce, Aad::empty(), in_out)
-            // Only fails for inputs beyond GCM's 64 GiB limit.
-            .map_err(|_| FrameError::Compress {
-                algorithm: crate::compression::Algorithm::None,
-                reason: "AES-GCM refused the input length".into(),
-            })?;
-        let mut out = [0u8; GCM_TAG_LEN];
-        out.copy_from_slice(tag.as_ref());
-        Ok(out)
+        let mut s = self.sealer.begin(&nonce).map_err(FrameError::SealFailed)?;
+        s.in_place(in_out).map_err(FrameError::SealFailed)?;
+        s.finish().map_err(FrameError::SealFailed)
+    }
+
+    /// Seals the concatenation of `pieces` as one GCM operation: appends
+    /// the ciphertext and then the tag to `out`, encrypting each piece from
+    /// where it lies.
+    pub fn seal_pieces(&mut self, pieces: &[&[u8]], out: &mut BytesMut) -> Result<(), FrameError> {
+        let nonce = self.nonces.next_checked()?;
+        if cfg!(all(fuzzing, feature = "fuzz-cipher")) {
+            // Fuzz builds only: the identity, with a zero tag.
+            pieces.iter().for_each(|p| out.extend_from_slice(p));
+            out.extend_from_slice(&[0u8; GCM_TAG_LEN]);
+            return Ok(());
+        }
+        let mut s = self.sealer.begin(&nonce).map_err(FrameError::SealFailed)?;
+        for piece in pieces {
+            s.append(piece, out).map_err(FrameError::SealFailed)?;
+        }
+        out.extend_from_slice(&s.finish().map_err(FrameError::SealFailed)?);
+        Ok(())
     }
 
     /// Test hook: moves the counter so that the nonce wraps after `n` more

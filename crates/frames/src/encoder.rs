@@ -2,8 +2,9 @@
 //! assemble_frame and asm_{crc,secure}_rev{0,1} in frames_v2.cc).
 //!
 //! In crc mode nothing is copied but the small parts: large segments are
-//! queued by reference. In secure mode the frame is gathered into the
-//! queue's arena and encrypted there in place.
+//! queued by reference. In secure mode each segment is encrypted from where
+//! it lies into the queue's arena (or, for a large frame, a buffer of its
+//! own), streamed through one GCM operation with its padding and epilogue.
 
 use bytes::{Bytes, BytesMut};
 
@@ -11,7 +12,7 @@ use crate::compression::{self, TxCompression};
 use crate::crc::{ceph_crc32c, SEGMENT_CRC_SEED};
 use crate::crypto::TxCipher;
 use crate::layout::{pad16, WireFormat, EPILOGUE_SECURE_LEN, INLINE_LEN};
-use crate::preamble::{Preamble, FLAG_COMPRESSED, MAX_SEGMENTS, PREAMBLE_LEN};
+use crate::preamble::{Preamble, FLAG_COMPRESSED, MAX_SEGMENTS};
 use crate::{FrameError, Tag, WireQueue};
 
 /// msgr2.1 late_status of a complete frame (FRAME_LATE_STATUS_COMPLETE);
@@ -210,26 +211,6 @@ impl FrameEncoder {
         }
     }
 
-    /// Appends `seg` and its zero padding to 16 bytes.
-    fn put_padded(buf: &mut BytesMut, seg: &[u8]) {
-        buf.extend_from_slice(seg);
-        let padded = pad16(seg.len() as u64) as usize;
-        buf.resize(buf.len() + padded - seg.len(), 0);
-    }
-
-    /// Encrypts the last `plain_len` bytes of `buf` in place and appends the
-    /// tag.
-    fn seal_tail(
-        cipher: &mut TxCipher,
-        plain_len: usize,
-        buf: &mut BytesMut,
-    ) -> Result<(), FrameError> {
-        let start = buf.len() - plain_len;
-        let tag = cipher.seal(&mut buf[start..])?;
-        buf.extend_from_slice(&tag);
-        Ok(())
-    }
-
     fn secure_epilogue(status: u8) -> [u8; EPILOGUE_SECURE_LEN] {
         let mut e = [0u8; EPILOGUE_SECURE_LEN];
         e[0] = status;
@@ -242,13 +223,15 @@ impl FrameEncoder {
         segs: &[Seg<'_>; MAX_SEGMENTS],
         buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
-        let start = buf.len();
-        buf.extend_from_slice(&p.encode());
+        let preamble = p.encode();
+        let epilogue = Self::secure_epilogue(0);
+        let mut pieces = Pieces::default();
+        pieces.push(&preamble);
         for seg in &segs[..p.num_segments as usize] {
-            Self::put_padded(buf, seg.bytes());
+            pieces.push_padded(seg.bytes());
         }
-        buf.extend_from_slice(&Self::secure_epilogue(0));
-        Self::seal_tail(cipher, buf.len() - start, buf)
+        pieces.push(&epilogue);
+        cipher.seal_pieces(pieces.as_slice(), buf)
     }
 
     fn secure_rev1(
@@ -258,30 +241,64 @@ impl FrameEncoder {
         buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
         // Preamble and the inline part of segment 0, zero-filled to 48.
+        let preamble = p.encode();
         let first = segs[0].bytes();
         let inline = first.len().min(INLINE_LEN);
-        buf.extend_from_slice(&p.encode());
-        buf.extend_from_slice(&first[..inline]);
-        buf.resize(buf.len() + INLINE_LEN - inline, 0);
-        Self::seal_tail(cipher, PREAMBLE_LEN + INLINE_LEN, buf)?;
+        let mut pieces = Pieces::default();
+        pieces.push(&preamble);
+        pieces.push(&first[..inline]);
+        pieces.push(&ZEROS[..INLINE_LEN - inline]);
+        cipher.seal_pieces(pieces.as_slice(), buf)?;
 
         // The rest of segment 0, when its padded length exceeds the inline
         // buffer (the padding then sits on the remainder).
         if pad16(first.len() as u64) > INLINE_LEN as u64 {
-            let start = buf.len();
-            Self::put_padded(buf, &first[INLINE_LEN..]);
-            Self::seal_tail(cipher, buf.len() - start, buf)?;
+            let mut pieces = Pieces::default();
+            pieces.push_padded(&first[INLINE_LEN..]);
+            cipher.seal_pieces(pieces.as_slice(), buf)?;
         }
 
         let n = p.num_segments as usize;
         if n > 1 {
-            let start = buf.len();
+            let epilogue = Self::secure_epilogue(LATE_STATUS_COMPLETE);
+            let mut pieces = Pieces::default();
             for seg in &segs[1..n] {
-                Self::put_padded(buf, seg.bytes());
+                pieces.push_padded(seg.bytes());
             }
-            buf.extend_from_slice(&Self::secure_epilogue(LATE_STATUS_COMPLETE));
-            Self::seal_tail(cipher, buf.len() - start, buf)?;
+            pieces.push(&epilogue);
+            cipher.seal_pieces(pieces.as_slice(), buf)?;
         }
         Ok(())
+    }
+}
+
+/// Zero bytes for padding and the inline area's fill.
+const ZEROS: [u8; INLINE_LEN] = [0; INLINE_LEN];
+
+/// The plaintext of one GCM operation, as the slices it lies in: at most
+/// the preamble, four segments with their padding, and the epilogue.
+#[derive(Default)]
+struct Pieces<'a> {
+    slices: [&'a [u8]; 2 + 2 * MAX_SEGMENTS],
+    len: usize,
+}
+
+impl<'a> Pieces<'a> {
+    fn push(&mut self, piece: &'a [u8]) {
+        if !piece.is_empty() {
+            self.slices[self.len] = piece;
+            self.len += 1;
+        }
+    }
+
+    /// `seg` and its zero padding to a multiple of 16 bytes.
+    fn push_padded(&mut self, seg: &'a [u8]) {
+        self.push(seg);
+        let padded = pad16(seg.len() as u64) as usize;
+        self.push(&ZEROS[..padded - seg.len()]);
+    }
+
+    fn as_slice(&self) -> &[&'a [u8]] {
+        &self.slices[..self.len]
     }
 }

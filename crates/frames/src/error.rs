@@ -81,6 +81,9 @@ pub enum FrameError {
     BadConnectionSecret { len: usize },
     /// The buffer handed to the decoder is not the length the preamble set.
     WrongFrameBufferLength { expected: usize, got: usize },
+    /// AES-GCM refused to seal an outgoing frame (a message beyond GCM's
+    /// limit under one nonce, or no memory for the cipher context).
+    SealFailed(msgr_gcm::GcmError),
     /// Compressing an outgoing segment failed.
     Compress {
         algorithm: Algorithm,
@@ -97,6 +100,7 @@ impl FrameError {
             OutOfNonces
             | BadConnectionSecret { .. }
             | WrongFrameBufferLength { .. }
+            | SealFailed(_)
             | Compress { .. } => Fault::LocalMisuse,
             NotMsgr2 { .. }
             | BannerTooShort { .. }
@@ -186,6 +190,7 @@ impl fmt::Display for FrameError {
                     "frame buffer is {got} bytes, the preamble says {expected}"
                 )
             }
+            SealFailed(e) => write!(f, "sealing a frame failed: {e}"),
             Compress { algorithm, reason } => write!(f, "{algorithm} compression failed: {reason}"),
         }
     }
