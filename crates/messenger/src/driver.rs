@@ -25,6 +25,13 @@ use crate::throttle::Permit;
 
 /// Smallest read buffer to ask the socket to fill.
 const MIN_READ: usize = 64 * 1024;
+/// Queued messages are framed (and encrypted) only while the driver holds
+/// fewer unwritten bytes than this (Config::output_window): a frame is
+/// built just before the socket takes it, while its bytes are in cache,
+/// instead of a whole window of 1 MiB frames being encrypted ahead of the
+/// socket and read back from memory. Large enough for a vectored write of
+/// many small frames.
+pub(crate) const OUTPUT_WINDOW: usize = 512 * 1024;
 /// Slices per vectored write.
 const MAX_IOV: usize = 256;
 
@@ -219,13 +226,12 @@ pub(crate) async fn run<T: Transport>(
         }
 
         // Take what the connection has written, and its input buffer.
+        let mut raised = false;
         let deadline = {
             let mut c = conn.shared.lock();
             if let Some(s) = socket.as_ref() {
                 if c.link_id() == Some(s.link) {
-                    if let Some(q) = c.output() {
-                        out.append(q);
-                    }
+                    raised = c.fill_output(&mut out, now);
                     let want = c.want();
                     if let Some(input) = c.input() {
                         rbuf = std::mem::take(input);
@@ -251,6 +257,10 @@ pub(crate) async fn run<T: Transport>(
             (c.poll_timeout(), c.link_held())
         };
         let (deadline, held) = deadline;
+        if raised {
+            // Framing failed (a fault): its events come before any wait.
+            continue;
+        }
         // Move the timer only when the deadline gets earlier: one that
         // fires before a later deadline finds nothing due and re-arms.
         let earlier = match (deadline, armed) {

@@ -201,6 +201,8 @@ impl<T: Transport> Messenger<T> {
         config.timeouts = opts.timeouts;
         config.compression = opts.compression.clone();
         config.frame_limits = opts.frame_limits;
+        // The driver reports what it holds unwritten (Conn::fill_output).
+        config.output_window = Some(crate::driver::OUTPUT_WINDOW);
         #[cfg(feature = "interceptor")]
         {
             config.interceptor = opts.interceptor.clone();

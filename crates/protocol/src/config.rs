@@ -157,6 +157,13 @@ pub struct Config {
     /// (ms_learn_addr_from_peer).
     pub learn_addr_from_peer: bool,
     pub global_seq: Arc<GlobalSeq>,
+    /// Frame queued messages only while fewer than this many bytes wait to
+    /// be written (the link's queue plus what the runtime holds, which it
+    /// reports through [`crate::Conn::fill_output`]), so that each frame is
+    /// built, and in secure mode encrypted, just before the socket takes
+    /// it, while its bytes are still in cache. None: frame every message at
+    /// once, for runtimes that drain [`crate::Conn::output`] themselves.
+    pub output_window: Option<usize>,
     /// Failover tests' breakpoints (crate::intercept).
     #[cfg(feature = "interceptor")]
     pub interceptor: Option<Arc<dyn crate::intercept::Interceptor>>,
@@ -179,6 +186,7 @@ impl Config {
             compression: CompressionConfig::default(),
             learn_addr_from_peer: true,
             global_seq: Arc::new(GlobalSeq::default()),
+            output_window: None,
             #[cfg(feature = "interceptor")]
             interceptor: None,
         }

@@ -127,6 +127,8 @@ pub struct Conn {
     connect_held: bool,
     /// A test asked for an unblock, for the driver to carry out.
     unblock_requested: bool,
+    /// Bytes the runtime holds unwritten (Config::output_window).
+    writer_backlog: usize,
 }
 
 impl Conn {
@@ -158,6 +160,7 @@ impl Conn {
             stats: ConnStats::default(),
             last_keepalive_ack: None,
             id: 0,
+            writer_backlog: 0,
             connect_held: false,
             unblock_requested: false,
         }
@@ -305,6 +308,24 @@ impl Conn {
     /// What the driver writes to the current socket.
     pub fn output(&mut self) -> Option<&mut WireQueue> {
         self.link.as_mut().map(|l| l.writable())
+    }
+
+    /// Moves what is ready to write into the runtime's queue `out`, framing
+    /// queued messages first while `out` leaves room in the output window
+    /// (Config::output_window). Returns whether that raised events (a
+    /// fault) the runtime must handle before it waits.
+    pub fn fill_output(&mut self, out: &mut WireQueue, now: Instant) -> bool {
+        self.writer_backlog = out.len();
+        if self.session.queued().0 > 0 {
+            if let Err(e) = self.flush() {
+                self.fault(e, now);
+            }
+        }
+        if let Some(q) = self.output() {
+            out.append(q);
+        }
+        self.writer_backlog = out.len();
+        !self.events.is_empty()
     }
 
     /// How many more bytes the next step of reading needs.
@@ -562,8 +583,9 @@ impl Conn {
             return Ok(());
         }
         let lossy = self.peer.policy.lossy;
+        let room = (self.config.output_window).map(|w| w.saturating_sub(self.writer_backlog));
         if let Some(link) = self.link.as_mut() {
-            let n = self.session.write_pending(link, lossy)?;
+            let n = self.session.write_pending(link, lossy, room)?;
             self.stats.messages_out += n as u64;
         }
         Ok(())

@@ -145,6 +145,11 @@ impl Link {
         Ok(None)
     }
 
+    /// Bytes framed and not yet taken by the driver.
+    pub fn output_len(&self) -> usize {
+        self.output.len()
+    }
+
     /// What the driver may write now.
     pub fn writable(&mut self) -> &mut WireQueue {
         self.tap.writable(&mut self.output)

@@ -132,10 +132,16 @@ impl Session {
             || self.keepalive_ack_pending.is_some()
     }
 
-    /// Writes everything pending to `link`: keepalive, keepalive ack, an
-    /// ACK if no message will carry it, then the messages in priority order
-    /// (IOHandler::sweep_out_pending_msgs_to_sent).
-    pub fn write_pending(&mut self, link: &mut Link, lossy: bool) -> Result<usize, ProtocolError> {
+    /// Writes what is pending to `link`: keepalive, keepalive ack, an ACK
+    /// if no message will carry it, then the messages in priority order
+    /// (IOHandler::sweep_out_pending_msgs_to_sent), all of them or, with a
+    /// `room` in bytes, while the link's output is shorter than that.
+    pub fn write_pending(
+        &mut self,
+        link: &mut Link,
+        lossy: bool,
+        room: Option<usize>,
+    ) -> Result<usize, ProtocolError> {
         if let Some(stamp) = self.keepalive_pending.take() {
             link.send_control(&ControlFrame::Keepalive2(Keepalive2 { timestamp: stamp }))?;
         }
@@ -149,7 +155,10 @@ impl Session {
             self.ack_left = 0;
         }
         let mut n = 0;
-        while let Some(Queued { mut msg, .. }) = self.pop() {
+        while room.is_none_or(|r| link.output_len() < r) {
+            let Some(Queued { mut msg, .. }) = self.pop() else {
+                break;
+            };
             self.out_seq += 1;
             msg.seq = self.out_seq;
             let header = msg.header2(self.out_seq, self.in_seq);
@@ -314,10 +323,32 @@ mod tests {
         s.enqueue(msg(2, 196));
         s.enqueue(msg(3, 127));
         let mut l = link();
-        s.write_pending(&mut l, false).unwrap();
+        s.write_pending(&mut l, false, None).unwrap();
         let w = written(&mut l);
         assert_eq!(w.iter().map(|x| x.1).collect::<Vec<_>>(), vec![2, 1, 3]);
         assert_eq!(w.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn room_limits_what_is_framed_and_the_rest_waits_its_turn() {
+        let mut s = Session::default();
+        for t in 1..=5 {
+            s.enqueue(msg(t, 127));
+        }
+        let mut l = link();
+        // Room for one frame: each takes more than the link's banner-less
+        // queue had, so one is framed per call, in order, numbered in turn.
+        for t in 1..=5 {
+            let before = l.output_len();
+            assert_eq!(s.write_pending(&mut l, false, Some(before + 1)).unwrap(), 1);
+            assert_eq!(s.queued().0, 5 - t as usize);
+        }
+        assert_eq!(s.write_pending(&mut l, false, Some(0)).unwrap(), 0);
+        let w = written(&mut l);
+        assert_eq!(
+            w.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+            (1..=5).map(|t| (t, t)).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -327,7 +358,7 @@ mod tests {
             s.enqueue(msg(t, 127));
         }
         let mut l = link();
-        s.write_pending(&mut l, false).unwrap();
+        s.write_pending(&mut l, false, None).unwrap();
         s.acked(2);
         assert_eq!(s.unacked(), 3);
         // Fault: 3, 4, 5 go back to the head, before a newer message.
@@ -337,7 +368,7 @@ mod tests {
         // The peer had received up to 4.
         s.resume_from(4);
         let mut l = link();
-        s.write_pending(&mut l, false).unwrap();
+        s.write_pending(&mut l, false, None).unwrap();
         let w = written(&mut l);
         assert_eq!(w, vec![(5, 5, 0), (6, 6, 0)]);
     }
@@ -366,7 +397,7 @@ mod tests {
         let mut s = Session::default();
         s.arrived(1, false).unwrap();
         let mut l = link();
-        s.write_pending(&mut l, false).unwrap();
+        s.write_pending(&mut l, false, None).unwrap();
         assert_eq!(s.ack_left, 0);
         let bytes = l.output.take_all();
         assert!(bytes.len() > 26, "an ACK frame was written");
@@ -374,7 +405,7 @@ mod tests {
         s.arrived(2, false).unwrap();
         s.enqueue(msg(9, 127));
         let mut l = link();
-        s.write_pending(&mut l, false).unwrap();
+        s.write_pending(&mut l, false, None).unwrap();
         assert_eq!(written(&mut l), vec![(1, 9, 2)]);
     }
 
@@ -384,11 +415,11 @@ mod tests {
         s.enqueue(msg(1, 127));
         s.enqueue(msg(2, 127));
         let mut l = link();
-        s.write_pending(&mut l, false).unwrap();
+        s.write_pending(&mut l, false, None).unwrap();
         s.arrived(1, false).unwrap();
         s.restart_numbering();
         let mut l = link();
-        s.write_pending(&mut l, false).unwrap();
+        s.write_pending(&mut l, false, None).unwrap();
         assert_eq!(written(&mut l), vec![(1, 1, 0), (2, 2, 0)]);
     }
 
