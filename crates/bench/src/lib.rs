@@ -70,26 +70,19 @@ impl Roundtrip {
 
     /// Encodes the frame, hands its bytes to the decoder and decodes it.
     /// The bytes cross with one copy of the payload, as through a socket: a
-    /// secure frame is encrypted into one buffer on the way out (the
-    /// encoder's copy), which the decoder then decrypts in place; a crc
-    /// frame leaves the encoder as scattered pieces (payload uncopied),
-    /// which are gathered into the receive buffer (the copy).
+    /// secure frame is encrypted from the segments into one buffer on the
+    /// way out, which is copied into the receive buffer and decrypted
+    /// there in place; a crc frame leaves the encoder as scattered pieces
+    /// (payload uncopied), which are gathered into the receive buffer.
     pub fn run(&mut self, segments: &[Bytes]) -> usize {
         self.enc
             .encode(Tag::MESSAGE, segments, &mut self.queue)
             .expect("encode");
-        let frame = if self.queue.chunk_count() == 1 {
-            let chunk = self.queue.pop_chunk().expect("one chunk");
-            chunk
-                .try_into_mut()
-                .unwrap_or_else(|shared| BytesMut::from(&shared[..]))
-        } else {
-            self.rx.clear();
-            while let Some(chunk) = self.queue.pop_chunk() {
-                self.rx.extend_from_slice(&chunk);
-            }
-            self.rx.split()
-        };
+        self.rx.clear();
+        while let Some(chunk) = self.queue.pop_chunk() {
+            self.rx.extend_from_slice(&chunk);
+        }
+        let frame = self.rx.split();
         let head = self.dec.decode_head(&frame).expect("head");
         let got = self
             .dec
