@@ -15,12 +15,14 @@ use msgr_frames::{ControlFrame, FrameDecoder, FrameLimits, FrameReader, MessageF
 
 mod auth;
 mod config;
+mod gcm;
 mod mon;
 mod osd;
 mod session;
 
 pub use auth::cephx;
 pub use config::config;
+pub use gcm::gcm_pieces;
 pub use mon::mon_messages;
 pub use osd::osd_messages;
 pub use session::session;
@@ -32,6 +34,7 @@ pub type Target = fn(&[u8]);
 pub const TARGETS: &[(&str, Target)] = &[
     ("cephx", cephx),
     ("config", config),
+    ("gcm_pieces", gcm_pieces),
     ("mon_messages", mon_messages),
     ("osd_messages", osd_messages),
     ("session", session),

@@ -120,9 +120,11 @@ fn an_abandoned_message_leaves_no_trace() {
     let key = [9u8; 16];
     let mut sealer = GcmSealer::new(&key).unwrap();
     let mut scratch = BytesMut::new();
-    let mut s = sealer.begin(&[5; 12]).unwrap();
-    s.append(&[1, 2, 3], &mut scratch).unwrap();
-    drop(s);
+    // Started and left unfinished (the borrow ends with this block).
+    {
+        let mut s = sealer.begin(&[5; 12]).unwrap();
+        s.append(&[1, 2, 3], &mut scratch).unwrap();
+    }
     let mut out = BytesMut::new();
     let mut s = sealer.begin(&[6; 12]).unwrap();
     s.append(b"after", &mut out).unwrap();
