@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use msgr_frames::WireQueue;
 use msgr_protocol::registry::{self, Outcome};
 use msgr_protocol::{Event, IdentRequest, LinkId};
@@ -227,6 +227,7 @@ pub(crate) async fn run<T: Transport>(
 
         // Take what the connection has written, and its input buffer.
         let mut raised = false;
+        let mut read_limit = MIN_READ;
         let deadline = {
             let mut c = conn.shared.lock();
             if let Some(s) = socket.as_ref() {
@@ -236,7 +237,11 @@ pub(crate) async fn run<T: Transport>(
                     if let Some(input) = c.input() {
                         rbuf = std::mem::take(input);
                     }
-                    rbuf.reserve(want.max(MIN_READ));
+                    // Up to the end of a large frame, and no further: bytes
+                    // of the next frame read along would have to move when
+                    // its own buffer is made.
+                    read_limit = want.max(MIN_READ);
+                    make_room(&mut rbuf, want);
                 } else {
                     // The connection moved on to another socket.
                     socket = None;
@@ -306,7 +311,9 @@ pub(crate) async fn run<T: Transport>(
                 }
                 writer.expect("guarded").write_vectored(&iov[..n_iov]).await
             }, if has_output => Step::Wrote(w),
-            r = async { reader.expect("guarded").read_buf(&mut rbuf).await }, if has_reader => Step::Read(r),
+            r = async {
+                reader.expect("guarded").read_buf(&mut (&mut rbuf).limit(read_limit)).await
+            }, if has_reader => Step::Read(r),
             c = async { connecting.as_mut().expect("guarded").await }, if connecting.is_some() => Step::Connected(c),
             _ = &mut timer, if armed.is_some() => Step::Timer,
             _ = conn.shared.wake.notified() => Step::Woken,
@@ -478,5 +485,62 @@ fn decide<T: Transport>(
             }
             None
         }
+    }
+}
+
+/// Makes room in the read buffer for the `want` bytes that complete the
+/// step at hand (a banner, a frame's head, the rest of a frame), or when it
+/// has not that much, for a read of `want` or [`MIN_READ`], whichever is
+/// more. Room the buffer can reclaim, by moving its few unread bytes to the
+/// front of its allocation, costs nothing; otherwise the unread bytes move
+/// to a new allocation. (`BytesMut::reserve` would grow the old allocation
+/// with `realloc`, which copies all of it, the frames already taken
+/// included; and asking for `MIN_READ` when a frame lacks fewer bytes than
+/// that moved the whole frame: 6 % of a receiver's CPU with 1 MiB frames.)
+fn make_room(rbuf: &mut BytesMut, want: usize) {
+    if rbuf.capacity() - rbuf.len() >= want {
+        return;
+    }
+    let need = want.max(MIN_READ);
+    if rbuf.try_reclaim(need) {
+        return;
+    }
+    let mut fresh = BytesMut::with_capacity(rbuf.len() + need);
+    fresh.extend_from_slice(rbuf);
+    *rbuf = fresh;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn make_room_keeps_unread_bytes_and_reuses_a_free_allocation() {
+        let mut rbuf = BytesMut::with_capacity(1 << 20);
+        rbuf.extend_from_slice(&vec![7u8; (1 << 20) - 3]);
+        rbuf.extend_from_slice(b"abc");
+        // A frame is taken while it is still in use: the unread bytes move.
+        let frame = rbuf.split_to((1 << 20) - 3);
+        make_room(&mut rbuf, 1 << 20);
+        assert_eq!(&rbuf[..], b"abc");
+        assert!(rbuf.capacity() >= 3 + (1 << 20));
+        drop(frame);
+
+        // Once the frame is gone its allocation is reused, not copied.
+        let start = rbuf.as_ptr() as usize;
+        let end = start + rbuf.capacity();
+        let frame = rbuf.split_to(3);
+        drop(frame);
+        make_room(&mut rbuf, 1 << 19);
+        assert!((start..end).contains(&(rbuf.as_ptr() as usize)));
+        assert!(rbuf.capacity() >= 1 << 19);
+
+        // A frame that lacks a few bytes stays where it is when its buffer
+        // has them, however little more room there is.
+        let mut rbuf = BytesMut::with_capacity(1 << 20);
+        rbuf.extend_from_slice(&vec![1u8; (1 << 20) - 100]);
+        let at = rbuf.as_ptr();
+        make_room(&mut rbuf, 100);
+        assert_eq!(rbuf.as_ptr(), at);
     }
 }
