@@ -11,7 +11,9 @@
 //! starts a session here or moves into the existing connection to the same
 //! peer ([`Conn::take_for_reuse`], [`Conn::adopt`]).
 //!
-//! The driver's loop: write [`Conn::output`], read into [`Conn::input`]
+//! The driver's loop: write [`Conn::output`] (or what
+//! [`Conn::fill_output`] moves out, framing queued messages just before the
+//! socket takes them), read into [`Conn::input`]
 //! (about [`Conn::want`] bytes), call [`Conn::handle_input`], drain
 //! [`Conn::poll_event`], and call [`Conn::handle_timeout`] at
 //! [`Conn::poll_timeout`]. Time is always passed in.
@@ -21,7 +23,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use msgr_encoding::{EntityAddr, EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::control::*;
 use msgr_frames::{ControlFrame, MessageFrame, Received, Tag, WireQueue};
@@ -38,6 +39,7 @@ use crate::{features, Event};
 
 mod accept;
 mod gate;
+mod io;
 
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,46 +300,6 @@ impl Conn {
     pub fn compression(&self) -> Option<msgr_frames::compression::Algorithm> {
         let link = self.link.as_ref()?;
         link.compression()
-    }
-
-    /// Where the driver appends what it read from the current socket.
-    pub fn input(&mut self) -> Option<&mut BytesMut> {
-        self.link.as_mut().map(|l| &mut l.input)
-    }
-
-    /// What the driver writes to the current socket.
-    pub fn output(&mut self) -> Option<&mut WireQueue> {
-        self.link.as_mut().map(|l| l.writable())
-    }
-
-    /// Moves what is ready to write into the runtime's queue `out`, framing
-    /// queued messages first while `out` leaves room in the output window
-    /// (Config::output_window). Returns whether that raised events (a
-    /// fault) the runtime must handle before it waits.
-    pub fn fill_output(&mut self, out: &mut WireQueue, now: Instant) -> bool {
-        self.writer_backlog = out.len();
-        if self.session.queued().0 > 0 {
-            if let Err(e) = self.flush() {
-                self.fault(e, now);
-            }
-        }
-        if let Some(q) = self.output() {
-            out.append(q);
-        }
-        self.writer_backlog = out.len();
-        !self.events.is_empty()
-    }
-
-    /// How many more bytes the next step of reading needs.
-    pub fn want(&self) -> usize {
-        self.link.as_ref().map_or(0, |l| l.want())
-    }
-
-    /// The size of the MESSAGE being read, once its preamble is in: a driver
-    /// takes throttle budget for it before reading the rest.
-    pub fn pending_message_len(&self) -> Option<usize> {
-        let head = self.link.as_ref()?.pending_head()?;
-        (head.tag() == Tag::MESSAGE).then(|| head.preamble.logical_len() as usize)
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
