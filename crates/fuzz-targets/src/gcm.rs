@@ -28,7 +28,10 @@ pub fn gcm_pieces(data: &[u8]) {
     let mut sealer = GcmSealer::new(&key).expect("context");
     let mut out = BytesMut::new();
     let mut s = sealer.begin(&nonce).expect("nonce");
-    for (w, c) in cuts.windows(2).zip(cut_bytes.iter().chain(std::iter::repeat(&0))) {
+    for (w, c) in cuts
+        .windows(2)
+        .zip(cut_bytes.iter().chain(std::iter::repeat(&0)))
+    {
         let piece = &plain[w[0]..w[1]];
         if c % 2 == 1 {
             let at = out.len();
