@@ -18,6 +18,7 @@
 pub mod base64;
 pub mod cephx;
 mod error;
+mod identity;
 mod keys;
 mod modes;
 mod multi;
@@ -28,6 +29,7 @@ use bytes::Bytes;
 use msgr_encoding::{EntityName, EntityType};
 
 pub use error::AuthError;
+pub use identity::{Caps, Identity};
 pub use keys::SessionKey;
 pub use modes::{pick_mode, ConMode};
 pub use multi::{FallbackClient, MultiProvider, MultiServer};
@@ -68,6 +70,10 @@ pub struct AuthOutcome {
     /// Secure mode's key material (msgr-frames' SecureKeys); empty in crc
     /// mode.
     pub connection_secret: Bytes,
+    /// On a server: who the client authenticated as (every server method
+    /// says). On a client: `None`, the server being known by the service
+    /// its ticket was for.
+    pub peer: Option<Identity>,
 }
 
 impl std::fmt::Debug for AuthOutcome {
@@ -77,6 +83,7 @@ impl std::fmt::Debug for AuthOutcome {
             .field("con_mode", &self.con_mode)
             .field("session_key", &self.session_key)
             .field("connection_secret_len", &self.connection_secret.len())
+            .field("peer", &self.peer)
             .finish()
     }
 }

@@ -6,11 +6,11 @@
 //! accepts anyone and answers AUTH_DONE at once.
 
 use bytes::Bytes;
-use msgr_encoding::{Decode, Decoder, Encode};
+use msgr_encoding::{AuthName, Decode, Decoder, Encode};
 
 use crate::{
-    method, AuthError, AuthOutcome, AuthPeer, AuthRequest, ClientAuth, ConMode, ServerAuth,
-    ServerStep,
+    method, AuthError, AuthOutcome, AuthPeer, AuthRequest, Caps, ClientAuth, ConMode, Identity,
+    ServerAuth, ServerStep,
 };
 
 /// Auth none, client side.
@@ -128,7 +128,7 @@ impl ServerAuth for NoneServer {
 
     fn handle(
         &mut self,
-        _peer: &AuthPeer,
+        peer: &AuthPeer,
         method: u32,
         con_mode: ConMode,
         _more: bool,
@@ -137,16 +137,11 @@ impl ServerAuth for NoneServer {
         if method != method::NONE {
             return Err(AuthError::MethodNotSupported { method });
         }
-        // Accept the client's global id, if it sent one (AuthNoneAuthorizer
-        // carries it); anything undecodable is ignored, as Ceph does.
-        let mut d = Decoder::new(payload);
-        let global_id = (|| -> Result<u64, msgr_encoding::DecodeError> {
-            let _v = u8::decode(&mut d)?;
-            let _ty = u32::decode(&mut d)?;
-            let _id = String::decode(&mut d)?;
-            u64::decode(&mut d)
-        })()
-        .unwrap_or(0);
+        // The name and global id the client says it has (AuthNoneAuthorizer
+        // carries them); anything undecodable is ignored, as Ceph does, and
+        // the peer is then its HELLO type with no id.
+        let claimed = decode_none_request(payload).ok();
+        let (name, global_id) = claimed.unwrap_or_else(|| (AuthName::new(peer.entity_type, ""), 0));
         let global_id = if global_id != 0 {
             global_id
         } else {
@@ -157,10 +152,31 @@ impl ServerAuth for NoneServer {
             outcome: AuthOutcome {
                 global_id,
                 con_mode,
+                // Auth none proves nothing: the identity is what the peer
+                // claims, with every cap (AuthNoneAuthorizeHandler sets
+                // allow_all).
+                peer: Some(Identity {
+                    name,
+                    global_id,
+                    caps: Caps {
+                        allow_all: true,
+                        caps: Bytes::new(),
+                    },
+                    proven: false,
+                }),
                 ..Default::default()
             },
         })
     }
+}
+
+/// The auth mode byte, the entity name and the global id of a none request.
+fn decode_none_request(payload: &[u8]) -> Result<(AuthName, u64), msgr_encoding::DecodeError> {
+    let mut d = Decoder::new(payload);
+    let _mode = u8::decode(&mut d)?;
+    let name = AuthName::decode(&mut d)?;
+    let global_id = u64::decode(&mut d)?;
+    Ok((name, global_id))
 }
 
 /// Auth none for both sides of a messenger.
@@ -208,6 +224,9 @@ mod tests {
             panic!("auth none is one round");
         };
         assert_eq!(outcome.global_id, 4123);
+        let who = outcome.peer.clone().unwrap();
+        assert_eq!(who.name.to_string(), "client.admin");
+        assert!(!who.proven && who.caps.allow_all);
         let got = c.done(outcome.global_id, mode, &payload).unwrap();
         assert!(got.session_key.is_empty());
         assert_eq!(s.pick_mode(&peer, method::NONE, &[ConMode::SECURE]), None);

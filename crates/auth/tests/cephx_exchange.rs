@@ -123,6 +123,14 @@ fn exchange(
     panic!("exchange did not finish");
 }
 
+/// What both sides share (the server alone learns who the client is).
+fn shared(o: &AuthOutcome) -> AuthOutcome {
+    AuthOutcome {
+        peer: None,
+        ..o.clone()
+    }
+}
+
 fn both_kinds(f: impl Fn(KeyKind)) {
     f(KeyKind::Aes128);
     f(KeyKind::Aes256k);
@@ -138,7 +146,12 @@ fn monitor_session_then_osd_authorizer() {
             EntityType::MON,
         )
         .unwrap();
-        assert_eq!(c, s, "{kind:?}");
+        assert_eq!(c, shared(&s), "{kind:?}");
+        // The server knows who authenticated, with its global id.
+        let who = s.peer.clone().unwrap();
+        assert_eq!(who.name, AuthName::client_admin());
+        assert_eq!(who.global_id, s.global_id);
+        assert!(who.proven);
         // The client offers secure first to monitors: a 64-byte secret.
         assert_eq!(c.con_mode, ConMode::SECURE);
         assert_eq!(c.connection_secret.len(), 64);
@@ -157,7 +170,8 @@ fn monitor_session_then_osd_authorizer() {
             EntityType::OSD,
         )
         .unwrap();
-        assert_eq!(c2, s2);
+        assert_eq!(c2, shared(&s2));
+        assert_eq!(s2.peer.clone().unwrap().name, AuthName::client_admin());
         assert_eq!(c2.con_mode, ConMode::CRC);
         assert!(c2.connection_secret.is_empty());
         assert_eq!(c2.global_id, c.global_id);
@@ -200,7 +214,11 @@ fn secure_authorizer_gets_a_connection_secret() {
         .done(outcome.global_id, ConMode::SECURE, &payload)
         .unwrap();
     assert_eq!(mine.connection_secret.len(), 64);
-    assert_eq!(mine, outcome);
+    assert_eq!(mine, shared(&outcome));
+    // The ticket says who the client is.
+    let who = outcome.peer.unwrap();
+    assert_eq!(who.name, AuthName::client_admin());
+    assert_eq!(who.global_id, outcome.global_id);
 }
 
 #[test]
@@ -331,7 +349,7 @@ fn reconnect_reclaims_the_global_id_with_the_old_ticket() {
         )
         .unwrap();
         assert_eq!(again.global_id, first.global_id);
-        assert_eq!(again, srv);
+        assert_eq!(again, shared(&srv));
         // The new AUTH ticket came re-encrypted under the old session key.
         assert_ne!(
             w.client.ticket(EntityType::AUTH).unwrap().session_key,

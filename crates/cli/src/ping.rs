@@ -48,12 +48,13 @@ pub struct Pong {
 
 /// Pings; returns the round trips (also printed as they happen).
 pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
-    let (provider, addr, mc): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>) =
+    let (provider, addr, mc, num): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>, i64) =
         match &o.cluster {
             None => (
                 Arc::new(NoneProvider),
                 o.target.parse().map_err(|e| format!("{e}"))?,
                 None,
+                EntityName::NEW,
             ),
             Some(c) => {
                 let id = Identity::load(c)?;
@@ -74,11 +75,20 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
                     }),
                     None => Arc::new(NoneProvider),
                 };
-                (provider, addr, Some(mc))
+                // A client is numbered by its global id once it has one
+                // (librados names its messenger client.GLOBAL_ID), which
+                // is what a server that checks it expects.
+                let num = id
+                    .cephx
+                    .as_ref()
+                    .and_then(|cx| i64::try_from(cx.global_id()).ok())
+                    .filter(|g| *g != 0)
+                    .unwrap_or(EntityName::NEW);
+                (provider, addr, Some(mc), num)
             }
         };
     let mut opts = Options::new(
-        EntityName::new(EntityType::CLIENT, -1),
+        EntityName::new(EntityType::CLIENT, num),
         PolicySet::new(PolicyName::LossyClient.policy()),
         provider,
     );

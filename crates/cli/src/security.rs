@@ -170,6 +170,12 @@ impl Security {
     /// The auth provider of a messenger named `me`: as a client, a ticket
     /// for OSDs minted from the keyring; as a server, a verifier for
     /// authorizers to `me`'s type.
+    ///
+    /// The ticket is `me`'s own, since a server holds a peer to the entity
+    /// it authenticated as: a client is `client.admin` numbered by its
+    /// global id (Ceph's clients take `client.GLOBAL_ID` as their name on
+    /// the wire), so the ticket's global id is `me`'s number; any other
+    /// type authenticates as itself (`osd.1` with the keyring's `[osd.1]`).
     pub fn provider(&self, me: EntityName) -> Arc<dyn AuthProvider> {
         let Some(k) = &self.keys else {
             return Arc::new(NoneProvider);
@@ -177,14 +183,19 @@ impl Security {
         let rng = Arc::new(SystemRandom);
         let clock = msgr_auth::system_clock();
         let now: UTime = clock();
-        let client = k.keys.entity_key(&k.client).map(|key| {
-            let mut c = CephxClient::new(k.client.clone(), key.clone(), rng.clone(), clock.clone());
+        let principal = match me.kind {
+            EntityType::CLIENT => k.client.clone(),
+            kind => AuthName::new(kind, me.num.to_string()),
+        };
+        let client = k.keys.entity_key(&principal).map(|key| {
+            let mut c =
+                CephxClient::new(principal.clone(), key.clone(), rng.clone(), clock.clone());
             c.service_modes = self.modes();
-            let gid = k.keys.assign_global_id();
+            let gid = u64::try_from(me.num).unwrap_or_else(|_| k.keys.assign_global_id());
             let osd = EntityType::OSD.0 as u32;
             if let Some(t) = k
                 .keys
-                .mint(&k.client, gid, osd, SERVICE_TICKET_TTL, now, &*rng)
+                .mint(&principal, gid, osd, SERVICE_TICKET_TTL, now, &*rng)
             {
                 c.install_ticket(EntityType::OSD, gid, t.client_ticket(now));
             }

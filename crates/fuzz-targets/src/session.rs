@@ -38,6 +38,7 @@ fn outcome(mode: ConMode) -> AuthOutcome {
         con_mode: mode,
         session_key: SessionKey::new(vec![7; 16]),
         connection_secret: Bytes::from_static(&[0x42; 64]),
+        peer: None,
     }
 }
 
@@ -273,7 +274,7 @@ pub fn session(data: &[u8]) {
             if let Event::Connect { .. } = ev {
                 if !connected {
                     connected = true;
-                    client.socket_connected(now);
+                    client.socket_connected(None, now);
                 }
             }
         }

@@ -215,6 +215,14 @@ impl Connection {
         }
     }
 
+    /// Who the peer authenticated as: its entity name, global id and caps
+    /// (on a connection we accepted; where we connected, the peer is known
+    /// by the type we connected to, which cephx proved). Sessions go only
+    /// to the identity that holds them.
+    pub fn peer_identity(&self) -> Option<msgr_auth::Identity> {
+        self.shared.lock().peer_identity().cloned()
+    }
+
     pub fn peer_addrs(&self) -> EntityAddrvec {
         self.shared.lock().peer().addrs.clone()
     }

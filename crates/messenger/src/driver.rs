@@ -356,7 +356,7 @@ pub(crate) async fn run<T: Transport>(
                 let mut c = conn.shared.lock();
                 match r {
                     Ok(stream) => {
-                        c.socket_connected(now);
+                        c.socket_connected(stream.local_addr(), now);
                         if let Some(link) = c.link_id() {
                             let (r, w) = stream.into_split();
                             socket = Some(Socket {

@@ -10,7 +10,7 @@ use msgr_auth::AuthProvider;
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
 use msgr_frames::WireQueue;
 use msgr_protocol::registry::PeerKey;
-use msgr_protocol::{CompressionConfig, Config, Conn, PolicySet, Timeouts};
+use msgr_protocol::{CompressionConfig, Config, Conn, MyAddrs, PolicySet, Timeouts};
 use msgr_transport::{Listener, Stream, Transport};
 use tokio::sync::{watch, Notify};
 
@@ -77,6 +77,8 @@ pub(crate) struct Inner<T: Transport> {
     pub config: Arc<Config>,
     pub dispatcher: Arc<dyn Dispatcher>,
     pub my_addrs: Mutex<EntityAddrvec>,
+    /// What `bind` listens on, wildcards included.
+    pub listening: Mutex<EntityAddrvec>,
     pub registry: Mutex<HashMap<PeerKey, Connection>>,
     /// Every live connection, registered or not (for shutdown).
     pub all: Mutex<HashMap<u64, Connection>>,
@@ -129,10 +131,14 @@ impl<T: Transport> Inner<T> {
         )
     }
 
+    /// A connector learned our IP from its peer's HELLO. Only a messenger
+    /// that never bound takes it (a client, as Ceph's learned_addr): a
+    /// wildcard bind is advertised per socket, as the address each peer
+    /// reached (MyAddrs::on_socket), never as what one peer saw.
     pub fn learned(&self, addr: EntityAddr) {
         let mut mine = self.my_addrs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(first) = mine.0.first_mut() {
-            if first.is_blank_ip() {
+            if first.is_blank_ip() && first.port() == 0 {
                 let port = first.port();
                 first.addr = addr.addr.map(|a| std::net::SocketAddr::new(a.ip(), port));
             }
@@ -227,6 +233,7 @@ impl<T: Transport> Messenger<T> {
                 config: Arc::new(config),
                 dispatcher,
                 my_addrs: Mutex::new(EntityAddrvec::single(blank)),
+                listening: Mutex::new(EntityAddrvec::default()),
                 registry: Mutex::new(HashMap::new()),
                 all: Mutex::new(HashMap::new()),
                 dispatch_throttle: Throttle::new(u64::MAX, opts.dispatch_throttle_bytes),
@@ -284,6 +291,11 @@ impl<T: Transport> Messenger<T> {
         *self
             .inner
             .my_addrs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = bound.clone();
+        *self
+            .inner
+            .listening
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = bound.clone();
         Ok(bound)
@@ -367,9 +379,23 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
         return;
     }
     let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+    // What we are on this socket: what we listen on, a wildcard advertised
+    // as the address the peer reached.
+    let listening = inner
+        .listening
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let mut me = MyAddrs {
+        addrs: listening.clone(),
+        listening,
+    };
+    if let Some(local) = stream.local_addr() {
+        me.on_socket(local.ip());
+    }
     let conn = Conn::accept(
         inner.config.clone(),
-        inner.addrs(),
+        me,
         peer,
         crate::now(),
         inner.next_seed(),

@@ -9,13 +9,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use msgr_auth::NoneProvider;
-use msgr_encoding::{Encode, EntityAddr, EntityAddrvec, EntityName, EntityType};
-use msgr_frames::compression::{self, Algorithm};
-use msgr_frames::control::*;
+use msgr_encoding::{EntityName, EntityType};
+use msgr_frames::compression::Algorithm;
 use msgr_frames::message::MsgHeader2;
-use msgr_frames::{Banner, ControlFrame, FrameDecoder, FrameEncoder, FrameLimits, Tag, WireQueue};
+use msgr_frames::{FrameLimits, Tag, WireQueue};
 use msgr_messenger::{
     Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
 };
@@ -23,6 +22,10 @@ use msgr_protocol::{CompressionConfig, PolicySet};
 use msgr_transport::tcp::Tcp;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+#[path = "support/raw_peer.rs"]
+mod raw_peer;
+use raw_peer::RawPeer;
 
 struct Echo;
 impl Dispatcher for Echo {
@@ -59,163 +62,6 @@ fn fd_limit() -> usize {
         .and_then(|l| l.split_whitespace().nth(3))
         .and_then(|v| v.parse().ok())
         .unwrap_or(1024)
-}
-
-/// A hand-driven msgr2 client: banner, then frames we choose.
-struct RawPeer {
-    s: TcpStream,
-    server: std::net::SocketAddr,
-    enc: FrameEncoder,
-    dec: FrameDecoder,
-    buf: BytesMut,
-}
-
-impl RawPeer {
-    async fn connect(addr: std::net::SocketAddr) -> std::io::Result<RawPeer> {
-        let mut s = TcpStream::connect(addr).await?;
-        s.write_all(&Banner::DEFAULT.encode()).await?;
-        let mut prefix = [0u8; 10];
-        s.read_exact(&mut prefix).await?;
-        let len = Banner::decode_prefix(&prefix).unwrap();
-        let mut payload = vec![0u8; len];
-        s.read_exact(&mut payload).await?;
-        let peer = Banner::decode_payload(&payload).unwrap();
-        let n = Banner::DEFAULT.negotiate(&peer).unwrap();
-        Ok(RawPeer {
-            s,
-            server: addr,
-            enc: FrameEncoder::new(n.rev1),
-            dec: FrameDecoder::new(n.rev1, FrameLimits::default()),
-            buf: BytesMut::new(),
-        })
-    }
-
-    async fn send(&mut self, tag: Tag, segs: &[Bytes]) -> std::io::Result<()> {
-        let mut q = WireQueue::new();
-        self.enc.encode(tag, segs, &mut q).unwrap();
-        self.s.write_all(&q.take_all()).await
-    }
-
-    async fn control(&mut self, c: ControlFrame) -> std::io::Result<()> {
-        self.send(c.tag(), &[c.payload()]).await
-    }
-
-    /// The next control frame from the server.
-    async fn recv(&mut self) -> Option<ControlFrame> {
-        let mut head = None;
-        loop {
-            if head.is_none() && self.buf.len() >= self.dec.head_len() {
-                head = Some(self.dec.decode_head(&self.buf).ok()?);
-            }
-            if let Some(h) = head.as_ref().filter(|h| self.buf.len() >= h.frame_len) {
-                let frame = self.buf.split_to(h.frame_len);
-                let r = self.dec.decode_frame(h, frame).ok()??;
-                return ControlFrame::decode(r.tag, &r.segments[0]).ok();
-            }
-            let mut chunk = [0u8; 4096];
-            let n = tokio::time::timeout(Duration::from_secs(5), self.s.read(&mut chunk))
-                .await
-                .ok()?
-                .ok()?;
-            if n == 0 {
-                return None;
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-
-    /// HELLO, auth none, signature, compression (asking for `compress`),
-    /// client ident: a READY session.
-    async fn handshake(&mut self, compress: Option<Algorithm>) -> Option<()> {
-        let me: EntityAddr = "v2:127.0.0.1:0".parse().unwrap();
-        let server = EntityAddr::new(msgr_encoding::EntityAddrType::MSGR2, self.server, 0);
-        self.control(
-            Hello {
-                entity_type: EntityType::CLIENT,
-                peer_addr: server,
-            }
-            .into(),
-        )
-        .await
-        .ok()?;
-        let mut payload = vec![1u8];
-        8u32.encode(&mut payload);
-        "evil".encode(&mut payload);
-        0u64.encode(&mut payload);
-        self.control(
-            AuthRequest {
-                method: 1,
-                preferred_modes: vec![1],
-                auth_payload: Bytes::from(payload),
-            }
-            .into(),
-        )
-        .await
-        .ok()?;
-        loop {
-            match self.recv().await? {
-                ControlFrame::AuthDone(_) => break,
-                ControlFrame::Hello(_) => continue,
-                _ => return None,
-            }
-        }
-        self.control(AuthSignature { sha256: [0; 32] }.into())
-            .await
-            .ok()?;
-        let ControlFrame::AuthSignature(_) = self.recv().await? else {
-            return None;
-        };
-        self.control(
-            CompressionRequest {
-                is_compress: compress.is_some(),
-                preferred_methods: compress.map(|a| vec![a as u32]).unwrap_or_default(),
-            }
-            .into(),
-        )
-        .await
-        .ok()?;
-        let ControlFrame::CompressionDone(done) = self.recv().await? else {
-            return None;
-        };
-        if let Some(a) = compress.filter(|_| done.is_compress) {
-            self.enc.set_compression(Some(compression::TxCompression {
-                algorithm: a,
-                min_frame_len: 0,
-            }));
-        }
-        self.control(
-            ClientIdent {
-                addrs: EntityAddrvec::single(me),
-                target_addr: server,
-                gid: 7,
-                global_seq: 1,
-                supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
-                required_features: 0,
-                flags: 1,
-                cookie: 99,
-            }
-            .into(),
-        )
-        .await
-        .ok()?;
-        match self.recv().await? {
-            ControlFrame::ServerIdent(_) => Some(()),
-            _ => None,
-        }
-    }
-
-    /// Whether the server closed the socket (within `wait`).
-    async fn closed_by_server(&mut self, wait: Duration) -> bool {
-        let mut chunk = [0u8; 4096];
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            match tokio::time::timeout_at(deadline, self.s.read(&mut chunk)).await {
-                Err(_) => return false,
-                Ok(Ok(0)) | Ok(Err(_)) => return true,
-                Ok(Ok(_)) => continue,
-            }
-        }
-    }
 }
 
 /// A preamble with chosen segment lengths and count, and a valid crc.

@@ -276,7 +276,9 @@ fn cephx_providers(
     );
     client.service_modes = vec![ConMode::SECURE];
     let now = clock();
-    let gid = keys.assign_global_id();
+    // The client messenger is client.1: a client is numbered by its
+    // global id, and the server holds it to that.
+    let gid = 1;
     let t = keys
         .mint(&admin, gid, EntityType::OSD.0 as u32, 3600, now, &*rng)
         .unwrap();
@@ -328,6 +330,20 @@ async fn cephx_secure_lossless_under_injected_failures() {
         );
         let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= n as usize).await;
         assert_eq!(msgs(&replies), (1..=n).collect::<Vec<_>>());
+        // The server knows who it served: the ticket's name and global id.
+        let who: Vec<_> = p
+            .server
+            .connections()
+            .iter()
+            .filter_map(|c| c.peer_identity())
+            .collect();
+        assert!(!who.is_empty());
+        for w in who {
+            assert_eq!(
+                (w.name.to_string(), w.global_id, w.proven),
+                ("client.admin".into(), 1, true)
+            );
+        }
         assert_eq!(p.conn.con_mode(), Some(ConMode::SECURE));
         assert!(p.conn.stats().reconnects > 0, "{:?}", p.conn.stats());
         p.client.shutdown().await;

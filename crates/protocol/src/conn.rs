@@ -138,7 +138,7 @@ impl Conn {
         config: Arc<Config>,
         side: Side,
         peer: PeerInfo,
-        me: EntityAddrvec,
+        me: MyAddrs,
         now: Instant,
         seed: u64,
     ) -> Conn {
@@ -146,7 +146,7 @@ impl Conn {
             config,
             side,
             peer,
-            me: MyAddrs(me),
+            me,
             session: Session::default(),
             state: State::Closed,
             link: None,
@@ -192,8 +192,10 @@ impl Conn {
             name: None,
             features: 0,
             policy,
+            identity: None,
         };
-        let mut c = Conn::new(config, Side::Connector, peer, my_addrs, now, seed);
+        let me = MyAddrs::new(my_addrs);
+        let mut c = Conn::new(config, Side::Connector, peer, me, now, seed);
         c.id = id;
         c.known = true;
         c.request_socket(now);
@@ -201,10 +203,12 @@ impl Conn {
     }
 
     /// A connection (named `id`) for a socket we accepted from
-    /// `peer_socket`. It may be closed at once (an interceptor's fault).
+    /// `peer_socket`, on which we are `me` (what we advertise on this
+    /// socket, and what we listen on: see [`MyAddrs::on_socket`]). It may
+    /// be closed at once (an interceptor's fault).
     pub fn accept(
         config: Arc<Config>,
-        my_addrs: EntityAddrvec,
+        me: impl Into<MyAddrs>,
         peer_socket: SocketAddr,
         now: Instant,
         seed: u64,
@@ -218,8 +222,9 @@ impl Conn {
             name: None,
             features: 0,
             policy,
+            identity: None,
         };
-        let mut c = Conn::new(config, Side::Acceptor, peer, my_addrs, now, seed);
+        let mut c = Conn::new(config, Side::Acceptor, peer, me.into(), now, seed);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
         c.id = id;
         c.notify_accepted();
@@ -268,7 +273,13 @@ impl Conn {
     }
 
     pub fn my_addrs(&self) -> &EntityAddrvec {
-        &self.me.0
+        &self.me.addrs
+    }
+
+    /// Who the peer authenticated as (on an accepted connection; a
+    /// connector knows its server by the type it connected to).
+    pub fn peer_identity(&self) -> Option<&msgr_auth::Identity> {
+        self.peer.identity.as_ref()
     }
 
     pub fn session(&self) -> &Session {
@@ -380,10 +391,15 @@ impl Conn {
 
     // ------------------------------------------------------------ sockets
 
-    /// The socket the driver opened after [`Event::Connect`] is connected.
-    pub fn socket_connected(&mut self, now: Instant) {
+    /// The socket the driver opened after [`Event::Connect`] is connected,
+    /// from `local` (its local end, when the transport knows it: a wildcard
+    /// bind is advertised on this socket as that address).
+    pub fn socket_connected(&mut self, local: Option<SocketAddr>, now: Instant) {
         if !matches!(self.state, State::NeedSocket) {
             return;
+        }
+        if let Some(l) = local {
+            self.me.on_socket(l.ip());
         }
         self.session.global_seq = self.config.global_seq.next(0);
         self.state = State::Connecting(Connecting::Banner);

@@ -4,8 +4,58 @@
 //! handle_existing_connection and handle_reconnect; §6.3 and §6.4 of
 //! docs/research/protocol-v2-sessions.md).
 
-use msgr_encoding::EntityAddr;
+use msgr_auth::Identity;
+use msgr_encoding::{EntityAddr, EntityType};
 use msgr_frames::control::{ClientIdent, SessionReconnect};
+
+/// Who holds a session. Sessions are found by the address a peer claims;
+/// only the entity that holds one may resume, reuse or replace it, so a
+/// peer with any valid ticket cannot claim another's address and be handed
+/// its queued messages, reset it, or kick it off. (Ceph decides on the
+/// claimed address and cookies alone.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub entity_type: EntityType,
+    /// The `entity_name_t` number: an acceptor's from CLIENT_IDENT (bound
+    /// to the authenticated name), a connector's from SERVER_IDENT; none
+    /// for a SESSION_RECONNECT, which carries no gid.
+    pub num: Option<i64>,
+    /// Who it authenticated as; a connector knows its server by the type
+    /// it connected to (which cephx proved: only that service's holders
+    /// can answer the authorizer).
+    pub identity: Option<Identity>,
+}
+
+impl Owner {
+    /// Whether `newcomer` is the entity that holds this session.
+    pub fn admits(&self, newcomer: &Owner) -> bool {
+        if self.entity_type != newcomer.entity_type {
+            return false;
+        }
+        match (&self.identity, &newcomer.identity) {
+            (Some(a), Some(b)) => {
+                // A session an authentication proved is not handed to a
+                // peer that only claims the name (auth none).
+                a.name == b.name && a.global_id == b.global_id && (b.proven || !a.proven)
+            }
+            // One side is known by its idents only: their numbers agree.
+            _ => match (self.num, newcomer.num) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.identity, self.num) {
+            (Some(id), _) => write!(f, "{id}"),
+            (None, Some(n)) => write!(f, "{}.{n}", self.entity_type),
+            (None, None) => write!(f, "an {}", self.entity_type),
+        }
+    }
+}
 
 /// The state of an existing connection that matters to the decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +73,8 @@ pub struct ExistingInfo {
     pub client_cookie: u64,
     pub server_cookie: u64,
     pub connect_seq: u64,
+    /// Who holds the session.
+    pub owner: Owner,
 }
 
 /// The messenger's answer to an ident.
@@ -51,6 +103,9 @@ pub enum Decision {
     RetryGlobal { global_seq: u64 },
     /// This connection is stale (an older global_seq): close it.
     CloseStale,
+    /// The session at the claimed address belongs to another entity: close
+    /// this connection and leave that session alone.
+    Refuse { owner: Owner },
 }
 
 /// Whether the peer's connection wins a race against ours: the lower
@@ -60,10 +115,19 @@ pub fn peer_wins(peer: &EntityAddr, me: &EntityAddr, existing_is_server: bool) -
     peer.ceph_less(me) || existing_is_server
 }
 
-/// CLIENT_IDENT (handle_existing_connection).
+/// The newcomer's identity against the live session's, before any rule
+/// that could touch that session.
+fn foreign(ex: &ExistingInfo, newcomer: &Owner) -> Option<Decision> {
+    (!ex.owner.admits(newcomer)).then(|| Decision::Refuse {
+        owner: ex.owner.clone(),
+    })
+}
+
+/// CLIENT_IDENT (handle_existing_connection), from `newcomer`.
 pub fn on_client_ident(
     ident: &ClientIdent,
     existing: Option<&ExistingInfo>,
+    newcomer: &Owner,
     peer_addr: &EntityAddr,
     my_addr: &EntityAddr,
     resetcheck: bool,
@@ -73,6 +137,9 @@ pub fn on_client_ident(
     };
     if ex.closed {
         return Decision::NewSession;
+    }
+    if let Some(refuse) = foreign(ex, newcomer) {
+        return refuse;
     }
     if ex.replacing {
         return Decision::Wait;
@@ -109,10 +176,11 @@ pub fn on_client_ident(
     }
 }
 
-/// SESSION_RECONNECT (handle_reconnect).
+/// SESSION_RECONNECT (handle_reconnect), from `newcomer`.
 pub fn on_reconnect(
     reconnect: &SessionReconnect,
     existing: Option<&ExistingInfo>,
+    newcomer: &Owner,
     peer_addr: &EntityAddr,
     my_addr: &EntityAddr,
     resetcheck: bool,
@@ -120,6 +188,9 @@ pub fn on_reconnect(
     let Some(ex) = existing.filter(|e| !e.closed) else {
         return Decision::Reset { full: true };
     };
+    if let Some(refuse) = foreign(ex, newcomer) {
+        return refuse;
+    }
     if ex.replacing {
         return Decision::RetryGlobal {
             global_seq: ex.peer_global_seq,
@@ -181,6 +252,25 @@ mod tests {
             client_cookie: 0,
             server_cookie: 0,
             connect_seq: 0,
+            owner: peer(),
+        }
+    }
+
+    fn peer() -> Owner {
+        who("osd.1", 4100, true)
+    }
+
+    fn who(name: &str, global_id: u64, proven: bool) -> Owner {
+        let name: msgr_encoding::AuthName = name.parse().unwrap();
+        Owner {
+            entity_type: name.kind,
+            num: name.id.parse().ok(),
+            identity: Some(Identity {
+                name,
+                global_id,
+                caps: Default::default(),
+                proven,
+            }),
         }
     }
 
@@ -195,7 +285,7 @@ mod tests {
         let ex = existing();
         // The peer (low) connects to us (high) while we connect to it: it wins.
         assert_eq!(
-            on_client_ident(&ident(9, 6), Some(&ex), &low, &high, false),
+            on_client_ident(&ident(9, 6), Some(&ex), &peer(), &low, &high, false),
             Decision::Reuse {
                 reconnect: false,
                 reset_session: false
@@ -203,7 +293,7 @@ mod tests {
         );
         // We are the low one: our connection wins; the peer waits.
         assert_eq!(
-            on_client_ident(&ident(9, 6), Some(&ex), &high, &low, false),
+            on_client_ident(&ident(9, 6), Some(&ex), &peer(), &high, &low, false),
             Decision::Wait
         );
     }
@@ -213,7 +303,7 @@ mod tests {
         let a = addr("v2:10.0.0.1:6800/1");
         let b = addr("v2:10.0.0.2:6800/1");
         assert_eq!(
-            on_client_ident(&ident(1, 1), None, &a, &b, true),
+            on_client_ident(&ident(1, 1), None, &peer(), &a, &b, true),
             Decision::NewSession
         );
         let stale = ExistingInfo {
@@ -221,7 +311,7 @@ mod tests {
             ..existing()
         };
         assert_eq!(
-            on_client_ident(&ident(1, 3), Some(&stale), &a, &b, true),
+            on_client_ident(&ident(1, 3), Some(&stale), &peer(), &a, &b, true),
             Decision::CloseStale
         );
         let lossy = ExistingInfo {
@@ -229,7 +319,7 @@ mod tests {
             ..existing()
         };
         assert_eq!(
-            on_client_ident(&ident(0, 6), Some(&lossy), &a, &b, true),
+            on_client_ident(&ident(0, 6), Some(&lossy), &peer(), &a, &b, true),
             Decision::ReplaceLossy
         );
         let session = ExistingInfo {
@@ -239,7 +329,7 @@ mod tests {
             ..existing()
         };
         assert_eq!(
-            on_client_ident(&ident(99, 6), Some(&session), &b, &a, true),
+            on_client_ident(&ident(99, 6), Some(&session), &peer(), &b, &a, true),
             Decision::Reuse {
                 reconnect: false,
                 reset_session: true
@@ -251,7 +341,7 @@ mod tests {
             ..existing()
         };
         assert_eq!(
-            on_client_ident(&ident(1, 6), Some(&replacing), &a, &b, true),
+            on_client_ident(&ident(1, 6), Some(&replacing), &peer(), &a, &b, true),
             Decision::Wait
         );
     }
@@ -276,23 +366,23 @@ mod tests {
             ..existing()
         };
         assert_eq!(
-            on_reconnect(&rc(7, 6, 3), None, &a, &b, true),
+            on_reconnect(&rc(7, 6, 3), None, &peer(), &a, &b, true),
             Decision::Reset { full: true }
         );
         assert_eq!(
-            on_reconnect(&rc(1, 6, 3), Some(&ex), &a, &b, false),
+            on_reconnect(&rc(1, 6, 3), Some(&ex), &peer(), &a, &b, false),
             Decision::Reset { full: false }
         );
         assert_eq!(
-            on_reconnect(&rc(7, 4, 3), Some(&ex), &a, &b, true),
+            on_reconnect(&rc(7, 4, 3), Some(&ex), &peer(), &a, &b, true),
             Decision::RetryGlobal { global_seq: 5 }
         );
         assert_eq!(
-            on_reconnect(&rc(7, 6, 1), Some(&ex), &a, &b, true),
+            on_reconnect(&rc(7, 6, 1), Some(&ex), &peer(), &a, &b, true),
             Decision::Retry { connect_seq: 2 }
         );
         assert_eq!(
-            on_reconnect(&rc(7, 6, 3), Some(&ex), &a, &b, true),
+            on_reconnect(&rc(7, 6, 3), Some(&ex), &peer(), &a, &b, true),
             Decision::Reuse {
                 reconnect: true,
                 reset_session: false
@@ -300,11 +390,11 @@ mod tests {
         );
         // Equal connect_seq: a reconnect race, won by the lower address.
         assert_eq!(
-            on_reconnect(&rc(7, 6, 2), Some(&ex), &b, &a, true),
+            on_reconnect(&rc(7, 6, 2), Some(&ex), &peer(), &b, &a, true),
             Decision::Wait
         );
         assert_eq!(
-            on_reconnect(&rc(7, 6, 2), Some(&ex), &a, &b, true),
+            on_reconnect(&rc(7, 6, 2), Some(&ex), &peer(), &a, &b, true),
             Decision::Reuse {
                 reconnect: true,
                 reset_session: false
@@ -316,8 +406,100 @@ mod tests {
             ..existing()
         };
         assert_eq!(
-            on_reconnect(&rc(7, 6, 3), Some(&fresh), &a, &b, true),
+            on_reconnect(
+                &rc(7, 6, 3),
+                Some(&ex),
+                &who("osd.2", 4200, true),
+                &a,
+                &b,
+                true
+            ),
+            Decision::Refuse { owner: peer() },
+            "another OSD's reconnect is refused, whatever its cookies"
+        );
+        assert_eq!(
+            on_reconnect(&rc(7, 6, 3), Some(&fresh), &peer(), &a, &b, true),
             Decision::Reset { full: false }
+        );
+    }
+
+    #[test]
+    fn only_the_owner_may_take_a_session_over() {
+        let a = addr("v2:10.0.0.1:6800/1");
+        let b = addr("v2:10.0.0.2:6800/1");
+        let session = ExistingInfo {
+            client_cookie: 7,
+            server_cookie: 8,
+            established: true,
+            ..existing()
+        };
+        let refused = Decision::Refuse { owner: peer() };
+        // Another entity with a valid ticket, the same name with another
+        // global id, the same name only claimed, and another type: refused
+        // before any rule could reuse, reset or replace the session.
+        for newcomer in [
+            who("osd.2", 4200, true),
+            who("osd.1", 9999, true),
+            who("osd.1", 4100, false),
+            who("client.1", 4100, true),
+        ] {
+            assert_eq!(
+                on_client_ident(&ident(99, 1 << 40), Some(&session), &newcomer, &b, &a, true),
+                refused,
+                "{newcomer}"
+            );
+        }
+        let lossy = ExistingInfo {
+            lossy: true,
+            ..existing()
+        };
+        assert_eq!(
+            on_client_ident(
+                &ident(0, 1 << 40),
+                Some(&lossy),
+                &who("osd.2", 1, true),
+                &a,
+                &b,
+                true
+            ),
+            refused,
+            "a registered lossy peer is not replaced by another"
+        );
+        // The owner itself is admitted, and a connector's session (known
+        // by type and SERVER_IDENT gid) by the same number.
+        assert_eq!(
+            on_client_ident(&ident(99, 6), Some(&session), &peer(), &b, &a, true),
+            Decision::Reuse {
+                reconnect: false,
+                reset_session: true
+            }
+        );
+        let dialed = ExistingInfo {
+            owner: Owner {
+                entity_type: EntityType::OSD,
+                num: Some(1),
+                identity: None,
+            },
+            ..session.clone()
+        };
+        assert_ne!(
+            on_client_ident(&ident(99, 6), Some(&dialed), &peer(), &b, &a, true),
+            Decision::Refuse {
+                owner: dialed.owner.clone()
+            }
+        );
+        assert_eq!(
+            on_client_ident(
+                &ident(99, 6),
+                Some(&dialed),
+                &who("osd.2", 4100, true),
+                &b,
+                &a,
+                true
+            ),
+            Decision::Refuse {
+                owner: dialed.owner.clone()
+            }
         );
     }
 }

@@ -3,8 +3,20 @@
 
 use std::fmt;
 
-use msgr_auth::AuthError;
+use msgr_auth::{AuthError, Identity};
+use msgr_encoding::EntityType;
 use msgr_frames::{Fault, FrameError, Tag};
+
+use crate::decide::Owner;
+
+/// What a peer claimed about itself besides its authentication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The entity type of its HELLO.
+    HelloType(EntityType),
+    /// The gid (`entity_name_t` number) of its CLIENT_IDENT.
+    IdentGid(i64),
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProtocolError {
@@ -24,6 +36,15 @@ pub enum ProtocolError {
     BadClientIdent(&'static str),
     /// The peer lacks features we require, or says we lack its.
     MissingFeatures { missing: u64 },
+    /// The peer claimed to be another entity than the one it authenticated
+    /// as.
+    Impersonation {
+        authenticated: Identity,
+        claim: Claim,
+    },
+    /// The session at the address the peer claims belongs to another
+    /// entity; it was left alone.
+    NotSessionOwner { owner: Owner, newcomer: Owner },
     /// A message sequence number skipped ahead (messages were lost).
     SequenceGap { expected: u64, got: u64 },
     /// No progress for too long (ms_connection_ready_timeout /
@@ -46,6 +67,8 @@ impl ProtocolError {
             ProtocolError::UnexpectedFrame { .. }
             | ProtocolError::BadSignature
             | ProtocolError::BadClientIdent(_)
+            | ProtocolError::Impersonation { .. }
+            | ProtocolError::NotSessionOwner { .. }
             | ProtocolError::SequenceGap { .. } => Fault::PeerMisbehaved,
             ProtocolError::Timeout(_) | ProtocolError::Transport(_) | ProtocolError::Injected => {
                 Fault::Io
@@ -90,6 +113,24 @@ impl fmt::Display for ProtocolError {
             ProtocolError::MissingFeatures { missing } => {
                 write!(f, "missing required features {missing:#x}")
             }
+            ProtocolError::Impersonation {
+                authenticated,
+                claim: Claim::HelloType(t),
+            } => write!(
+                f,
+                "refused: the peer authenticated as {authenticated} but says HELLO as {t}"
+            ),
+            ProtocolError::Impersonation {
+                authenticated,
+                claim: Claim::IdentGid(gid),
+            } => write!(
+                f,
+                "refused: the peer authenticated as {authenticated} but its CLIENT_IDENT names gid {gid}"
+            ),
+            ProtocolError::NotSessionOwner { owner, newcomer } => write!(
+                f,
+                "refused: {newcomer} claims the address of a session that belongs to {owner}"
+            ),
             ProtocolError::SequenceGap { expected, got } => {
                 write!(f, "message sequence gap: expected {expected}, got {got}")
             }

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 
 use bytes::Bytes;
-use msgr_auth::{AuthPeer, ClientAuth, ConMode, ServerAuth, ServerStep};
+use msgr_auth::{AuthError, AuthPeer, ClientAuth, ConMode, Identity, ServerAuth, ServerStep};
 use msgr_encoding::{EntityAddr, EntityName};
 use msgr_frames::compression::{Algorithm, TxCompression};
 use msgr_frames::control::*;
@@ -22,7 +22,7 @@ use msgr_frames::crypto::{Role, SecureKeys};
 use msgr_frames::{ControlFrame, Tag};
 
 use crate::config::Config;
-use crate::error::ProtocolError;
+use crate::error::{Claim, ProtocolError};
 use crate::features;
 use crate::link::{Input, Link};
 use crate::peer::{MyAddrs, PeerInfo};
@@ -381,7 +381,7 @@ fn send_client_ident(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
     }
     cx.link.send_control(
         &ClientIdent {
-            addrs: cx.me.0.clone(),
+            addrs: cx.me.addrs.clone(),
             target_addr: cx.peer.target_addr,
             gid: cx.config.my_name.num,
             global_seq: cx.session.global_seq,
@@ -397,7 +397,7 @@ fn send_client_ident(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
 fn send_reconnect(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
     cx.link.send_control(
         &SessionReconnect {
-            addrs: cx.me.0.clone(),
+            addrs: cx.me.addrs.clone(),
             client_cookie: cx.session.client_cookie,
             server_cookie: cx.session.server_cookie,
             global_seq: cx.session.global_seq,
@@ -486,13 +486,14 @@ impl Accepting {
                         tag: Tag::HELLO,
                     });
                 };
+                // The type picks the policy; with cephx it must be the
+                // authenticated entity's (checked at AUTH_DONE). The
+                // accepting side never learns its address from a peer
+                // (Ceph's handle_hello would, on a wildcard bind, and then
+                // refuse the clients that reached it on another address):
+                // it is the address the socket was accepted on.
                 cx.peer.entity_type = h.entity_type;
                 cx.peer.policy = cx.config.policies.get(h.entity_type);
-                if cx.config.learn_addr_from_peer {
-                    if let Some(a) = cx.me.learn(&h.peer_addr) {
-                        cx.events.push_back(Event::LearnedAddr(a));
-                    }
-                }
                 Ok(AcceptStep::Next(Accepting::Auth {
                     auth: cx.config.auth.server(),
                 }))
@@ -561,12 +562,17 @@ impl Accepting {
             }
             Accepting::Session => match control(state, input)? {
                 ControlFrame::ClientIdent(c) => {
-                    if c.addrs.0.is_empty() || c.addrs.0[0] == EntityAddr::default() {
+                    if c.addrs
+                        .0
+                        .first()
+                        .is_none_or(|a| *a == EntityAddr::default())
+                    {
                         return Err(ProtocolError::BadClientIdent("no address"));
                     }
                     if !cx.me.contains(&c.target_addr) {
                         return Err(ProtocolError::BadClientIdent("target address is not ours"));
                     }
+                    check_gid(cx.peer, c.gid)?;
                     Ok(AcceptStep::Ident(IdentRequest::New(c)))
                 }
                 ControlFrame::SessionReconnect(r) => {
@@ -625,6 +631,24 @@ fn handle_auth(
             Ok(AcceptStep::Next(Accepting::AuthMore { auth, method, mode }))
         }
         Ok(ServerStep::Done { payload, outcome }) => {
+            if let Err(e) = check_hello_type(cx.peer, outcome.peer.as_ref()) {
+                // Refused as a denied authentication (AUTH_BAD_METHOD,
+                // EACCES), written before the socket closes so the peer
+                // learns why.
+                let peer = auth_peer(cx.peer);
+                cx.link.send_control(
+                    &AuthBadMethod {
+                        method,
+                        result: AuthError::Denied(String::new()).errno(),
+                        allowed_methods: auth.allowed_methods(&peer),
+                        allowed_modes: Vec::new(),
+                    }
+                    .into(),
+                )?;
+                cx.link.linger = true;
+                return Err(e);
+            }
+            cx.peer.identity = outcome.peer.clone();
             cx.link.send_control(
                 &AuthDone {
                     global_id: outcome.global_id,
@@ -647,5 +671,34 @@ fn handle_auth(
         }
         Err(msgr_auth::AuthError::Busy) => Err(ProtocolError::Auth(msgr_auth::AuthError::Busy)),
         Err(e) => bad_method(cx, auth, method, e.errno()),
+    }
+}
+
+/// A proven identity's type must be the type the peer said HELLO as (its
+/// policy was chosen by it). Ceph picks the authorize handler by the HELLO
+/// type and never compares it with the ticket's name; we refuse, so that
+/// a client's ticket cannot buy an OSD's policy.
+fn check_hello_type(peer: &PeerInfo, who: Option<&Identity>) -> Result<(), ProtocolError> {
+    match who {
+        Some(w) if w.proven && !w.matches_type(peer.entity_type) => {
+            Err(ProtocolError::Impersonation {
+                authenticated: w.clone(),
+                claim: Claim::HelloType(peer.entity_type),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A proven identity's CLIENT_IDENT must name a gid that is its own.
+fn check_gid(peer: &PeerInfo, gid: i64) -> Result<(), ProtocolError> {
+    match peer.identity.as_ref() {
+        Some(w) if w.proven && !u64::try_from(gid).is_ok_and(|g| w.owns_gid(g)) => {
+            Err(ProtocolError::Impersonation {
+                authenticated: w.clone(),
+                claim: Claim::IdentGid(gid),
+            })
+        }
+        _ => Ok(()),
     }
 }

@@ -28,12 +28,12 @@ use std::net::SocketAddr;
 
 pub use config::{CompressionConfig, Config, GlobalSeq, PolicySet, Timeouts};
 pub use conn::{Conn, ConnState, ConnStats, Reuse, Side};
-pub use decide::{Decision, ExistingInfo};
-pub use error::ProtocolError;
+pub use decide::{Decision, ExistingInfo, Owner};
+pub use error::{Claim, ProtocolError};
 pub use handshake::IdentRequest;
 pub use link::LinkId;
 pub use message::Message;
-pub use peer::PeerInfo;
+pub use peer::{MyAddrs, PeerInfo};
 pub use policy::{Policy, PolicyName, ThrottleLimits};
 pub use session::Session;
 

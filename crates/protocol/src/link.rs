@@ -60,6 +60,9 @@ pub struct Link {
     record: Option<PreAuthRecord>,
     /// The test interceptor's hook and gate (inert without one).
     pub(crate) tap: Tap,
+    /// Write what is queued before the socket closes (a refusal the peer
+    /// should read, e.g. AUTH_BAD_METHOD).
+    pub(crate) linger: bool,
 }
 
 impl Link {
@@ -82,6 +85,7 @@ impl Link {
             output: WireQueue::new(),
             record: Some(PreAuthRecord::default()),
             tap,
+            linger: false,
         }
     }
 

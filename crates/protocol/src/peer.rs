@@ -1,8 +1,12 @@
 //! What a connection knows about its peer and itself, shared by the
 //! handshake and the session logic.
 
+use std::net::IpAddr;
+
+use msgr_auth::Identity;
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
 
+use crate::decide::Owner;
 use crate::policy::Policy;
 
 /// The peer as far as it is known.
@@ -19,20 +23,56 @@ pub struct PeerInfo {
     /// Features both sides support (connection features).
     pub features: u64,
     pub policy: Policy,
+    /// Who the peer authenticated as (an acceptor learns it at AUTH_DONE; a
+    /// connector knows the server by the type it connected to).
+    pub identity: Option<Identity>,
+}
+
+impl PeerInfo {
+    /// Who holds a session with this peer, for the rule that only its
+    /// owner may resume, reuse or replace it.
+    pub fn owner(&self) -> Owner {
+        Owner {
+            entity_type: self.entity_type,
+            num: self.name.map(|n| n.num),
+            identity: self.identity.clone(),
+        }
+    }
 }
 
 /// Our own addresses, possibly still with a blank IP to be learned from a
-/// peer (a client that never bound).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MyAddrs(pub EntityAddrvec);
+/// peer (a client that never bound), and, on an accepted connection, the
+/// addresses we listen on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MyAddrs {
+    /// What we tell peers (HELLO, idents).
+    pub addrs: EntityAddrvec,
+    /// What we listen on, wildcards included (an acceptor's CLIENT_IDENT
+    /// check); empty on a connector.
+    pub listening: EntityAddrvec,
+}
+
+impl From<EntityAddrvec> for MyAddrs {
+    fn from(addrs: EntityAddrvec) -> MyAddrs {
+        MyAddrs::new(addrs)
+    }
+}
 
 impl MyAddrs {
+    pub fn new(addrs: EntityAddrvec) -> MyAddrs {
+        MyAddrs {
+            addrs,
+            listening: EntityAddrvec::default(),
+        }
+    }
+
     /// Fills in our IP from what the peer saw, if we did not know it
-    /// (ProtocolV2::handle_hello → learned_addr). Returns the address if it
+    /// (ProtocolV2::handle_hello → learned_addr): a connector's, never an
+    /// acceptor's (see `Accepting::Hello`). Returns the address if it
     /// changed.
     pub fn learn(&mut self, seen: &EntityAddr) -> Option<EntityAddr> {
         let seen_ip = seen.addr?.ip();
-        let first = self.0 .0.first_mut()?;
+        let first = self.addrs.0.first_mut()?;
         if !first.is_blank_ip() {
             return None;
         }
@@ -41,24 +81,97 @@ impl MyAddrs {
         Some(*first)
     }
 
-    /// Whether `target` is one of ours (the ident's target check).
+    /// Our addresses on a socket whose local end is `local`: a wildcard
+    /// bind (a blank IP with a port) is advertised as the address the
+    /// socket is on, which is the one its peer reached; an unbound client
+    /// (port 0) stays blank and learns from the peer.
+    pub fn on_socket(&mut self, local: IpAddr) {
+        if local.is_unspecified() {
+            return;
+        }
+        for a in self.addrs.0.iter_mut() {
+            let wildcard = a.is_blank_ip() && a.port() != 0;
+            let same_family = a.addr.is_some_and(|x| x.is_ipv4() == local.is_ipv4());
+            if wildcard && same_family {
+                a.addr = Some(std::net::SocketAddr::new(local, a.port()));
+            }
+        }
+    }
+
+    /// Whether `target` is one of ours (the ident's target check): an
+    /// address we advertise on this socket, or one we listen on, a wildcard
+    /// listening on every IP (Ceph compares with its advertised addresses
+    /// only, which a wildcard bind fills in from its first peer; we listen
+    /// on every address of a wildcard, so any of them is ours).
     pub fn contains(&self, target: &EntityAddr) -> bool {
-        self.0 .0.iter().any(|a| {
-            let same_ip = a.is_blank_ip() || a.addr.map(|x| x.ip()) == target.addr.map(|x| x.ip());
-            same_ip && a.port() == target.port() && a.nonce == target.nonce
-        })
+        let same_ip = |a: &EntityAddr| a.addr.map(|x| x.ip()) == target.addr.map(|x| x.ip());
+        let mine = |a: &EntityAddr, wildcard_ok: bool| {
+            (same_ip(a) || (wildcard_ok && a.is_blank_ip()))
+                && a.port() == target.port()
+                && a.nonce == target.nonce
+        };
+        self.addrs
+            .0
+            .iter()
+            .any(|a| mine(a, self.listening.0.is_empty()))
+            || self.listening.0.iter().any(|a| mine(a, true))
     }
 
     /// The address a connection race compares (msgr2_addr).
     pub fn msgr2(&self) -> EntityAddr {
-        self.0
+        self.addrs
             .msgr2()
-            .or(self.0 .0.first())
+            .or(self.addrs.0.first())
             .copied()
             .unwrap_or(EntityAddr {
                 kind: EntityAddrType::ANY,
                 nonce: 0,
                 addr: None,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> EntityAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_wildcard_bind_is_advertised_as_the_socket_address_and_listens_everywhere() {
+        let bound = EntityAddrvec::single(addr("v2:0.0.0.0:6800/7"));
+        let mut me = MyAddrs {
+            addrs: bound.clone(),
+            listening: bound,
+        };
+        me.on_socket("127.0.0.2".parse().unwrap());
+        assert_eq!(me.addrs.0[0], addr("v2:127.0.0.2:6800/7"));
+        assert!(me.contains(&addr("v2:127.0.0.2:6800/7")));
+        assert!(
+            me.contains(&addr("v2:127.0.0.1:6800/7")),
+            "listening on every IP"
+        );
+        assert!(!me.contains(&addr("v2:127.0.0.1:6801/7")), "another port");
+        assert!(!me.contains(&addr("v2:127.0.0.1:6800/8")), "another nonce");
+        // Nothing is learned once the address is known.
+        assert_eq!(me.learn(&addr("v2:10.0.0.1:0/0")), None);
+    }
+
+    #[test]
+    fn an_unbound_client_learns_and_a_bound_address_is_kept() {
+        let mut client = MyAddrs::new(EntityAddrvec::single(addr("any:0.0.0.0:0/3")));
+        client.on_socket("127.0.0.1".parse().unwrap());
+        assert!(
+            client.addrs.0[0].is_blank_ip(),
+            "a client learns from HELLO"
+        );
+        assert!(client.learn(&addr("v2:10.1.2.3:5555/0")).is_some());
+        assert_eq!(client.addrs.0[0].addr.unwrap().ip().to_string(), "10.1.2.3");
+        let mut server = MyAddrs::new(EntityAddrvec::single(addr("v2:10.0.0.1:6800/1")));
+        server.on_socket("127.0.0.1".parse().unwrap());
+        assert_eq!(server.addrs.0[0], addr("v2:10.0.0.1:6800/1"));
+        assert!(!server.contains(&addr("v2:127.0.0.1:6800/1")));
     }
 }

@@ -49,13 +49,16 @@ pub fn lookup_key(accepting: &Conn, req: &IdentRequest) -> Option<PeerKey> {
 /// connection to the same peer.
 pub fn decide(accepting: &Conn, existing: Option<&Conn>, req: &IdentRequest) -> Decision {
     let info = existing.map(|e| e.existing_info());
-    let me = crate::peer::MyAddrs(accepting.my_addrs().clone()).msgr2();
+    let me = crate::peer::MyAddrs::new(accepting.my_addrs().clone()).msgr2();
     let peer = accepting.peer().target_addr;
+    let newcomer = accepting.peer().owner();
     let resetcheck = accepting.peer().policy.resetcheck;
     match req {
-        IdentRequest::New(c) => decide::on_client_ident(c, info.as_ref(), &peer, &me, resetcheck),
+        IdentRequest::New(c) => {
+            decide::on_client_ident(c, info.as_ref(), &newcomer, &peer, &me, resetcheck)
+        }
         IdentRequest::Reconnect(r) => {
-            decide::on_reconnect(r, info.as_ref(), &peer, &me, resetcheck)
+            decide::on_reconnect(r, info.as_ref(), &newcomer, &peer, &me, resetcheck)
         }
     }
 }

@@ -46,6 +46,10 @@ pub trait Stream: Send + 'static {
     type Writer: AsyncWrite + Send + Unpin + 'static;
 
     fn into_split(self) -> (Self::Reader, Self::Writer);
+
+    /// The local end's address, where the transport has one (a socket
+    /// accepted on a wildcard bind is on one of the host's addresses).
+    fn local_addr(&self) -> Option<SocketAddr>;
 }
 
 /// Accepts incoming streams on a bound address.

@@ -128,6 +128,7 @@ impl Drop for PipeWriter {
 pub struct MemStream {
     reader: PipeReader,
     writer: PipeWriter,
+    local: SocketAddr,
 }
 
 impl Stream for MemStream {
@@ -136,6 +137,10 @@ impl Stream for MemStream {
 
     fn into_split(self) -> (PipeReader, PipeWriter) {
         (self.reader, self.writer)
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        Some(self.local)
     }
 }
 
@@ -255,10 +260,12 @@ impl Transport for MemoryNet {
         let client = MemStream {
             reader: PipeReader(b2a.clone()),
             writer: PipeWriter(a2b.clone()),
+            local,
         };
         let server = MemStream {
             reader: PipeReader(a2b),
             writer: PipeWriter(b2a),
+            local: addr,
         };
         tx.send((server, local))
             .map_err(|_| io::Error::from(io::ErrorKind::ConnectionRefused))?;

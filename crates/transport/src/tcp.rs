@@ -40,6 +40,10 @@ impl Stream for TcpStream {
     fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
         TcpStream::into_split(self)
     }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        TcpStream::local_addr(self).ok()
+    }
 }
 
 pub struct TcpAcceptor {

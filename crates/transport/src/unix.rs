@@ -40,6 +40,11 @@ impl Stream for UnixStream {
     fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
         UnixStream::into_split(self)
     }
+
+    /// Unix sockets have no IP: msgr2 addresses only name their files.
+    fn local_addr(&self) -> Option<SocketAddr> {
+        None
+    }
 }
 
 pub struct UnixAcceptor {

@@ -410,6 +410,7 @@ impl ClientAuth for CephxConnAuth {
                     con_mode,
                     session_key: SessionKey::new(ticket.session_key.secret().to_vec()),
                     connection_secret: reply.connection_secret,
+                    peer: None,
                 })
             }
             _ => Err(AuthError::Malformed("unexpected AUTH_DONE".into())),
@@ -488,6 +489,7 @@ impl CephxClient {
             con_mode,
             session_key: SessionKey::new(session.secret().to_vec()),
             connection_secret,
+            peer: None,
         })
     }
 

@@ -43,7 +43,7 @@ struct Refuse;
 impl ClientAuth for Refuse {
     fn request(&mut self, _: &AuthPeer, _: &[u32]) -> Result<AuthRequest, AuthError> {
         Err(AuthError::NoKey(
-            "cephx credentials (no keyring configured)".into(),
+            "cephx credentials (no key for this entity in the keyring)".into(),
         ))
     }
     fn reply_more(&mut self, _: &[u8]) -> Result<Bytes, AuthError> {

@@ -27,8 +27,8 @@ use super::wire::{
     ServerChallenge, ServiceTicketInfo, AUTH_MODE_MON, AUTH_MODE_MON_MAX,
 };
 use crate::{
-    method, AuthError, AuthOutcome, AuthPeer, Clock, ConMode, Random, ServerAuth, ServerStep,
-    SessionKey,
+    method, AuthError, AuthOutcome, AuthPeer, Caps, Clock, ConMode, Identity, Random, ServerAuth,
+    ServerStep, SessionKey,
 };
 
 const AUTH_SERVICE: u32 = EntityType::AUTH.0 as u32;
@@ -300,6 +300,11 @@ impl CephxServerAuth {
             }
             Bytes::from(extra).encode(&mut out);
         }
+        let caps = s
+            .keys
+            .caps(name, "mon")
+            .map(|c| c.to_string().to_bytes())
+            .unwrap_or_default();
         Ok(ServerStep::Done {
             payload: Bytes::from(out),
             outcome: AuthOutcome {
@@ -310,6 +315,15 @@ impl CephxServerAuth {
                     0 => Bytes::new(),
                     _ => connection_secret,
                 },
+                peer: Some(Identity {
+                    name: name.clone(),
+                    global_id,
+                    caps: Caps {
+                        allow_all: false,
+                        caps,
+                    },
+                    proven: true,
+                }),
             },
         })
     }
@@ -426,6 +440,15 @@ impl CephxServerAuth {
                 con_mode,
                 session_key: SessionKey::new(info.session_key.secret().to_vec()),
                 connection_secret,
+                peer: Some(Identity {
+                    name: info.ticket.name.clone(),
+                    global_id: info.ticket.global_id,
+                    caps: Caps {
+                        allow_all: info.ticket.caps.allow_all,
+                        caps: info.ticket.caps.caps.clone(),
+                    },
+                    proven: true,
+                }),
             },
         })
     }

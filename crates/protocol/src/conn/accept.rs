@@ -30,6 +30,7 @@ impl Conn {
             client_cookie: self.session.client_cookie,
             server_cookie: self.session.server_cookie,
             connect_seq: self.session.connect_seq,
+            owner: self.peer.owner(),
         }
     }
 
@@ -90,6 +91,11 @@ impl Conn {
                 self.close(false);
                 Ok(())
             }
+            Decision::Refuse { owner } => {
+                let newcomer = self.peer.owner();
+                self.state = State::Deciding(req);
+                Err(ProtocolError::NotSessionOwner { owner, newcomer })
+            }
         };
         if let Err(e) = result {
             if matches!(self.state, State::Closed) {
@@ -140,7 +146,7 @@ impl Conn {
         let lossy = self.peer.policy.lossy;
         self.session.server_cookie = if lossy { 0 } else { next_cookie(&mut self.rng) };
         let ident = ServerIdent {
-            addrs: self.me.0.clone(),
+            addrs: self.me.addrs.clone(),
             gid: self.config.my_name.num,
             global_seq: self.config.global_seq.next(0),
             supported_features: self.peer.policy.features_supported,
@@ -189,8 +195,19 @@ impl Conn {
         // The socket is ours now: its breakpoints count as ours.
         link.tap.conn = self.id;
         self.next_link += 1;
-        self.peer.features = reuse.peer.features;
+        // A new session takes the features of its CLIENT_IDENT; a
+        // SESSION_RECONNECT carries none, and the session keeps those it
+        // had (ProtocolV2::reuse_connection sets them only when not
+        // reconnecting).
+        if matches!(reuse.request, IdentRequest::New(_)) {
+            self.peer.features = reuse.peer.features;
+        }
         self.peer.name = reuse.peer.name.or(self.peer.name);
+        // The same owner (decide::Owner::admits), possibly known better
+        // now: an authenticated name where we knew a connector's server.
+        if reuse.peer.identity.is_some() {
+            self.peer.identity = reuse.peer.identity;
+        }
         self.peer.addrs = reuse.peer.addrs;
         self.peer.target_addr = reuse.peer.target_addr;
         self.link = Some(link);

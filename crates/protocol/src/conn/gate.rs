@@ -126,9 +126,10 @@ impl Conn {
     /// an interceptor's write FAULT, if that is why).
     pub(super) fn drop_link(&mut self) {
         if let Some(mut l) = self.link.take() {
-            let event = match l.tap.flush_on_close {
-                // An interceptor failed a write: what was written before it
-                // still goes out (each frame before it was flushed).
+            let event = match l.tap.flush_on_close || l.linger {
+                // An interceptor failed a write, or a refusal was written:
+                // what was written before goes out (each frame before it
+                // was flushed).
                 true => Event::ShutdownSocket {
                     link: l.id,
                     last: std::mem::take(l.writable()),

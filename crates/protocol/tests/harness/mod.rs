@@ -61,6 +61,7 @@ fn outcome(key: &[u8], mode: ConMode) -> AuthOutcome {
         con_mode: mode,
         session_key: SessionKey::new(key.to_vec()),
         connection_secret: Bytes::from(secret),
+        peer: None,
     }
 }
 
@@ -468,7 +469,7 @@ impl Net {
             // Closed at birth (an interceptor's fault): the connect fails.
             return self.conn(from).socket_failed(false, "closed by peer", now);
         };
-        self.conn(from).socket_connected(now);
+        self.conn(from).socket_connected(None, now);
         let from_link = self.conn(from).link_id().unwrap();
         self.socks.push(Sock {
             ends: [(from, from_link), ((to, acc_id), acc_link)],
