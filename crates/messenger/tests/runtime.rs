@@ -406,6 +406,41 @@ async fn lossy_client_gets_reset_when_the_connection_breaks() {
     p.server.shutdown().await;
 }
 
+/// A session resumed by SESSION_RECONNECT keeps the features its
+/// CLIENT_IDENT agreed on (the frame carries none): on the accepting side
+/// they once fell to 0, and an OSD then encoded its replies for a peer
+/// without any (MOSDOp v8).
+#[tokio::test]
+async fn a_reconnected_session_keeps_its_features() {
+    let net = MemoryNet::new();
+    let mut p = pair(
+        net.clone(),
+        "v2:10.0.0.1:6800",
+        Policy::lossless_client(),
+        Policy::stateful_server(),
+        0,
+    )
+    .await;
+    p.conn.send(msg(1, 10)).await;
+    collect(&mut p.client_rx, |e| msgs(e).len() == 1).await;
+    let accepted = || p.server.connections().into_iter().next().unwrap();
+    let agreed = accepted().features();
+    assert_ne!(agreed, 0);
+    assert_eq!(net.break_connections(None), 1);
+    p.conn.send(msg(2, 10)).await;
+    collect(&mut p.client_rx, |e| msgs(e).len() == 1).await;
+    let server_side = accepted();
+    assert!(
+        server_side.stats().reconnects > 0,
+        "{:?}",
+        server_side.stats()
+    );
+    assert_eq!(server_side.features(), agreed);
+    assert_eq!(p.conn.features(), agreed);
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+}
+
 #[tokio::test]
 async fn refused_then_server_appears() {
     let net = MemoryNet::new();
