@@ -158,9 +158,17 @@ pub trait ServerAuth: Send {
     /// first.
     fn allowed_modes(&self, peer: &AuthPeer, method: u32) -> Vec<ConMode>;
 
-    /// The mode for a request: ours, in our order, that the client listed
-    /// (`pick_con_mode`); `None` refuses the request.
-    fn pick_mode(&self, peer: &AuthPeer, method: u32, client_modes: &[ConMode]) -> Option<ConMode> {
+    /// The mode for the first request of `method`, whose payload is
+    /// `payload` (a server playing several roles tells them apart by it):
+    /// ours, in our order, that the client listed (`pick_con_mode`); `None`
+    /// refuses the request.
+    fn pick_mode(
+        &self,
+        peer: &AuthPeer,
+        method: u32,
+        client_modes: &[ConMode],
+        _payload: &[u8],
+    ) -> Option<ConMode> {
         pick_mode(&self.allowed_modes(peer, method), client_modes)
     }
 

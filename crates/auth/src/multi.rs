@@ -129,11 +129,17 @@ impl ServerAuth for MultiServer {
             .unwrap_or_default()
     }
 
-    fn pick_mode(&self, peer: &AuthPeer, method: u32, client_modes: &[ConMode]) -> Option<ConMode> {
+    fn pick_mode(
+        &self,
+        peer: &AuthPeer,
+        method: u32,
+        client_modes: &[ConMode],
+        payload: &[u8],
+    ) -> Option<ConMode> {
         self.auths
             .iter()
             .find(|(m, _)| *m == method)
-            .and_then(|(_, a)| a.pick_mode(peer, method, client_modes))
+            .and_then(|(_, a)| a.pick_mode(peer, method, client_modes, payload))
     }
 
     fn handle(

@@ -215,7 +215,7 @@ mod tests {
         let req = c.request(&peer, &[]).unwrap();
         assert_eq!(req.method, method::NONE);
         let mode = s
-            .pick_mode(&peer, req.method, &req.preferred_modes)
+            .pick_mode(&peer, req.method, &req.preferred_modes, &req.payload)
             .unwrap();
         let ServerStep::Done { payload, outcome } = s
             .handle(&peer, req.method, mode, false, &req.payload)
@@ -229,7 +229,10 @@ mod tests {
         assert!(!who.proven && who.caps.allow_all);
         let got = c.done(outcome.global_id, mode, &payload).unwrap();
         assert!(got.session_key.is_empty());
-        assert_eq!(s.pick_mode(&peer, method::NONE, &[ConMode::SECURE]), None);
+        assert_eq!(
+            s.pick_mode(&peer, method::NONE, &[ConMode::SECURE], &[]),
+            None
+        );
         assert_eq!(
             s.handle(&peer, 2, mode, false, &[]),
             Err(AuthError::MethodNotSupported { method: 2 })

@@ -99,7 +99,12 @@ fn exchange(
 ) -> Result<(AuthOutcome, AuthOutcome), AuthError> {
     let req = client.request(&peer(server_type), &[])?;
     let mode = server
-        .pick_mode(&peer(EntityType::CLIENT), req.method, &req.preferred_modes)
+        .pick_mode(
+            &peer(EntityType::CLIENT),
+            req.method,
+            &req.preferred_modes,
+            &req.payload,
+        )
         .ok_or(AuthError::NoCommonMode)?;
     let mut step = server.handle(
         &peer(EntityType::CLIENT),
@@ -405,4 +410,46 @@ fn garbage_is_a_typed_error_never_a_panic() {
         }
     }
     let _ = Bytes::new();
+}
+
+/// The mode of a request comes from the list of its kind: a monitor
+/// session from ms_mon_service_mode, an authorizer from ms_service_mode
+/// (not from either list).
+#[test]
+fn modes_are_picked_from_the_list_of_the_request_kind() {
+    let w = world(KeyKind::Aes128);
+    let mut server = CephxServer::new(
+        w.mon.keys.clone(),
+        EntityType::MON,
+        Arc::new(SeededRandom::new(1)),
+        msgr_auth::system_clock(),
+    );
+    server.mon_modes = vec![ConMode::SECURE];
+    server.service_modes = vec![ConMode::CRC];
+    let auth = Arc::new(server).conn_auth();
+    let client = peer(EntityType::CLIENT);
+    let mon_request = [10u8, 0, 0];
+    let authorizer = [1u8, 0, 0];
+    let both = [ConMode::CRC, ConMode::SECURE];
+    assert_eq!(
+        auth.pick_mode(&client, 2, &both, &mon_request),
+        Some(ConMode::SECURE)
+    );
+    assert_eq!(
+        auth.pick_mode(&client, 2, &both, &authorizer),
+        Some(ConMode::CRC)
+    );
+    assert_eq!(
+        auth.pick_mode(&client, 2, &[ConMode::CRC], &mon_request),
+        None
+    );
+    assert_eq!(
+        auth.pick_mode(&client, 2, &[ConMode::SECURE], &authorizer),
+        None
+    );
+    assert_eq!(
+        auth.pick_mode(&client, 1, &both, &authorizer),
+        None,
+        "cephx only"
+    );
 }

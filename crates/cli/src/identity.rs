@@ -19,6 +19,10 @@ pub struct ClusterOpts {
     pub mode: Option<ConMode>,
     /// `--rev0`: offer msgr2.0 only.
     pub rev0: bool,
+    /// `--auth-none-fallback`: with a key, still accept a monitor that
+    /// offers only auth none. Off by default, since an active attacker can
+    /// answer cephx with AUTH_BAD_METHOD for none and read everything.
+    pub auth_none_fallback: bool,
 }
 
 impl ClusterOpts {
@@ -40,6 +44,7 @@ impl ClusterOpts {
             }
             "--mode" => self.mode = Some(value()?.parse()?),
             "--rev0" => self.rev0 = true,
+            "--auth-none-fallback" => self.auth_none_fallback = true,
             _ => return Ok(false),
         }
         Ok(true)
@@ -49,8 +54,10 @@ impl ClusterOpts {
 /// A resolved identity: configuration, monitors, credentials.
 pub struct Identity {
     pub config: Config,
-    /// auth_client_required allows none as well.
-    pub none_allowed: bool,
+    /// Fall back to auth none from cephx: only when asked for
+    /// (`--auth-none-fallback`) and auth_client_required allows none.
+    /// Without a key, auth none is what is used where it is allowed.
+    pub none_fallback: bool,
     pub mons: Vec<EntityAddrvec>,
     /// `None` when auth none is in use.
     pub cephx: Option<Arc<CephxClient>>,
@@ -97,7 +104,7 @@ impl Identity {
             }
         };
         Ok(Identity {
-            none_allowed: methods.iter().any(|m| m == "none"),
+            none_fallback: opts.auth_none_fallback && methods.iter().any(|m| m == "none"),
             config,
             mons,
             cephx,
@@ -113,7 +120,7 @@ impl Identity {
         };
         let mut cfg = MonClientConfig::new(self.mons.clone(), auth);
         cfg.rev1 = self.rev1;
-        cfg.none_fallback = self.none_allowed;
+        cfg.none_fallback = self.cephx.is_some() && self.none_fallback;
         cfg
     }
 }
@@ -142,4 +149,73 @@ fn find_key(config: &Config) -> Result<Option<CryptoKey>, String> {
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msgr_auth::cephx::{KeyKind, KeyringEntry};
+
+    /// A conf and a keyring holding client.admin in a fresh directory.
+    fn cluster_files(auth_client_required: &str) -> (std::path::PathBuf, ClusterOpts) {
+        let dir = std::env::temp_dir().join(format!(
+            "msgr-identity-{}-{}",
+            std::process::id(),
+            auth_client_required.replace([',', ' '], "_")
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut ring = Keyring::default();
+        ring.insert(
+            "client.admin".parse().unwrap(),
+            KeyringEntry {
+                key: CryptoKey::random(KeyKind::Aes128, Default::default(), &SystemRandom),
+                caps: Default::default(),
+            },
+        );
+        let keyring = dir.join("keyring");
+        std::fs::write(&keyring, ring.to_text()).unwrap();
+        let conf = dir.join("ceph.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "[global]\nmon_host = v2:127.0.0.1:3300\nkeyring = {}\nauth_client_required = {auth_client_required}\n",
+                keyring.display()
+            ),
+        )
+        .unwrap();
+        let mut opts = ClusterOpts::default();
+        let mut v = std::iter::once(conf.display().to_string());
+        opts.conf.take("-c", &mut v).unwrap();
+        (dir, opts)
+    }
+
+    #[test]
+    fn with_a_key_cephx_is_required_unless_falling_back_is_asked_for() {
+        let (dir, mut opts) = cluster_files("cephx, none");
+        let id = Identity::load(&opts).unwrap();
+        assert!(id.cephx.is_some());
+        assert!(
+            !id.mon_client_config().none_fallback,
+            "Ceph's default auth_client_required allows none; with a key we do not fall back"
+        );
+        opts.auth_none_fallback = true;
+        assert!(
+            Identity::load(&opts)
+                .unwrap()
+                .mon_client_config()
+                .none_fallback
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+
+        let (dir, mut opts) = cluster_files("cephx");
+        opts.auth_none_fallback = true;
+        assert!(
+            !Identity::load(&opts)
+                .unwrap()
+                .mon_client_config()
+                .none_fallback,
+            "not where auth_client_required forbids none"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

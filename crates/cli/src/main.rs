@@ -62,6 +62,9 @@ Security options (serve and bench):
 Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
   -c/--conf FILE  -n/--name TYPE.ID  --id ID  -k/--keyring FILE
   -m/--mon-host ADDRS  --cluster NAME  --mode crc|secure  --rev0
+  --auth-none-fallback  (with a key, still accept a monitor that offers
+                         only auth none; off by default: an attacker on
+                         the path could force it)
 
   decode CAPTURE [--json] [--keys FILE]
       Print every msgr2 frame of a pcap/pcapng capture, per connection and

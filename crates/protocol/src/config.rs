@@ -88,21 +88,33 @@ impl CompressionConfig {
 }
 
 /// The messenger-wide global sequence (AsyncMessenger::get_global_seq):
-/// strictly increasing, raised past any value a peer shows us.
+/// strictly increasing, raised past any value a peer shows us, up to
+/// [`GlobalSeq::PEER_LIMIT`]: a peer that shows more (SESSION_RETRY_GLOBAL)
+/// is refused, so that no peer can push ours to where it would wrap.
 #[derive(Debug, Default)]
 pub struct GlobalSeq(AtomicU64);
 
 impl GlobalSeq {
+    /// The largest global_seq a peer may make us exceed (2^62: four
+    /// billion connections a second for a thousand years).
+    pub const PEER_LIMIT: u64 = 1 << 62;
+
     /// The next value, greater than `at_least`.
-    pub fn next(&self, at_least: u64) -> u64 {
+    pub fn next(&self, at_least: u64) -> Result<u64, crate::ProtocolError> {
+        let overflow = crate::ProtocolError::CounterOverflow {
+            counter: "global_seq",
+        };
+        if at_least > Self::PEER_LIMIT {
+            return Err(overflow);
+        }
         let mut cur = self.0.load(Ordering::Relaxed);
         loop {
-            let next = cur.max(at_least) + 1;
+            let next = cur.max(at_least).checked_add(1).ok_or(overflow.clone())?;
             match self
                 .0
                 .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
             {
-                Ok(_) => return next,
+                Ok(_) => return Ok(next),
                 Err(seen) => cur = seen,
             }
         }
@@ -216,10 +228,18 @@ mod tests {
     #[test]
     fn global_seq_rises_past_what_it_is_shown() {
         let g = GlobalSeq::default();
-        assert_eq!(g.next(0), 1);
-        assert_eq!(g.next(0), 2);
-        assert_eq!(g.next(10), 11);
-        assert_eq!(g.next(3), 12);
+        assert_eq!(g.next(0), Ok(1));
+        assert_eq!(g.next(0), Ok(2));
+        assert_eq!(g.next(10), Ok(11));
+        assert_eq!(g.next(3), Ok(12));
+        // A peer cannot push it to where it would wrap.
+        let overflow = Err(crate::ProtocolError::CounterOverflow {
+            counter: "global_seq",
+        });
+        assert_eq!(g.next(u64::MAX), overflow);
+        assert_eq!(g.next(GlobalSeq::PEER_LIMIT + 1), overflow);
+        assert_eq!(g.next(GlobalSeq::PEER_LIMIT), Ok(GlobalSeq::PEER_LIMIT + 1));
+        assert_eq!(g.next(0), Ok(GlobalSeq::PEER_LIMIT + 2));
     }
 
     #[test]

@@ -401,7 +401,13 @@ impl Conn {
         if let Some(l) = local {
             self.me.on_socket(l.ip());
         }
-        self.session.global_seq = self.config.global_seq.next(0);
+        self.session.global_seq = match self.config.global_seq.next(0) {
+            Ok(g) => g,
+            Err(e) => {
+                self.events.push_back(Event::Fault(e));
+                return self.close(true);
+            }
+        };
         self.state = State::Connecting(Connecting::Banner);
         self.new_link(now);
     }
@@ -578,8 +584,8 @@ impl Conn {
                 }
             }
             State::Standby if !self.peer.policy.server => {
-                if self.session.server_cookie != 0 {
-                    self.session.connect_seq += 1;
+                if self.session.server_cookie != 0 && !self.next_connect_seq() {
+                    return;
                 }
                 self.request_socket(now);
             }
@@ -745,8 +751,8 @@ impl Conn {
             self.state = State::Standby;
             return;
         }
-        if self.session.server_cookie != 0 && !policy.lossy {
-            self.session.connect_seq += 1;
+        if self.session.server_cookie != 0 && !policy.lossy && !self.next_connect_seq() {
+            return;
         }
         if was_established {
             self.backoff = Duration::ZERO;
@@ -763,6 +769,28 @@ impl Conn {
             self.state = State::Backoff {
                 until: now + self.backoff,
             };
+        }
+    }
+}
+
+impl Conn {
+    /// The next connect_seq of a session (a reconnect). A session whose
+    /// connect_seq a peer took to its limit closes (with a reset) rather
+    /// than wrap; returns whether it goes on.
+    fn next_connect_seq(&mut self) -> bool {
+        match self.session.connect_seq.checked_add(1) {
+            Some(n) => {
+                self.session.connect_seq = n;
+                true
+            }
+            None => {
+                self.events
+                    .push_back(Event::Fault(ProtocolError::CounterOverflow {
+                        counter: "connect_seq",
+                    }));
+                self.close(true);
+                false
+            }
         }
     }
 }

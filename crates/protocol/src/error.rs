@@ -36,6 +36,13 @@ pub enum ProtocolError {
     BadClientIdent(&'static str),
     /// The peer lacks features we require, or says we lack its.
     MissingFeatures { missing: u64 },
+    /// The server chose a connection mode or compression method we did not
+    /// offer.
+    NotOffered {
+        what: &'static str,
+        offered: Vec<u32>,
+        got: u32,
+    },
     /// The peer claimed to be another entity than the one it authenticated
     /// as.
     Impersonation {
@@ -47,6 +54,9 @@ pub enum ProtocolError {
     NotSessionOwner { owner: Owner, newcomer: Owner },
     /// A message sequence number skipped ahead (messages were lost).
     SequenceGap { expected: u64, got: u64 },
+    /// A counter the peer set (connect_seq, global_seq, a message
+    /// sequence) would overflow: never wrapped.
+    CounterOverflow { counter: &'static str },
     /// No progress for too long (ms_connection_ready_timeout /
     /// ms_connection_idle_timeout).
     Timeout(&'static str),
@@ -63,13 +73,15 @@ impl ProtocolError {
             ProtocolError::PeerTypeMismatch { .. }
             | ProtocolError::WrongServer
             | ProtocolError::MissingFeatures { .. } => Fault::PeerIncompatible,
+            ProtocolError::NotOffered { .. } => Fault::PeerMisbehaved,
             ProtocolError::Auth(_) => Fault::PeerIncompatible,
             ProtocolError::UnexpectedFrame { .. }
             | ProtocolError::BadSignature
             | ProtocolError::BadClientIdent(_)
             | ProtocolError::Impersonation { .. }
             | ProtocolError::NotSessionOwner { .. }
-            | ProtocolError::SequenceGap { .. } => Fault::PeerMisbehaved,
+            | ProtocolError::SequenceGap { .. }
+            | ProtocolError::CounterOverflow { .. } => Fault::PeerMisbehaved,
             ProtocolError::Timeout(_) | ProtocolError::Transport(_) | ProtocolError::Injected => {
                 Fault::Io
             }
@@ -113,6 +125,10 @@ impl fmt::Display for ProtocolError {
             ProtocolError::MissingFeatures { missing } => {
                 write!(f, "missing required features {missing:#x}")
             }
+            ProtocolError::NotOffered { what, offered, got } => write!(
+                f,
+                "the server chose {what} {got}, which we did not offer (we offered {offered:?})"
+            ),
             ProtocolError::Impersonation {
                 authenticated,
                 claim: Claim::HelloType(t),
@@ -133,6 +149,9 @@ impl fmt::Display for ProtocolError {
             ),
             ProtocolError::SequenceGap { expected, got } => {
                 write!(f, "message sequence gap: expected {expected}, got {got}")
+            }
+            ProtocolError::CounterOverflow { counter } => {
+                write!(f, "the peer took {counter} to its limit (it would overflow)")
             }
             ProtocolError::Timeout(what) => write!(f, "{what} timed out"),
             ProtocolError::Transport(e) => write!(f, "transport: {e}"),

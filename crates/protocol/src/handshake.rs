@@ -116,15 +116,19 @@ pub(crate) enum Connecting {
     Banner,
     /// Our HELLO is out.
     Hello,
-    /// AUTH_REQUEST or AUTH_REQUEST_MORE is out.
-    Auth { auth: Box<dyn ClientAuth> },
+    /// AUTH_REQUEST or AUTH_REQUEST_MORE is out, offering `offered` modes.
+    Auth {
+        auth: Box<dyn ClientAuth>,
+        offered: Vec<ConMode>,
+    },
     /// Our AUTH_SIGNATURE is out; the peer's is awaited.
     Signature {
         outcome: msgr_auth::AuthOutcome,
         tx: Vec<u8>,
     },
-    /// COMPRESSION_REQUEST is out.
-    Compression,
+    /// COMPRESSION_REQUEST is out, offering `offered` methods (none when
+    /// we did not ask to compress).
+    Compression { offered: Vec<u32> },
     /// CLIENT_IDENT is out.
     Ident,
     /// SESSION_RECONNECT is out.
@@ -149,7 +153,7 @@ impl Connecting {
             Connecting::Hello => "HELLO_CONNECTING",
             Connecting::Auth { .. } => "AUTH_CONNECTING",
             Connecting::Signature { .. } => "AUTH_CONNECTING_SIGN",
-            Connecting::Compression => "COMPRESSION_CONNECTING",
+            Connecting::Compression { .. } => "COMPRESSION_CONNECTING",
             Connecting::Ident => "SESSION_CONNECTING",
             Connecting::Reconnect => "SESSION_RECONNECTING",
         }
@@ -188,15 +192,15 @@ impl Connecting {
                     }
                 }
                 let mut auth = cx.config.auth.client(&cx.config.my_name);
-                send_auth_request(cx, auth.as_mut(), &[])?;
-                Ok(ConnectStep::Next(Connecting::Auth { auth }))
+                let offered = send_auth_request(cx, auth.as_mut(), &[])?;
+                Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
             }
-            Connecting::Auth { mut auth } => match control(state, input)? {
+            Connecting::Auth { mut auth, offered } => match control(state, input)? {
                 ControlFrame::AuthBadMethod(b) => {
                     let modes: Vec<ConMode> = b.allowed_modes.iter().map(|m| ConMode(*m)).collect();
                     auth.bad_method(b.method, b.result, &b.allowed_methods, &modes)?;
-                    send_auth_request(cx, auth.as_mut(), &b.allowed_methods)?;
-                    Ok(ConnectStep::Next(Connecting::Auth { auth }))
+                    let offered = send_auth_request(cx, auth.as_mut(), &b.allowed_methods)?;
+                    Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
                 }
                 ControlFrame::AuthReplyMore(m) => {
                     let reply = auth.reply_more(&m.auth_payload)?;
@@ -206,9 +210,19 @@ impl Connecting {
                         }
                         .into(),
                     )?;
-                    Ok(ConnectStep::Next(Connecting::Auth { auth }))
+                    Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
                 }
                 ControlFrame::AuthDone(d) => {
+                    // The server picks from what we offered; a mode we did
+                    // not offer (secure where we asked for crc, or the
+                    // other way) is refused, whatever the method says.
+                    if !offered.contains(&ConMode(d.con_mode)) {
+                        return Err(ProtocolError::NotOffered {
+                            what: "connection mode",
+                            offered: offered.iter().map(|m| m.0).collect(),
+                            got: d.con_mode,
+                        });
+                    }
                     let outcome = auth.done(d.global_id, ConMode(d.con_mode), &d.auth_payload)?;
                     // Sign what we received; verify the peer's against what we sent.
                     let record = cx.link.stop_recording();
@@ -247,15 +261,17 @@ impl Connecting {
                     cx.link.send_control(
                         &CompressionRequest {
                             is_compress: wanted,
-                            preferred_methods: methods,
+                            preferred_methods: methods.clone(),
                         }
                         .into(),
                     )?;
-                    return Ok(ConnectStep::Next(Connecting::Compression));
+                    return Ok(ConnectStep::Next(Connecting::Compression {
+                        offered: methods,
+                    }));
                 }
                 start_session(cx)
             }
-            Connecting::Compression => {
+            Connecting::Compression { offered } => {
                 let ControlFrame::CompressionDone(d) = control(state, input)? else {
                     return Err(ProtocolError::UnexpectedFrame {
                         state,
@@ -263,11 +279,15 @@ impl Connecting {
                     });
                 };
                 if d.is_compress {
-                    if let Some(alg) =
-                        Algorithm::from_wire(d.method).filter(|a| *a != Algorithm::None)
-                    {
-                        set_compression(cx.link, alg, cx.config.compression.min_size);
-                    }
+                    // Only a method we offered (none, if we did not ask).
+                    let alg = Algorithm::from_wire(d.method)
+                        .filter(|a| *a != Algorithm::None && offered.contains(&d.method))
+                        .ok_or(ProtocolError::NotOffered {
+                            what: "compression method",
+                            offered,
+                            got: d.method,
+                        })?;
+                    set_compression(cx.link, alg, cx.config.compression.min_size);
                 }
                 start_session(cx)
             }
@@ -322,12 +342,17 @@ impl Connecting {
                     Ok(ConnectStep::Next(Connecting::Ident))
                 }
                 ControlFrame::SessionRetry(r) => {
-                    cx.session.connect_seq = r.connect_seq + 1;
+                    cx.session.connect_seq =
+                        r.connect_seq
+                            .checked_add(1)
+                            .ok_or(ProtocolError::CounterOverflow {
+                                counter: "connect_seq",
+                            })?;
                     send_reconnect(cx)?;
                     Ok(ConnectStep::Next(Connecting::Reconnect))
                 }
                 ControlFrame::SessionRetryGlobal(r) => {
-                    cx.session.global_seq = cx.config.global_seq.next(r.global_seq);
+                    cx.session.global_seq = cx.config.global_seq.next(r.global_seq)?;
                     send_reconnect(cx)?;
                     Ok(ConnectStep::Next(Connecting::Reconnect))
                 }
@@ -346,11 +371,12 @@ fn same_endpoint(a: &EntityAddr, b: &EntityAddr) -> bool {
     a.addr == b.addr && a.nonce == b.nonce
 }
 
+/// AUTH_REQUEST; returns the modes it offered.
 fn send_auth_request(
     cx: &mut Cx<'_>,
     auth: &mut dyn ClientAuth,
     allowed: &[u32],
-) -> Result<(), ProtocolError> {
+) -> Result<Vec<ConMode>, ProtocolError> {
     let req = auth.request(&auth_peer(cx.peer), allowed)?;
     cx.link.send_control(
         &AuthRequest {
@@ -359,7 +385,8 @@ fn send_auth_request(
             auth_payload: req.payload,
         }
         .into(),
-    )
+    )?;
+    Ok(req.preferred_modes)
 }
 
 /// CLIENT_IDENT for a new session, or SESSION_RECONNECT to resume one
@@ -507,7 +534,7 @@ impl Accepting {
                 };
                 let modes: Vec<ConMode> = r.preferred_modes.iter().map(|m| ConMode(*m)).collect();
                 let peer = auth_peer(cx.peer);
-                let Some(mode) = auth.pick_mode(&peer, r.method, &modes) else {
+                let Some(mode) = auth.pick_mode(&peer, r.method, &modes, &r.auth_payload) else {
                     return bad_method(cx, auth, r.method, -95);
                 };
                 handle_auth(cx, auth, r.method, mode, false, &r.auth_payload)

@@ -155,11 +155,16 @@ impl Session {
             self.ack_left = 0;
         }
         let mut n = 0;
-        while room.is_none_or(|r| link.output_len() < r) {
+        while room.is_none_or(|r| link.output_len() < r) && self.queued_messages > 0 {
+            // A peer may have raised out_seq (SESSION_RECONNECT's msg_seq):
+            // at its limit the session ends, the message stays queued.
+            self.out_seq = self
+                .out_seq
+                .checked_add(1)
+                .ok_or(ProtocolError::CounterOverflow { counter: "out_seq" })?;
             let Some(Queued { mut msg, .. }) = self.pop() else {
                 break;
             };
-            self.out_seq += 1;
             msg.seq = self.out_seq;
             let header = msg.header2(self.out_seq, self.in_seq);
             let written = link.send_message_parts(&header, &msg.front, &msg.middle, &msg.data);
@@ -190,15 +195,14 @@ impl Session {
         if seq <= self.in_seq {
             return Ok(Arrival::Duplicate);
         }
-        if seq > self.in_seq + 1 && self.in_seq != 0 {
-            return Err(ProtocolError::SequenceGap {
-                expected: self.in_seq + 1,
-                got: seq,
-            });
+        // in_seq < seq here, so in_seq + 1 cannot overflow.
+        let expected = self.in_seq.saturating_add(1);
+        if seq > expected && self.in_seq != 0 {
+            return Err(ProtocolError::SequenceGap { expected, got: seq });
         }
         self.in_seq = seq;
         if !lossy {
-            self.ack_left += 1;
+            self.ack_left = self.ack_left.saturating_add(1);
         }
         Ok(Arrival::Deliver)
     }
@@ -207,7 +211,8 @@ impl Session {
     /// head of the queue, in their order, keeping their numbers
     /// (ProtocolV2::requeue_sent).
     pub fn requeue_sent(&mut self) {
-        self.out_seq -= self.sent.len() as u64;
+        // Sent messages are numbered up to out_seq, one each.
+        self.out_seq = self.out_seq.saturating_sub(self.sent.len() as u64);
         while let Some(msg) = self.sent.pop_back() {
             self.push(
                 REQUEUE_PRIORITY,
@@ -437,5 +442,26 @@ mod tests {
         s.reset();
         assert_eq!(s.global_seq, 41);
         assert_eq!((s.client_cookie, s.in_seq), (0, 0));
+    }
+
+    /// A peer can set out_seq (SESSION_RECONNECT's msg_seq); at its limit
+    /// the write is a typed error and the message stays queued.
+    #[test]
+    fn counters_a_peer_sets_never_wrap() {
+        let mut s = Session::default();
+        s.enqueue(msg(1, 127));
+        s.resume_from(u64::MAX);
+        let mut l = link();
+        assert_eq!(
+            s.write_pending(&mut l, false, None),
+            Err(ProtocolError::CounterOverflow { counter: "out_seq" })
+        );
+        assert_eq!(s.queued().0, 1);
+        assert_eq!(s.out_seq, u64::MAX);
+        // A message numbered u64::MAX is delivered; after it, every number
+        // is a duplicate (none is beyond).
+        let mut r = Session::default();
+        assert_eq!(r.arrived(u64::MAX, false), Ok(Arrival::Deliver));
+        assert_eq!(r.arrived(u64::MAX, false), Ok(Arrival::Duplicate));
     }
 }

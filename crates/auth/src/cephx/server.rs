@@ -113,28 +113,35 @@ impl ServerAuth for CephxServerAuth {
         if m != method::CEPHX {
             return Vec::new();
         }
-        // Clients reach a monitor-style server in monitor mode and a
-        // service in authorizer mode; which one is only known from the
-        // payload, so both lists are allowed, the service list first for
-        // non-clients.
+        // What AUTH_BAD_METHOD lists, before a request says its kind:
+        // clients most often come for a monitor session, other entities
+        // with authorizers. The mode of a request is picked from its own
+        // kind's list (pick_mode).
         match peer.entity_type {
             EntityType::CLIENT => self.server.mon_modes.clone(),
             _ => self.server.service_modes.clone(),
         }
     }
 
-    fn pick_mode(&self, _peer: &AuthPeer, m: u32, client_modes: &[ConMode]) -> Option<ConMode> {
+    fn pick_mode(
+        &self,
+        _peer: &AuthPeer,
+        m: u32,
+        client_modes: &[ConMode],
+        payload: &[u8],
+    ) -> Option<ConMode> {
         if m != method::CEPHX {
             return None;
         }
-        // AuthRegistry::pick_mode: the first of the client's modes we allow.
-        let ours: Vec<ConMode> = self
-            .server
-            .mon_modes
-            .iter()
-            .chain(&self.server.service_modes)
-            .copied()
-            .collect();
+        // The list of the request's kind: a monitor session (its first
+        // byte AUTH_MODE_MON..) is held to ms_mon_service_mode, an
+        // authorizer to ms_service_mode, never to the union of both. Then,
+        // as AuthRegistry::pick_mode, the first of the client's modes that
+        // list allows.
+        let ours = match payload.first() {
+            Some(b) if (AUTH_MODE_MON..=AUTH_MODE_MON_MAX).contains(b) => &self.server.mon_modes,
+            _ => &self.server.service_modes,
+        };
         client_modes.iter().copied().find(|m| ours.contains(m))
     }
 

@@ -142,13 +142,14 @@ impl Conn {
     /// SERVER_IDENT and READY (send_server_ident): a new session, numbered
     /// from 1 in both directions.
     fn send_server_ident(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        let global_seq = self.config.global_seq.next(0)?;
         self.session.restart_numbering();
         let lossy = self.peer.policy.lossy;
         self.session.server_cookie = if lossy { 0 } else { next_cookie(&mut self.rng) };
         let ident = ServerIdent {
             addrs: self.me.addrs.clone(),
             gid: self.config.my_name.num,
-            global_seq: self.config.global_seq.next(0),
+            global_seq,
             supported_features: self.peer.policy.features_supported,
             required_features: self.peer.policy.features_required | features::MSGR2_REQUIRED,
             flags: if lossy { CONNECT_FLAG_LOSSY } else { 0 },

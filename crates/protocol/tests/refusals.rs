@@ -1,0 +1,242 @@
+//! A client holds its server to what it offered: a connection mode or a
+//! compression method it did not list is refused with a typed error, not
+//! taken (a man in the middle could otherwise turn compression on under
+//! secure mode, or pick a mode the client's policy forbids). Driven
+//! sans-IO: a connector against a scripted server.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use msgr_auth::{ConMode, NoneProvider};
+use msgr_encoding::{EntityAddrvec, EntityType};
+use msgr_frames::compression::Algorithm;
+use msgr_frames::control::*;
+use msgr_frames::{Banner, ControlFrame, FrameEncoder, WireQueue};
+use msgr_protocol::{CompressionConfig, Config, Conn, Event, Policy, PolicySet, ProtocolError};
+
+/// A connector to an OSD, and the server side's encoder.
+struct Script {
+    conn: Conn,
+    enc: FrameEncoder,
+    now: Instant,
+}
+
+impl Script {
+    fn new(compression: CompressionConfig) -> Script {
+        Script::with(Policy::lossy_client(), compression)
+    }
+
+    fn with(policy: Policy, compression: CompressionConfig) -> Script {
+        let mut cfg = Config::new(
+            "client.1".parse().unwrap(),
+            Arc::new(NoneProvider),
+            PolicySet::new(policy),
+        );
+        cfg.compression = compression;
+        let now = Instant::now();
+        let server: EntityAddrvec = "v2:10.0.0.1:6800/1".parse().unwrap();
+        let conn = Conn::connect(
+            Arc::new(cfg),
+            server,
+            EntityType::OSD,
+            "v2:10.0.0.2:0/2".parse().unwrap(),
+            now,
+            1,
+            1,
+        );
+        let mut s = Script {
+            conn,
+            enc: FrameEncoder::new(true),
+            now,
+        };
+        s.socket();
+        s
+    }
+
+    /// A new socket: the banners and the server's HELLO.
+    fn socket(&mut self) {
+        self.conn.socket_connected(None, self.now);
+        self.enc = FrameEncoder::new(true);
+        self.bytes(&Banner::DEFAULT.encode());
+        self.frame(
+            Hello {
+                entity_type: EntityType::OSD,
+                peer_addr: "v2:10.0.0.2:50000/0".parse().unwrap(),
+            }
+            .into(),
+        );
+    }
+
+    /// Auth none, the signatures and no compression: the client's ident
+    /// (CLIENT_IDENT or SESSION_RECONNECT) is out.
+    fn to_ident(&mut self) {
+        self.auth_done(ConMode::CRC);
+        self.frame(AuthSignature { sha256: [0; 32] }.into());
+        self.frame(
+            CompressionDone {
+                is_compress: false,
+                method: 0,
+            }
+            .into(),
+        );
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.conn.input().unwrap().extend_from_slice(b);
+        self.conn.handle_input(self.now);
+    }
+
+    fn frame(&mut self, f: ControlFrame) {
+        let mut q = WireQueue::new();
+        self.enc.encode(f.tag(), &[f.payload()], &mut q).unwrap();
+        self.bytes(&q.take_all());
+    }
+
+    fn auth_done(&mut self, mode: ConMode) {
+        self.frame(
+            AuthDone {
+                global_id: 1,
+                con_mode: mode.0,
+                auth_payload: Bytes::new(),
+            }
+            .into(),
+        );
+    }
+
+    /// The first fault the connection reported.
+    fn fault(&mut self) -> Option<ProtocolError> {
+        std::iter::from_fn(|| self.conn.poll_event()).find_map(|e| match e {
+            Event::Fault(f) => Some(f),
+            _ => None,
+        })
+    }
+}
+
+#[test]
+fn a_mode_the_client_did_not_offer_is_refused() {
+    // Auth none offers crc only; the "server" answers secure.
+    let mut s = Script::new(CompressionConfig::default());
+    s.auth_done(ConMode::SECURE);
+    assert_eq!(
+        s.fault(),
+        Some(ProtocolError::NotOffered {
+            what: "connection mode",
+            offered: vec![ConMode::CRC.0],
+            got: ConMode::SECURE.0,
+        })
+    );
+}
+
+#[test]
+fn compression_the_client_did_not_ask_for_is_refused() {
+    let mut s = Script::new(CompressionConfig::default());
+    s.auth_done(ConMode::CRC);
+    // Auth none signs with no key: 32 zero bytes.
+    s.frame(AuthSignature { sha256: [0; 32] }.into());
+    s.frame(
+        CompressionDone {
+            is_compress: true,
+            method: Algorithm::Snappy as u32,
+        }
+        .into(),
+    );
+    assert_eq!(
+        s.fault(),
+        Some(ProtocolError::NotOffered {
+            what: "compression method",
+            offered: vec![],
+            got: Algorithm::Snappy as u32,
+        })
+    );
+}
+
+#[test]
+fn a_compression_method_the_client_did_not_offer_is_refused() {
+    let mut s = Script::new(CompressionConfig {
+        force: true,
+        all_peers: true,
+        algorithms: vec![Algorithm::Snappy],
+        ..Default::default()
+    });
+    s.auth_done(ConMode::CRC);
+    s.frame(AuthSignature { sha256: [0; 32] }.into());
+    s.frame(
+        CompressionDone {
+            is_compress: true,
+            method: Algorithm::Zstd as u32,
+        }
+        .into(),
+    );
+    assert_eq!(
+        s.fault(),
+        Some(ProtocolError::NotOffered {
+            what: "compression method",
+            offered: vec![Algorithm::Snappy as u32],
+            got: Algorithm::Zstd as u32,
+        })
+    );
+    // What was offered is taken.
+    let mut s = Script::new(CompressionConfig {
+        force: true,
+        all_peers: true,
+        algorithms: vec![Algorithm::Snappy],
+        ..Default::default()
+    });
+    s.auth_done(ConMode::CRC);
+    s.frame(AuthSignature { sha256: [0; 32] }.into());
+    s.frame(
+        CompressionDone {
+            is_compress: true,
+            method: Algorithm::Snappy as u32,
+        }
+        .into(),
+    );
+    assert_eq!(s.fault(), None);
+    assert_eq!(s.conn.phase(), "SESSION_CONNECTING");
+}
+
+/// Counters a server sets in its answers to SESSION_RECONNECT are never
+/// wrapped: SESSION_RETRY at connect_seq u64::MAX, SESSION_RETRY_GLOBAL
+/// beyond what our global_seq may be raised to.
+#[test]
+fn a_server_cannot_wrap_our_counters() {
+    for (frame, counter) in [
+        (
+            ControlFrame::from(SessionRetry {
+                connect_seq: u64::MAX,
+            }),
+            "connect_seq",
+        ),
+        (
+            ControlFrame::from(SessionRetryGlobal {
+                global_seq: u64::MAX,
+            }),
+            "global_seq",
+        ),
+    ] {
+        let mut s = Script::with(Policy::lossless_client(), CompressionConfig::default());
+        s.to_ident();
+        s.frame(
+            ServerIdent {
+                addrs: "v2:10.0.0.1:6800/1".parse().unwrap(),
+                gid: 0,
+                global_seq: 1,
+                supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
+                required_features: 0,
+                flags: 0,
+                cookie: 77,
+            }
+            .into(),
+        );
+        assert_eq!(s.conn.phase(), "READY");
+        let link = s.conn.link_id().unwrap();
+        s.conn.socket_closed(link, "cut", s.now);
+        while s.conn.poll_event().is_some() {}
+        s.socket();
+        s.to_ident();
+        assert_eq!(s.conn.phase(), "SESSION_RECONNECTING");
+        s.frame(frame);
+        assert_eq!(s.fault(), Some(ProtocolError::CounterOverflow { counter }));
+    }
+}
