@@ -1,16 +1,99 @@
-//! The session key and the AUTH_SIGNATURE HMAC.
+//! Secrets, the session key and the AUTH_SIGNATURE HMAC.
 
 use aws_lc_rs::hmac;
+use msgr_encoding::{Decode, DecodeResult, Decoder, Encode};
+use zeroize::Zeroize;
+
+/// Bytes that must not outlive their use: wiped when dropped, never
+/// printed, compared in constant time (connection secrets, key material).
+#[derive(Clone, Default)]
+pub struct Secret(Vec<u8>);
+
+impl Secret {
+    pub fn new(bytes: Vec<u8>) -> Secret {
+        Secret(bytes)
+    }
+
+    /// `len` bytes from `rng`.
+    pub fn random(len: usize, rng: &dyn crate::Random) -> Secret {
+        let mut s = Secret(vec![0u8; len]);
+        rng.fill(&mut s.0);
+        s
+    }
+
+    /// The bytes, for the code that uses them as a key.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<Vec<u8>> for Secret {
+    fn from(v: Vec<u8>) -> Secret {
+        Secret(v)
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Secret) -> bool {
+        ct_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Secret {}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secret({} bytes)", self.0.len())
+    }
+}
+
+/// Encoded as a bufferlist (u32 length, bytes), as Ceph's are.
+impl Encode for Secret {
+    fn encode(&self, out: &mut Vec<u8>) {
+        use bytes::BufMut;
+        // Secrets are 16 to 64 bytes: the length fits.
+        out.put_u32_le(u32::try_from(self.0.len()).unwrap_or(u32::MAX));
+        out.extend_from_slice(&self.0);
+    }
+}
+
+impl Decode for Secret {
+    const MIN_ENCODED_LEN: usize = 4;
+    fn decode(d: &mut Decoder<'_>) -> DecodeResult<Self> {
+        let len = d.length("secret", 1)?;
+        Ok(Secret(d.take(len, "secret")?.to_vec()))
+    }
+}
+
+/// Whether `a` and `b` are equal, in time that does not depend on where
+/// they differ (MACs, signatures, challenge answers).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    aws_lc_rs::constant_time::verify_slices_are_equal(a, b).is_ok()
+}
 
 /// A session key's raw secret (the cephx session key; empty for auth
 /// none). It keys AUTH_SIGNATURE: HMAC-SHA256 over every byte received
 /// before it (ProtocolV2::finish_auth, CryptoKey::hmac_sha256).
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct SessionKey(Vec<u8>);
+pub struct SessionKey(Secret);
 
 impl SessionKey {
     pub fn new(secret: Vec<u8>) -> Self {
-        SessionKey(secret)
+        SessionKey(Secret(secret))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -18,7 +101,7 @@ impl SessionKey {
     }
 
     pub fn secret(&self) -> &[u8] {
-        &self.0
+        self.0.expose()
     }
 
     /// The AUTH_SIGNATURE of `parts` (concatenated): HMAC-SHA256 keyed by the
@@ -28,13 +111,19 @@ impl SessionKey {
         if self.0.is_empty() {
             return out;
         }
-        let key = hmac::Key::new(hmac::HMAC_SHA256, &self.0);
+        let key = hmac::Key::new(hmac::HMAC_SHA256, self.0.expose());
         let mut ctx = hmac::Context::with_key(&key);
         for p in parts {
             ctx.update(p);
         }
         out.copy_from_slice(ctx.sign().as_ref());
         out
+    }
+
+    /// Whether `signature` is the AUTH_SIGNATURE of `parts`, compared in
+    /// constant time (Ceph memcmp()s it; the kernel uses crypto_memneq).
+    pub fn verify<'a>(&self, parts: impl IntoIterator<Item = &'a [u8]>, signature: &[u8]) -> bool {
+        ct_eq(&self.signature(parts), signature)
     }
 }
 
@@ -58,5 +147,20 @@ mod tests {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
         assert_eq!(SessionKey::default().signature([&b"x"[..]]), [0u8; 32]);
+    }
+
+    #[test]
+    fn secrets_compare_in_constant_time_and_never_print() {
+        let a = Secret::new(vec![7; 64]);
+        assert_eq!(a, Secret::new(vec![7; 64]));
+        assert_ne!(a, Secret::new(vec![7; 63]));
+        assert_eq!(format!("{a:?}"), "Secret(64 bytes)");
+        let k = SessionKey::new(b"Jefe".to_vec());
+        let sig = k.signature([&b"what do ya want for nothing?"[..]]);
+        assert!(k.verify([&b"what do ya want for nothing?"[..]], &sig));
+        assert!(!k.verify([&b"what do ya want for nothing!"[..]], &sig));
+        assert!(!k.verify([&b"what do ya want for nothing?"[..]], &sig[..31]));
+        let bytes = a.to_bytes();
+        assert_eq!(Secret::decode_exact(&bytes, "secret").unwrap(), a);
     }
 }

@@ -30,7 +30,7 @@ use msgr_encoding::{EntityName, EntityType};
 
 pub use error::AuthError;
 pub use identity::{Caps, Identity};
-pub use keys::SessionKey;
+pub use keys::{ct_eq, Secret, SessionKey};
 pub use modes::{pick_mode, ConMode};
 pub use multi::{FallbackClient, MultiProvider, MultiServer};
 pub use none::{NoneClient, NoneProvider, NoneServer};
@@ -69,7 +69,7 @@ pub struct AuthOutcome {
     pub session_key: SessionKey,
     /// Secure mode's key material (msgr-frames' SecureKeys); empty in crc
     /// mode.
-    pub connection_secret: Bytes,
+    pub connection_secret: Secret,
     /// On a server: who the client authenticated as (every server method
     /// says). On a client: `None`, the server being known by the service
     /// its ticket was for.

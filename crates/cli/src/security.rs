@@ -133,7 +133,7 @@ impl CephxKeys {
     pub fn load(path: &Path, create: bool) -> Result<CephxKeys, String> {
         if create && !path.exists() {
             let k = CephxKeys::generate(KeyKind::Aes256k);
-            std::fs::write(path, k.ring.to_text())
+            write_private(path, k.ring.to_text().as_bytes())
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             eprintln!("msgr: wrote a new keyring to {}", path.display());
             return Ok(k);
@@ -148,6 +148,20 @@ impl CephxKeys {
         }
         Ok(Self::from_ring(ring))
     }
+}
+
+/// Writes a new file only its owner can read (mode 0600, as
+/// ceph-authtool's keyrings), refusing to overwrite one.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
 }
 
 /// Resolved settings.
@@ -219,5 +233,24 @@ impl Security {
             all_peers,
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_keyring_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::temp_dir().join(format!("msgr-keyring-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let made = CephxKeys::load(&path, true).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // And it is read back as written.
+        let again = CephxKeys::load(&path, true).unwrap();
+        assert_eq!(again.ring, made.ring);
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -43,6 +43,18 @@ pub struct SecureKeys {
     pub rx_nonce: [u8; NONCE_LEN],
 }
 
+/// The key and nonces are wiped when dropped (Ceph wipes the nonces of its
+/// handlers; the key schedule lives in aws-lc, which cleanses what it
+/// frees).
+impl Drop for SecureKeys {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.key.zeroize();
+        self.tx_nonce.zeroize();
+        self.rx_nonce.zeroize();
+    }
+}
+
 impl std::fmt::Debug for SecureKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SecureKeys(..)")
@@ -88,6 +100,14 @@ struct NonceSequence {
     initial: [u8; NONCE_LEN],
     used_initial: bool,
     rev1: bool,
+}
+
+impl Drop for NonceSequence {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.current.zeroize();
+        self.initial.zeroize();
+    }
 }
 
 impl NonceSequence {

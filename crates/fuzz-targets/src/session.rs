@@ -37,7 +37,7 @@ fn outcome(mode: ConMode) -> AuthOutcome {
         global_id: 9,
         con_mode: mode,
         session_key: SessionKey::new(vec![7; 16]),
-        connection_secret: Bytes::from_static(&[0x42; 64]),
+        connection_secret: msgr_auth::Secret::new(vec![0x42; 64]),
         peer: None,
     }
 }
@@ -249,14 +249,12 @@ pub fn session(data: &[u8]) {
         client_addrs,
         now,
         1,
-        1,
     );
     let mut server = Conn::accept(
         config("osd.0", mode, rev1, compress, Policy::stateful_server()),
         server_addrs,
         peer_sock,
         now,
-        2,
         2,
     );
     for tid in 1..=5u64 {

@@ -6,7 +6,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use msgr_auth::AuthProvider;
+use msgr_auth::{AuthProvider, Random};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
 use msgr_frames::WireQueue;
 use msgr_protocol::registry::PeerKey;
@@ -42,7 +42,8 @@ pub struct Options {
     /// descriptors).
     pub max_connections: usize,
     pub inject: InjectConfig,
-    /// Seeds cookies and fault injection (0: from the clock).
+    /// Seeds cookies and fault injection, for tests that must repeat
+    /// exactly; 0 (the default): cookies from the system's random source.
     pub seed: u64,
     /// Failover tests' breakpoints (msgr_protocol::intercept); connection
     /// ids are [`crate::Connection::id`].
@@ -90,7 +91,6 @@ pub(crate) struct Inner<T: Transport> {
     /// Sockets closed at accept because `max_connections` were open.
     pub refused_accepts: AtomicU64,
     next_id: AtomicU64,
-    seed: AtomicU64,
     tasks: AtomicUsize,
     tasks_done: Notify,
     pub shutdown: watch::Sender<bool>,
@@ -110,11 +110,6 @@ impl<T: Transport> Inner<T> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-
-    fn next_seed(&self) -> u64 {
-        self.seed
-            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
     }
 
     /// The throttle of a peer type's policy, if it has one.
@@ -213,12 +208,14 @@ impl<T: Transport> Messenger<T> {
         {
             config.interceptor = opts.interceptor.clone();
         }
-        let seed = if opts.seed != 0 {
-            opts.seed
-        } else {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
+        // A seed makes a run repeat exactly (tests); without one, cookies
+        // come from the system's random source, as does the injector's seed.
+        let seed = match opts.seed {
+            0 => msgr_auth::SystemRandom.u64(),
+            s => {
+                config.random = Arc::new(msgr_auth::SeededRandom::new(s));
+                s
+            }
         };
         // Until bound or learned: a blank address with our nonce.
         let blank = EntityAddr {
@@ -243,7 +240,6 @@ impl<T: Transport> Messenger<T> {
                 max_connections: opts.max_connections,
                 refused_accepts: AtomicU64::new(0),
                 next_id: AtomicU64::new(1),
-                seed: AtomicU64::new(seed),
                 tasks: AtomicUsize::new(0),
                 tasks_done: Notify::new(),
                 shutdown,
@@ -320,7 +316,6 @@ impl<T: Transport> Messenger<T> {
             peer_type,
             self.inner.addrs(),
             crate::now(),
-            self.inner.next_seed(),
             id,
         );
         let c = self.inner.new_shared_as(conn, id);
@@ -393,14 +388,7 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
     if let Some(local) = stream.local_addr() {
         me.on_socket(local.ip());
     }
-    let conn = Conn::accept(
-        inner.config.clone(),
-        me,
-        peer,
-        crate::now(),
-        inner.next_seed(),
-        id,
-    );
+    let conn = Conn::accept(inner.config.clone(), me, peer, crate::now(), id);
     let Some(link) = conn.link_id() else {
         // Closed at birth (a test interceptor's fault): drop the socket.
         return;

@@ -176,6 +176,10 @@ pub struct Config {
     /// it, while its bytes are still in cache. None: frame every message at
     /// once, for runtimes that drain [`crate::Conn::output`] themselves.
     pub output_window: Option<usize>,
+    /// Where session cookies come from: the system's random source
+    /// (cookies name sessions; one guessed is a session resumed by
+    /// whoever guessed it). Deterministic tests give a seeded one.
+    pub random: Arc<dyn msgr_auth::Random>,
     /// Failover tests' breakpoints (crate::intercept).
     #[cfg(feature = "interceptor")]
     pub interceptor: Option<Arc<dyn crate::intercept::Interceptor>>,
@@ -199,6 +203,7 @@ impl Config {
             learn_addr_from_peer: true,
             global_seq: Arc::new(GlobalSeq::default()),
             output_window: None,
+            random: Arc::new(msgr_auth::SystemRandom),
             #[cfg(feature = "interceptor")]
             interceptor: None,
         }
@@ -264,5 +269,26 @@ mod tests {
             ..Default::default()
         };
         assert!(any.wanted(EntityType::CLIENT, false));
+    }
+
+    /// Cookies come from the system's random source unless a test seeds
+    /// them: two messengers built alike draw different ones.
+    #[test]
+    fn cookies_are_random_unless_seeded() {
+        let config = || {
+            Config::new(
+                "osd.0".parse().unwrap(),
+                Arc::new(msgr_auth::NoneProvider),
+                PolicySet::new(crate::Policy::lossless_peer()),
+            )
+        };
+        let (a, b) = (config(), config());
+        let draws = |c: &Config| (0..4).map(|_| c.random.u64()).collect::<Vec<_>>();
+        assert_ne!(draws(&a), draws(&b));
+        let seeded = |seed| Config {
+            random: Arc::new(msgr_auth::SeededRandom::new(seed)),
+            ..config()
+        };
+        assert_eq!(draws(&seeded(7)), draws(&seeded(7)));
     }
 }

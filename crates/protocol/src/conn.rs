@@ -120,7 +120,6 @@ pub struct Conn {
     /// Whether the last handshake was WAITed (back off the maximum).
     waited: bool,
     peer_socket: EntityAddr,
-    rng: u64,
     pub stats: ConnStats,
     last_keepalive_ack: Option<UTime>,
     /// The runtime's name for this connection (for the interceptor).
@@ -134,14 +133,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    fn new(
-        config: Arc<Config>,
-        side: Side,
-        peer: PeerInfo,
-        me: MyAddrs,
-        now: Instant,
-        seed: u64,
-    ) -> Conn {
+    fn new(config: Arc<Config>, side: Side, peer: PeerInfo, me: MyAddrs, now: Instant) -> Conn {
         Conn {
             config,
             side,
@@ -158,7 +150,6 @@ impl Conn {
             known: false,
             waited: false,
             peer_socket: EntityAddr::default(),
-            rng: seed | 1,
             stats: ConnStats::default(),
             last_keepalive_ack: None,
             id: 0,
@@ -176,7 +167,6 @@ impl Conn {
         peer_type: EntityType,
         my_addrs: EntityAddrvec,
         now: Instant,
-        seed: u64,
         id: u64,
     ) -> Conn {
         let policy = config.policies.get(peer_type);
@@ -195,7 +185,7 @@ impl Conn {
             identity: None,
         };
         let me = MyAddrs::new(my_addrs);
-        let mut c = Conn::new(config, Side::Connector, peer, me, now, seed);
+        let mut c = Conn::new(config, Side::Connector, peer, me, now);
         c.id = id;
         c.known = true;
         c.request_socket(now);
@@ -211,7 +201,6 @@ impl Conn {
         me: impl Into<MyAddrs>,
         peer_socket: SocketAddr,
         now: Instant,
-        seed: u64,
         id: u64,
     ) -> Conn {
         let policy = config.policies.default;
@@ -224,7 +213,7 @@ impl Conn {
             policy,
             identity: None,
         };
-        let mut c = Conn::new(config, Side::Acceptor, peer, me.into(), now, seed);
+        let mut c = Conn::new(config, Side::Acceptor, peer, me.into(), now);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
         c.id = id;
         c.notify_accepted();
@@ -533,8 +522,6 @@ impl Conn {
     }
 
     fn with_cx<R>(&mut self, f: impl FnOnce(&mut Cx<'_>) -> R) -> R {
-        let rng = &mut self.rng;
-        let mut cookie = move || next_cookie(rng);
         let mut cx = Cx {
             config: &self.config,
             link: self.link.as_mut().expect("handshakes run on a link"),
@@ -542,7 +529,6 @@ impl Conn {
             peer: &mut self.peer,
             me: &mut self.me,
             events: &mut self.events,
-            cookie: &mut cookie,
         };
         f(&mut cx)
     }
@@ -806,8 +792,8 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-/// A random non-zero cookie (splitmix64 over the connection's seed): a
-/// cookie only has to differ from the peer's other sessions' cookies.
-fn next_cookie(state: &mut u64) -> u64 {
-    msgr_auth::splitmix64(state) | 1
+/// A session cookie: random and never zero (Ceph's are
+/// generate_random_number(1, 2^64-1)).
+pub(crate) fn new_cookie(config: &Config) -> u64 {
+    config.random.u64().max(1)
 }

@@ -37,7 +37,6 @@ pub(crate) struct Cx<'a> {
     pub peer: &'a mut PeerInfo,
     pub me: &'a mut MyAddrs,
     pub events: &'a mut VecDeque<Event>,
-    pub cookie: &'a mut dyn FnMut() -> u64,
 }
 
 fn unexpected(state: &'static str, input: &Input) -> ProtocolError {
@@ -92,7 +91,8 @@ fn verify_signature(
     key: &msgr_auth::SessionKey,
     tx: &[u8],
 ) -> Result<(), ProtocolError> {
-    if sig.sha256 != key.signature([tx]) {
+    // In constant time (SessionKey::verify).
+    if !key.verify([tx], &sig.sha256) {
         return Err(ProtocolError::BadSignature);
     }
     Ok(())
@@ -227,7 +227,7 @@ impl Connecting {
                     // Sign what we received; verify the peer's against what we sent.
                     let record = cx.link.stop_recording();
                     if outcome.con_mode == ConMode::SECURE {
-                        go_secure(cx.link, &outcome.connection_secret, Role::Connector)?;
+                        go_secure(cx.link, outcome.connection_secret.expose(), Role::Connector)?;
                     }
                     let sha256 = outcome.session_key.signature([&record.rx[..]]);
                     cx.link.send_control(&AuthSignature { sha256 }.into())?;
@@ -404,7 +404,7 @@ fn start_session(cx: &mut Cx<'_>) -> Result<ConnectStep, ProtocolError> {
 fn send_client_ident(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
     let lossy = cx.peer.policy.lossy;
     if !lossy && cx.session.client_cookie == 0 {
-        cx.session.client_cookie = (cx.cookie)();
+        cx.session.client_cookie = crate::conn::new_cookie(cx.config);
     }
     cx.link.send_control(
         &ClientIdent {
@@ -687,7 +687,7 @@ fn handle_auth(
             // AUTH_DONE went out in crc mode; from here on, the mode chosen.
             let record = cx.link.stop_recording();
             if mode == ConMode::SECURE {
-                go_secure(cx.link, &outcome.connection_secret, Role::Acceptor)?;
+                go_secure(cx.link, outcome.connection_secret.expose(), Role::Acceptor)?;
             }
             let sha256 = outcome.session_key.signature([&record.rx[..]]);
             cx.link.send_control(&AuthSignature { sha256 }.into())?;

@@ -43,7 +43,6 @@ impl Script {
             "v2:10.0.0.2:0/2".parse().unwrap(),
             now,
             1,
-            1,
         );
         let mut s = Script {
             conn,

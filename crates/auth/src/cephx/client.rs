@@ -400,7 +400,8 @@ impl ClientAuth for CephxConnAuth {
                 let reply: AuthorizeReply =
                     open_from(&mut d, &ticket.session_key, usage::AUTHORIZE_REPLY)
                         .map_err(|e| AuthError::Denied(format!("authorizer reply: {e}")))?;
-                if reply.nonce_plus_one != nonce.wrapping_add(1) {
+                let expected = nonce.wrapping_add(1).to_le_bytes();
+                if !crate::ct_eq(&reply.nonce_plus_one.to_le_bytes(), &expected) {
                     return Err(AuthError::Denied(
                         "authorizer reply has the wrong nonce".into(),
                     ));
@@ -465,14 +466,13 @@ impl CephxClient {
             .get(AUTH_SERVICE)
             .map(|t| t.session_key.clone())
             .ok_or_else(|| bad(&"no AUTH ticket"))?;
-        let mut connection_secret = Bytes::new();
+        let mut connection_secret = crate::Secret::default();
         if !d.is_empty() {
             let cbl = Bytes::decode(&mut d).map_err(|e| bad(&e))?;
             if !cbl.is_empty() {
                 let mut cd = Decoder::new(&cbl);
-                let secret: Bytes = open_from(&mut cd, &session, usage::AUTH_CONNECTION_SECRET)
+                connection_secret = open_from(&mut cd, &session, usage::AUTH_CONNECTION_SECRET)
                     .map_err(|e| AuthError::Denied(format!("connection secret: {e}")))?;
-                connection_secret = secret;
             }
             let extra = Bytes::decode(&mut d).map_err(|e| bad(&e))?;
             if !extra.is_empty() {

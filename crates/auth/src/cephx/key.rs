@@ -7,6 +7,7 @@ use bytes::BufMut;
 use msgr_encoding::{Decode, DecodeError, DecodeResult, Decoder, Encode, UTime};
 
 use crate::base64;
+use crate::Secret;
 
 /// `CEPH_CRYPTO_*`: what a key encrypts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,7 +63,8 @@ impl KeyKind {
 pub struct CryptoKey {
     pub kind: KeyKind,
     pub created: UTime,
-    secret: Vec<u8>,
+    /// Wiped when the key is dropped.
+    secret: Secret,
 }
 
 impl CryptoKey {
@@ -79,23 +81,21 @@ impl CryptoKey {
         Ok(CryptoKey {
             kind,
             created,
-            secret,
+            secret: Secret::new(secret),
         })
     }
 
     /// A fresh random key (session keys, service secrets, test keys).
     pub fn random(kind: KeyKind, created: UTime, rng: &dyn crate::Random) -> CryptoKey {
-        let mut secret = vec![0u8; kind.secret_len()];
-        rng.fill(&mut secret);
         CryptoKey {
             kind,
             created,
-            secret,
+            secret: Secret::random(kind.secret_len(), rng),
         }
     }
 
     pub fn secret(&self) -> &[u8] {
-        &self.secret
+        self.secret.expose()
     }
 
     /// From the base64 text of a keyring's `key = ...` line.
@@ -125,8 +125,9 @@ impl Encode for CryptoKey {
     fn encode(&self, out: &mut Vec<u8>) {
         out.put_u16_le(self.kind.code());
         self.created.encode(out);
-        out.put_u16_le(self.secret.len() as u16);
-        out.extend_from_slice(&self.secret);
+        // A kind's length (16 or 32), checked when the key was made.
+        out.put_u16_le(u16::try_from(self.secret.len()).unwrap_or(u16::MAX));
+        out.extend_from_slice(self.secret.expose());
     }
 }
 
@@ -146,7 +147,7 @@ impl Decode for CryptoKey {
                 value: len as u64,
             });
         }
-        let secret = d.take(len, "CryptoKey.secret")?.to_vec();
+        let secret = Secret::new(d.take(len, "CryptoKey.secret")?.to_vec());
         Ok(CryptoKey {
             kind,
             created,

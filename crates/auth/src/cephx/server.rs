@@ -27,8 +27,8 @@ use super::wire::{
     ServerChallenge, ServiceTicketInfo, AUTH_MODE_MON, AUTH_MODE_MON_MAX,
 };
 use crate::{
-    method, AuthError, AuthOutcome, AuthPeer, Caps, Clock, ConMode, Identity, Random, ServerAuth,
-    ServerStep, SessionKey,
+    ct_eq, method, AuthError, AuthOutcome, AuthPeer, Caps, Clock, ConMode, Identity, Random,
+    Secret, ServerAuth, ServerStep, SessionKey,
 };
 
 const AUTH_SERVICE: u32 = EntityType::AUTH.0 as u32;
@@ -242,7 +242,8 @@ impl CephxServerAuth {
             .keys
             .entity_key(name)
             .ok_or_else(|| AuthError::Denied(format!("unknown entity {name}")))?;
-        if client_server_challenge(key, server_challenge, req.client_challenge) != req.key {
+        let expected = client_server_challenge(key, server_challenge, req.client_challenge);
+        if !ct_eq(&expected.to_le_bytes(), &req.key.to_le_bytes()) {
             return Err(AuthError::Denied(format!("{name} does not hold its key")));
         }
         let now = (s.clock)();
@@ -270,9 +271,7 @@ impl CephxServerAuth {
             &*s.rng,
         );
         let session = auth.service_ticket.session_key.clone();
-        let mut connection_secret = vec![0u8; secret_len(con_mode)];
-        s.rng.fill(&mut connection_secret);
-        let connection_secret = Bytes::from(connection_secret);
+        let connection_secret = Secret::random(secret_len(con_mode), &*s.rng);
         if req.other_keys != 0 {
             let mut cbl = Vec::new();
             seal_into(
@@ -319,7 +318,7 @@ impl CephxServerAuth {
                 con_mode,
                 session_key: SessionKey::new(session.secret().to_vec()),
                 connection_secret: match req.other_keys {
-                    0 => Bytes::new(),
+                    0 => Secret::default(),
                     _ => connection_secret,
                 },
                 peer: Some(Identity {
@@ -411,8 +410,14 @@ impl CephxServerAuth {
         }
         let auth: Authorize = open_from(&mut d, &info.session_key, usage::AUTHORIZE)
             .map_err(|e| AuthError::Denied(format!("authorizer: {e}")))?;
+        let answers = |c: u64| {
+            ct_eq(
+                &auth.server_challenge_plus_one.to_le_bytes(),
+                &c.wrapping_add(1).to_le_bytes(),
+            )
+        };
         match (issued, auth.have_challenge) {
-            (Some(c), true) if auth.server_challenge_plus_one == c.wrapping_add(1) => {}
+            (Some(c), true) if answers(c) => {}
             (Some(_), _) => return Err(AuthError::Replayed),
             (None, _) => {
                 let server_challenge = s.rng.u64();
@@ -426,9 +431,7 @@ impl CephxServerAuth {
                 return Ok(ServerStep::More(Bytes::from(ch)));
             }
         }
-        let mut secret_bytes = vec![0u8; secret_len(con_mode)];
-        s.rng.fill(&mut secret_bytes);
-        let connection_secret = Bytes::from(secret_bytes);
+        let connection_secret = Secret::random(secret_len(con_mode), &*s.rng);
         let mut out = Vec::new();
         seal_into(
             &mut out,

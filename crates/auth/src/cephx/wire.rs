@@ -9,7 +9,7 @@ use msgr_encoding::{
 
 use super::crypto::CryptoError;
 use super::key::CryptoKey;
-use crate::Random;
+use crate::{Random, Secret};
 
 /// `CEPHX_GET_*` request types.
 pub mod request {
@@ -236,11 +236,12 @@ encoding! {
     }
 }
 
-/// `CephXAuthorizeReply`: v1 without, v2 with a connection secret.
+/// `CephXAuthorizeReply`: v1 without, v2 with a connection secret (never
+/// printed: its Debug shows the length).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizeReply {
     pub nonce_plus_one: u64,
-    pub connection_secret: Bytes,
+    pub connection_secret: Secret,
 }
 
 impl Encode for AuthorizeReply {
@@ -259,8 +260,8 @@ impl Decode for AuthorizeReply {
         let v = d.u8("CephXAuthorizeReply.struct_v")?;
         let nonce_plus_one = d.u64("CephXAuthorizeReply.nonce_plus_one")?;
         let connection_secret = match v >= 2 {
-            true => Bytes::decode(d)?,
-            false => Bytes::new(),
+            true => Secret::decode(d)?,
+            false => Secret::default(),
         };
         Ok(AuthorizeReply {
             nonce_plus_one,
@@ -332,7 +333,8 @@ pub fn seal<T: Encode + ?Sized>(
     value: &T,
     rng: &dyn Random,
 ) -> Vec<u8> {
-    let mut plain = Vec::with_capacity(64);
+    // The plaintext may hold keys (session keys, connection secrets).
+    let mut plain = zeroize::Zeroizing::new(Vec::with_capacity(64));
     plain.put_u8(1);
     plain.put_u64_le(AUTH_ENC_MAGIC);
     value.encode(&mut plain);
@@ -354,15 +356,17 @@ pub fn seal_into<T: Encode + ?Sized>(
 
 /// `decode_decrypt_enc_bl`: the value sealed in `ciphertext`.
 pub fn open<T: Decode>(key: &CryptoKey, usage: u32, ciphertext: &[u8]) -> Result<T, EnvelopeError> {
-    let plain = key
-        .decrypt(usage, ciphertext)
-        .map_err(EnvelopeError::Crypto)?;
+    // Wiped once decoded: it may hold keys.
+    let plain = zeroize::Zeroizing::new(
+        key.decrypt(usage, ciphertext)
+            .map_err(EnvelopeError::Crypto)?,
+    );
     let mut d = Decoder::new(&plain);
     let _struct_v = d.u8("envelope struct_v").map_err(EnvelopeError::Decode)?;
     let magic = d
-        .u64("envelope magic")
+        .take(8, "envelope magic")
         .map_err(|_| EnvelopeError::BadMagic)?;
-    if magic != AUTH_ENC_MAGIC {
+    if !crate::ct_eq(magic, &AUTH_ENC_MAGIC.to_le_bytes()) {
         return Err(EnvelopeError::BadMagic);
     }
     T::decode(&mut d).map_err(EnvelopeError::Decode)
@@ -498,8 +502,13 @@ mod tests {
         );
         let reply = AuthorizeReply {
             nonce_plus_one: 9,
-            connection_secret: Bytes::from_static(&[1; 64]),
+            connection_secret: Secret::new(vec![1; 64]),
         };
+        // Its Debug names the secret's length, never its bytes.
+        assert_eq!(
+            format!("{reply:?}"),
+            "AuthorizeReply { nonce_plus_one: 9, connection_secret: Secret(64 bytes) }"
+        );
         assert_eq!(
             AuthorizeReply::decode_exact(&reply.to_bytes(), "r").unwrap(),
             reply
@@ -507,7 +516,7 @@ mod tests {
         assert_eq!(
             AuthorizeReply {
                 nonce_plus_one: 9,
-                connection_secret: Bytes::new()
+                connection_secret: Secret::default()
             }
             .to_bytes()[0],
             1

@@ -33,8 +33,8 @@ fn main() {
     ));
     let saddrs: EntityAddrvec = "v2:127.0.0.1:6800/0".parse().unwrap();
     let caddrs: EntityAddrvec = "v2:127.0.0.1:0/1".parse().unwrap();
-    let mut c = Conn::connect(ccfg, saddrs.clone(), EntityType::OSD, caddrs, now, 1, 1);
-    let mut s = Conn::accept(scfg, saddrs, "127.0.0.1:40000".parse().unwrap(), now, 2, 2);
+    let mut c = Conn::connect(ccfg, saddrs.clone(), EntityType::OSD, caddrs, now, 1);
+    let mut s = Conn::accept(scfg, saddrs, "127.0.0.1:40000".parse().unwrap(), now, 2);
     c.socket_connected(None, now);
     let payload = Bytes::from(vec![3u8; size]);
     let (mut sent, mut done) = (0usize, 0usize);

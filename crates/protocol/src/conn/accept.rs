@@ -145,7 +145,7 @@ impl Conn {
         let global_seq = self.config.global_seq.next(0)?;
         self.session.restart_numbering();
         let lossy = self.peer.policy.lossy;
-        self.session.server_cookie = if lossy { 0 } else { next_cookie(&mut self.rng) };
+        self.session.server_cookie = if lossy { 0 } else { new_cookie(&self.config) };
         let ident = ServerIdent {
             addrs: self.me.addrs.clone(),
             gid: self.config.my_name.num,

@@ -60,7 +60,7 @@ fn outcome(key: &[u8], mode: ConMode) -> AuthOutcome {
         global_id: 42,
         con_mode: mode,
         session_key: SessionKey::new(key.to_vec()),
-        connection_secret: Bytes::from(secret),
+        connection_secret: msgr_auth::Secret::new(secret),
         peer: None,
     }
 }
@@ -209,7 +209,12 @@ impl Net {
         self.add_node_with(config, addr)
     }
 
-    pub fn add_node_with(&mut self, config: Config, addr: &str) -> usize {
+    pub fn add_node_with(&mut self, mut config: Config, addr: &str) -> usize {
+        // Cookies from a seeded source: every run repeats exactly.
+        self.seed += 1;
+        config.random = Arc::new(msgr_auth::SeededRandom::new(
+            self.seed * 0x1234_5678_9abc_def1,
+        ));
         let name = config.my_name;
         self.nodes.push(Node {
             name,
@@ -224,16 +229,10 @@ impl Net {
         self.nodes.len() - 1
     }
 
-    fn next_seed(&mut self) -> u64 {
-        self.seed += 1;
-        self.seed * 0x1234_5678_9abc_def1
-    }
-
     /// Node `from` connects to node `to`.
     pub fn connect(&mut self, from: usize, to: usize) -> usize {
         let target = self.nodes[to].addrs.clone();
         let peer_type = self.nodes[to].name.kind;
-        let seed = self.next_seed();
         let n = &mut self.nodes[from];
         let id = n.conns.len();
         let conn = Conn::connect(
@@ -242,7 +241,6 @@ impl Net {
             peer_type,
             n.addrs.clone(),
             self.now,
-            seed,
             conn_id(from, id),
         );
         n.conns.push(conn);
@@ -453,7 +451,6 @@ impl Net {
         self.next_port += 1;
         let from_ip = self.nodes[from.0].addrs.0[0].addr.map(|a| a.ip()).unwrap();
         let peer_socket = SocketAddr::new(from_ip, self.next_port);
-        let seed = self.next_seed();
         let node = &mut self.nodes[to];
         let acc_id = node.conns.len();
         let acc = Conn::accept(
@@ -461,7 +458,6 @@ impl Net {
             node.addrs.clone(),
             peer_socket,
             now,
-            seed,
             conn_id(to, acc_id),
         );
         node.conns.push(acc);
