@@ -29,7 +29,7 @@ use msgr_frames::{ControlFrame, MessageFrame, Received, Tag, WireQueue};
 
 use crate::config::Config;
 use crate::decide::{Decision, ExistingInfo};
-use crate::error::ProtocolError;
+use crate::error::{ProtocolError, Wire};
 use crate::handshake::{AcceptStep, Accepting, ConnectStep, Connecting, Cx, IdentRequest};
 use crate::link::{Input, Link, LinkId};
 use crate::message::Message;
@@ -507,14 +507,17 @@ impl Conn {
                 self.on_ready_input(input, now)?;
             }
             other => {
-                let tag = match &input {
-                    Input::Frame(f) => f.tag,
-                    Input::Banner(_) => Tag(0),
+                // Waiting for a socket, a decision or the peer's close:
+                // nothing is expected.
+                let got = match &input {
+                    Input::Frame(f) => Wire::Frame(f.tag),
+                    Input::Banner(_) => Wire::Banner,
                 };
                 self.state = other;
                 return Err(ProtocolError::UnexpectedFrame {
                     state: self.phase(),
-                    tag,
+                    expected: &[],
+                    got,
                 });
             }
         }
@@ -580,10 +583,17 @@ impl Conn {
     }
 
     fn on_ready_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
+        const READY: &[Wire] = &[
+            Wire::Frame(Tag::MESSAGE),
+            Wire::Frame(Tag::ACK),
+            Wire::Frame(Tag::KEEPALIVE2),
+            Wire::Frame(Tag::KEEPALIVE2_ACK),
+        ];
         let Input::Frame(frame) = input else {
             return Err(ProtocolError::UnexpectedFrame {
                 state: "READY",
-                tag: Tag(0),
+                expected: READY,
+                got: Wire::Banner,
             });
         };
         match frame.tag {
@@ -610,7 +620,8 @@ impl Conn {
             }
             tag => Err(ProtocolError::UnexpectedFrame {
                 state: "READY",
-                tag,
+                expected: READY,
+                got: Wire::Frame(tag),
             }),
         }
     }

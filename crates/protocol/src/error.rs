@@ -9,6 +9,22 @@ use msgr_frames::{Fault, FrameError, Tag};
 
 use crate::decide::Owner;
 
+/// What arrives on a socket: the banner, then frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Banner,
+    Frame(Tag),
+}
+
+impl fmt::Display for Wire {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Wire::Banner => f.write_str("banner"),
+            Wire::Frame(t) => write!(f, "{t}"),
+        }
+    }
+}
+
 /// What a peer claimed about itself besides its authentication.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
@@ -22,8 +38,13 @@ pub enum Claim {
 pub enum ProtocolError {
     /// Framing failed (bad crc, failed decryption, bad banner, ...).
     Frame(FrameError),
-    /// A frame that the current state does not accept.
-    UnexpectedFrame { state: &'static str, tag: Tag },
+    /// Something the current state does not accept: what it expected and
+    /// what arrived.
+    UnexpectedFrame {
+        state: &'static str,
+        expected: &'static [Wire],
+        got: Wire,
+    },
     /// The peer's HELLO names another entity type than we connected to.
     PeerTypeMismatch { expected: u8, got: u8 },
     /// Authentication failed on our side (bad credentials, no method).
@@ -105,8 +126,22 @@ impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProtocolError::Frame(e) => write!(f, "{e}"),
-            ProtocolError::UnexpectedFrame { state, tag } => {
-                write!(f, "unexpected {tag} frame in state {state}")
+            ProtocolError::UnexpectedFrame {
+                state,
+                expected,
+                got,
+            } => {
+                write!(f, "in state {state} the peer sent {got}; expected ")?;
+                match expected {
+                    [] => f.write_str("nothing"),
+                    [one] => write!(f, "{one}"),
+                    [first @ .., last] => {
+                        for w in first {
+                            write!(f, "{w}, ")?;
+                        }
+                        write!(f, "or {last}")
+                    }
+                }
             }
             ProtocolError::PeerTypeMismatch { expected, got } => write!(
                 f,

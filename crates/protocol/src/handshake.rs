@@ -22,7 +22,7 @@ use msgr_frames::crypto::{Role, SecureKeys};
 use msgr_frames::{ControlFrame, Tag};
 
 use crate::config::Config;
-use crate::error::{Claim, ProtocolError};
+use crate::error::{Claim, ProtocolError, Wire};
 use crate::features;
 use crate::link::{Input, Link};
 use crate::peer::{MyAddrs, PeerInfo};
@@ -39,17 +39,63 @@ pub(crate) struct Cx<'a> {
     pub events: &'a mut VecDeque<Event>,
 }
 
-fn unexpected(state: &'static str, input: &Input) -> ProtocolError {
-    match input {
-        Input::Frame(f) => ProtocolError::UnexpectedFrame { state, tag: f.tag },
-        Input::Banner(_) => ProtocolError::UnexpectedFrame { state, tag: Tag(0) },
+/// What each phase accepts (for errors that say what was expected).
+mod expect {
+    use super::Tag;
+    use crate::error::Wire::{self, Banner, Frame};
+    pub const BANNER: &[Wire] = &[Banner];
+    pub const HELLO: &[Wire] = &[Frame(Tag::HELLO)];
+    pub const AUTH_REPLY: &[Wire] = &[
+        Frame(Tag::AUTH_REPLY_MORE),
+        Frame(Tag::AUTH_DONE),
+        Frame(Tag::AUTH_BAD_METHOD),
+    ];
+    pub const AUTH_REQUEST: &[Wire] = &[Frame(Tag::AUTH_REQUEST)];
+    pub const AUTH_REQUEST_MORE: &[Wire] = &[Frame(Tag::AUTH_REQUEST_MORE)];
+    pub const AUTH_SIGNATURE: &[Wire] = &[Frame(Tag::AUTH_SIGNATURE)];
+    pub const COMPRESSION_REQUEST: &[Wire] = &[Frame(Tag::COMPRESSION_REQUEST)];
+    pub const COMPRESSION_DONE: &[Wire] = &[Frame(Tag::COMPRESSION_DONE)];
+    pub const IDENT_REPLY: &[Wire] = &[
+        Frame(Tag::SERVER_IDENT),
+        Frame(Tag::IDENT_MISSING_FEATURES),
+        Frame(Tag::WAIT),
+    ];
+    pub const RECONNECT_REPLY: &[Wire] = &[
+        Frame(Tag::SESSION_RECONNECT_OK),
+        Frame(Tag::SESSION_RESET),
+        Frame(Tag::SESSION_RETRY),
+        Frame(Tag::SESSION_RETRY_GLOBAL),
+        Frame(Tag::WAIT),
+    ];
+    pub const IDENT: &[Wire] = &[Frame(Tag::CLIENT_IDENT), Frame(Tag::SESSION_RECONNECT)];
+}
+
+/// `got` where `state` accepts only `expected`.
+fn unexpected(state: &'static str, expected: &'static [Wire], got: Wire) -> ProtocolError {
+    ProtocolError::UnexpectedFrame {
+        state,
+        expected,
+        got,
     }
 }
 
-fn control(state: &'static str, input: Input) -> Result<ControlFrame, ProtocolError> {
+fn wire(input: &Input) -> Wire {
+    match input {
+        Input::Frame(f) => Wire::Frame(f.tag),
+        Input::Banner(_) => Wire::Banner,
+    }
+}
+
+/// The control frame `input` carries (a banner or a MESSAGE is refused
+/// as not among `expected`).
+fn control(
+    state: &'static str,
+    expected: &'static [Wire],
+    input: Input,
+) -> Result<ControlFrame, ProtocolError> {
     match input {
         Input::Frame(f) if f.tag != Tag::MESSAGE => Ok(ControlFrame::from_received(&f)?),
-        other => Err(unexpected(state, &other)),
+        other => Err(unexpected(state, expected, wire(&other))),
     }
 }
 
@@ -167,14 +213,14 @@ impl Connecting {
                     hello(cx, cx.peer.target_addr)?;
                     Ok(ConnectStep::Next(Connecting::Hello))
                 }
-                other => Err(unexpected(state, &other)),
+                other => Err(unexpected(state, expect::BANNER, wire(&other))),
             },
             Connecting::Hello => {
-                let ControlFrame::Hello(h) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
-                        state,
-                        tag: Tag::HELLO,
-                    });
+                let h = match control(state, expect::HELLO, input)? {
+                    ControlFrame::Hello(h) => h,
+                    other => {
+                        return Err(unexpected(state, expect::HELLO, Wire::Frame(other.tag())))
+                    }
                 };
                 if cx.peer.entity_type == msgr_encoding::EntityType::ANY {
                     // Whoever it is: learn its type, and its policy, from HELLO.
@@ -195,58 +241,71 @@ impl Connecting {
                 let offered = send_auth_request(cx, auth.as_mut(), &[])?;
                 Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
             }
-            Connecting::Auth { mut auth, offered } => match control(state, input)? {
-                ControlFrame::AuthBadMethod(b) => {
-                    let modes: Vec<ConMode> = b.allowed_modes.iter().map(|m| ConMode(*m)).collect();
-                    auth.bad_method(b.method, b.result, &b.allowed_methods, &modes)?;
-                    let offered = send_auth_request(cx, auth.as_mut(), &b.allowed_methods)?;
-                    Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
-                }
-                ControlFrame::AuthReplyMore(m) => {
-                    let reply = auth.reply_more(&m.auth_payload)?;
-                    cx.link.send_control(
-                        &AuthRequestMore {
-                            auth_payload: reply,
+            Connecting::Auth { mut auth, offered } => {
+                match control(state, expect::AUTH_REPLY, input)? {
+                    ControlFrame::AuthBadMethod(b) => {
+                        let modes: Vec<ConMode> =
+                            b.allowed_modes.iter().map(|m| ConMode(*m)).collect();
+                        auth.bad_method(b.method, b.result, &b.allowed_methods, &modes)?;
+                        let offered = send_auth_request(cx, auth.as_mut(), &b.allowed_methods)?;
+                        Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
+                    }
+                    ControlFrame::AuthReplyMore(m) => {
+                        let reply = auth.reply_more(&m.auth_payload)?;
+                        cx.link.send_control(
+                            &AuthRequestMore {
+                                auth_payload: reply,
+                            }
+                            .into(),
+                        )?;
+                        Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
+                    }
+                    ControlFrame::AuthDone(d) => {
+                        // The server picks from what we offered; a mode we did
+                        // not offer (secure where we asked for crc, or the
+                        // other way) is refused, whatever the method says.
+                        if !offered.contains(&ConMode(d.con_mode)) {
+                            return Err(ProtocolError::NotOffered {
+                                what: "connection mode",
+                                offered: offered.iter().map(|m| m.0).collect(),
+                                got: d.con_mode,
+                            });
                         }
-                        .into(),
-                    )?;
-                    Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
-                }
-                ControlFrame::AuthDone(d) => {
-                    // The server picks from what we offered; a mode we did
-                    // not offer (secure where we asked for crc, or the
-                    // other way) is refused, whatever the method says.
-                    if !offered.contains(&ConMode(d.con_mode)) {
-                        return Err(ProtocolError::NotOffered {
-                            what: "connection mode",
-                            offered: offered.iter().map(|m| m.0).collect(),
-                            got: d.con_mode,
-                        });
+                        let outcome =
+                            auth.done(d.global_id, ConMode(d.con_mode), &d.auth_payload)?;
+                        // Sign what we received; verify the peer's against what we sent.
+                        let record = cx.link.stop_recording();
+                        if outcome.con_mode == ConMode::SECURE {
+                            go_secure(
+                                cx.link,
+                                outcome.connection_secret.expose(),
+                                Role::Connector,
+                            )?;
+                        }
+                        let sha256 = outcome.session_key.signature([&record.rx[..]]);
+                        cx.link.send_control(&AuthSignature { sha256 }.into())?;
+                        Ok(ConnectStep::Next(Connecting::Signature {
+                            outcome,
+                            tx: record.tx,
+                        }))
                     }
-                    let outcome = auth.done(d.global_id, ConMode(d.con_mode), &d.auth_payload)?;
-                    // Sign what we received; verify the peer's against what we sent.
-                    let record = cx.link.stop_recording();
-                    if outcome.con_mode == ConMode::SECURE {
-                        go_secure(cx.link, outcome.connection_secret.expose(), Role::Connector)?;
-                    }
-                    let sha256 = outcome.session_key.signature([&record.rx[..]]);
-                    cx.link.send_control(&AuthSignature { sha256 }.into())?;
-                    Ok(ConnectStep::Next(Connecting::Signature {
-                        outcome,
-                        tx: record.tx,
-                    }))
-                }
-                other => Err(ProtocolError::UnexpectedFrame {
-                    state,
-                    tag: other.tag(),
-                }),
-            },
-            Connecting::Signature { outcome, tx } => {
-                let ControlFrame::AuthSignature(sig) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
+                    other => Err(unexpected(
                         state,
-                        tag: Tag::AUTH_SIGNATURE,
-                    });
+                        expect::AUTH_REPLY,
+                        Wire::Frame(other.tag()),
+                    )),
+                }
+            }
+            Connecting::Signature { outcome, tx } => {
+                let sig = match control(state, expect::AUTH_SIGNATURE, input)? {
+                    ControlFrame::AuthSignature(sig) => sig,
+                    other => {
+                        return Err(unexpected(
+                            state,
+                            expect::AUTH_SIGNATURE,
+                            Wire::Frame(other.tag()),
+                        ))
+                    }
                 };
                 verify_signature(&sig, &outcome.session_key, &tx)?;
                 if cx.link.negotiated().is_some_and(|n| n.compression) {
@@ -272,11 +331,15 @@ impl Connecting {
                 start_session(cx)
             }
             Connecting::Compression { offered } => {
-                let ControlFrame::CompressionDone(d) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
-                        state,
-                        tag: Tag::COMPRESSION_DONE,
-                    });
+                let d = match control(state, expect::COMPRESSION_DONE, input)? {
+                    ControlFrame::CompressionDone(d) => d,
+                    other => {
+                        return Err(unexpected(
+                            state,
+                            expect::COMPRESSION_DONE,
+                            Wire::Frame(other.tag()),
+                        ))
+                    }
                 };
                 if d.is_compress {
                     // Only a method we offered (none, if we did not ask).
@@ -291,7 +354,7 @@ impl Connecting {
                 }
                 start_session(cx)
             }
-            Connecting::Ident => match control(state, input)? {
+            Connecting::Ident => match control(state, expect::IDENT_REPLY, input)? {
                 ControlFrame::ServerIdent(s) => {
                     if !s
                         .addrs
@@ -319,12 +382,13 @@ impl Connecting {
                     missing: m.features,
                 }),
                 ControlFrame::Wait(_) => Ok(ConnectStep::Wait),
-                other => Err(ProtocolError::UnexpectedFrame {
+                other => Err(unexpected(
                     state,
-                    tag: other.tag(),
-                }),
+                    expect::IDENT_REPLY,
+                    Wire::Frame(other.tag()),
+                )),
             },
-            Connecting::Reconnect => match control(state, input)? {
+            Connecting::Reconnect => match control(state, expect::RECONNECT_REPLY, input)? {
                 ControlFrame::SessionReconnectOk(ok) => {
                     cx.session.resume_from(ok.msg_seq);
                     Ok(ConnectStep::Ready { reconnected: true })
@@ -357,10 +421,11 @@ impl Connecting {
                     Ok(ConnectStep::Next(Connecting::Reconnect))
                 }
                 ControlFrame::Wait(_) => Ok(ConnectStep::Wait),
-                other => Err(ProtocolError::UnexpectedFrame {
+                other => Err(unexpected(
                     state,
-                    tag: other.tag(),
-                }),
+                    expect::RECONNECT_REPLY,
+                    Wire::Frame(other.tag()),
+                )),
             },
         }
     }
@@ -504,14 +569,14 @@ impl Accepting {
                     hello(cx, peer_socket)?;
                     Ok(AcceptStep::Next(Accepting::Hello))
                 }
-                other => Err(unexpected(state, &other)),
+                other => Err(unexpected(state, expect::BANNER, wire(&other))),
             },
             Accepting::Hello => {
-                let ControlFrame::Hello(h) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
-                        state,
-                        tag: Tag::HELLO,
-                    });
+                let h = match control(state, expect::HELLO, input)? {
+                    ControlFrame::Hello(h) => h,
+                    other => {
+                        return Err(unexpected(state, expect::HELLO, Wire::Frame(other.tag())))
+                    }
                 };
                 // The type picks the policy; with cephx it must be the
                 // authenticated entity's (checked at AUTH_DONE). The
@@ -526,11 +591,15 @@ impl Accepting {
                 }))
             }
             Accepting::Auth { auth } => {
-                let ControlFrame::AuthRequest(r) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
-                        state,
-                        tag: Tag::AUTH_REQUEST,
-                    });
+                let r = match control(state, expect::AUTH_REQUEST, input)? {
+                    ControlFrame::AuthRequest(r) => r,
+                    other => {
+                        return Err(unexpected(
+                            state,
+                            expect::AUTH_REQUEST,
+                            Wire::Frame(other.tag()),
+                        ))
+                    }
                 };
                 let modes: Vec<ConMode> = r.preferred_modes.iter().map(|m| ConMode(*m)).collect();
                 let peer = auth_peer(cx.peer);
@@ -540,20 +609,28 @@ impl Accepting {
                 handle_auth(cx, auth, r.method, mode, false, &r.auth_payload)
             }
             Accepting::AuthMore { auth, method, mode } => {
-                let ControlFrame::AuthRequestMore(r) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
-                        state,
-                        tag: Tag::AUTH_REQUEST_MORE,
-                    });
+                let r = match control(state, expect::AUTH_REQUEST_MORE, input)? {
+                    ControlFrame::AuthRequestMore(r) => r,
+                    other => {
+                        return Err(unexpected(
+                            state,
+                            expect::AUTH_REQUEST_MORE,
+                            Wire::Frame(other.tag()),
+                        ))
+                    }
                 };
                 handle_auth(cx, auth, method, mode, true, &r.auth_payload)
             }
             Accepting::Signature { outcome, tx } => {
-                let ControlFrame::AuthSignature(sig) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
-                        state,
-                        tag: Tag::AUTH_SIGNATURE,
-                    });
+                let sig = match control(state, expect::AUTH_SIGNATURE, input)? {
+                    ControlFrame::AuthSignature(sig) => sig,
+                    other => {
+                        return Err(unexpected(
+                            state,
+                            expect::AUTH_SIGNATURE,
+                            Wire::Frame(other.tag()),
+                        ))
+                    }
                 };
                 verify_signature(&sig, &outcome.session_key, &tx)?;
                 if cx.link.negotiated().is_some_and(|n| n.compression) {
@@ -565,11 +642,15 @@ impl Accepting {
                 }
             }
             Accepting::Compression { secure } => {
-                let ControlFrame::CompressionRequest(r) = control(state, input)? else {
-                    return Err(ProtocolError::UnexpectedFrame {
-                        state,
-                        tag: Tag::COMPRESSION_REQUEST,
-                    });
+                let r = match control(state, expect::COMPRESSION_REQUEST, input)? {
+                    ControlFrame::CompressionRequest(r) => r,
+                    other => {
+                        return Err(unexpected(
+                            state,
+                            expect::COMPRESSION_REQUEST,
+                            Wire::Frame(other.tag()),
+                        ))
+                    }
                 };
                 let c = &cx.config.compression;
                 let pick = (r.is_compress && c.wanted(cx.peer.entity_type, secure))
@@ -587,7 +668,7 @@ impl Accepting {
                 }
                 Ok(AcceptStep::Next(Accepting::Session))
             }
-            Accepting::Session => match control(state, input)? {
+            Accepting::Session => match control(state, expect::IDENT, input)? {
                 ControlFrame::ClientIdent(c) => {
                     if c.addrs
                         .0
@@ -605,10 +686,7 @@ impl Accepting {
                 ControlFrame::SessionReconnect(r) => {
                     Ok(AcceptStep::Ident(IdentRequest::Reconnect(r)))
                 }
-                other => Err(ProtocolError::UnexpectedFrame {
-                    state,
-                    tag: other.tag(),
-                }),
+                other => Err(unexpected(state, expect::IDENT, Wire::Frame(other.tag()))),
             },
         }
     }

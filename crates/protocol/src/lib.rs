@@ -29,7 +29,7 @@ use std::net::SocketAddr;
 pub use config::{CompressionConfig, Config, GlobalSeq, PolicySet, Timeouts};
 pub use conn::{Conn, ConnState, ConnStats, Reuse, Side};
 pub use decide::{Decision, ExistingInfo, Owner};
-pub use error::{Claim, ProtocolError};
+pub use error::{Claim, ProtocolError, Wire};
 pub use handshake::IdentRequest;
 pub use link::LinkId;
 pub use message::Message;

@@ -239,3 +239,116 @@ fn a_server_cannot_wrap_our_counters() {
         assert_eq!(s.fault(), Some(ProtocolError::CounterOverflow { counter }));
     }
 }
+
+/// A frame out of place is reported as what the state expected against
+/// what arrived, on both sides.
+#[test]
+fn an_unexpected_frame_says_what_was_expected_and_what_came() {
+    use msgr_frames::Tag;
+    use msgr_protocol::Wire;
+    // A connector awaiting HELLO gets AUTH_SIGNATURE.
+    let mut cfg = Config::new(
+        "client.1".parse().unwrap(),
+        Arc::new(NoneProvider),
+        PolicySet::new(Policy::lossy_client()),
+    );
+    cfg.compression = CompressionConfig::default();
+    let now = Instant::now();
+    let mut conn = Conn::connect(
+        Arc::new(cfg),
+        "v2:10.0.0.1:6800/1".parse().unwrap(),
+        EntityType::OSD,
+        "v2:10.0.0.2:0/2".parse().unwrap(),
+        now,
+        1,
+    );
+    conn.socket_connected(None, now);
+    let mut s = Script {
+        conn,
+        enc: FrameEncoder::new(true),
+        now,
+    };
+    s.bytes(&Banner::DEFAULT.encode());
+    s.frame(AuthSignature { sha256: [0; 32] }.into());
+    let e = s.fault().unwrap();
+    assert_eq!(
+        e,
+        ProtocolError::UnexpectedFrame {
+            state: "HELLO_CONNECTING",
+            expected: &[Wire::Frame(Tag::HELLO)],
+            got: Wire::Frame(Tag::AUTH_SIGNATURE),
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "in state HELLO_CONNECTING the peer sent AUTH_SIGNATURE; expected HELLO"
+    );
+
+    // An acceptor awaiting COMPRESSION_REQUEST gets CLIENT_IDENT.
+    let cfg = Config::new(
+        "osd.0".parse().unwrap(),
+        Arc::new(NoneProvider),
+        PolicySet::new(Policy::stateless_server()),
+    );
+    let addrs: EntityAddrvec = "v2:10.0.0.1:6800/1".parse().unwrap();
+    let conn = Conn::accept(
+        Arc::new(cfg),
+        addrs.clone(),
+        "10.0.0.2:50000".parse().unwrap(),
+        now,
+        2,
+    );
+    let mut s = Script {
+        conn,
+        enc: FrameEncoder::new(true),
+        now,
+    };
+    s.bytes(&Banner::DEFAULT.encode());
+    s.frame(
+        Hello {
+            entity_type: EntityType::CLIENT,
+            peer_addr: addrs.0[0],
+        }
+        .into(),
+    );
+    let mut none = msgr_auth::NoneClient {
+        name: "client.1".into(),
+        global_id: 1,
+        modes: vec![ConMode::CRC],
+    };
+    let req = msgr_auth::ClientAuth::request(
+        &mut none,
+        &msgr_auth::AuthPeer {
+            entity_type: EntityType::OSD,
+        },
+        &[],
+    )
+    .unwrap();
+    s.frame(
+        AuthRequest {
+            method: req.method,
+            preferred_modes: vec![ConMode::CRC.0],
+            auth_payload: req.payload,
+        }
+        .into(),
+    );
+    s.frame(AuthSignature { sha256: [0; 32] }.into());
+    s.frame(
+        ClientIdent {
+            addrs: "v2:10.0.0.2:0/2".parse().unwrap(),
+            target_addr: addrs.0[0],
+            gid: 1,
+            global_seq: 1,
+            supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
+            required_features: 0,
+            flags: 1,
+            cookie: 0,
+        }
+        .into(),
+    );
+    let e = s.fault().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "in state COMPRESSION_ACCEPTING the peer sent CLIENT_IDENT; expected COMPRESSION_REQUEST"
+    );
+}
