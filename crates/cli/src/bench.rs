@@ -161,6 +161,7 @@ struct LoopState {
     next_tid: u64,
     last_reply: u64,
     stopped: bool,
+    refusals: crate::common::RefusalWatch,
 }
 
 impl Loop {
@@ -244,17 +245,20 @@ impl Dispatcher for LoopDispatcher {
     fn ms_handle_connect(&self, _conn: &Connection) {
         if let Some(l) = self.0.get() {
             let _ = l.connected_at.set(Instant::now());
+            let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.refusals.on_connect();
         }
     }
 
-    /// An authentication refusal will not heal by retrying: stop the run.
+    /// A peer that refuses us will not change its mind: stop the run with
+    /// its reason (crate::common::RefusalWatch).
     fn ms_handle_fault(&self, _conn: &Connection, error: &msgr_protocol::ProtocolError) {
-        if !matches!(error, msgr_protocol::ProtocolError::Auth(_)) {
-            return;
-        }
         let Some(l) = self.0.get() else { return };
         {
             let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
+            if !st.refusals.on_fault(error) {
+                return;
+            }
             st.stopped = true;
             st.res.error.get_or_insert_with(|| error.to_string());
             st.inflight.clear();

@@ -193,3 +193,73 @@ impl Latencies {
         self.0[i.min(self.0.len() - 1)] as u64
     }
 }
+
+/// Tells a peer that refuses us from a connection that is merely failing,
+/// for tools that should stop with the reason rather than reconnect
+/// forever: a refusal ([`msgr_protocol::ProtocolError::is_refusal`]) at
+/// once, or the peer closing our handshake in the same phase three times
+/// running (a peer that restarts, or a socket failure injected for a test,
+/// does not land in one phase every time).
+#[derive(Debug, Default)]
+pub struct RefusalWatch {
+    phase: Option<&'static str>,
+    closes: u32,
+}
+
+impl RefusalWatch {
+    /// Closes in one phase that make a refusal.
+    pub const CLOSES: u32 = 3;
+
+    /// A fault: whether the peer refuses us.
+    pub fn on_fault(&mut self, e: &msgr_protocol::ProtocolError) -> bool {
+        if e.is_refusal() {
+            return true;
+        }
+        match e {
+            msgr_protocol::ProtocolError::ClosedInHandshake { phase, .. } => {
+                self.closes = match self.phase == Some(*phase) {
+                    true => self.closes.saturating_add(1),
+                    false => 1,
+                };
+                self.phase = Some(*phase);
+                self.closes >= Self::CLOSES
+            }
+            _ => false,
+        }
+    }
+
+    /// The session became READY: earlier closes were not a refusal.
+    pub fn on_connect(&mut self) {
+        *self = RefusalWatch::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msgr_protocol::ProtocolError;
+
+    #[test]
+    fn refusals_stop_at_once_and_handshake_closes_when_they_repeat() {
+        let closed = |phase| ProtocolError::ClosedInHandshake {
+            phase,
+            kind: std::io::ErrorKind::UnexpectedEof,
+        };
+        let mut w = RefusalWatch::default();
+        assert!(w.on_fault(&ProtocolError::Auth(msgr_auth::AuthError::NoMethodLeft)));
+        assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
+        assert!(
+            !w.on_fault(&closed("AUTH_CONNECTING")),
+            "another phase starts over"
+        );
+        assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
+        assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
+        assert!(w.on_fault(&closed("SESSION_CONNECTING")));
+        w.on_connect();
+        assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
+        assert!(!w.on_fault(&ProtocolError::Transport {
+            kind: std::io::ErrorKind::ConnectionReset,
+            message: "reset".into()
+        }));
+    }
+}

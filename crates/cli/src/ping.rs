@@ -22,9 +22,36 @@ use msgr_transport::tcp::Tcp;
 use crate::identity::{ClusterOpts, Identity};
 use crate::json::{self, Value};
 
-struct Quiet;
-impl Dispatcher for Quiet {
+/// Watches faults as they happen (a lossy connection retries its
+/// handshake by itself): a peer that refuses us ends the ping with its
+/// reason, at once.
+#[derive(Default)]
+struct Watch {
+    refusals: std::sync::Mutex<crate::common::RefusalWatch>,
+    refused: std::sync::Mutex<Option<String>>,
+}
+
+impl Dispatcher for Watch {
     fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
+
+    fn ms_handle_connect(&self, _: &Connection) {
+        self.refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .on_connect();
+    }
+
+    fn ms_handle_fault(&self, conn: &Connection, e: &msgr_protocol::ProtocolError) {
+        let refused = self
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .on_fault(e);
+        if refused {
+            *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+            conn.mark_down();
+        }
+    }
 }
 
 /// What to ping and how.
@@ -94,7 +121,8 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
     );
     opts.rev1 = o.rev1;
     opts.nonce = std::process::id();
-    let m = Messenger::new(Tcp::default(), opts, Arc::new(Quiet));
+    let watch = Arc::new(Watch::default());
+    let m = Messenger::new(Tcp::default(), opts, watch.clone());
     let mut conn = m.connect(&addr, EntityType::ANY);
     let mut pongs = Vec::new();
     let mut failure = None;
@@ -128,8 +156,16 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
                     .as_ref()
                     .map(|f| f.to_string())
                     .unwrap_or_else(|| format!("connection {:?}", conn.state()));
-                let refused = matches!(fault, Some(msgr_protocol::ProtocolError::Auth(_)));
-                if refused || retries >= MAX_RETRIES {
+                let refused = watch
+                    .refused
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                if let Some(why) = refused {
+                    failure = Some(format!("{addr} refused us: {why}"));
+                    break;
+                }
+                if retries >= MAX_RETRIES {
                     failure = Some(format!("no keepalive ack from {addr}: {why}"));
                     break;
                 }

@@ -319,16 +319,17 @@ pub(crate) async fn run<T: Transport>(
             Step::Read(r) => {
                 let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
                 let failed = match r {
-                    Ok(0) => Some("connection closed by peer".to_string()),
-                    Ok(_) if inner.injector.fail_now() => {
-                        Some("injected socket failure".to_string())
-                    }
+                    Ok(0) => Some(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "connection closed by peer",
+                    )),
+                    Ok(_) if inner.injector.fail_now() => Some(injected()),
                     Ok(_) => None,
-                    Err(e) => Some(e.to_string()),
+                    Err(e) => Some(e),
                 };
                 let mut c = conn.shared.lock();
                 match failed {
-                    Some(why) => c.socket_closed(link, &why, now),
+                    Some(e) => c.socket_closed(link, &e, now),
                     None if c.link_id() == Some(link) => {
                         if let Some(input) = c.input() {
                             *input = std::mem::take(&mut rbuf);
@@ -343,12 +344,10 @@ pub(crate) async fn run<T: Transport>(
                 let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
                 match r {
                     Ok(_) if inner.injector.fail_now() => {
-                        conn.shared
-                            .lock()
-                            .socket_closed(link, "injected socket failure", now)
+                        conn.shared.lock().socket_closed(link, &injected(), now)
                     }
                     Ok(n) => out.advance(n),
-                    Err(e) => conn.shared.lock().socket_closed(link, &e.to_string(), now),
+                    Err(e) => conn.shared.lock().socket_closed(link, &e, now),
                 }
             }
             Step::Connected(r) => {
@@ -368,10 +367,7 @@ pub(crate) async fn run<T: Transport>(
                             rbuf.clear();
                         }
                     }
-                    Err(e) => {
-                        let refused = e.kind() == std::io::ErrorKind::ConnectionRefused;
-                        c.socket_failed(refused, &e.to_string(), now);
-                    }
+                    Err(e) => c.socket_failed(&e, now),
                 }
             }
             Step::Woken => {}
@@ -394,6 +390,14 @@ pub(crate) async fn run<T: Transport>(
             rbuf.clear();
         }
     }
+}
+
+/// What an injected socket failure looks like to the connection.
+fn injected() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        "injected socket failure",
+    )
 }
 
 /// Writes what `out` holds to `socket` (as far as it takes it), then shuts

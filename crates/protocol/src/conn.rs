@@ -401,23 +401,37 @@ impl Conn {
         self.new_link(now);
     }
 
-    /// The connect after [`Event::Connect`] failed.
-    pub fn socket_failed(&mut self, refused: bool, reason: &str, now: Instant) {
+    /// The connect after [`Event::Connect`] failed with `error`.
+    pub fn socket_failed(&mut self, error: &std::io::Error, now: Instant) {
         if !matches!(self.state, State::NeedSocket) {
             return;
         }
-        if refused {
+        if error.kind() == std::io::ErrorKind::ConnectionRefused {
             self.events.push_back(Event::Refused);
         }
-        self.fault(ProtocolError::Transport(reason.to_string()), now);
+        self.fault(ProtocolError::transport(error), now);
     }
 
-    /// The current socket (link `link`) failed or hit EOF.
-    pub fn socket_closed(&mut self, link: LinkId, reason: &str, now: Instant) {
+    /// The current socket (link `link`) failed with `error`, or hit EOF
+    /// (`UnexpectedEof`). A close by the peer during our handshake says in
+    /// which phase it refused us.
+    pub fn socket_closed(&mut self, link: LinkId, error: &std::io::Error, now: Instant) {
         if self.link_id() != Some(link) || self.held_link_died() {
             return;
         }
-        self.fault(ProtocolError::Transport(reason.to_string()), now);
+        use std::io::ErrorKind::{BrokenPipe, ConnectionReset, UnexpectedEof};
+        let e = match &self.state {
+            State::Connecting(phase)
+                if matches!(error.kind(), UnexpectedEof | ConnectionReset | BrokenPipe) =>
+            {
+                ProtocolError::ClosedInHandshake {
+                    phase: phase.name(),
+                    kind: error.kind(),
+                }
+            }
+            _ => ProtocolError::transport(error),
+        };
+        self.fault(e, now);
     }
 
     /// Fails the current socket on purpose (fault injection).
@@ -484,7 +498,7 @@ impl Conn {
                         // peer's own connection to us will win.
                         self.waited = true;
                         self.state = State::Connecting(Connecting::Ident);
-                        return Err(ProtocolError::Transport("peer said WAIT".into()));
+                        return Err(ProtocolError::Wait);
                     }
                 }
             }
@@ -662,7 +676,10 @@ impl Conn {
     fn link_send(&mut self, frame: &ControlFrame) -> Result<(), ProtocolError> {
         match self.link.as_mut() {
             Some(l) => l.send_control(frame),
-            None => Err(ProtocolError::Transport("no socket".into())),
+            None => Err(ProtocolError::Transport {
+                kind: std::io::ErrorKind::NotConnected,
+                message: "no socket".into(),
+            }),
         }
     }
 

@@ -81,8 +81,19 @@ pub enum ProtocolError {
     /// No progress for too long (ms_connection_ready_timeout /
     /// ms_connection_idle_timeout).
     Timeout(&'static str),
-    /// The socket failed or was closed.
-    Transport(String),
+    /// The socket failed or was closed: the I/O error's kind and text.
+    Transport {
+        kind: std::io::ErrorKind,
+        message: String,
+    },
+    /// The peer closed the socket during our handshake, in `phase`: a
+    /// refusal the protocol gives no reason for (see the Display).
+    ClosedInHandshake {
+        phase: &'static str,
+        kind: std::io::ErrorKind,
+    },
+    /// The peer said WAIT: its own connection to us wins the race.
+    Wait,
     /// A fault injected for testing.
     Injected,
 }
@@ -103,10 +114,39 @@ impl ProtocolError {
             | ProtocolError::NotSessionOwner { .. }
             | ProtocolError::SequenceGap { .. }
             | ProtocolError::CounterOverflow { .. } => Fault::PeerMisbehaved,
-            ProtocolError::Timeout(_) | ProtocolError::Transport(_) | ProtocolError::Injected => {
-                Fault::Io
-            }
+            ProtocolError::Timeout(_)
+            | ProtocolError::Transport { .. }
+            | ProtocolError::ClosedInHandshake { .. }
+            | ProtocolError::Wait
+            | ProtocolError::Injected => Fault::Io,
         }
+    }
+}
+
+impl ProtocolError {
+    /// A socket's I/O error, kind kept.
+    pub fn transport(e: &std::io::Error) -> ProtocolError {
+        ProtocolError::Transport {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+
+    /// The peer will not talk to us this way, and the same handshake again
+    /// cannot change that: a refused authentication, features one side
+    /// lacks, another server at the address, a choice we did not offer, a
+    /// signature that does not match. (A close during the handshake says
+    /// nothing for sure: a peer restarting closes too. Tools count those.)
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ProtocolError::Auth(_)
+                | ProtocolError::MissingFeatures { .. }
+                | ProtocolError::WrongServer
+                | ProtocolError::PeerTypeMismatch { .. }
+                | ProtocolError::NotOffered { .. }
+                | ProtocolError::BadSignature
+        )
     }
 }
 
@@ -189,7 +229,28 @@ impl fmt::Display for ProtocolError {
                 write!(f, "the peer took {counter} to its limit (it would overflow)")
             }
             ProtocolError::Timeout(what) => write!(f, "{what} timed out"),
-            ProtocolError::Transport(e) => write!(f, "transport: {e}"),
+            ProtocolError::Transport { message, .. } => write!(f, "transport: {message}"),
+            ProtocolError::ClosedInHandshake { phase, .. } => {
+                write!(f, "the peer closed the connection in {phase}")?;
+                f.write_str(match *phase {
+                    "BANNER_CONNECTING" | "HELLO_CONNECTING" => {
+                        " (before HELLO: not a msgr2 peer, or our banner's features are not its)"
+                    }
+                    "AUTH_CONNECTING" => ": it refused our authentication",
+                    "AUTH_CONNECTING_SIGN" => {
+                        ": our AUTH_SIGNATURE did not match (keys that differ, or a man in the middle)"
+                    }
+                    "SESSION_CONNECTING" => {
+                        ": it refused our CLIENT_IDENT (an address it does not own, a session \
+                         that belongs to another entity, or a gid that is not ours)"
+                    }
+                    "SESSION_RECONNECTING" => ": it refused our SESSION_RECONNECT",
+                    _ => "",
+                })
+            }
+            ProtocolError::Wait => {
+                f.write_str("the peer said WAIT (its own connection to us wins the race)")
+            }
             ProtocolError::Injected => f.write_str("injected fault"),
         }
     }

@@ -230,7 +230,8 @@ fn a_server_cannot_wrap_our_counters() {
         );
         assert_eq!(s.conn.phase(), "READY");
         let link = s.conn.link_id().unwrap();
-        s.conn.socket_closed(link, "cut", s.now);
+        s.conn
+            .socket_closed(link, &std::io::ErrorKind::ConnectionReset.into(), s.now);
         while s.conn.poll_event().is_some() {}
         s.socket();
         s.to_ident();

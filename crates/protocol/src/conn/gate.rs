@@ -116,7 +116,11 @@ impl Conn {
         }
         if (dead || stalled) && self.link_id() == Some(id) {
             let why = "socket shut down while an interceptor held it";
-            return self.fault(ProtocolError::Transport(why.into()), now);
+            let e = ProtocolError::Transport {
+                kind: std::io::ErrorKind::ConnectionAborted,
+                message: why.into(),
+            };
+            return self.fault(e, now);
         }
         self.handle_input(now);
         self.flush_acks(now);

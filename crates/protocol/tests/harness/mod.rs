@@ -327,7 +327,11 @@ impl Net {
         self.socks[i].open = false;
         let now = self.now;
         for (c, link) in self.socks[i].ends {
-            self.nodes[c.0].conns[c.1].socket_closed(link, "connection reset", now);
+            self.nodes[c.0].conns[c.1].socket_closed(
+                link,
+                &std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset"),
+                now,
+            );
         }
     }
 
@@ -445,7 +449,7 @@ impl Net {
             .position(|n| n.listening && n.addrs.0.iter().any(|a| a.addr == Some(addr)));
         let Some(to) = target else {
             self.conn(from)
-                .socket_failed(true, "connection refused", now);
+                .socket_failed(&std::io::ErrorKind::ConnectionRefused.into(), now);
             return;
         };
         self.next_port += 1;
@@ -463,7 +467,8 @@ impl Net {
         node.conns.push(acc);
         let Some(acc_link) = node.conns[acc_id].link_id() else {
             // Closed at birth (an interceptor's fault): the connect fails.
-            return self.conn(from).socket_failed(false, "closed by peer", now);
+            let closed = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed by peer");
+            return self.conn(from).socket_failed(&closed, now);
         };
         self.conn(from).socket_connected(None, now);
         let from_link = self.conn(from).link_id().unwrap();
