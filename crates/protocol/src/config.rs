@@ -16,7 +16,8 @@ use msgr_frames::FrameLimits;
 use crate::policy::Policy;
 
 /// Timers of a connection (ms_connection_ready_timeout,
-/// ms_connection_idle_timeout, ms_initial_backoff, ms_max_backoff).
+/// ms_connection_idle_timeout, ms_initial_backoff, ms_max_backoff, and two
+/// of our own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     /// A handshake that is not READY after this long faults.
@@ -26,6 +27,16 @@ pub struct Timeouts {
     /// First reconnect delay after a fault; doubles up to `backoff_max`.
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
+    /// A frame must arrive within this long of the one before it (or of
+    /// its first byte, or of the end of a wait for receive budget): a peer
+    /// trickling a large frame a byte at a time is cut off rather than
+    /// holding its buffer and budget. Ceph has no such limit.
+    pub frame: Duration,
+    /// A STANDBY session (a server's, whose client went away; a lossless
+    /// client's with nothing to send) is forgotten after this long, with a
+    /// reset: sessions of peers that vanished do not pile up. Ceph keeps
+    /// them until the peer comes back or is marked down.
+    pub standby: Duration,
 }
 
 impl Default for Timeouts {
@@ -35,6 +46,31 @@ impl Default for Timeouts {
             idle: Duration::from_secs(900),
             backoff_initial: Duration::from_millis(200),
             backoff_max: Duration::from_secs(15),
+            frame: Duration::from_secs(60),
+            standby: Duration::from_secs(900),
+        }
+    }
+}
+
+/// How much a connection holds for a peer that does not read: unsent
+/// messages, messages sent and not yet acknowledged, bytes framed and not
+/// yet written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Past this the connection stops reading from the peer (back
+    /// pressure: a peer that sends requests and never reads our replies
+    /// gets no more of them answered), and `Connection::send` waits.
+    pub soft: usize,
+    /// Past this the connection is marked down (a reset): what it would
+    /// take to hold more is refused, `send_nowait`'s included.
+    pub hard: usize,
+}
+
+impl Default for QueueLimits {
+    fn default() -> Self {
+        QueueLimits {
+            soft: 64 << 20,
+            hard: 128 << 20,
         }
     }
 }
@@ -150,6 +186,10 @@ impl PolicySet {
     }
 }
 
+/// The largest frame before a peer is authenticated (16 KiB: thirteen
+/// times Ceph's largest).
+pub const HANDSHAKE_FRAME_MAX: u32 = 16 << 10;
+
 /// Everything a connection needs to know about its messenger.
 #[derive(Clone)]
 pub struct Config {
@@ -164,6 +204,12 @@ pub struct Config {
     pub frame_limits: FrameLimits,
     /// Caps on frames during the handshake (before the peer authenticated).
     pub handshake_limits: FrameLimits,
+    /// The most a received message may hold: the receive budget it must
+    /// take before its bytes are read (the messenger's dispatch throttle;
+    /// a policy's throttle lowers it for its peers). A message announced
+    /// larger is refused. None: frame limits only.
+    pub receive_budget: Option<u64>,
+    pub queue_limits: QueueLimits,
     pub compression: CompressionConfig,
     /// Take our own IP from the peer's HELLO when we do not know it
     /// (ms_learn_addr_from_peer).
@@ -194,11 +240,16 @@ impl Config {
             policies,
             timeouts: Timeouts::default(),
             frame_limits: FrameLimits::default(),
+            // Before the peer authenticated: Ceph's largest handshake
+            // frame is a monitor's AUTH_DONE with its tickets, 1.2 KiB in
+            // our captures of Ceph 16 and 20.
             handshake_limits: FrameLimits {
-                max_segment_len: 1 << 20,
-                max_frame_len: 1 << 20,
-                max_decompressed_len: 1 << 20,
+                max_segment_len: HANDSHAKE_FRAME_MAX,
+                max_frame_len: HANDSHAKE_FRAME_MAX as u64,
+                max_decompressed_len: HANDSHAKE_FRAME_MAX as usize,
             },
+            receive_budget: None,
+            queue_limits: QueueLimits::default(),
             compression: CompressionConfig::default(),
             learn_addr_from_peer: true,
             global_seq: Arc::new(GlobalSeq::default()),

@@ -130,6 +130,8 @@ pub struct Conn {
     unblock_requested: bool,
     /// Bytes the runtime holds unwritten (Config::output_window).
     writer_backlog: usize,
+    /// Since when part of a frame waits to be completed (Timeouts::frame).
+    partial_since: Option<Instant>,
 }
 
 impl Conn {
@@ -156,6 +158,7 @@ impl Conn {
             writer_backlog: 0,
             connect_held: false,
             unblock_requested: false,
+            partial_since: None,
         }
     }
 
@@ -312,9 +315,14 @@ impl Conn {
     // ------------------------------------------------------------ timers
 
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let t = &self.config.timeouts;
         match self.state {
             State::Backoff { until } => Some(until),
-            State::Ready => Some(self.last_active + self.config.timeouts.idle),
+            State::Ready => {
+                let idle = self.last_active + t.idle;
+                Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
+            }
+            State::Standby => Some(self.last_active + t.standby),
             State::Connecting(_) | State::Accepting(_) | State::ServerWait => {
                 self.handshake_deadline
             }
@@ -322,14 +330,30 @@ impl Conn {
         }
     }
 
+    /// When the frame being read must be complete (READY only: the
+    /// handshake has its own deadline).
+    fn frame_deadline(&self) -> Option<Instant> {
+        self.partial_since.map(|p| p + self.config.timeouts.frame)
+    }
+
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.link_held() {
             return; // frozen by an interceptor: no handshake timeout
         }
+        let t = self.config.timeouts;
         match self.state {
             State::Backoff { until } if now >= until => self.request_socket(now),
-            State::Ready if now >= self.last_active + self.config.timeouts.idle => {
+            State::Ready if self.frame_deadline().is_some_and(|d| now >= d) => {
+                self.fault(ProtocolError::Timeout("frame"), now)
+            }
+            State::Ready if now >= self.last_active + t.idle => {
                 self.fault(ProtocolError::Timeout("idle connection"), now)
+            }
+            State::Standby if now >= self.last_active + t.standby => {
+                // Forgotten with a reset: what it held for the peer is lost.
+                let e = ProtocolError::Timeout("standby session");
+                self.events.push_back(Event::Fault(e));
+                self.close(true)
             }
             State::Connecting(_) | State::Accepting(_) | State::ServerWait
                 if self.handshake_deadline.is_some_and(|d| now >= d) =>
@@ -348,8 +372,57 @@ impl Conn {
         if matches!(self.state, State::Closed) {
             return;
         }
+        // Past the hard limit the connection is marked down (with a reset)
+        // rather than hold more for a peer that does not read.
+        let held = self.held_bytes();
+        let max = self.config.queue_limits.hard;
+        if held.saturating_add(msg.payload_len()) > max {
+            let e = ProtocolError::QueueOverflow { held, max };
+            self.events.push_back(Event::Fault(e));
+            return self.close(true);
+        }
         self.session.enqueue(msg);
         self.wake(now);
+    }
+
+    /// Bytes held for the peer: queued, unacknowledged, and framed but not
+    /// yet written by the runtime.
+    pub fn held_bytes(&self) -> usize {
+        self.session
+            .held_bytes()
+            .saturating_add(self.writer_backlog)
+    }
+
+    /// Whether the connection holds so much for the peer that it should
+    /// stop reading from it (QueueLimits::soft: back pressure on a peer
+    /// that sends requests and does not read the replies).
+    pub fn over_queue_limit(&self) -> bool {
+        self.held_bytes() >= self.config.queue_limits.soft
+    }
+
+    /// The runtime reads again after a pause of its own (waiting for
+    /// receive budget or for the queue to drain): the frame being read
+    /// gets its full time from now.
+    pub fn resume_reading(&mut self, now: Instant) {
+        if self.partial_since.is_some() {
+            self.partial_since = Some(now);
+        }
+    }
+
+    /// Since when a READY connection has seen no traffic (for a runtime
+    /// that evicts idle sessions).
+    pub fn idle_since(&self) -> Option<Instant> {
+        matches!(self.state, State::Ready).then_some(self.last_active)
+    }
+
+    /// The most a received message may hold: the messenger's receive
+    /// budget, lowered by the peer's policy throttle.
+    fn budget(&self) -> Option<u64> {
+        let policy = self.peer.policy.throttle.map(|t| t.bytes);
+        match (self.config.receive_budget, policy) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Sends a KEEPALIVE2 stamped `stamp` (the sender's clock).
@@ -445,19 +518,41 @@ impl Conn {
 
     /// Processes everything complete in the input buffer.
     pub fn handle_input(&mut self, now: Instant) {
+        let mut progressed = false;
         loop {
             let input = match self.link.as_mut().map(|l| l.poll_input()) {
                 None => return,
-                Some(Ok(None)) => return,
+                Some(Ok(None)) => break,
                 Some(Ok(Some(i))) => i,
                 Some(Err(e)) => return self.fault(e, now),
             };
             self.last_active = now;
+            progressed = true;
             if let Err(e) = self.on_input(input, now) {
                 return self.fault(e, now);
             }
             if self.link.is_none() {
                 return;
+            }
+        }
+        self.after_input(progressed, now);
+    }
+
+    /// What is left in the input once the complete frames are handled: a
+    /// partial frame starts (or keeps) its deadline, and a MESSAGE whose
+    /// preamble announces more than the receive budget is refused before
+    /// its bytes are read.
+    fn after_input(&mut self, progressed: bool, now: Instant) {
+        let partial = self.link.as_ref().is_some_and(|l| l.has_partial());
+        self.partial_since = match (matches!(self.state, State::Ready) && partial, progressed) {
+            (false, _) => None,
+            (true, true) => Some(now),
+            (true, false) => Some(self.partial_since.unwrap_or(now)),
+        };
+        if let (Some(len), Some(budget)) = (self.pending_message_len(), self.budget()) {
+            let len = len as u64;
+            if len > budget {
+                self.fault(ProtocolError::OverBudget { len, budget }, now);
             }
         }
     }
@@ -557,7 +652,12 @@ impl Conn {
         self.handshake_deadline = None;
         self.waited = false;
         self.last_active = now;
-        let limits = self.config.frame_limits;
+        let mut limits = self.config.frame_limits;
+        if let Some(b) = self.budget() {
+            // A compressed message must fit the budget once decompressed.
+            let b = usize::try_from(b).unwrap_or(usize::MAX);
+            limits.max_decompressed_len = limits.max_decompressed_len.min(b);
+        }
         if let Some(l) = self.link.as_mut() {
             l.set_limits(limits);
         }
@@ -642,6 +742,14 @@ impl Conn {
 
     fn on_message(&mut self, frame: Received) -> Result<(), ProtocolError> {
         let m = MessageFrame::from_received_owned(frame)?;
+        // Refused whole as it is refused by its preamble (after_input),
+        // where it arrived in one read.
+        if let Some(budget) = self.budget() {
+            let len = (m.front.len() + m.middle.len() + m.data.len()) as u64;
+            if len > budget {
+                return Err(ProtocolError::OverBudget { len, budget });
+            }
+        }
         let lossy = self.peer.policy.lossy;
         let ack_seq = m.header.ack_seq;
         match self.session.arrived(m.header.seq, lossy)? {
@@ -763,6 +871,8 @@ impl Conn {
                 return self.close(true);
             }
             self.state = State::Standby;
+            // The standby deadline (Timeouts::standby) runs from here.
+            self.last_active = now;
             return;
         }
         if self.session.server_cookie != 0 && !policy.lossy && !self.next_connect_seq() {

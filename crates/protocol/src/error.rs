@@ -78,6 +78,17 @@ pub enum ProtocolError {
     /// A counter the peer set (connect_seq, global_seq, a message
     /// sequence) would overflow: never wrapped.
     CounterOverflow { counter: &'static str },
+    /// The peer announced a message larger than all the receive budget we
+    /// may hold (see Config::receive_budget).
+    OverBudget { len: u64, budget: u64 },
+    /// We hold this much for a peer that does not read it: marked down.
+    QueueOverflow { held: usize, max: usize },
+    /// The handshake before AUTH_DONE (what AUTH_SIGNATURE signs) grew
+    /// beyond what any real one does.
+    HandshakeTooLong { max: usize },
+    /// More auth rounds (requests, AUTH_BAD_METHOD retries) than any
+    /// method needs.
+    TooManyAuthRounds { max: u32 },
     /// No progress for too long (ms_connection_ready_timeout /
     /// ms_connection_idle_timeout).
     Timeout(&'static str),
@@ -113,7 +124,11 @@ impl ProtocolError {
             | ProtocolError::Impersonation { .. }
             | ProtocolError::NotSessionOwner { .. }
             | ProtocolError::SequenceGap { .. }
-            | ProtocolError::CounterOverflow { .. } => Fault::PeerMisbehaved,
+            | ProtocolError::CounterOverflow { .. }
+            | ProtocolError::OverBudget { .. }
+            | ProtocolError::QueueOverflow { .. }
+            | ProtocolError::HandshakeTooLong { .. }
+            | ProtocolError::TooManyAuthRounds { .. } => Fault::PeerMisbehaved,
             ProtocolError::Timeout(_)
             | ProtocolError::Transport { .. }
             | ProtocolError::ClosedInHandshake { .. }
@@ -224,6 +239,20 @@ impl fmt::Display for ProtocolError {
             ),
             ProtocolError::SequenceGap { expected, got } => {
                 write!(f, "message sequence gap: expected {expected}, got {got}")
+            }
+            ProtocolError::OverBudget { len, budget } => write!(
+                f,
+                "the peer announced a message of {len} bytes, more than all we may hold ({budget})"
+            ),
+            ProtocolError::QueueOverflow { held, max } => write!(
+                f,
+                "{held} bytes held for a peer that does not read them (limit {max}): marked down"
+            ),
+            ProtocolError::HandshakeTooLong { max } => {
+                write!(f, "the handshake before AUTH_DONE passed {max} bytes")
+            }
+            ProtocolError::TooManyAuthRounds { max } => {
+                write!(f, "more than {max} auth rounds")
             }
             ProtocolError::CounterOverflow { counter } => {
                 write!(f, "the peer took {counter} to its limit (it would overflow)")

@@ -105,6 +105,24 @@ fn auth_peer(peer: &PeerInfo) -> AuthPeer {
     }
 }
 
+/// The most auth frames a peer may send on one socket (AUTH_REQUEST and
+/// AUTH_REQUEST_MORE to an acceptor, AUTH_REPLY_MORE and AUTH_BAD_METHOD
+/// to a connector). cephx takes two, and a method fallback one or two
+/// more; a peer bouncing AUTH_BAD_METHOD is cut off. (Ceph counts none;
+/// its handshake timeout alone ends such a loop.)
+pub const MAX_AUTH_ROUNDS: u32 = 8;
+
+/// Counts one auth frame from the peer.
+fn auth_round(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
+    cx.link.auth_rounds = cx.link.auth_rounds.saturating_add(1);
+    if cx.link.auth_rounds > MAX_AUTH_ROUNDS {
+        return Err(ProtocolError::TooManyAuthRounds {
+            max: MAX_AUTH_ROUNDS,
+        });
+    }
+    Ok(())
+}
+
 /// Installs secure mode on both directions of `link` (after AUTH_DONE).
 fn go_secure(link: &mut Link, secret: &[u8], role: Role) -> Result<(), ProtocolError> {
     let rev1 = link.negotiated().is_some_and(|n| n.rev1);
@@ -244,6 +262,7 @@ impl Connecting {
             Connecting::Auth { mut auth, offered } => {
                 match control(state, expect::AUTH_REPLY, input)? {
                     ControlFrame::AuthBadMethod(b) => {
+                        auth_round(cx)?;
                         let modes: Vec<ConMode> =
                             b.allowed_modes.iter().map(|m| ConMode(*m)).collect();
                         auth.bad_method(b.method, b.result, &b.allowed_methods, &modes)?;
@@ -251,6 +270,7 @@ impl Connecting {
                         Ok(ConnectStep::Next(Connecting::Auth { auth, offered }))
                     }
                     ControlFrame::AuthReplyMore(m) => {
+                        auth_round(cx)?;
                         let reply = auth.reply_more(&m.auth_payload)?;
                         cx.link.send_control(
                             &AuthRequestMore {
@@ -601,6 +621,7 @@ impl Accepting {
                         ))
                     }
                 };
+                auth_round(cx)?;
                 let modes: Vec<ConMode> = r.preferred_modes.iter().map(|m| ConMode(*m)).collect();
                 let peer = auth_peer(cx.peer);
                 let Some(mode) = auth.pick_mode(&peer, r.method, &modes, &r.auth_payload) else {
@@ -619,6 +640,7 @@ impl Accepting {
                         ))
                     }
                 };
+                auth_round(cx)?;
                 handle_auth(cx, auth, method, mode, true, &r.auth_payload)
             }
             Accepting::Signature { outcome, tx } => {

@@ -26,12 +26,12 @@ mod session;
 
 use std::net::SocketAddr;
 
-pub use config::{CompressionConfig, Config, GlobalSeq, PolicySet, Timeouts};
+pub use config::{CompressionConfig, Config, GlobalSeq, PolicySet, QueueLimits, Timeouts};
 pub use conn::{Conn, ConnState, ConnStats, Reuse, Side};
 pub use decide::{Decision, ExistingInfo, Owner};
 pub use error::{Claim, ProtocolError, Wire};
-pub use handshake::IdentRequest;
-pub use link::LinkId;
+pub use handshake::{IdentRequest, MAX_AUTH_ROUNDS};
+pub use link::{LinkId, MAX_PRE_AUTH};
 pub use message::Message;
 pub use peer::{MyAddrs, PeerInfo};
 pub use policy::{Policy, PolicyName, ThrottleLimits};

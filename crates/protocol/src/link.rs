@@ -34,6 +34,22 @@ pub struct PreAuthRecord {
     pub tx: Vec<u8>,
 }
 
+/// The most a pre-auth record holds in each direction: a peer that is not
+/// authenticated yet cannot make us keep more (Ceph's pre_auth buffers
+/// are unbounded but for a debug assertion at 1 MB). Real handshakes
+/// record under 2 KiB.
+pub const MAX_PRE_AUTH: usize = 64 << 10;
+
+impl PreAuthRecord {
+    fn add(buf: &mut Vec<u8>, bytes: &[u8]) -> Result<(), ProtocolError> {
+        if buf.len().saturating_add(bytes.len()) > MAX_PRE_AUTH {
+            return Err(ProtocolError::HandshakeTooLong { max: MAX_PRE_AUTH });
+        }
+        buf.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
 enum ReadStage {
     BannerPrefix,
     /// The prefix is in, past the BANNER_READ breakpoint.
@@ -63,6 +79,8 @@ pub struct Link {
     /// Write what is queued before the socket closes (a refusal the peer
     /// should read, e.g. AUTH_BAD_METHOD).
     pub(crate) linger: bool,
+    /// Auth frames the peer sent on this socket (handshake::auth_round).
+    pub(crate) auth_rounds: u32,
 }
 
 impl Link {
@@ -86,6 +104,7 @@ impl Link {
             record: Some(PreAuthRecord::default()),
             tap,
             linger: false,
+            auth_rounds: 0,
         }
     }
 
@@ -93,7 +112,7 @@ impl Link {
     pub fn send_banner(&mut self) -> Result<(), ProtocolError> {
         let stall = self.gate_write(Breakpoint::Custom(CustomPoint::BannerWrite))?;
         let banner = self.our_banner.encode();
-        self.record_tx(&banner);
+        self.record_tx(&banner)?;
         self.output.put_slice(&banner);
         self.after_write(stall);
         Ok(())
@@ -193,10 +212,24 @@ impl Link {
         }
     }
 
-    fn record_tx(&mut self, bytes: &[u8]) {
-        if let Some(r) = self.record.as_mut() {
-            r.tx.extend_from_slice(bytes);
+    fn record_tx(&mut self, bytes: &[u8]) -> Result<(), ProtocolError> {
+        match self.record.as_mut() {
+            Some(r) => PreAuthRecord::add(&mut r.tx, bytes),
+            None => Ok(()),
         }
+    }
+
+    fn record_rx(&mut self, bytes: &[u8]) -> Result<(), ProtocolError> {
+        match self.record.as_mut() {
+            Some(r) => PreAuthRecord::add(&mut r.rx, bytes),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether part of a frame (or banner) has been read and not yet
+    /// decoded.
+    pub fn has_partial(&self) -> bool {
+        self.head.is_some() || !self.input.is_empty()
     }
 
     /// Stops recording and returns what was recorded.
@@ -238,9 +271,7 @@ impl Link {
                     return Ok(None);
                 }
                 let raw = self.input.split_to(BANNER_PREFIX_LEN + len);
-                if let Some(r) = self.record.as_mut() {
-                    r.rx.extend_from_slice(&raw);
-                }
+                self.record_rx(&raw)?;
                 let peer = Banner::decode_payload(&raw[BANNER_PREFIX_LEN..])?;
                 let n = self.our_banner.negotiate(&peer)?;
                 self.negotiated = Some(n);
@@ -265,7 +296,7 @@ impl Link {
                 let head = self.head.take().expect("checked above");
                 let raw = self.input.split_to(len);
                 if let Some(r) = self.record.as_mut() {
-                    r.rx.extend_from_slice(&raw);
+                    PreAuthRecord::add(&mut r.rx, &raw)?;
                 }
                 match decoder.decode_frame(&head, raw)? {
                     Some(frame) => {
@@ -343,7 +374,7 @@ impl Link {
             let mut q = WireQueue::new();
             self.encoder().encode(tag, segments, &mut q)?;
             let bytes = q.take_all();
-            self.record_tx(&bytes);
+            self.record_tx(&bytes)?;
             self.output.put_bytes(bytes);
         } else {
             let encoder = self.encoder.as_mut().expect("banner exchanged");

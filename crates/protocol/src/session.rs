@@ -64,6 +64,8 @@ pub struct Session {
     queued_bytes: usize,
     /// Written, not yet acknowledged (lossless only), oldest first.
     sent: VecDeque<Message>,
+    /// Their payload bytes.
+    sent_bytes: usize,
     pub keepalive_pending: Option<UTime>,
     pub keepalive_ack_pending: Option<UTime>,
 }
@@ -126,6 +128,12 @@ impl Session {
         self.sent.len()
     }
 
+    /// Payload bytes the session holds for the peer: queued, and written
+    /// but not yet acknowledged.
+    pub fn held_bytes(&self) -> usize {
+        self.queued_bytes.saturating_add(self.sent_bytes)
+    }
+
     pub fn has_output(&self) -> bool {
         self.queued_messages > 0
             || self.keepalive_pending.is_some()
@@ -172,6 +180,7 @@ impl Session {
             // the write failed: the fault that follows requeues it (found
             // by crimson's lossless_connected_fault, MESSAGE write fault).
             if !lossy {
+                self.sent_bytes = self.sent_bytes.saturating_add(msg.payload_len());
                 self.sent.push_back(msg);
             }
             written?;
@@ -185,7 +194,9 @@ impl Session {
     /// ack_seq): forget those messages.
     pub fn acked(&mut self, seq: u64) {
         while self.sent.front().is_some_and(|m| m.seq <= seq) {
-            self.sent.pop_front();
+            if let Some(m) = self.sent.pop_front() {
+                self.sent_bytes = self.sent_bytes.saturating_sub(m.payload_len());
+            }
         }
     }
 
@@ -213,6 +224,7 @@ impl Session {
     pub fn requeue_sent(&mut self) {
         // Sent messages are numbered up to out_seq, one each.
         self.out_seq = self.out_seq.saturating_sub(self.sent.len() as u64);
+        self.sent_bytes = 0;
         while let Some(msg) = self.sent.pop_back() {
             self.push(
                 REQUEUE_PRIORITY,
@@ -277,6 +289,7 @@ impl Session {
     pub fn discard_queue(&mut self) {
         self.queue.clear();
         self.sent.clear();
+        self.sent_bytes = 0;
         self.queued_messages = 0;
         self.queued_bytes = 0;
     }

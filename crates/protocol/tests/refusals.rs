@@ -7,110 +7,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use msgr_auth::{ConMode, NoneProvider};
 use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_frames::compression::Algorithm;
 use msgr_frames::control::*;
-use msgr_frames::{Banner, ControlFrame, FrameEncoder, WireQueue};
-use msgr_protocol::{CompressionConfig, Config, Conn, Event, Policy, PolicySet, ProtocolError};
+use msgr_frames::{Banner, ControlFrame, FrameEncoder};
+use msgr_protocol::{CompressionConfig, Config, Conn, Policy, PolicySet, ProtocolError};
 
-/// A connector to an OSD, and the server side's encoder.
-struct Script {
-    conn: Conn,
-    enc: FrameEncoder,
-    now: Instant,
-}
-
-impl Script {
-    fn new(compression: CompressionConfig) -> Script {
-        Script::with(Policy::lossy_client(), compression)
-    }
-
-    fn with(policy: Policy, compression: CompressionConfig) -> Script {
-        let mut cfg = Config::new(
-            "client.1".parse().unwrap(),
-            Arc::new(NoneProvider),
-            PolicySet::new(policy),
-        );
-        cfg.compression = compression;
-        let now = Instant::now();
-        let server: EntityAddrvec = "v2:10.0.0.1:6800/1".parse().unwrap();
-        let conn = Conn::connect(
-            Arc::new(cfg),
-            server,
-            EntityType::OSD,
-            "v2:10.0.0.2:0/2".parse().unwrap(),
-            now,
-            1,
-        );
-        let mut s = Script {
-            conn,
-            enc: FrameEncoder::new(true),
-            now,
-        };
-        s.socket();
-        s
-    }
-
-    /// A new socket: the banners and the server's HELLO.
-    fn socket(&mut self) {
-        self.conn.socket_connected(None, self.now);
-        self.enc = FrameEncoder::new(true);
-        self.bytes(&Banner::DEFAULT.encode());
-        self.frame(
-            Hello {
-                entity_type: EntityType::OSD,
-                peer_addr: "v2:10.0.0.2:50000/0".parse().unwrap(),
-            }
-            .into(),
-        );
-    }
-
-    /// Auth none, the signatures and no compression: the client's ident
-    /// (CLIENT_IDENT or SESSION_RECONNECT) is out.
-    fn to_ident(&mut self) {
-        self.auth_done(ConMode::CRC);
-        self.frame(AuthSignature { sha256: [0; 32] }.into());
-        self.frame(
-            CompressionDone {
-                is_compress: false,
-                method: 0,
-            }
-            .into(),
-        );
-    }
-
-    fn bytes(&mut self, b: &[u8]) {
-        self.conn.input().unwrap().extend_from_slice(b);
-        self.conn.handle_input(self.now);
-    }
-
-    fn frame(&mut self, f: ControlFrame) {
-        let mut q = WireQueue::new();
-        self.enc.encode(f.tag(), &[f.payload()], &mut q).unwrap();
-        self.bytes(&q.take_all());
-    }
-
-    fn auth_done(&mut self, mode: ConMode) {
-        self.frame(
-            AuthDone {
-                global_id: 1,
-                con_mode: mode.0,
-                auth_payload: Bytes::new(),
-            }
-            .into(),
-        );
-    }
-
-    /// The first fault the connection reported.
-    fn fault(&mut self) -> Option<ProtocolError> {
-        std::iter::from_fn(|| self.conn.poll_event()).find_map(|e| match e {
-            Event::Fault(f) => Some(f),
-            _ => None,
-        })
-    }
-}
+mod script;
+use script::Script;
 
 #[test]
 fn a_mode_the_client_did_not_offer_is_refused() {
@@ -291,7 +196,7 @@ fn an_unexpected_frame_says_what_was_expected_and_what_came() {
         Arc::new(NoneProvider),
         PolicySet::new(Policy::stateless_server()),
     );
-    let addrs: EntityAddrvec = "v2:10.0.0.1:6800/1".parse().unwrap();
+    let addrs: EntityAddrvec = script::SERVER.parse().unwrap();
     let conn = Conn::accept(
         Arc::new(cfg),
         addrs.clone(),
@@ -312,27 +217,7 @@ fn an_unexpected_frame_says_what_was_expected_and_what_came() {
         }
         .into(),
     );
-    let mut none = msgr_auth::NoneClient {
-        name: "client.1".into(),
-        global_id: 1,
-        modes: vec![ConMode::CRC],
-    };
-    let req = msgr_auth::ClientAuth::request(
-        &mut none,
-        &msgr_auth::AuthPeer {
-            entity_type: EntityType::OSD,
-        },
-        &[],
-    )
-    .unwrap();
-    s.frame(
-        AuthRequest {
-            method: req.method,
-            preferred_modes: vec![ConMode::CRC.0],
-            auth_payload: req.payload,
-        }
-        .into(),
-    );
+    s.auth_request(msgr_auth::method::NONE);
     s.frame(AuthSignature { sha256: [0; 32] }.into());
     s.frame(
         ClientIdent {

@@ -1,0 +1,186 @@
+//! What a peer can make a connection hold is bounded, sans-IO: a message
+//! announced beyond the receive budget is refused on its preamble; a
+//! frame trickled in is cut off at its deadline; a peer cannot loop on
+//! AUTH_BAD_METHOD or grow the pre-auth transcript; a standby session
+//! expires; a peer that never reads is marked down at the hard queue limit.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use msgr_protocol::{ConnState, Event, Message, Policy, ProtocolError, QueueLimits, Timeouts};
+
+mod script;
+use script::{server_config, Script};
+
+fn faults(events: &[Event]) -> Vec<ProtocolError> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Fault(f) => Some(f.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_message_beyond_the_budget_is_refused_on_its_preamble() {
+    let mut cfg = server_config(Policy::stateless_server());
+    cfg.receive_budget = Some(1000);
+    let mut s = Script::accepted(cfg);
+    s.events();
+    // Within the budget: delivered.
+    let ok = s.message(1, &[1; 900]);
+    s.bytes(&ok);
+    assert!(s
+        .events()
+        .iter()
+        .any(|e| matches!(e, Event::Message(m) if m.data.len() == 900)));
+    // 2000 announced: refused once its preamble is in, before the rest.
+    let big = s.message(2, &[2; 2000]);
+    s.bytes(&big[..32]);
+    assert_eq!(
+        faults(&s.events()),
+        vec![ProtocolError::OverBudget {
+            len: 2000 + 41,
+            budget: 1000
+        }]
+    );
+    assert_eq!(s.conn.state(), ConnState::Closed);
+}
+
+#[test]
+fn a_trickled_frame_is_cut_off_at_its_deadline() {
+    let mut cfg = server_config(Policy::stateless_server());
+    cfg.timeouts = Timeouts {
+        frame: Duration::from_secs(5),
+        ..Timeouts::default()
+    };
+    let mut s = Script::accepted(cfg);
+    s.events();
+    // Frames that keep coming, each within 5 s of the last, are fine,
+    // however long the stream lasts.
+    for seq in 1..=10 {
+        let m = s.message(seq, &[0; 100]);
+        s.bytes(&m[..50]);
+        s.wait(Duration::from_secs(3));
+        s.bytes(&m[50..]);
+        s.wait(Duration::from_secs(3));
+    }
+    assert_eq!(faults(&s.events()), vec![]);
+    // One frame a byte a second: cut off 5 s after its first byte.
+    let m = s.message(11, &[0; 100]);
+    for b in m.iter().take(4) {
+        s.bytes(std::slice::from_ref(b));
+        s.wait(Duration::from_secs(1));
+    }
+    assert_eq!(faults(&s.events()), vec![]);
+    s.bytes(&m[4..5]);
+    s.wait(Duration::from_secs(1));
+    assert_eq!(faults(&s.events()), vec![ProtocolError::Timeout("frame")]);
+}
+
+#[test]
+fn the_frame_deadline_restarts_when_the_runtime_resumes_reading() {
+    let mut cfg = server_config(Policy::stateless_server());
+    cfg.timeouts.frame = Duration::from_secs(5);
+    let mut s = Script::accepted(cfg);
+    let m = s.message(1, &[0; 100]);
+    s.bytes(&m[..40]);
+    // The runtime stopped reading 4 s (waiting for budget), then resumes.
+    s.wait(Duration::from_secs(4));
+    s.conn.resume_reading(s.now);
+    s.wait(Duration::from_secs(4));
+    assert_eq!(faults(&s.events()), vec![]);
+    s.bytes(&m[40..]);
+    assert!(s.events().iter().any(|e| matches!(e, Event::Message(_))));
+}
+
+#[test]
+fn auth_bad_method_rounds_are_capped() {
+    let mut s = Script::acceptor_before_auth(server_config(Policy::stateless_server()));
+    for _ in 0..msgr_protocol::MAX_AUTH_ROUNDS {
+        s.auth_request(0x7777); // a method the server does not know
+        assert_eq!(faults(&s.events()), vec![]);
+        assert_eq!(s.conn.phase(), "AUTH_ACCEPTING");
+    }
+    s.auth_request(0x7777);
+    assert_eq!(
+        faults(&s.events()),
+        vec![ProtocolError::TooManyAuthRounds {
+            max: msgr_protocol::MAX_AUTH_ROUNDS
+        }]
+    );
+    assert_eq!(s.conn.state(), ConnState::Closed);
+}
+
+#[test]
+fn the_pre_auth_transcript_is_capped() {
+    // Requests near the handshake frame cap, each answered with
+    // AUTH_BAD_METHOD: the transcript passes its cap before the rounds do.
+    let mut s = Script::acceptor_before_auth(server_config(Policy::stateless_server()));
+    let mut rounds = 0;
+    while s.conn.state() != ConnState::Closed && rounds < 6 {
+        s.auth_request_with(0x7777, Bytes::from(vec![0; 15 << 10]));
+        rounds += 1;
+    }
+    assert_eq!(rounds, 5, "64 KiB is four such requests and a bit");
+    assert_eq!(
+        faults(&s.events()),
+        vec![ProtocolError::HandshakeTooLong {
+            max: msgr_protocol::MAX_PRE_AUTH
+        }]
+    );
+}
+
+#[test]
+fn a_standby_session_expires_with_a_reset() {
+    let mut cfg = server_config(Policy::stateful_server());
+    cfg.timeouts.standby = Duration::from_secs(30);
+    let mut s = Script::accepted(cfg);
+    s.events();
+    let link = s.conn.link_id().unwrap();
+    s.conn
+        .socket_closed(link, &std::io::ErrorKind::UnexpectedEof.into(), s.now);
+    assert_eq!(s.conn.state(), ConnState::Standby);
+    s.events();
+    s.wait(Duration::from_secs(29));
+    assert_eq!(s.conn.state(), ConnState::Standby);
+    s.wait(Duration::from_secs(1));
+    assert_eq!(s.conn.state(), ConnState::Closed);
+    let ev = s.events();
+    assert!(ev.iter().any(|e| matches!(e, Event::Reset)), "{ev:?}");
+    assert_eq!(faults(&ev), vec![ProtocolError::Timeout("standby session")]);
+}
+
+#[test]
+fn a_peer_that_never_reads_is_marked_down_at_the_hard_limit() {
+    let mut cfg = server_config(Policy::stateful_server());
+    cfg.queue_limits = QueueLimits {
+        soft: 10_000,
+        hard: 20_000,
+    };
+    let mut s = Script::accepted(cfg);
+    s.events();
+    let reply = || Message::new(43, Bytes::from(vec![0; 4000]));
+    // Written into the link (nobody takes it: the peer does not read).
+    for _ in 0..2 {
+        s.conn.send(reply(), s.now);
+    }
+    assert!(!s.conn.over_queue_limit());
+    s.conn.send(reply(), s.now);
+    assert!(s.conn.over_queue_limit(), "{} held", s.conn.held_bytes());
+    s.conn.send(reply(), s.now);
+    assert_eq!(s.conn.state(), ConnState::Ready);
+    s.conn.send(reply(), s.now);
+    s.conn.send(reply(), s.now);
+    assert_eq!(s.conn.state(), ConnState::Closed);
+    let ev = s.events();
+    assert_eq!(
+        faults(&ev),
+        vec![ProtocolError::QueueOverflow {
+            held: 20_000,
+            max: 20_000
+        }]
+    );
+    assert!(ev.iter().any(|e| matches!(e, Event::Reset)));
+}
