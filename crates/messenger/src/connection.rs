@@ -11,8 +11,6 @@ use msgr_protocol::{Conn, ConnState, ConnStats, LinkId, Message};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
 
-use crate::throttle::Permit;
-
 pub(crate) type BoxReader = Box<dyn AsyncRead + Send + Unpin>;
 pub(crate) type BoxWriter = Box<dyn AsyncWrite + Send + Unpin>;
 
@@ -24,6 +22,25 @@ pub(crate) struct Handoff {
     pub writer: BoxWriter,
     /// Bytes taken for this socket and not yet written.
     pub pending: WireQueue,
+    pub slot: SocketSlot,
+}
+
+/// A live socket, counted against `Options::max_connections` from when it
+/// is accepted or connected until it is dropped (a STANDBY session, which
+/// has none, does not count).
+pub(crate) struct SocketSlot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl SocketSlot {
+    pub fn new(live: &Arc<std::sync::atomic::AtomicUsize>) -> SocketSlot {
+        live.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        SocketSlot(live.clone())
+    }
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 pub(crate) struct Shared {
@@ -323,7 +340,7 @@ impl Connection {
 #[derive(Debug)]
 pub struct IncomingMessage {
     pub msg: Message,
-    pub(crate) _permits: (Permit, Permit),
+    pub(crate) _permits: crate::budget::Permits,
 }
 
 impl IncomingMessage {

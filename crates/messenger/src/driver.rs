@@ -4,9 +4,12 @@
 //! asked, applies the registry's decisions on idents, dispatches, and fires
 //! timers. Locks are never held across an await.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io::IoSlice;
+use std::ops::ControlFlow;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,14 +20,19 @@ use msgr_protocol::{Event, IdentRequest, LinkId};
 use msgr_transport::{Stream, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::budget::Budget;
 use crate::connection::{
     running_task, wall_clock, BoxReader, BoxWriter, Connection, Handoff, IncomingMessage,
+    SocketSlot,
 };
 use crate::messenger::Inner;
-use crate::throttle::Permit;
 
-/// Smallest read buffer to ask the socket to fill.
+/// Smallest read buffer to ask the socket to fill, once a session is
+/// READY (many small frames per read).
 const MIN_READ: usize = 64 * 1024;
+/// The same during a handshake: its frames are small (16 KiB at most) and
+/// a connection that has not authenticated should cost little.
+const HANDSHAKE_READ: usize = 4 * 1024;
 /// Queued messages are framed (and encrypted) only while the driver holds
 /// fewer unwritten bytes than this (Config::output_window): a frame is
 /// built just before the socket takes it, while its bytes are in cache,
@@ -41,6 +49,8 @@ struct Socket {
     link: LinkId,
     reader: BoxReader,
     writer: BoxWriter,
+    /// Counts this socket against `max_connections` while it lives.
+    slot: SocketSlot,
 }
 
 pub(crate) async fn run<T: Transport>(
@@ -48,257 +58,392 @@ pub(crate) async fn run<T: Transport>(
     conn: Connection,
     first: Option<Handoff>,
 ) {
-    let mut socket: Option<Socket> = None;
-    let mut out = WireQueue::new();
-    let mut rbuf = BytesMut::new();
-    let mut connecting: Option<Connecting<T::Stream>> = None;
     let mut stop = inner.shutdown.subscribe();
-    let mut events: Vec<Event> = Vec::new();
-    // One timer for the task's life, moved when the deadline changes.
-    let far = || tokio::time::Instant::now() + std::time::Duration::from_secs(86400);
-    let timer = tokio::time::sleep_until(far());
-    tokio::pin!(timer);
-    let mut armed: Option<Instant> = None;
-    let mut policy_throttle: Option<Option<Arc<crate::throttle::Throttle>>> = None;
-    // The time of the current step: dispatches and the sends they make use
-    // it instead of reading the clock per message. After a wait on a full
-    // throttle it is late by that wait, which can only bring earlier the
-    // deadlines a send may set (a fault's backoff, a standby reconnect).
-    let mut now = crate::now();
+    let mut d = Driver::new(inner, conn);
     if let Some(h) = first {
-        install(&mut socket, &mut out, h);
+        d.install(h);
     }
     loop {
-        // A socket an acceptor moved into this connection.
-        let handoff = conn
+        d.take_handoff();
+        #[cfg(feature = "interceptor")]
+        d.unblock_if_asked();
+        if d.handle_events().await.is_break() {
+            return;
+        }
+        let Some(io) = d.prepare() else {
+            // Framing failed (a fault): its events come before any wait.
+            continue;
+        };
+        let step = d.next_step(&mut stop, io).await;
+        d.now = crate::now();
+        d.on_step(step);
+        d.give_back_input();
+    }
+}
+
+/// One connection's task: the socket, the bytes in flight each way, the
+/// events not yet handled and the receive budget.
+struct Driver<T: Transport> {
+    inner: Arc<Inner<T>>,
+    conn: Connection,
+    socket: Option<Socket>,
+    out: WireQueue,
+    rbuf: BytesMut,
+    connecting: Option<Connecting<T::Stream>>,
+    /// Events taken from the connection, not yet handled: a message waiting
+    /// for receive budget holds up the events after it.
+    pending: VecDeque<Event>,
+    budget: Budget,
+    /// We stopped reading (receive budget, the queue limit): the frame
+    /// being read gets its full time again when we resume.
+    paused: bool,
+    /// One timer for the task's life, moved when the deadline changes.
+    timer: Pin<Box<tokio::time::Sleep>>,
+    armed: Option<Instant>,
+    /// The time of the current step: dispatches and the sends they make
+    /// use it instead of reading the clock per message.
+    now: Instant,
+}
+
+/// How the next wait may use the socket.
+struct Io {
+    read: bool,
+    read_limit: usize,
+}
+
+enum Step<S> {
+    Read(std::io::Result<usize>),
+    Wrote(std::io::Result<usize>),
+    Connected(std::io::Result<S>),
+    Budget(u64, crate::budget::Permits),
+    Woken,
+    Timer,
+    Stop,
+}
+
+fn far() -> tokio::time::Instant {
+    tokio::time::Instant::now() + std::time::Duration::from_secs(86400)
+}
+
+impl<T: Transport> Driver<T> {
+    fn new(inner: Arc<Inner<T>>, conn: Connection) -> Driver<T> {
+        let budget = Budget::new(inner.dispatch_throttle.clone());
+        Driver {
+            inner,
+            conn,
+            socket: None,
+            out: WireQueue::new(),
+            rbuf: BytesMut::new(),
+            connecting: None,
+            pending: VecDeque::new(),
+            budget,
+            paused: false,
+            timer: Box::pin(tokio::time::sleep_until(far())),
+            armed: None,
+            now: crate::now(),
+        }
+    }
+
+    /// A socket, given to this connection by its acceptor or another's.
+    fn install(&mut self, h: Handoff) {
+        self.socket = Some(Socket {
+            link: h.link,
+            reader: h.reader,
+            writer: h.writer,
+            slot: h.slot,
+        });
+        let mut pending = h.pending;
+        self.out.clear();
+        self.out.append(&mut pending);
+    }
+
+    /// The socket is gone: so are its buffers (an idle or standby session
+    /// keeps none).
+    fn drop_socket(&mut self) {
+        self.socket = None;
+        self.out = WireQueue::new();
+        self.rbuf = BytesMut::new();
+    }
+
+    /// A socket an acceptor moved into this connection.
+    fn take_handoff(&mut self) {
+        let handoff = self
+            .conn
             .shared
             .handoff
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some(h) = handoff {
-            install(&mut socket, &mut out, h);
+            self.install(h);
         }
-        // A test released an interceptor's hold: carried out here, where
-        // the input buffer is the connection's.
-        #[cfg(feature = "interceptor")]
-        {
-            let mut c = conn.shared.lock();
-            if c.take_unblock_request() {
-                c.unblock(crate::now());
-            }
-        }
+    }
 
-        // Events, in order, until handling them (a dispatcher's send, say)
-        // makes no more. Sends from inside this task's own dispatcher calls
-        // skip the wake-up: this loop and the output check below see them.
+    /// A test released an interceptor's hold: carried out here, where the
+    /// input buffer is the connection's.
+    #[cfg(feature = "interceptor")]
+    fn unblock_if_asked(&mut self) {
+        let mut c = self.conn.shared.lock();
+        if c.take_unblock_request() {
+            c.unblock(crate::now());
+        }
+    }
+
+    /// Events, in order, until handling them (a dispatcher's send, say)
+    /// makes no more, or a message waits for receive budget. Sends from
+    /// inside this task's own dispatcher calls skip the wake-up: this loop
+    /// and `prepare` see them. Breaks when the connection closed.
+    async fn handle_events(&mut self) -> ControlFlow<()> {
         loop {
             {
-                let mut c = conn.shared.lock();
-                events.extend(std::iter::from_fn(|| c.poll_event()));
+                let mut c = self.conn.shared.lock();
+                self.pending.extend(std::iter::from_fn(|| c.poll_event()));
             }
-            if events.is_empty() {
-                break;
+            if self.pending.is_empty() {
+                return ControlFlow::Continue(());
             }
-            for ev in events.drain(..) {
+            while let Some(ev) = self.pending.pop_front() {
                 match ev {
-                    Event::Connect { addr } => {
-                        let t = inner.transport.clone();
-                        let timeout = inner.config.timeouts.connect;
-                        connecting = Some(Box::pin(async move {
-                            match tokio::time::timeout(timeout, t.connect(addr)).await {
-                                Ok(r) => r,
-                                Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
-                            }
-                        }));
-                    }
-                    Event::CloseSocket { link } => {
-                        if socket.as_ref().is_some_and(|s| s.link == link) {
-                            socket = None;
-                            out.clear();
-                            rbuf.clear();
-                        }
-                    }
-                    Event::ShutdownSocket { link, mut last } => {
-                        // An interceptor's STALL or write FAULT: what was
-                        // written goes out, then the socket closes.
-                        if let Some(s) = socket.take_if(|s| s.link == link) {
-                            out.append(&mut last);
-                            {
-                                let mut c = conn.shared.lock();
-                                if c.link_id() == Some(link) {
-                                    if let Some(q) = c.output() {
-                                        out.append(q);
-                                    }
-                                }
-                            }
-                            flush_and_close(s, &mut out).await;
-                            rbuf.clear();
-                        }
-                    }
-                    Event::IdentReceived(req) => {
-                        if let Some(existing) = decide(&inner, &conn, req) {
-                            // Our socket now belongs to the existing connection.
-                            if let Some(s) = socket.take() {
-                                let link = existing.shared.lock().link_id().unwrap_or(s.link);
-                                *existing
-                                    .shared
-                                    .handoff
-                                    .lock()
-                                    .unwrap_or_else(|e| e.into_inner()) = Some(Handoff {
-                                    link,
-                                    reader: s.reader,
-                                    writer: s.writer,
-                                    pending: std::mem::take(&mut out),
-                                });
-                            }
-                            existing.shared.wake.notify_one();
-                        }
-                    }
-                    Event::LearnedAddr(a) => inner.learned(a),
-                    Event::Fault(e) => {
-                        {
-                            let _task = running_task(conn.shared.id, now);
-                            inner.dispatcher.ms_handle_fault(&conn, &e);
-                        }
-                        *conn
-                            .shared
-                            .last_fault
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner()) = Some(e)
-                    }
-                    Event::Connected => {
-                        store_features(&conn);
-                        {
-                            let _task = running_task(conn.shared.id, now);
-                            inner.dispatcher.ms_handle_connect(&conn)
-                        }
-                    }
-                    Event::Accepted => {
-                        store_features(&conn);
-                        {
-                            let _task = running_task(conn.shared.id, now);
-                            inner.dispatcher.ms_handle_accept(&conn)
-                        }
-                    }
                     Event::Message(msg) => {
-                        let len = msg.payload_len() as u64;
-                        let dispatch = inner.dispatch_throttle.take(len).await;
-                        // The peer's type, and so its policy, is known
-                        // by the first message and never changes.
-                        let throttle = policy_throttle
-                            .get_or_insert_with(|| inner.policy_throttle(conn.peer_type()));
-                        let policy = match throttle {
-                            Some(t) => t.take(len).await,
-                            None => Permit::default(),
-                        };
-                        let incoming = IncomingMessage {
-                            msg,
-                            _permits: (dispatch, policy),
-                        };
-                        {
-                            let _task = running_task(conn.shared.id, now);
-                            inner.dispatcher.ms_dispatch(&conn, incoming)
-                        };
+                        if let Err(msg) = self.dispatch(msg) {
+                            self.pending.push_front(Event::Message(msg));
+                            return ControlFlow::Continue(());
+                        }
                     }
-                    Event::Reset => {
-                        let _task = running_task(conn.shared.id, now);
-                        inner.dispatcher.ms_handle_reset(&conn)
-                    }
-                    Event::RemoteReset => {
-                        let _task = running_task(conn.shared.id, now);
-                        inner.dispatcher.ms_handle_remote_reset(&conn)
-                    }
-                    Event::Refused => {
-                        let _task = running_task(conn.shared.id, now);
-                        inner.dispatcher.ms_handle_refused(&conn)
-                    }
-                    Event::KeepaliveAck(_) => conn.shared.keepalive_acked.notify_waiters(),
-                    Event::Closed => {
-                        inner.forget(&conn);
-                        conn.shared.drained.notify_waiters();
-                        // Keepalive waiters learn that no ack will come.
-                        conn.shared.keepalive_acked.notify_waiters();
-                        return;
-                    }
+                    ev => self.on_event(ev).await?,
                 }
             }
         }
+    }
 
-        // Take what the connection has written, and its input buffer.
+    /// Dispatches `msg` with its receive budget; gives it back when the
+    /// budget must be waited for.
+    fn dispatch(&mut self, msg: msgr_protocol::Message) -> Result<(), msgr_protocol::Message> {
+        let len = msg.payload_len() as u64;
+        let Some(permits) = self.budget.take(len) else {
+            return Err(msg);
+        };
+        let incoming = IncomingMessage {
+            msg,
+            _permits: permits,
+        };
+        let _task = running_task(self.conn.shared.id, self.now);
+        self.inner.dispatcher.ms_dispatch(&self.conn, incoming);
+        Ok(())
+    }
+
+    async fn on_event(&mut self, ev: Event) -> ControlFlow<()> {
+        let (inner, conn, now) = (&self.inner, &self.conn, self.now);
+        let user = || running_task(conn.shared.id, now);
+        match ev {
+            Event::Connect { addr } => {
+                let t = inner.transport.clone();
+                let timeout = inner.config.timeouts.connect;
+                self.connecting = Some(Box::pin(async move {
+                    match tokio::time::timeout(timeout, t.connect(addr)).await {
+                        Ok(r) => r,
+                        Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+                    }
+                }));
+            }
+            Event::CloseSocket { link } => {
+                if self.socket.as_ref().is_some_and(|s| s.link == link) {
+                    self.drop_socket();
+                }
+            }
+            Event::ShutdownSocket { link, mut last } => {
+                // What was written goes out, then the socket closes (a
+                // refusal the peer should read; an interceptor's STALL or
+                // write FAULT).
+                if let Some(s) = self.socket.take_if(|s| s.link == link) {
+                    self.out.append(&mut last);
+                    {
+                        let mut c = conn.shared.lock();
+                        if c.link_id() == Some(link) {
+                            if let Some(q) = c.output() {
+                                self.out.append(q);
+                            }
+                        }
+                    }
+                    flush_and_close(s, &mut self.out).await;
+                    self.drop_socket();
+                }
+            }
+            Event::IdentReceived(req) => {
+                if let Some(existing) = decide(inner, conn, req) {
+                    // Our socket now belongs to the existing connection.
+                    if let Some(s) = self.socket.take() {
+                        let link = existing.shared.lock().link_id().unwrap_or(s.link);
+                        *existing
+                            .shared
+                            .handoff
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()) = Some(Handoff {
+                            link,
+                            reader: s.reader,
+                            writer: s.writer,
+                            pending: std::mem::take(&mut self.out),
+                            slot: s.slot,
+                        });
+                    }
+                    existing.shared.wake.notify_one();
+                }
+            }
+            Event::LearnedAddr(a) => inner.learned(a),
+            Event::Fault(e) => {
+                {
+                    let _task = user();
+                    inner.dispatcher.ms_handle_fault(conn, &e);
+                }
+                *conn
+                    .shared
+                    .last_fault
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(e)
+            }
+            Event::Connected => {
+                store_features(conn);
+                let _task = user();
+                inner.dispatcher.ms_handle_connect(conn)
+            }
+            Event::Accepted => {
+                store_features(conn);
+                let _task = user();
+                inner.dispatcher.ms_handle_accept(conn)
+            }
+            Event::Message(_) => unreachable!("dispatched by handle_events"),
+            Event::Reset => {
+                let _task = user();
+                inner.dispatcher.ms_handle_reset(conn)
+            }
+            Event::RemoteReset => {
+                let _task = user();
+                inner.dispatcher.ms_handle_remote_reset(conn)
+            }
+            Event::Refused => {
+                let _task = user();
+                inner.dispatcher.ms_handle_refused(conn)
+            }
+            Event::KeepaliveAck(_) => conn.shared.keepalive_acked.notify_waiters(),
+            Event::Closed => {
+                inner.forget(conn);
+                conn.shared.drained.notify_waiters();
+                // Keepalive waiters learn that no ack will come.
+                conn.shared.keepalive_acked.notify_waiters();
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Takes what the connection has written and its input buffer, reserves
+    /// receive budget for the message being read, decides whether to read,
+    /// and arms the timer. `None`: framing raised a fault to handle first.
+    fn prepare(&mut self) -> Option<Io> {
         let mut raised = false;
         let mut read_limit = usize::MAX;
-        let deadline = {
-            let mut c = conn.shared.lock();
-            if let Some(s) = socket.as_ref() {
-                if c.link_id() == Some(s.link) {
-                    raised = c.fill_output(&mut out, now);
-                    let want = c.want();
-                    if let Some(input) = c.input() {
-                        rbuf = std::mem::take(input);
-                    }
-                    read_limit = make_room(&mut rbuf, want);
-                } else {
-                    // The connection moved on to another socket.
-                    socket = None;
-                    out.clear();
+        let mut c = self.conn.shared.lock();
+        match self.socket.as_ref() {
+            Some(s) if c.link_id() == Some(s.link) => {
+                raised = c.fill_output(&mut self.out, self.now);
+                let want = c.want();
+                let min_read = match c.state() {
+                    msgr_protocol::ConnState::Ready => MIN_READ,
+                    _ => HANDSHAKE_READ,
+                };
+                if let Some(input) = c.input() {
+                    self.rbuf = std::mem::take(input);
                 }
+                read_limit = make_room(&mut self.rbuf, want, min_read);
             }
-            if conn
-                .shared
-                .senders_waiting
-                .load(std::sync::atomic::Ordering::Acquire)
-                > 0
-            {
-                let (_, queued) = c.session().queued();
-                if queued < conn.shared.max_queued_bytes {
-                    conn.shared.drained.notify_waiters();
-                }
+            // The connection moved on to another socket (drop_socket,
+            // field by field while the connection is locked).
+            Some(_) => {
+                self.socket = None;
+                self.out = WireQueue::new();
+                self.rbuf = BytesMut::new();
             }
-            (c.poll_timeout(), c.link_held())
-        };
-        let (deadline, held) = deadline;
+            None => {}
+        }
+        let shared = &self.conn.shared;
+        if shared.senders_waiting.load(Ordering::Acquire) > 0
+            && c.session().queued().1 < shared.max_queued_bytes
+        {
+            shared.drained.notify_waiters();
+        }
+        // Budget for the message whose preamble is in, before its bytes.
+        if self.pending.is_empty() {
+            if let Some(len) = c.pending_message_len() {
+                let peer = c.peer().entity_type;
+                let inner = &self.inner;
+                self.budget.policy(|| inner.policy_throttle(peer));
+                self.budget.reserve(len as u64);
+            }
+        }
+        // Reading stops, and only reading, while a message waits for
+        // budget and while we hold too much for a peer that does not read.
+        let blocked = !self.pending.is_empty() || self.budget.waiting() || c.over_queue_limit();
+        // A socket an interceptor holds is not read (its handshake is
+        // frozen).
+        let can_read = self.socket.is_some() && !c.link_held();
+        if can_read && blocked {
+            self.paused = true;
+        } else if can_read && std::mem::take(&mut self.paused) {
+            c.resume_reading(self.now);
+        }
+        let deadline = c.poll_timeout();
+        drop(c);
         if raised {
-            // Framing failed (a fault): its events come before any wait.
-            continue;
+            return None;
         }
         // Move the timer only when the deadline gets earlier: one that
         // fires before a later deadline finds nothing due and re-arms.
-        let earlier = match (deadline, armed) {
+        let earlier = match (deadline, self.armed) {
             (Some(d), Some(a)) => d < a,
             (Some(_), None) => true,
             (None, _) => false,
         };
         if earlier {
-            armed = deadline;
-            timer.as_mut().reset(deadline.map_or_else(far, Into::into));
+            self.armed = deadline;
+            self.timer
+                .as_mut()
+                .reset(deadline.map_or_else(far, Into::into));
         }
+        Some(Io {
+            read: can_read && !blocked,
+            read_limit,
+        })
+    }
 
-        out.seal();
+    /// Waits for the next thing to do: a write, a read, a connect, budget,
+    /// the timer, a wake-up or the shutdown.
+    async fn next_step(
+        &mut self,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+        io: Io,
+    ) -> Step<T::Stream> {
+        self.out.seal();
         let mut iov = [IoSlice::new(&[]); MAX_IOV];
-        let n_iov = out.slices(&mut iov);
-        let (reader, writer) = match socket.as_mut() {
+        let n_iov = self.out.slices(&mut iov);
+        let (reader, writer) = match self.socket.as_mut() {
             Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
             None => (None, None),
         };
-        // A socket an interceptor holds is not read (its handshake is frozen).
-        let has_reader = reader.is_some() && !held;
+        let has_reader = reader.is_some() && io.read;
         let has_output = writer.is_some() && n_iov > 0;
-        let delay = inner.injector.delay_now();
-
-        enum Step<S> {
-            Read(std::io::Result<usize>),
-            Wrote(std::io::Result<usize>),
-            Connected(std::io::Result<S>),
-            Woken,
-            Timer,
-            Stop,
-        }
+        let delay = self.inner.injector.delay_now();
+        let rbuf = &mut self.rbuf;
+        let connecting = &mut self.connecting;
+        let budget = self.budget.wait_mut();
+        let waiting = budget.is_some();
+        let timer = &mut self.timer;
+        let armed = self.armed.is_some();
+        let wake = &self.conn.shared.wake;
         // Biased, in a fixed order, so a run on a paused single-threaded
         // runtime repeats exactly (tokio's default picks the first branch
         // at random). Writes come before reads: output is bounded by what
         // the user queued, and a socket with room takes it at once.
-        let step = tokio::select! {
+        tokio::select! {
             biased;
             _ = stop.changed() => Step::Stop,
             w = async {
@@ -308,87 +453,101 @@ pub(crate) async fn run<T: Transport>(
                 writer.expect("guarded").write_vectored(&iov[..n_iov]).await
             }, if has_output => Step::Wrote(w),
             r = async {
-                reader.expect("guarded").read_buf(&mut (&mut rbuf).limit(read_limit)).await
+                reader.expect("guarded").read_buf(&mut rbuf.limit(io.read_limit)).await
             }, if has_reader => Step::Read(r),
             c = async { connecting.as_mut().expect("guarded").await }, if connecting.is_some() => Step::Connected(c),
-            _ = &mut timer, if armed.is_some() => Step::Timer,
-            _ = conn.shared.wake.notified() => Step::Woken,
-        };
-        now = crate::now();
+            (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
+            _ = timer.as_mut(), if armed => Step::Timer,
+            _ = wake.notified() => Step::Woken,
+        }
+    }
+
+    fn on_step(&mut self, step: Step<T::Stream>) {
+        let now = self.now;
+        let link = self.socket.as_ref().map(|s| s.link).unwrap_or_default();
         match step {
             Step::Read(r) => {
-                let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
                 let failed = match r {
                     Ok(0) => Some(std::io::Error::new(
                         std::io::ErrorKind::UnexpectedEof,
                         "connection closed by peer",
                     )),
-                    Ok(_) if inner.injector.fail_now() => Some(injected()),
+                    Ok(_) if self.inner.injector.fail_now() => Some(injected()),
                     Ok(_) => None,
                     Err(e) => Some(e),
                 };
-                let mut c = conn.shared.lock();
+                let mut c = self.conn.shared.lock();
                 match failed {
                     Some(e) => c.socket_closed(link, &e, now),
                     None if c.link_id() == Some(link) => {
                         if let Some(input) = c.input() {
-                            *input = std::mem::take(&mut rbuf);
+                            *input = std::mem::take(&mut self.rbuf);
                         }
                         c.handle_input(now);
                         c.flush_acks(now);
                     }
-                    None => rbuf.clear(),
+                    None => self.rbuf.clear(),
                 }
             }
-            Step::Wrote(r) => {
-                let link = socket.as_ref().map(|s| s.link).unwrap_or_default();
-                match r {
-                    Ok(_) if inner.injector.fail_now() => {
-                        conn.shared.lock().socket_closed(link, &injected(), now)
-                    }
-                    Ok(n) => out.advance(n),
-                    Err(e) => conn.shared.lock().socket_closed(link, &e, now),
+            Step::Wrote(r) => match r {
+                Ok(_) if self.inner.injector.fail_now() => {
+                    self.conn
+                        .shared
+                        .lock()
+                        .socket_closed(link, &injected(), now)
                 }
-            }
+                Ok(n) => self.out.advance(n),
+                Err(e) => self.conn.shared.lock().socket_closed(link, &e, now),
+            },
             Step::Connected(r) => {
-                connecting = None;
-                let mut c = conn.shared.lock();
+                self.connecting = None;
+                let mut c = self.conn.shared.lock();
                 match r {
                     Ok(stream) => {
                         c.socket_connected(stream.local_addr(), now);
                         if let Some(link) = c.link_id() {
                             let (r, w) = stream.into_split();
-                            socket = Some(Socket {
+                            self.socket = Some(Socket {
                                 link,
                                 reader: Box::new(r),
                                 writer: Box::new(w),
+                                slot: SocketSlot::new(&self.inner.live_sockets),
                             });
-                            out.clear();
-                            rbuf.clear();
+                            self.out.clear();
+                            self.rbuf.clear();
                         }
                     }
                     Err(e) => c.socket_failed(&e, now),
                 }
             }
+            Step::Budget(bytes, permits) => self.budget.granted(bytes, permits),
             Step::Woken => {}
             Step::Timer => {
-                armed = None;
-                conn.shared.lock().handle_timeout(now)
+                self.armed = None;
+                self.conn.shared.lock().handle_timeout(now)
             }
-            Step::Stop => conn.shared.lock().mark_down(),
+            Step::Stop => self.conn.shared.lock().mark_down(),
         }
-        // Give the input buffer back if the read did not take it.
-        if !rbuf.is_empty() {
-            let mut c = conn.shared.lock();
-            if socket.as_ref().is_some_and(|s| c.link_id() == Some(s.link)) {
-                if let Some(input) = c.input() {
-                    if input.is_empty() {
-                        *input = std::mem::take(&mut rbuf);
-                    }
+    }
+
+    /// Gives the input buffer back if the read did not take it.
+    fn give_back_input(&mut self) {
+        if self.rbuf.is_empty() {
+            return;
+        }
+        let mut c = self.conn.shared.lock();
+        if self
+            .socket
+            .as_ref()
+            .is_some_and(|s| c.link_id() == Some(s.link))
+        {
+            if let Some(input) = c.input() {
+                if input.is_empty() {
+                    *input = std::mem::take(&mut self.rbuf);
                 }
             }
-            rbuf.clear();
         }
+        self.rbuf.clear();
     }
 }
 
@@ -424,17 +583,6 @@ fn store_features(conn: &Connection) {
     conn.shared
         .features
         .store(f, std::sync::atomic::Ordering::Relaxed);
-}
-
-fn install(socket: &mut Option<Socket>, out: &mut WireQueue, h: Handoff) {
-    *socket = Some(Socket {
-        link: h.link,
-        reader: h.reader,
-        writer: h.writer,
-    });
-    let mut pending = h.pending;
-    out.clear();
-    out.append(&mut pending);
 }
 
 /// The registry's decision on an accepted ident, carried out on both
@@ -509,15 +657,15 @@ fn decide<T: Transport>(
 /// Returns how much the next read may take: up to the end of a large frame
 /// and no further (bytes of the next frame read along would have to move
 /// when its own buffer is made); small steps, as much as there is room for.
-fn make_room(rbuf: &mut BytesMut, want: usize) -> usize {
-    let large = want > MIN_READ;
+fn make_room(rbuf: &mut BytesMut, want: usize, min_read: usize) -> usize {
+    let large = want > min_read;
     let read_limit = if large { want } else { usize::MAX };
     let spare = rbuf.capacity() - rbuf.len();
-    if spare >= want && rbuf.len() >= MIN_READ {
+    if spare >= want && rbuf.len() >= min_read {
         return read_limit;
     }
     if !large {
-        rbuf.reserve(MIN_READ);
+        rbuf.reserve(min_read);
     } else if !rbuf.try_reclaim(want) {
         let mut fresh = BytesMut::with_capacity(rbuf.len() + want);
         fresh.extend_from_slice(rbuf);
@@ -537,7 +685,7 @@ mod tests {
         rbuf.extend_from_slice(b"abc");
         // A frame is taken while it is still in use: the unread bytes move.
         let frame = rbuf.split_to((1 << 20) - 3);
-        assert_eq!(make_room(&mut rbuf, 1 << 20), 1 << 20);
+        assert_eq!(make_room(&mut rbuf, 1 << 20, MIN_READ), 1 << 20);
         assert_eq!(&rbuf[..], b"abc");
         assert!(rbuf.capacity() >= 3 + (1 << 20));
         drop(frame);
@@ -547,7 +695,7 @@ mod tests {
         let end = start + rbuf.capacity();
         let frame = rbuf.split_to(3);
         drop(frame);
-        make_room(&mut rbuf, 1 << 19);
+        make_room(&mut rbuf, 1 << 19, MIN_READ);
         assert!((start..end).contains(&(rbuf.as_ptr() as usize)));
         assert!(rbuf.capacity() >= 1 << 19);
 
@@ -556,7 +704,7 @@ mod tests {
         let mut rbuf = BytesMut::with_capacity(1 << 20);
         rbuf.extend_from_slice(&vec![1u8; (1 << 20) - 100]);
         let at = rbuf.as_ptr();
-        assert_eq!(make_room(&mut rbuf, 100), usize::MAX);
+        assert_eq!(make_room(&mut rbuf, 100, MIN_READ), usize::MAX);
         assert_eq!(rbuf.as_ptr(), at);
     }
 }

@@ -17,6 +17,7 @@
 //! without touching the protocol.
 #![forbid(unsafe_code)]
 
+mod budget;
 mod connection;
 mod driver;
 pub mod inject;

@@ -34,13 +34,23 @@ pub struct Options {
     /// Caps on frames of READY sessions (segment, frame, decompressed sizes).
     pub frame_limits: msgr_frames::FrameLimits,
     /// ms_dispatch_throttle_bytes: received messages held by the user.
+    /// Each message takes its share when its preamble arrives, before its
+    /// bytes are read; a message announced larger than this is refused.
     pub dispatch_throttle_bytes: u64,
-    /// Unsent bytes a connection holds before `Connection::send` waits.
+    /// Bytes a connection holds for its peer (queued, unacknowledged,
+    /// unwritten) before it stops reading from it and `Connection::send`
+    /// waits (msgr_protocol::QueueLimits::soft).
     pub max_queued_bytes: usize,
-    /// Connections this messenger holds at most; a socket accepted beyond
-    /// that is closed at once (a flood of peers cannot exhaust memory or
-    /// descriptors).
+    /// Bytes past which a connection is marked down (QueueLimits::hard).
+    pub max_queued_bytes_hard: usize,
+    /// Live sockets this messenger holds at most (a STANDBY session has
+    /// none). At the limit, a new socket evicts the READY connection idle
+    /// longest, if it has been idle `evict_idle_after`; else it is closed
+    /// at once: a flood of peers cannot exhaust memory or descriptors.
     pub max_connections: usize,
+    /// How long a READY connection must have been idle to be evicted for a
+    /// new one at `max_connections`.
+    pub evict_idle_after: std::time::Duration,
     pub inject: InjectConfig,
     /// Seeds cookies and fault injection, for tests that must repeat
     /// exactly; 0 (the default): cookies from the system's random source.
@@ -64,7 +74,9 @@ impl Options {
             frame_limits: msgr_frames::FrameLimits::default(),
             dispatch_throttle_bytes: 100 << 20,
             max_queued_bytes: 64 << 20,
+            max_queued_bytes_hard: 128 << 20,
             max_connections: 16384,
+            evict_idle_after: std::time::Duration::from_secs(30),
             inject: InjectConfig::default(),
             seed: 0,
             #[cfg(feature = "interceptor")]
@@ -88,8 +100,13 @@ pub(crate) struct Inner<T: Transport> {
     pub injector: Injector,
     pub max_queued_bytes: usize,
     pub max_connections: usize,
+    pub evict_idle_after: std::time::Duration,
+    /// Sockets alive now (SocketSlot).
+    pub live_sockets: Arc<AtomicUsize>,
     /// Sockets closed at accept because `max_connections` were open.
     pub refused_accepts: AtomicU64,
+    /// Idle connections evicted to make room at `max_connections`.
+    pub evictions: AtomicU64,
     next_id: AtomicU64,
     tasks: AtomicUsize,
     tasks_done: Notify,
@@ -202,6 +219,11 @@ impl<T: Transport> Messenger<T> {
         config.timeouts = opts.timeouts;
         config.compression = opts.compression.clone();
         config.frame_limits = opts.frame_limits;
+        config.receive_budget = Some(opts.dispatch_throttle_bytes);
+        config.queue_limits = msgr_protocol::QueueLimits {
+            soft: opts.max_queued_bytes,
+            hard: opts.max_queued_bytes_hard.max(opts.max_queued_bytes),
+        };
         // The driver reports what it holds unwritten (Conn::fill_output).
         config.output_window = Some(crate::driver::OUTPUT_WINDOW);
         #[cfg(feature = "interceptor")]
@@ -238,7 +260,10 @@ impl<T: Transport> Messenger<T> {
                 injector: Injector::new(opts.inject, seed ^ 0x5eed),
                 max_queued_bytes: opts.max_queued_bytes,
                 max_connections: opts.max_connections,
+                evict_idle_after: opts.evict_idle_after,
+                live_sockets: Arc::new(AtomicUsize::new(0)),
                 refused_accepts: AtomicU64::new(0),
+                evictions: AtomicU64::new(0),
                 next_id: AtomicU64::new(1),
                 tasks: AtomicUsize::new(0),
                 tasks_done: Notify::new(),
@@ -341,6 +366,22 @@ impl<T: Transport> Messenger<T> {
         self.inner.refused_accepts.load(Ordering::Relaxed)
     }
 
+    /// Idle connections evicted to make room at the connection limit.
+    pub fn evictions(&self) -> u64 {
+        self.inner.evictions.load(Ordering::Relaxed)
+    }
+
+    /// Sockets alive now (what `max_connections` counts).
+    pub fn live_sockets(&self) -> usize {
+        self.inner.live_sockets.load(Ordering::Acquire)
+    }
+
+    /// Receive budget held now: (messages, bytes) of the dispatch throttle,
+    /// taken by messages being read or held by the user.
+    pub fn dispatch_budget_held(&self) -> (u64, u64) {
+        self.inner.dispatch_throttle.current()
+    }
+
     /// Fault injection counters: socket failures injected so far.
     pub fn injected_failures(&self) -> u64 {
         self.inner.injector.failures.load(Ordering::Relaxed)
@@ -368,7 +409,7 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
     if *inner.shutdown.borrow() {
         return;
     }
-    if inner.all().len() >= inner.max_connections {
+    if inner.live_sockets.load(Ordering::Acquire) >= inner.max_connections && !evict_idle(inner) {
         inner.refused_accepts.fetch_add(1, Ordering::Relaxed);
         drop(stream);
         return;
@@ -400,6 +441,27 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
         reader: Box::new(r) as BoxReader,
         writer: Box::new(w) as BoxWriter,
         pending: WireQueue::new(),
+        slot: crate::connection::SocketSlot::new(&inner.live_sockets),
     };
     inner.spawn(crate::driver::run(inner.clone(), c, Some(socket)));
+}
+
+/// At the connection limit: evicts the READY connection idle longest, if
+/// it has been idle `evict_idle_after` (its socket closes; its policy
+/// decides what becomes of the session). Returns whether one was.
+fn evict_idle<T: Transport>(inner: &Arc<Inner<T>>) -> bool {
+    let now = crate::now();
+    let conns: Vec<Connection> = inner.all().values().cloned().collect();
+    let idlest = conns
+        .iter()
+        .filter_map(|c| c.shared.lock().idle_since().map(|t| (t, c)))
+        .filter(|(t, _)| now.saturating_duration_since(*t) >= inner.evict_idle_after)
+        .min_by_key(|(t, _)| *t);
+    let Some((_, victim)) = idlest else {
+        return false;
+    };
+    victim.shared.lock().evict_idle(now);
+    victim.shared.wake.notify_one();
+    inner.evictions.fetch_add(1, Ordering::Relaxed);
+    true
 }

@@ -62,6 +62,15 @@ impl Throttle {
             .is_ok()
     }
 
+    /// Takes one message of `bytes` if there is room now.
+    pub fn try_take_permit(self: &Arc<Self>, bytes: u64) -> Option<Permit> {
+        let bytes = bytes.min(MAX_COUNTED_BYTES);
+        self.try_take(bytes).then(|| Permit {
+            throttle: Some(self.clone()),
+            bytes,
+        })
+    }
+
     /// Takes one message of `bytes`, waiting while the throttle is full.
     pub async fn take(self: &Arc<Self>, bytes: u64) -> Permit {
         let bytes = bytes.min(MAX_COUNTED_BYTES);

@@ -415,6 +415,16 @@ impl Conn {
         matches!(self.state, State::Ready).then_some(self.last_active)
     }
 
+    /// Closes the socket of an idle connection to make room for another:
+    /// a fault, which its policy handles (a stateful server's session
+    /// stands by, a lossy one resets).
+    pub fn evict_idle(&mut self, now: Instant) {
+        if matches!(self.state, State::Ready) {
+            let e = ProtocolError::Timeout("idle connection, evicted at the connection limit");
+            self.fault(e, now);
+        }
+    }
+
     /// The most a received message may hold: the messenger's receive
     /// budget, lowered by the peer's policy throttle.
     fn budget(&self) -> Option<u64> {

@@ -84,6 +84,14 @@ impl RawPeer {
         if let Some(t) = self.transcript.as_mut() {
             t.tx.extend_from_slice(&bytes);
         }
+        // No server signs more than this; an attacker's flood keeps none.
+        if self
+            .transcript
+            .as_ref()
+            .is_some_and(|t| t.tx.len() > msgr_protocol::MAX_PRE_AUTH)
+        {
+            self.transcript = None;
+        }
         self.s.write_all(&bytes).await
     }
 
@@ -228,6 +236,61 @@ impl RawPeer {
             }));
         }
         Some(())
+    }
+
+    /// A MESSAGE frame numbered `seq` (and tid `seq`) carrying `data`.
+    pub async fn message(&mut self, seq: u64, data: Bytes) -> std::io::Result<()> {
+        let h = msgr_frames::message::MsgHeader2 {
+            seq,
+            tid: seq,
+            msg_type: 42,
+            priority: 127,
+            version: 1,
+            data_pre_padding_len: 0,
+            data_off: 0,
+            ack_seq: 0,
+            flags: 0,
+            compat_version: 1,
+            reserved: 0,
+        };
+        let header = Bytes::copy_from_slice(&h.to_array());
+        self.send(Tag::MESSAGE, &[header, Bytes::new(), Bytes::new(), data])
+            .await
+    }
+
+    /// HELLO as a client, auth none, no compression, and a CLIENT_IDENT
+    /// from `v2:127.0.0.1:0/nonce` (lossy or not): a READY session, or
+    /// `None`.
+    pub async fn session(&mut self, nonce: u32, lossy: bool) -> Option<()> {
+        self.hello(EntityType::CLIENT).await.ok()?;
+        let mut none = msgr_auth::NoneClient {
+            name: format!("client.{nonce}"),
+            global_id: nonce as u64,
+            modes: vec![ConMode::CRC],
+        };
+        self.authenticate(&mut none, EntityType::OSD).await.ok()?;
+        self.compression(None).await?;
+        let me: EntityAddr = format!("v2:127.0.0.1:0/{nonce}").parse().ok()?;
+        let target = self.server_addr(0);
+        self.control(
+            ClientIdent {
+                addrs: msgr_encoding::EntityAddrvec::single(me),
+                target_addr: target,
+                gid: nonce as i64,
+                global_seq: 1,
+                supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
+                required_features: 0,
+                flags: if lossy { CONNECT_FLAG_LOSSY } else { 0 },
+                cookie: nonce as u64 | 1,
+            }
+            .into(),
+        )
+        .await
+        .ok()?;
+        match self.recv().await? {
+            ControlFrame::ServerIdent(_) => Some(()),
+            _ => None,
+        }
     }
 
     /// HELLO as a client, auth none, signature, compression (asking for
