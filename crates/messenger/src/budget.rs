@@ -99,6 +99,7 @@ impl Budget {
     /// The permits for a received message of `bytes`: what was reserved
     /// for it, or budget taken now. `None`: a wait started (or goes on);
     /// the message waits for it.
+    #[inline]
     pub fn take(&mut self, bytes: u64) -> Option<Permits> {
         match self.reserved.take() {
             // Reserved by its preamble (a compressed message's size once

@@ -63,18 +63,58 @@ pub(crate) async fn run<T: Transport>(
     if let Some(h) = first {
         d.install(h);
     }
+    // The steps are plain methods; the waits are here, in one body, so no
+    // step's future is built and moved per turn of the loop.
     loop {
         d.take_handoff();
         #[cfg(feature = "interceptor")]
         d.unblock_if_asked();
-        if d.handle_events().await.is_break() {
+        let flow = d.handle_events();
+        // Sockets to shut down after what was written to them (a refusal
+        // the peer should read; an interceptor's STALL or write FAULT).
+        for (socket, mut out) in d.closing.drain(..) {
+            flush_and_close(socket, &mut out).await;
+        }
+        if flow.is_break() {
             return;
         }
         let Some(io) = d.prepare() else {
             // Framing failed (a fault): its events come before any wait.
             continue;
         };
-        let step = d.next_step(&mut stop, io).await;
+        d.out.seal();
+        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+        let n_iov = d.out.slices(&mut iov);
+        let (reader, writer) = match d.socket.as_mut() {
+            Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
+            None => (None, None),
+        };
+        let has_reader = reader.is_some() && io.read;
+        let has_output = writer.is_some() && n_iov > 0;
+        let delay = d.inner.injector.delay_now();
+        let budget = d.budget.wait_mut();
+        let waiting = budget.is_some();
+        // Biased, in a fixed order, so a run on a paused single-threaded
+        // runtime repeats exactly (tokio's default picks the first branch
+        // at random). Writes come before reads: output is bounded by what
+        // the user queued, and a socket with room takes it at once.
+        let step = tokio::select! {
+            biased;
+            _ = stop.changed() => Step::Stop,
+            w = async {
+                if let Some(d) = delay {
+                    tokio::time::sleep(d).await;
+                }
+                writer.expect("guarded").write_vectored(&iov[..n_iov]).await
+            }, if has_output => Step::Wrote(w),
+            r = async {
+                reader.expect("guarded").read_buf(&mut (&mut d.rbuf).limit(io.read_limit)).await
+            }, if has_reader => Step::Read(r),
+            c = async { d.connecting.as_mut().expect("guarded").await }, if d.connecting.is_some() => Step::Connected(c),
+            (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
+            _ = d.timer.as_mut(), if d.armed.is_some() => Step::Timer,
+            _ = d.conn.shared.wake.notified() => Step::Woken,
+        };
         d.now = crate::now();
         d.on_step(step);
         d.give_back_input();
@@ -97,6 +137,8 @@ struct Driver<T: Transport> {
     /// We stopped reading (receive budget, the queue limit): the frame
     /// being read gets its full time again when we resume.
     paused: bool,
+    /// Sockets to flush and shut down (Event::ShutdownSocket).
+    closing: Vec<(Socket, WireQueue)>,
     /// One timer for the task's life, moved when the deadline changes.
     timer: Pin<Box<tokio::time::Sleep>>,
     armed: Option<Instant>,
@@ -138,6 +180,7 @@ impl<T: Transport> Driver<T> {
             pending: VecDeque::new(),
             budget,
             paused: false,
+            closing: Vec::new(),
             timer: Box::pin(tokio::time::sleep_until(far())),
             armed: None,
             now: crate::now(),
@@ -193,7 +236,7 @@ impl<T: Transport> Driver<T> {
     /// makes no more, or a message waits for receive budget. Sends from
     /// inside this task's own dispatcher calls skip the wake-up: this loop
     /// and `prepare` see them. Breaks when the connection closed.
-    async fn handle_events(&mut self) -> ControlFlow<()> {
+    fn handle_events(&mut self) -> ControlFlow<()> {
         loop {
             {
                 let mut c = self.conn.shared.lock();
@@ -204,35 +247,31 @@ impl<T: Transport> Driver<T> {
             }
             while let Some(ev) = self.pending.pop_front() {
                 match ev {
-                    Event::Message(msg) => {
-                        if let Err(msg) = self.dispatch(msg) {
+                    // Dispatched here, with its receive budget, or put back
+                    // to wait for it (the message moves once, into
+                    // IncomingMessage).
+                    Event::Message(msg) => match self.budget.take(msg.payload_len() as u64) {
+                        Some(permits) => self.dispatch(IncomingMessage {
+                            msg,
+                            _permits: permits,
+                        }),
+                        None => {
                             self.pending.push_front(Event::Message(msg));
                             return ControlFlow::Continue(());
                         }
-                    }
-                    ev => self.on_event(ev).await?,
+                    },
+                    ev => self.on_event(ev)?,
                 }
             }
         }
     }
 
-    /// Dispatches `msg` with its receive budget; gives it back when the
-    /// budget must be waited for.
-    fn dispatch(&mut self, msg: msgr_protocol::Message) -> Result<(), msgr_protocol::Message> {
-        let len = msg.payload_len() as u64;
-        let Some(permits) = self.budget.take(len) else {
-            return Err(msg);
-        };
-        let incoming = IncomingMessage {
-            msg,
-            _permits: permits,
-        };
+    fn dispatch(&self, incoming: IncomingMessage) {
         let _task = running_task(self.conn.shared.id, self.now);
         self.inner.dispatcher.ms_dispatch(&self.conn, incoming);
-        Ok(())
     }
 
-    async fn on_event(&mut self, ev: Event) -> ControlFlow<()> {
+    fn on_event(&mut self, ev: Event) -> ControlFlow<()> {
         let (inner, conn, now) = (&self.inner, &self.conn, self.now);
         let user = || running_task(conn.shared.id, now);
         match ev {
@@ -254,7 +293,7 @@ impl<T: Transport> Driver<T> {
             Event::ShutdownSocket { link, mut last } => {
                 // What was written goes out, then the socket closes (a
                 // refusal the peer should read; an interceptor's STALL or
-                // write FAULT).
+                // write FAULT): flushed by `run` before anything waits.
                 if let Some(s) = self.socket.take_if(|s| s.link == link) {
                     self.out.append(&mut last);
                     {
@@ -265,7 +304,8 @@ impl<T: Transport> Driver<T> {
                             }
                         }
                     }
-                    flush_and_close(s, &mut self.out).await;
+                    let out = std::mem::take(&mut self.out);
+                    self.closing.push((s, out));
                     self.drop_socket();
                 }
             }
@@ -413,53 +453,6 @@ impl<T: Transport> Driver<T> {
             read: can_read && !blocked,
             read_limit,
         })
-    }
-
-    /// Waits for the next thing to do: a write, a read, a connect, budget,
-    /// the timer, a wake-up or the shutdown.
-    async fn next_step(
-        &mut self,
-        stop: &mut tokio::sync::watch::Receiver<bool>,
-        io: Io,
-    ) -> Step<T::Stream> {
-        self.out.seal();
-        let mut iov = [IoSlice::new(&[]); MAX_IOV];
-        let n_iov = self.out.slices(&mut iov);
-        let (reader, writer) = match self.socket.as_mut() {
-            Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
-            None => (None, None),
-        };
-        let has_reader = reader.is_some() && io.read;
-        let has_output = writer.is_some() && n_iov > 0;
-        let delay = self.inner.injector.delay_now();
-        let rbuf = &mut self.rbuf;
-        let connecting = &mut self.connecting;
-        let budget = self.budget.wait_mut();
-        let waiting = budget.is_some();
-        let timer = &mut self.timer;
-        let armed = self.armed.is_some();
-        let wake = &self.conn.shared.wake;
-        // Biased, in a fixed order, so a run on a paused single-threaded
-        // runtime repeats exactly (tokio's default picks the first branch
-        // at random). Writes come before reads: output is bounded by what
-        // the user queued, and a socket with room takes it at once.
-        tokio::select! {
-            biased;
-            _ = stop.changed() => Step::Stop,
-            w = async {
-                if let Some(d) = delay {
-                    tokio::time::sleep(d).await;
-                }
-                writer.expect("guarded").write_vectored(&iov[..n_iov]).await
-            }, if has_output => Step::Wrote(w),
-            r = async {
-                reader.expect("guarded").read_buf(&mut rbuf.limit(io.read_limit)).await
-            }, if has_reader => Step::Read(r),
-            c = async { connecting.as_mut().expect("guarded").await }, if connecting.is_some() => Step::Connected(c),
-            (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
-            _ = timer.as_mut(), if armed => Step::Timer,
-            _ = wake.notified() => Step::Woken,
-        }
     }
 
     fn on_step(&mut self, step: Step<T::Stream>) {

@@ -41,7 +41,7 @@ fn a_message_beyond_the_budget_is_refused_on_its_preamble() {
     assert_eq!(
         faults(&s.events()),
         vec![ProtocolError::OverBudget {
-            len: 2000 + 41,
+            len: 2000,
             budget: 1000
         }]
     );

@@ -43,10 +43,23 @@ impl Conn {
         self.link.as_ref().map_or(0, |l| l.want())
     }
 
-    /// The size of the MESSAGE being read, once its preamble is in: a driver
-    /// takes throttle budget for it before reading the rest.
+    /// The payload size (front, middle and data, as the preamble gives
+    /// them: compressed, if the frame is) of the MESSAGE being read, once
+    /// its preamble is in: a driver takes receive budget for it before
+    /// reading the rest.
     pub fn pending_message_len(&self) -> Option<usize> {
         let head = self.link.as_ref()?.pending_head()?;
-        (head.tag() == Tag::MESSAGE).then(|| head.preamble.logical_len() as usize)
+        if head.tag() != Tag::MESSAGE {
+            return None;
+        }
+        // Segment 0 is the header, which the budget does not count.
+        let payload: u64 = head
+            .preamble
+            .used()
+            .iter()
+            .skip(1)
+            .map(|s| s.len as u64)
+            .sum();
+        Some(usize::try_from(payload).unwrap_or(usize::MAX))
     }
 }
