@@ -2,9 +2,14 @@
 //! middle: our own client and server `Conn`s run a real exchange (banner,
 //! HELLO, auth, signatures, compression, idents, messages, keepalives,
 //! acks) while the fuzzer's operations rewrite the byte stream in one
-//! direction: flip, insert, delete, replace or cut at chosen offsets. The
-//! victim must end in READY or with a typed error, never panic, and a run
-//! without operations must deliver every message.
+//! direction: flip, insert, delete, replace or cut at chosen offsets, or
+//! reset the socket, after which the client reconnects (SESSION_RECONNECT,
+//! and whatever RETRY, RETRY_GLOBAL or RESET the server's registry decides,
+//! through the same `registry` resolution the runtime uses); the offsets
+//! run on across sockets. Auth is a fixed-key method or real cephx (an
+//! authorizer with its challenge). The victim must end in READY or with a
+//! typed error, never panic, and a run without operations must deliver
+//! every message exactly once, in order, across a forced reconnect too.
 //!
 //! In secure mode the stream is AES-GCM; built for cargo fuzz with the
 //! `fuzz-cipher` feature of msgr-frames, the cipher is the identity with
@@ -103,6 +108,8 @@ enum Op {
     Delete(usize, usize),
     Replace(usize, Vec<u8>),
     Cut(usize),
+    /// The socket fails both ways; the client reconnects.
+    Reset(usize),
 }
 
 impl Op {
@@ -112,7 +119,8 @@ impl Op {
             | Op::Insert(a, _)
             | Op::Delete(a, _)
             | Op::Replace(a, _)
-            | Op::Cut(a) => *a,
+            | Op::Cut(a)
+            | Op::Reset(a) => *a,
         }
     }
 }
@@ -124,12 +132,13 @@ fn parse_ops(mut data: &[u8]) -> Vec<Op> {
         let at = u16::from_be_bytes([*hi, *lo]) as usize;
         let n = (*len as usize % 32).min(rest.len());
         let (bytes, tail) = rest.split_at(n);
-        ops.push(match kind % 5 {
+        ops.push(match kind % 6 {
             0 => Op::Flip(at, *len | 1),
             1 => Op::Insert(at, bytes.to_vec()),
             2 => Op::Delete(at, *len as usize % 64 + 1),
             3 => Op::Replace(at, bytes.to_vec()),
-            _ => Op::Cut(at),
+            4 => Op::Cut(at),
+            _ => Op::Reset(at),
         });
         data = tail;
         if ops.len() >= 16 {
@@ -147,13 +156,16 @@ struct Tap {
     /// Offset of the next original byte.
     pos: usize,
     cut: bool,
+    /// A Reset was reached: the socket fails (the rest of the chunk is
+    /// lost with it).
+    reset: bool,
 }
 
 impl Tap {
     fn pass(&mut self, chunk: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(chunk.len());
         for &b in chunk {
-            if self.cut {
+            if self.cut || self.reset {
                 break;
             }
             let mut keep = Some(b);
@@ -177,6 +189,10 @@ impl Tap {
                         self.cut = true;
                         keep = None;
                     }
+                    Op::Reset(_) => {
+                        self.reset = true;
+                        keep = None;
+                    }
                 }
                 if keep.is_none() {
                     break;
@@ -191,12 +207,57 @@ impl Tap {
     }
 }
 
-fn config(name: &str, mode: ConMode, rev1: bool, compress: bool, policy: Policy) -> Arc<Config> {
-    let mut c = Config::new(
-        name.parse().expect("valid"),
-        Arc::new(FixedAuth(mode)),
-        PolicySet::new(policy),
-    );
+/// Auth for both sides: the fixed-key method, or cephx with a client.1
+/// ticket for osd.0 minted from a key server (seeded, on a fixed clock, so
+/// runs repeat).
+fn auth(mode: ConMode, cephx: bool) -> (Arc<dyn AuthProvider>, Arc<dyn AuthProvider>) {
+    if !cephx {
+        return (Arc::new(FixedAuth(mode)), Arc::new(FixedAuth(mode)));
+    }
+    use msgr_auth::cephx::*;
+    let rng = Arc::new(msgr_auth::SeededRandom::new(7));
+    let clock: msgr_auth::Clock = Arc::new(|| UTime::new(1_800_000_000, 0));
+    let mut ring = Keyring::default();
+    for n in ["client.admin", "osd."] {
+        ring.insert(
+            n.parse().expect("valid"),
+            KeyringEntry {
+                key: CryptoKey::random(KeyKind::Aes128, UTime::default(), &*rng),
+                caps: Default::default(),
+            },
+        );
+    }
+    let keys = Arc::new(KeyServer::new(ring));
+    let mut server = CephxServer::new(keys.clone(), EntityType::OSD, rng.clone(), clock.clone());
+    server.service_modes = vec![mode];
+    let admin = msgr_encoding::AuthName::client_admin();
+    let key = keys.entity_key(&admin).expect("in the keyring").clone();
+    let mut client = CephxClient::new(admin.clone(), key, rng.clone(), clock.clone());
+    client.service_modes = vec![mode];
+    let now = clock();
+    if let Some(t) = keys.mint(&admin, 1, EntityType::OSD.0 as u32, 3600, now, &*rng) {
+        client.install_ticket(EntityType::OSD, 1, t.client_ticket(now));
+    }
+    (
+        Arc::new(CephxProvider {
+            client: Some(Arc::new(client)),
+            server: None,
+        }),
+        Arc::new(CephxProvider {
+            client: None,
+            server: Some(Arc::new(server)),
+        }),
+    )
+}
+
+fn config(
+    name: &str,
+    auth: Arc<dyn AuthProvider>,
+    rev1: bool,
+    compress: bool,
+    policy: Policy,
+) -> Arc<Config> {
+    let mut c = Config::new(name.parse().expect("valid"), auth, PolicySet::new(policy));
     if !rev1 {
         c = c.rev0_only();
     }
@@ -212,11 +273,93 @@ fn config(name: &str, mode: ConMode, rev1: bool, compress: bool, policy: Policy)
         max_frame_len: 2 << 20,
         max_decompressed_len: 1 << 20,
     };
+    c.random = Arc::new(msgr_auth::SeededRandom::new(name.len() as u64));
     Arc::new(c)
 }
 
+/// The server side: every connection it accepted, and which one holds the
+/// session (the registry, keyed by the one client).
+struct Server {
+    config: Arc<Config>,
+    conns: Vec<Conn>,
+    registered: Option<usize>,
+    /// The connection the current socket belongs to.
+    current: usize,
+}
+
+impl Server {
+    /// A socket from the client: a new accepting connection.
+    fn accept(&mut self, now: Instant) {
+        let addrs: EntityAddrvec = "v2:10.0.0.2:6800/22".parse().expect("literal");
+        let peer: SocketAddr = "10.0.0.1:40000".parse().expect("literal");
+        let id = self.conns.len() as u64 + 2;
+        self.conns
+            .push(Conn::accept(self.config.clone(), addrs, peer, now, id));
+        self.current = self.conns.len() - 1;
+    }
+
+    /// The messenger's decision on connection `i`'s ident, carried out as
+    /// the runtime does (registry::decide and apply).
+    fn decide(&mut self, i: usize, req: &msgr_protocol::IdentRequest, now: Instant) {
+        let stamp = UTime::new(2, 0);
+        let existing = self.registered.filter(|e| *e != i);
+        let outcome = match existing {
+            Some(e) => {
+                let (a, b) = two(&mut self.conns, i, e);
+                let d = registry::decide(a, Some(b), req);
+                registry::apply(d, a, Some(b), stamp, now)
+            }
+            None => {
+                let a = &mut self.conns[i];
+                let d = registry::decide(a, None, req);
+                registry::apply(d, a, None, stamp, now)
+            }
+        };
+        match outcome {
+            registry::Outcome::RegisterAccepting => self.registered = Some(i),
+            registry::Outcome::MovedToExisting => {
+                if let Some(e) = existing {
+                    self.current = e;
+                }
+            }
+            registry::Outcome::Nothing => {}
+        }
+    }
+}
+
+/// Mutable references to two different elements.
+fn two(v: &mut [Conn], a: usize, b: usize) -> (&mut Conn, &mut Conn) {
+    if a < b {
+        let (l, r) = v.split_at_mut(b);
+        (&mut l[a], &mut r[0])
+    } else {
+        let (l, r) = v.split_at_mut(a);
+        (&mut r[0], &mut l[b])
+    }
+}
+
+/// Moves what `from` wrote into `to`, through `tap` when this is the
+/// tapped direction. Returns whether bytes moved.
+fn transfer(from: &mut Conn, to: &mut Conn, tap: Option<&mut Tap>, now: Instant) -> bool {
+    let Some(out) = from.output().filter(|o| !o.is_empty()) else {
+        return false;
+    };
+    let bytes = out.take_all();
+    let bytes = match tap {
+        Some(t) => t.pass(&bytes),
+        None => bytes.to_vec(),
+    };
+    if let Some(inp) = to.input() {
+        inp.extend_from_slice(&bytes);
+    }
+    to.handle_input(now);
+    to.flush_acks(now);
+    true
+}
+
 /// Byte 0: which side the rewritten stream goes to (bit 0), msgr2.1 (bit
-/// 1), secure (bit 2), compression (bit 3); then the rewrites.
+/// 1), secure (bit 2), compression (bit 3), cephx (bit 4), a socket reset
+/// after the third message of a clean run (bit 5); then the rewrites.
 pub fn session(data: &[u8]) {
     let Some((&cfg, rest)) = data.split_first() else {
         return;
@@ -229,34 +372,47 @@ pub fn session(data: &[u8]) {
         ConMode::CRC
     };
     let compress = cfg & 8 != 0;
+    let (client_auth, server_auth) = auth(mode, cfg & 16 != 0);
+    let forced_reset = cfg & 32 != 0;
     let ops = parse_ops(rest);
     let clean = ops.is_empty();
     let mut tap = Tap {
         ops,
         pos: 0,
         cut: false,
+        reset: false,
     };
 
     let start = Instant::now();
     let mut now = start;
     let server_addrs: EntityAddrvec = "v2:10.0.0.2:6800/22".parse().expect("literal");
     let client_addrs: EntityAddrvec = "v2:10.0.0.1:0/11".parse().expect("literal");
-    let peer_sock: SocketAddr = "10.0.0.1:40000".parse().expect("literal");
     let mut client = Conn::connect(
-        config("client.1", mode, rev1, compress, Policy::lossless_client()),
-        server_addrs.clone(),
+        config(
+            "client.1",
+            client_auth,
+            rev1,
+            compress,
+            Policy::lossless_client(),
+        ),
+        server_addrs,
         EntityType::OSD,
         client_addrs,
         now,
         1,
     );
-    let mut server = Conn::accept(
-        config("osd.0", mode, rev1, compress, Policy::stateful_server()),
-        server_addrs,
-        peer_sock,
-        now,
-        2,
-    );
+    let mut server = Server {
+        config: config(
+            "osd.0",
+            server_auth,
+            rev1,
+            compress,
+            Policy::stateful_server(),
+        ),
+        conns: Vec::new(),
+        registered: None,
+        current: 0,
+    };
     for tid in 1..=5u64 {
         let mut m = Message::new(42, Bytes::from(vec![tid as u8; 300 * tid as usize]));
         m.tid = tid;
@@ -264,73 +420,63 @@ pub fn session(data: &[u8]) {
     }
     client.send_keepalive(UTime::new(1, 0), now);
     let mut delivered = Vec::new();
-    let mut connected = false;
-    for _ in 0..200 {
+    let mut reset_done = false;
+    for _ in 0..400 {
         let mut progress = false;
         while let Some(ev) = client.poll_event() {
             progress = true;
             if let Event::Connect { .. } = ev {
-                if !connected {
-                    connected = true;
-                    client.socket_connected(None, now);
+                server.accept(now);
+                client.socket_connected(None, now);
+            }
+        }
+        for i in 0..server.conns.len() {
+            while let Some(ev) = server.conns[i].poll_event() {
+                progress = true;
+                match ev {
+                    Event::IdentReceived(req) => server.decide(i, &req, now),
+                    Event::Message(m) => {
+                        delivered.push(m.tid);
+                        let mut r = Message::new(43, Bytes::new());
+                        r.tid = m.tid;
+                        server.conns[i].send(r, now);
+                    }
+                    _ => {}
                 }
             }
         }
-        while let Some(ev) = server.poll_event() {
+        if let Some(s) = server.conns.get_mut(server.current) {
+            // Client to server, then server to client; one direction tapped.
+            let (up, down) = match to_server {
+                true => (Some(&mut tap), None),
+                false => (None, Some(&mut tap)),
+            };
+            progress |= transfer(&mut client, s, up, now);
+            progress |= transfer(s, &mut client, down, now);
+        }
+        let forced = clean && forced_reset && !reset_done && delivered.len() >= 3;
+        if std::mem::take(&mut tap.reset) || forced {
+            // The socket fails on both sides; the client reconnects.
+            reset_done = true;
             progress = true;
-            match ev {
-                Event::IdentReceived(req) => {
-                    let d = registry::decide(&server, None, &req);
-                    registry::apply(d, &mut server, None, UTime::new(2, 0), now);
-                }
-                Event::Message(m) => {
-                    delivered.push(m.tid);
-                    let mut r = Message::new(43, Bytes::new());
-                    r.tid = m.tid;
-                    server.send(r, now);
-                }
-                _ => {}
+            let err = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+            if let Some(l) = client.link_id() {
+                client.socket_closed(l, &err, now);
             }
-        }
-        // Client to server, then server to client; one direction tapped.
-        if let Some(out) = client.output() {
-            if !out.is_empty() {
-                progress = true;
-                let bytes = out.take_all();
-                let bytes = if to_server {
-                    tap.pass(&bytes)
-                } else {
-                    bytes.to_vec()
-                };
-                if let Some(inp) = server.input() {
-                    inp.extend_from_slice(&bytes);
+            if let Some(s) = server.conns.get_mut(server.current) {
+                if let Some(l) = s.link_id() {
+                    s.socket_closed(l, &err, now);
                 }
-                server.handle_input(now);
-                server.flush_acks(now);
-            }
-        }
-        if let Some(out) = server.output() {
-            if !out.is_empty() {
-                progress = true;
-                let bytes = out.take_all();
-                let bytes = if !to_server {
-                    tap.pass(&bytes)
-                } else {
-                    bytes.to_vec()
-                };
-                if let Some(inp) = client.input() {
-                    inp.extend_from_slice(&bytes);
-                }
-                client.handle_input(now);
-                client.flush_acks(now);
             }
         }
         if !progress {
             // Let timers run (handshake timeouts, keepalives, backoff).
             now += Duration::from_secs(1);
             client.handle_timeout(now);
-            server.handle_timeout(now);
-            if now - start > Duration::from_secs(30) {
+            for s in server.conns.iter_mut() {
+                s.handle_timeout(now);
+            }
+            if now - start > Duration::from_secs(60) {
                 break;
             }
         }
@@ -344,7 +490,8 @@ pub fn session(data: &[u8]) {
         assert_eq!(
             delivered,
             vec![1, 2, 3, 4, 5],
-            "a clean run delivers every message"
+            "a clean run delivers every message, once, in order"
         );
+        assert!(!forced_reset || client.stats.reconnects > 0);
     }
 }
