@@ -1,4 +1,6 @@
 //! Shared set-up of the frame benchmarks (benches/frames.rs).
+// Benchmarks: arithmetic on their own sizes and counts, no peer input.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 #![forbid(unsafe_code)]
 
 use bytes::{Bytes, BytesMut};

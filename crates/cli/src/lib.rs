@@ -1,6 +1,9 @@
 //! The pieces of the `msgr` tool, as a library so that tests can drive
 //! them: capture analysis (`msgr decode`), the OSD-like server (`msgr
 //! serve`), the benchmark (`msgr bench`), keepalive pings (`msgr ping`).
+// Arithmetic and indexing are checked where peers' bytes are parsed (the
+// protocol crates); this tool counts and formats its own measurements.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 #![forbid(unsafe_code)]
 
 pub mod bench;

@@ -1,4 +1,8 @@
 //! `msgr`: a native msgr2 toolbox.
+#![forbid(unsafe_code)]
+// Arithmetic and indexing are checked where peers' bytes are parsed (the
+// protocol crates); this tool counts and formats its own measurements.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 /// The tool's allocator. A messenger allocates in bursts (a window of
 /// messages encoded, then freed when acked), which glibc's per-thread

@@ -14,6 +14,7 @@
 //!   with no ack for 30 s is dropped and the hunt resumes;
 //! - authentication refused by every monitor tried fails fast, with the
 //!   monitor's reason.
+#![forbid(unsafe_code)]
 
 mod state;
 

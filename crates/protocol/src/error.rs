@@ -67,12 +67,16 @@ pub enum ProtocolError {
     /// The peer claimed to be another entity than the one it authenticated
     /// as.
     Impersonation {
-        authenticated: Identity,
+        authenticated: Box<Identity>,
         claim: Claim,
     },
     /// The session at the address the peer claims belongs to another
-    /// entity; it was left alone.
-    NotSessionOwner { owner: Owner, newcomer: Owner },
+    /// entity; it was left alone. (Boxed, as the identity above: errors
+    /// travel in every Result of the hot path and stay small.)
+    NotSessionOwner {
+        owner: Box<Owner>,
+        newcomer: Box<Owner>,
+    },
     /// A message sequence number skipped ahead (messages were lost).
     SequenceGap { expected: u64, got: u64 },
     /// A counter the peer set (connect_seq, global_seq, a message

@@ -809,7 +809,7 @@ fn check_hello_type(peer: &PeerInfo, who: Option<&Identity>) -> Result<(), Proto
     match who {
         Some(w) if w.proven && !w.matches_type(peer.entity_type) => {
             Err(ProtocolError::Impersonation {
-                authenticated: w.clone(),
+                authenticated: Box::new(w.clone()),
                 claim: Claim::HelloType(peer.entity_type),
             })
         }
@@ -822,7 +822,7 @@ fn check_gid(peer: &PeerInfo, gid: i64) -> Result<(), ProtocolError> {
     match peer.identity.as_ref() {
         Some(w) if w.proven && !u64::try_from(gid).is_ok_and(|g| w.owns_gid(g)) => {
             Err(ProtocolError::Impersonation {
-                authenticated: w.clone(),
+                authenticated: Box::new(w.clone()),
                 claim: Claim::IdentGid(gid),
             })
         }

@@ -3,6 +3,9 @@
 //! time and the server answering each. No sockets, tasks or clocks beyond
 //! one `Instant::now()` per batch: what the protocol layer costs per
 //! message. `conn-pair [SIZE] [COUNT] [DEPTH]`.
+#![forbid(unsafe_code)]
+// A tool over its own inputs and counts, not a peer's bytes.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,6 +1,9 @@
 //! Runs one frame roundtrip case in a loop, for profilers:
 //! `frame-profile MODE SIZE ITERS` (MODE 0..3: crc rev0, crc rev1, secure
 //! rev0, secure rev1).
+#![forbid(unsafe_code)]
+// A tool over its own inputs and counts, not a peer's bytes.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use msgr_bench::{message, Roundtrip, MODES};
 

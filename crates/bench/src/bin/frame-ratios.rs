@@ -3,6 +3,9 @@
 //! size, rounds of every case back to back, keeping each case's best
 //! per-operation time. Prints a Markdown table of GB/s and ratios.
 //! `cargo run --release -p msgr-bench --bin frame-ratios [ROUNDS]`
+#![forbid(unsafe_code)]
+// A tool over its own inputs and counts, not a peer's bytes.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

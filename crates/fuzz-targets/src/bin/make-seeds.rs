@@ -2,6 +2,9 @@
 //! real frames and captures from testdata/captures, and frames of every
 //! mode made by our encoder. Run from the repository root:
 //! `cargo run -p msgr-fuzz-targets --bin make-seeds`.
+#![forbid(unsafe_code)]
+// A tool over its own inputs and counts, not a peer's bytes.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::path::Path;
 

@@ -92,9 +92,12 @@ impl Conn {
                 Ok(())
             }
             Decision::Refuse { owner } => {
-                let newcomer = self.peer.owner();
+                let newcomer = Box::new(self.peer.owner());
                 self.state = State::Deciding(req);
-                Err(ProtocolError::NotSessionOwner { owner, newcomer })
+                Err(ProtocolError::NotSessionOwner {
+                    owner: Box::new(owner),
+                    newcomer,
+                })
             }
         };
         if let Err(e) = result {
