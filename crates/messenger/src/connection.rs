@@ -303,7 +303,7 @@ impl Connection {
     ) -> Option<std::time::Duration> {
         let stamp = wall_clock();
         let start = crate::now();
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::after(timeout);
         {
             self.shared.lock().send_keepalive(stamp, start);
         }

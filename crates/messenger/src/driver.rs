@@ -105,7 +105,8 @@ pub(crate) async fn run<T: Transport>(
                 if let Some(d) = delay {
                     tokio::time::sleep(d).await;
                 }
-                writer.expect("guarded").write_vectored(&iov[..n_iov]).await
+                let slices = iov.get(..n_iov).unwrap_or_default();
+                writer.expect("guarded").write_vectored(slices).await
             }, if has_output => Step::Wrote(w),
             r = async {
                 reader.expect("guarded").read_buf(&mut (&mut d.rbuf).limit(io.read_limit)).await
@@ -164,7 +165,7 @@ enum Step<S> {
 }
 
 fn far() -> tokio::time::Instant {
-    tokio::time::Instant::now() + std::time::Duration::from_secs(86400)
+    crate::after(std::time::Duration::from_secs(86400))
 }
 
 impl<T: Transport> Driver<T> {
@@ -560,7 +561,10 @@ async fn flush_and_close(mut socket: Socket, out: &mut WireQueue) {
         let wrote = {
             let mut iov = [IoSlice::new(&[]); MAX_IOV];
             let n = out.slices(&mut iov);
-            socket.writer.write_vectored(&iov[..n]).await
+            socket
+                .writer
+                .write_vectored(iov.get(..n).unwrap_or_default())
+                .await
         };
         match wrote {
             Ok(0) | Err(_) => break,
@@ -653,14 +657,14 @@ fn decide<T: Transport>(
 fn make_room(rbuf: &mut BytesMut, want: usize, min_read: usize) -> usize {
     let large = want > min_read;
     let read_limit = if large { want } else { usize::MAX };
-    let spare = rbuf.capacity() - rbuf.len();
+    let spare = rbuf.capacity().saturating_sub(rbuf.len());
     if spare >= want && rbuf.len() >= min_read {
         return read_limit;
     }
     if !large {
         rbuf.reserve(min_read);
     } else if !rbuf.try_reclaim(want) {
-        let mut fresh = BytesMut::with_capacity(rbuf.len() + want);
+        let mut fresh = BytesMut::with_capacity(rbuf.len().saturating_add(want));
         fresh.extend_from_slice(rbuf);
         *rbuf = fresh;
     }

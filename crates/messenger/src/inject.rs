@@ -54,7 +54,8 @@ impl Injector {
     /// Whether this socket operation should fail.
     pub fn fail_now(&self) -> bool {
         let n = self.config.socket_failures;
-        if n == 0 || self.next() % n as u64 != 0 {
+        // One in n (none for n == 0).
+        if self.next().checked_rem(n as u64) != Some(0) {
             return false;
         }
         self.failures.fetch_add(1, Ordering::Relaxed);
@@ -64,11 +65,13 @@ impl Injector {
     /// A delay to apply before this operation, if any.
     pub fn delay_now(&self) -> Option<Duration> {
         let n = self.config.delay_one_in;
-        if n == 0 || self.config.delay_max.is_zero() || self.next() % n as u64 != 0 {
+        if self.config.delay_max.is_zero() || self.next().checked_rem(n as u64) != Some(0) {
             return None;
         }
         let max = self.config.delay_max.as_micros().max(1) as u64;
-        Some(Duration::from_micros(self.next() % max))
+        Some(Duration::from_micros(
+            self.next().checked_rem(max).unwrap_or(0),
+        ))
     }
 }
 

@@ -33,6 +33,16 @@ pub use connection::{Connection, IncomingMessage};
 pub(crate) fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
+
+/// `d` from now on the runtime's clock; a duration too long for the clock
+/// (a timeout meant as "forever") is a year.
+pub(crate) fn after(d: std::time::Duration) -> tokio::time::Instant {
+    const YEAR: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+    let now = tokio::time::Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(YEAR))
+        .unwrap_or(now)
+}
 pub use inject::InjectConfig;
 pub use messenger::{Messenger, Options};
 pub use msgr_protocol::{ConnState, ConnStats, Message, Policy, PolicyName};

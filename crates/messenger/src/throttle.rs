@@ -56,8 +56,13 @@ impl Throttle {
                 let (m, b) = (h >> BYTE_BITS, h & BYTE_MASK);
                 // A message larger than the whole budget passes alone, as
                 // in Ceph.
-                let fits = m < self.max_messages && (b + bytes <= self.max_bytes || b == 0);
-                fits.then_some(h + ONE_MESSAGE + bytes)
+                // Both counts stay in their bits: messages below
+                // max_messages (< 2^20 - 1), bytes within max_bytes or, for
+                // a message alone, its own capped size (< 2^44).
+                let fits = m < self.max_messages
+                    && (b.saturating_add(bytes) <= self.max_bytes || b == 0);
+                fits.then(|| h.checked_add(ONE_MESSAGE)?.checked_add(bytes))
+                    .flatten()
             })
             .is_ok()
     }
@@ -92,7 +97,9 @@ impl Throttle {
     }
 
     fn release(&self, bytes: u64) {
-        self.held.fetch_sub(ONE_MESSAGE + bytes, Ordering::AcqRel);
+        // What take() added: one message and at most MAX_COUNTED_BYTES.
+        self.held
+            .fetch_sub(ONE_MESSAGE.saturating_add(bytes), Ordering::AcqRel);
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.released.notify_waiters();
         }

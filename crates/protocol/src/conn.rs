@@ -319,10 +319,10 @@ impl Conn {
         match self.state {
             State::Backoff { until } => Some(until),
             State::Ready => {
-                let idle = self.last_active + t.idle;
+                let idle = later(self.last_active, t.idle);
                 Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
             }
-            State::Standby => Some(self.last_active + t.standby),
+            State::Standby => Some(later(self.last_active, t.standby)),
             State::Connecting(_) | State::Accepting(_) | State::ServerWait => {
                 self.handshake_deadline
             }
@@ -333,7 +333,8 @@ impl Conn {
     /// When the frame being read must be complete (READY only: the
     /// handshake has its own deadline).
     fn frame_deadline(&self) -> Option<Instant> {
-        self.partial_since.map(|p| p + self.config.timeouts.frame)
+        self.partial_since
+            .map(|p| later(p, self.config.timeouts.frame))
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -346,10 +347,10 @@ impl Conn {
             State::Ready if self.frame_deadline().is_some_and(|d| now >= d) => {
                 self.fault(ProtocolError::Timeout("frame"), now)
             }
-            State::Ready if now >= self.last_active + t.idle => {
+            State::Ready if now >= later(self.last_active, t.idle) => {
                 self.fault(ProtocolError::Timeout("idle connection"), now)
             }
-            State::Standby if now >= self.last_active + t.standby => {
+            State::Standby if now >= later(self.last_active, t.standby) => {
                 // Forgotten with a reset: what it held for the peer is lost.
                 let e = ProtocolError::Timeout("standby session");
                 self.events.push_back(Event::Fault(e));
@@ -581,16 +582,16 @@ impl Conn {
                 match step {
                     ConnectStep::Next(next) => {
                         if matches!(next, Connecting::Ident) {
-                            self.stats.client_idents += 1;
+                            self.stats.client_idents = self.stats.client_idents.saturating_add(1);
                         }
                         if matches!(next, Connecting::Reconnect) {
-                            self.stats.reconnects_sent += 1;
+                            self.stats.reconnects_sent = self.stats.reconnects_sent.saturating_add(1);
                         }
                         self.state = State::Connecting(next);
                     }
                     ConnectStep::Ready { reconnected } => {
                         if reconnected {
-                            self.stats.reconnects += 1;
+                            self.stats.reconnects = self.stats.reconnects.saturating_add(1);
                         }
                         self.backoff = Duration::ZERO;
                         // Dispatched before the first write of the session
@@ -683,7 +684,7 @@ impl Conn {
         let room = (self.config.output_window).map(|w| w.saturating_sub(self.writer_backlog));
         if let Some(link) = self.link.as_mut() {
             let n = self.session.write_pending(link, lossy, room)?;
-            self.stats.messages_out += n as u64;
+            self.stats.messages_out = self.stats.messages_out.saturating_add(n as u64);
         }
         Ok(())
     }
@@ -755,7 +756,11 @@ impl Conn {
         // Refused whole as it is refused by its preamble (after_input),
         // where it arrived in one read.
         if let Some(budget) = self.budget() {
-            let len = (m.front.len() + m.middle.len() + m.data.len()) as u64;
+            let len = m
+                .front
+                .len()
+                .saturating_add(m.middle.len())
+                .saturating_add(m.data.len()) as u64;
             if len > budget {
                 return Err(ProtocolError::OverBudget { len, budget });
             }
@@ -764,10 +769,10 @@ impl Conn {
         let ack_seq = m.header.ack_seq;
         match self.session.arrived(m.header.seq, lossy)? {
             Arrival::Duplicate => {
-                self.stats.duplicates_dropped += 1;
+                self.stats.duplicates_dropped = self.stats.duplicates_dropped.saturating_add(1);
             }
             Arrival::Deliver => {
-                self.stats.messages_in += 1;
+                self.stats.messages_in = self.stats.messages_in.saturating_add(1);
                 let source = self.peer.name.unwrap_or_default();
                 if !lossy {
                     self.session.acked(ack_seq);
@@ -804,7 +809,7 @@ impl Conn {
     fn new_link(&mut self, now: Instant) {
         self.drop_link();
         let id = self.next_link;
-        self.next_link += 1;
+        self.next_link = self.next_link.saturating_add(1);
         let tap = self.tap();
         self.link = Some(Link::with_tap(
             id,
@@ -812,7 +817,7 @@ impl Conn {
             self.config.handshake_limits,
             tap,
         ));
-        self.handshake_deadline = Some(now + self.config.timeouts.connect);
+        self.handshake_deadline = Some(later(now, self.config.timeouts.connect));
         self.last_active = now;
         if let Err(e) = self.link.as_mut().map_or(Ok(()), |l| l.send_banner()) {
             self.fault(e, now);
@@ -823,7 +828,7 @@ impl Conn {
         self.drop_link();
         self.state = State::NeedSocket;
         self.side = Side::Connector;
-        self.stats.connect_attempts += 1;
+        self.stats.connect_attempts = self.stats.connect_attempts.saturating_add(1);
         if self.peer.target_addr.addr.is_none() {
             return self.close(true);
         }
@@ -850,7 +855,7 @@ impl Conn {
     /// ProtocolV2::_fault, with crimson's corrections (see the module doc of
     /// session.rs and §7/§12 of the research note).
     fn fault(&mut self, err: ProtocolError, now: Instant) {
-        self.stats.faults += 1;
+        self.stats.faults = self.stats.faults.saturating_add(1);
         self.events.push_back(Event::Fault(err));
         let policy = self.peer.policy;
         let connecting = matches!(
@@ -898,10 +903,10 @@ impl Conn {
             } else if self.backoff.is_zero() {
                 t.backoff_initial
             } else {
-                (self.backoff * 2).min(t.backoff_max)
+                self.backoff.saturating_mul(2).min(t.backoff_max)
             };
             self.state = State::Backoff {
-                until: now + self.backoff,
+                until: later(now, self.backoff),
             };
         }
     }
@@ -938,6 +943,15 @@ impl std::fmt::Debug for Conn {
             .field("target", &self.peer.target_addr)
             .finish()
     }
+}
+
+/// The instant `d` after `now`: a duration too long for the clock (a
+/// timeout configured as "forever") is a year.
+pub(crate) fn later(now: Instant, d: Duration) -> Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    now.checked_add(d)
+        .or_else(|| now.checked_add(YEAR))
+        .unwrap_or(now)
 }
 
 /// A session cookie: random and never zero (Ceph's are

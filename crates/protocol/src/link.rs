@@ -192,7 +192,7 @@ impl Link {
     pub fn want(&self) -> usize {
         let target = match (&self.stage, &self.head) {
             (ReadStage::BannerPrefix | ReadStage::BannerPrefixHeld, _) => BANNER_PREFIX_LEN,
-            (ReadStage::BannerPayload(n), _) => BANNER_PREFIX_LEN + n,
+            (ReadStage::BannerPayload(n), _) => BANNER_PREFIX_LEN.saturating_add(*n),
             (ReadStage::Frames, Some(h)) => h.frame_len,
             (ReadStage::Frames, None) => self.decoder.as_ref().map_or(32, |d| d.head_len()),
         };
@@ -256,23 +256,23 @@ impl Link {
                 }
             }
             ReadStage::BannerPrefixHeld => {
-                if self.input.len() < BANNER_PREFIX_LEN {
+                let Some(prefix) = self.input.first_chunk::<BANNER_PREFIX_LEN>() else {
                     return Ok(None);
-                }
-                let prefix: [u8; BANNER_PREFIX_LEN] = self.input[..BANNER_PREFIX_LEN]
-                    .try_into()
-                    .expect("length checked");
-                let len = Banner::decode_prefix(&prefix)?;
+                };
+                // At most Banner's cap on its payload (BannerTooLarge).
+                let len = Banner::decode_prefix(prefix)?;
                 self.stage = ReadStage::BannerPayload(len);
                 self.poll_input()
             }
             ReadStage::BannerPayload(len) => {
-                if self.input.len() < BANNER_PREFIX_LEN + len {
+                let total = BANNER_PREFIX_LEN.saturating_add(len);
+                if self.input.len() < total {
                     return Ok(None);
                 }
-                let raw = self.input.split_to(BANNER_PREFIX_LEN + len);
+                let raw = self.input.split_to(total);
                 self.record_rx(&raw)?;
-                let peer = Banner::decode_payload(&raw[BANNER_PREFIX_LEN..])?;
+                let payload = raw.get(BANNER_PREFIX_LEN..).unwrap_or_default();
+                let peer = Banner::decode_payload(payload)?;
                 let n = self.our_banner.negotiate(&peer)?;
                 self.negotiated = Some(n);
                 self.encoder = Some(FrameEncoder::new(n.rev1));

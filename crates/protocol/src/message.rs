@@ -49,7 +49,10 @@ impl Message {
 
     /// Bytes of payload (front + middle + data): what throttles count.
     pub fn payload_len(&self) -> usize {
-        self.front.len() + self.middle.len() + self.data.len()
+        self.front
+            .len()
+            .saturating_add(self.middle.len())
+            .saturating_add(self.data.len())
     }
 
     /// The MESSAGE frame of this message as sequence number `seq`,

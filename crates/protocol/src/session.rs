@@ -82,24 +82,25 @@ impl Session {
         );
     }
 
+    // `at` indexes the list: it is where the priority was found or where
+    // its list was just inserted (at most the length, before the insert).
+    #[allow(clippy::indexing_slicing)]
     fn list(&mut self, priority: u16) -> &mut VecDeque<Queued> {
-        let at = match self.queue.iter().position(|(p, _)| *p <= priority) {
-            Some(i) if self.queue[i].0 == priority => i,
-            Some(i) => {
-                self.queue.insert(i, (priority, VecDeque::new()));
-                i
-            }
-            None => {
-                self.queue.push((priority, VecDeque::new()));
-                self.queue.len() - 1
-            }
-        };
+        let at = self
+            .queue
+            .iter()
+            .position(|(p, _)| *p <= priority)
+            .unwrap_or(self.queue.len());
+        if self.queue.get(at).is_none_or(|(p, _)| *p != priority) {
+            self.queue.insert(at, (priority, VecDeque::new()));
+        }
         &mut self.queue[at].1
     }
 
     fn push(&mut self, priority: u16, q: Queued, front: bool) {
-        self.queued_messages += 1;
-        self.queued_bytes += q.msg.payload_len();
+        // Counts of what is queued: bounded by memory (QueueLimits).
+        self.queued_messages = self.queued_messages.saturating_add(1);
+        self.queued_bytes = self.queued_bytes.saturating_add(q.msg.payload_len());
         let list = self.list(priority);
         if front {
             list.push_front(q);
@@ -113,8 +114,8 @@ impl Session {
             return None;
         }
         let q = self.queue.iter_mut().find_map(|(_, l)| l.pop_front())?;
-        self.queued_messages -= 1;
-        self.queued_bytes -= q.msg.payload_len();
+        self.queued_messages = self.queued_messages.saturating_sub(1);
+        self.queued_bytes = self.queued_bytes.saturating_sub(q.msg.payload_len());
         Some(q)
     }
 
@@ -162,7 +163,7 @@ impl Session {
             link.send_control(&ControlFrame::Ack(Ack { seq: self.in_seq }))?;
             self.ack_left = 0;
         }
-        let mut n = 0;
+        let mut n: usize = 0;
         while room.is_none_or(|r| link.output_len() < r) && self.queued_messages > 0 {
             // A peer may have raised out_seq (SESSION_RECONNECT's msg_seq):
             // at its limit the session ends, the message stays queued.
@@ -185,7 +186,7 @@ impl Session {
             }
             written?;
             self.ack_left = 0;
-            n += 1;
+            n = n.saturating_add(1);
         }
         Ok(n)
     }
@@ -242,19 +243,19 @@ impl Session {
     /// their old numbers (discard_requeued_up_to / requeue_out_sent_up_to).
     pub fn resume_from(&mut self, peer_in_seq: u64) {
         let list = self.list(REQUEUE_PRIORITY);
-        let mut dropped_bytes = 0;
-        let mut dropped = 0;
+        let mut dropped_bytes: usize = 0;
+        let mut dropped: usize = 0;
         while list
             .front()
             .is_some_and(|q| q.requeued && q.msg.seq <= peer_in_seq)
         {
             if let Some(q) = list.pop_front() {
-                dropped += 1;
-                dropped_bytes += q.msg.payload_len();
+                dropped = dropped.saturating_add(1);
+                dropped_bytes = dropped_bytes.saturating_add(q.msg.payload_len());
             }
         }
-        self.queued_messages -= dropped;
-        self.queued_bytes -= dropped_bytes;
+        self.queued_messages = self.queued_messages.saturating_sub(dropped);
+        self.queued_bytes = self.queued_bytes.saturating_sub(dropped_bytes);
         self.out_seq = self.out_seq.max(peer_in_seq);
     }
 

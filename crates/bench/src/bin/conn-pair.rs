@@ -25,19 +25,19 @@ fn main() {
     let depth = args.get(2).copied().unwrap_or(128);
     let now = Instant::now();
     let ccfg = Arc::new(Config::new(
-        "client.1".parse().unwrap(),
+        "client.1".parse().expect("a valid literal"),
         Arc::new(NoneProvider),
         PolicySet::new(Policy::lossless_client()),
     ));
     let scfg = Arc::new(Config::new(
-        "osd.0".parse().unwrap(),
+        "osd.0".parse().expect("a valid literal"),
         Arc::new(NoneProvider),
         PolicySet::new(Policy::stateless_server()),
     ));
-    let saddrs: EntityAddrvec = "v2:127.0.0.1:6800/0".parse().unwrap();
-    let caddrs: EntityAddrvec = "v2:127.0.0.1:0/1".parse().unwrap();
+    let saddrs: EntityAddrvec = "v2:127.0.0.1:6800/0".parse().expect("a valid literal");
+    let caddrs: EntityAddrvec = "v2:127.0.0.1:0/1".parse().expect("a valid literal");
     let mut c = Conn::connect(ccfg, saddrs.clone(), EntityType::OSD, caddrs, now, 1);
-    let mut s = Conn::accept(scfg, saddrs, "127.0.0.1:40000".parse().unwrap(), now, 2);
+    let mut s = Conn::accept(scfg, saddrs, "127.0.0.1:40000".parse().expect("a valid literal"), now, 2);
     c.socket_connected(None, now);
     let payload = Bytes::from(vec![3u8; size]);
     let (mut sent, mut done) = (0usize, 0usize);

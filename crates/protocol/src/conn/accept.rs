@@ -198,7 +198,7 @@ impl Conn {
         link.id = self.next_link;
         // The socket is ours now: its breakpoints count as ours.
         link.tap.conn = self.id;
-        self.next_link += 1;
+        self.next_link = self.next_link.saturating_add(1);
         // A new session takes the features of its CLIENT_IDENT; a
         // SESSION_RECONNECT carries none, and the session keeps those it
         // had (ProtocolV2::reuse_connection sets them only when not
@@ -215,7 +215,7 @@ impl Conn {
         self.peer.addrs = reuse.peer.addrs;
         self.peer.target_addr = reuse.peer.target_addr;
         self.link = Some(link);
-        self.handshake_deadline = Some(now + self.config.timeouts.connect);
+        self.handshake_deadline = Some(later(now, self.config.timeouts.connect));
         let result = match reuse.request {
             IdentRequest::New(c) => {
                 self.session.client_cookie = c.cookie;
@@ -231,7 +231,7 @@ impl Conn {
                 };
                 self.events.push_back(Event::Accepted);
                 self.known = true;
-                self.stats.reconnects += 1;
+                self.stats.reconnects = self.stats.reconnects.saturating_add(1);
                 self.link_send(&ok.into())
                     .and_then(|_| self.become_ready(now))
             }
