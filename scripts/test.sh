@@ -22,6 +22,9 @@ fi
 step "build"
 cargo build --release --workspace --bins
 
+step "lints: clippy on the libraries and binaries, warnings denied ([workspace.lints])"
+cargo clippy --release --workspace --lib --bins -- -D warnings
+
 step "unit, pair, capture and corpus tests"
 cargo test --release --workspace
 

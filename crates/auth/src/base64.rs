@@ -4,19 +4,26 @@
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/// The character of a sextet's low six bits.
+// `& 63` keeps the index below 64, the alphabet's length.
+#[allow(clippy::indexing_slicing)]
+fn symbol(sextet: u32) -> char {
+    ALPHABET[(sextet & 63) as usize] as char
+}
+
 /// Encodes with padding.
 pub fn encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    // Four characters per started group of three bytes (a slice holds at
+    // most isize::MAX bytes: never saturates).
+    let mut out = String::with_capacity(data.len().div_ceil(3).saturating_mul(4));
     for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
+        let mut b = [0u8; 3];
+        b.iter_mut().zip(chunk).for_each(|(b, &c)| *b = c);
         let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        for i in 0..4 {
+        // k bytes make k + 1 characters, then '=' up to four.
+        for (i, sextet) in [n >> 18, n >> 12, n >> 6, n].into_iter().enumerate() {
             if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+                out.push(symbol(sextet));
             } else {
                 out.push('=');
             }
@@ -28,39 +35,39 @@ pub fn encode(data: &[u8]) -> String {
 /// Decodes; `Err` names the first problem.
 pub fn decode(text: &str) -> Result<Vec<u8>, String> {
     let mut sextets = Vec::with_capacity(text.len());
-    let mut padding = 0;
+    let mut padding = 0usize;
     for c in text.bytes() {
         if c.is_ascii_whitespace() {
             continue;
         }
         if c == b'=' {
-            padding += 1;
+            // At most text.len(): never saturates.
+            padding = padding.saturating_add(1);
             continue;
         }
         if padding > 0 {
             return Err("base64: data after '=' padding".into());
         }
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return Err(format!("base64: invalid character {:?}", c as char)),
-        };
-        sextets.push(v);
+        let v = ALPHABET
+            .iter()
+            .position(|&a| a == c)
+            .ok_or_else(|| format!("base64: invalid character {:?}", c as char))?;
+        sextets.push(v as u8);
     }
-    if (sextets.len() + padding) % 4 != 0 || padding > 2 || sextets.len() % 4 == 1 {
-        return Err("base64: bad length".into());
+    // Whole groups of four, the last one possibly two or three sextets
+    // padded with two or one '='.
+    match (sextets.len() % 4, padding) {
+        (0, 0) | (2, 2) | (3, 1) => {}
+        _ => return Err("base64: bad length".into()),
     }
-    let mut out = Vec::with_capacity(sextets.len() * 3 / 4);
+    let mut out = Vec::with_capacity(sextets.len());
     for chunk in sextets.chunks(4) {
-        let mut n = 0u32;
-        for (i, s) in chunk.iter().enumerate() {
-            n |= (*s as u32) << (18 - 6 * i);
-        }
+        let mut s = [0u8; 4];
+        s.iter_mut().zip(chunk).for_each(|(s, &c)| *s = c);
+        let n = (s[0] as u32) << 18 | (s[1] as u32) << 12 | (s[2] as u32) << 6 | s[3] as u32;
         let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..chunk.len() - 1]);
+        // k sextets (2 to 4) carry k - 1 bytes.
+        out.extend(bytes.iter().zip(chunk.iter().skip(1)).map(|(&b, _)| b));
     }
     Ok(out)
 }

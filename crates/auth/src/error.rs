@@ -27,12 +27,13 @@ pub enum AuthError {
 impl AuthError {
     /// The negative errno Ceph sends in AUTH_BAD_METHOD for this error.
     pub fn errno(&self) -> i32 {
-        const ENOENT: i32 = 2;
-        const EBUSY: i32 = 16;
-        const EINVAL: i32 = 22;
-        const EACCES: i32 = 13;
-        const EOPNOTSUPP: i32 = 95;
-        -match self {
+        // Negated, as sent.
+        const ENOENT: i32 = -2;
+        const EBUSY: i32 = -16;
+        const EINVAL: i32 = -22;
+        const EACCES: i32 = -13;
+        const EOPNOTSUPP: i32 = -95;
+        match self {
             AuthError::MethodNotSupported { .. }
             | AuthError::NoCommonMode
             | AuthError::NoMethodLeft => EOPNOTSUPP,

@@ -60,8 +60,13 @@ impl FallbackClient {
 impl ClientAuth for FallbackClient {
     fn request(&mut self, peer: &AuthPeer, allowed: &[u32]) -> Result<AuthRequest, AuthError> {
         let ok = |m: u32| allowed.is_empty() || allowed.contains(&m);
-        self.current = (self.current..self.auths.len())
-            .find(|&i| ok(self.auths[i].0))
+        self.current = self
+            .auths
+            .iter()
+            .enumerate()
+            .skip(self.current)
+            .find(|(_, (m, _))| ok(*m))
+            .map(|(i, _)| i)
             .ok_or(AuthError::NoMethodLeft)?;
         self.cur()?.request(peer, allowed)
     }
@@ -86,13 +91,21 @@ impl ClientAuth for FallbackClient {
         allowed_methods: &[u32],
         allowed_modes: &[ConMode],
     ) -> Result<(), AuthError> {
-        // The first of our later methods the server allows.
+        // The first of our later methods the server allows (after the
+        // refused one: an index is below the length, `+ 1` never saturates).
         let after = self
             .auths
             .iter()
             .position(|(m, _)| *m == method)
-            .map_or(self.current, |i| i + 1);
-        match (after..self.auths.len()).find(|&i| allowed_methods.contains(&self.auths[i].0)) {
+            .map_or(self.current, |i| i.saturating_add(1));
+        let next = self
+            .auths
+            .iter()
+            .enumerate()
+            .skip(after)
+            .find(|(_, (m, _))| allowed_methods.contains(m))
+            .map(|(i, _)| i);
+        match next {
             Some(i) => {
                 self.current = i;
                 Ok(())

@@ -63,8 +63,8 @@ impl Random for SeededRandom {
     fn fill(&self, buf: &mut [u8]) {
         let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
         for chunk in buf.chunks_mut(8) {
-            let z = splitmix64(&mut s);
-            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+            let z = splitmix64(&mut s).to_le_bytes();
+            chunk.iter_mut().zip(z).for_each(|(b, z)| *b = z);
         }
     }
 }

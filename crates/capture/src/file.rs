@@ -55,12 +55,15 @@ impl std::error::Error for CaptureError {}
 /// The packets of a capture, and the error that stopped reading early, if
 /// any (packets before it are still returned).
 pub fn read_packets(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
-    if file.len() >= 4 && file[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
+    if file.starts_with(&SECTION_HEADER) {
         read_pcapng(file)
     } else {
         read_pcap(file)
     }
 }
+
+/// The pcapng section header block's type, in either byte order.
+const SECTION_HEADER: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
 #[derive(Clone, Copy)]
 struct Endian {
@@ -69,7 +72,7 @@ struct Endian {
 
 impl Endian {
     fn u16(self, b: &[u8], at: usize) -> Option<u16> {
-        let a: [u8; 2] = b.get(at..at + 2)?.try_into().ok()?;
+        let a = *b.get(at..)?.first_chunk::<2>()?;
         Some(if self.big {
             u16::from_be_bytes(a)
         } else {
@@ -77,7 +80,7 @@ impl Endian {
         })
     }
     fn u32(self, b: &[u8], at: usize) -> Option<u32> {
-        let a: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
+        let a = *b.get(at..)?.first_chunk::<4>()?;
         Some(if self.big {
             u32::from_be_bytes(a)
         } else {
@@ -88,9 +91,8 @@ impl Endian {
 
 fn read_pcap(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
     let mut out = Vec::new();
-    let magic = match file.get(..4) {
-        Some(m) => [m[0], m[1], m[2], m[3]],
-        None => return (out, Some(CaptureError::UnknownFormat)),
+    let Some(&magic) = file.first_chunk::<4>() else {
+        return (out, Some(CaptureError::UnknownFormat));
     };
     let e = match magic {
         [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => Endian { big: false },
@@ -102,12 +104,17 @@ fn read_pcap(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
         None => return (out, Some(CaptureError::Truncated { offset: file.len() })),
     };
     let mut at = 24;
-    while at < file.len() {
-        let (Some(incl), Some(orig)) = (e.u32(file, at + 8), e.u32(file, at + 12)) else {
+    // Each record: a 16-byte header, then `incl` bytes. Its end is checked
+    // arithmetic: a hostile `incl` must not wrap it (32-bit targets).
+    while let Some(record) = file.get(at..).filter(|r| !r.is_empty()) {
+        let (Some(incl), Some(orig)) = (e.u32(record, 8), e.u32(record, 12)) else {
             return (out, Some(CaptureError::Truncated { offset: at }));
         };
-        let start = at + 16;
-        let Some(data) = file.get(start..start + incl as usize) else {
+        let (Some(data), Some(next)) = (
+            record.get(16..).and_then(|r| r.get(..incl as usize)),
+            at.checked_add(16)
+                .and_then(|start| start.checked_add(incl as usize)),
+        ) else {
             return (out, Some(CaptureError::Truncated { offset: at }));
         };
         out.push(RawPacket {
@@ -115,7 +122,7 @@ fn read_pcap(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
             data,
             orig_len: orig.max(incl),
         });
-        at = start + incl as usize;
+        at = next;
     }
     (out, None)
 }
@@ -125,10 +132,10 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
     let mut e = Endian { big: false };
     let mut interfaces: Vec<(u32, u32)> = Vec::new(); // (linktype, snaplen)
     let mut at = 0;
-    while at < file.len() {
+    while let Some(rest) = file.get(at..).filter(|r| !r.is_empty()) {
         // A section header sets the byte order before its length is read.
-        if file.get(at..at + 4) == Some(&[0x0a, 0x0d, 0x0d, 0x0a]) {
-            match file.get(at + 8..at + 12) {
+        if rest.starts_with(&SECTION_HEADER) {
+            match rest.get(8..12) {
                 Some([0x4d, 0x3c, 0x2b, 0x1a]) => e = Endian { big: false },
                 Some([0x1a, 0x2b, 0x3c, 0x4d]) => e = Endian { big: true },
                 Some(_) => return (out, Some(CaptureError::UnknownFormat)),
@@ -136,7 +143,7 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
             }
             interfaces.clear();
         }
-        let (Some(kind), Some(len)) = (e.u32(file, at), e.u32(file, at + 4)) else {
+        let (Some(kind), Some(len)) = (e.u32(rest, 0), e.u32(rest, 4)) else {
             return (out, Some(CaptureError::Truncated { offset: at }));
         };
         let len = len as usize;
@@ -149,10 +156,16 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
                 }),
             );
         }
-        let Some(block) = file.get(at..at + len) else {
+        // The body: the block less its 8-byte head and 4-byte trailing
+        // length (`len >= 12`, so it exists once the block does).
+        let (Some(body), Some(next)) = (
+            rest.get(..len)
+                .and_then(|block| block.get(8..)?.split_last_chunk::<4>())
+                .map(|(body, _)| body),
+            at.checked_add(len),
+        ) else {
             return (out, Some(CaptureError::Truncated { offset: at }));
         };
-        let body = &block[8..len - 4];
         match kind {
             1 => {
                 let (Some(lt), Some(snap)) = (e.u16(body, 0), e.u32(body, 4)) else {
@@ -169,7 +182,7 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
                 let Some(&(linktype, _)) = interfaces.get(id as usize) else {
                     return (out, Some(CaptureError::UnknownInterface { offset: at, id }));
                 };
-                let Some(data) = body.get(20..20 + cap as usize) else {
+                let Some(data) = body.get(20..).and_then(|d| d.get(..cap as usize)) else {
                     return (
                         out,
                         Some(CaptureError::BadLength {
@@ -198,7 +211,7 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
                     0 => orig,
                     s => orig.min(s),
                 } as usize;
-                let Some(data) = body.get(4..4 + cap) else {
+                let Some(data) = body.get(4..).and_then(|d| d.get(..cap)) else {
                     return (
                         out,
                         Some(CaptureError::BadLength {
@@ -215,7 +228,7 @@ fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
             }
             _ => {}
         }
-        at += len;
+        at = next;
     }
     (out, None)
 }
@@ -296,5 +309,51 @@ mod tests {
             Some(CaptureError::UnknownFormat)
         );
         assert_eq!(read_packets(b"").1, Some(CaptureError::UnknownFormat));
+    }
+
+    #[test]
+    fn hostile_lengths_are_errors() {
+        // A pcap record claiming u32::MAX bytes, after a good one.
+        let mut f = pcap(&[b"abc"]);
+        let bad_at = f.len();
+        f.extend_from_slice(&[0; 8]);
+        f.extend_from_slice(&u32::MAX.to_le_bytes());
+        f.extend_from_slice(&u32::MAX.to_le_bytes());
+        f.extend_from_slice(b"xyz");
+        let (p, err) = read_packets(&f);
+        assert_eq!(p.len(), 1);
+        assert_eq!(err, Some(CaptureError::Truncated { offset: bad_at }));
+
+        // A pcapng block whose length runs past the file, and an enhanced
+        // packet block whose captured length runs past its block.
+        let mut f = vec![0x0a, 0x0d, 0x0d, 0x0a];
+        f.extend_from_slice(&28u32.to_le_bytes());
+        f.extend_from_slice(&[0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0]);
+        f.extend_from_slice(&u64::MAX.to_le_bytes());
+        f.extend_from_slice(&28u32.to_le_bytes());
+        let shb = f.clone();
+        f.extend_from_slice(&1u32.to_le_bytes());
+        f.extend_from_slice(&0xffff_fffcu32.to_le_bytes());
+        assert_eq!(
+            read_packets(&f).1,
+            Some(CaptureError::Truncated { offset: 28 })
+        );
+        let mut f = shb;
+        f.extend_from_slice(&1u32.to_le_bytes());
+        f.extend_from_slice(&20u32.to_le_bytes());
+        f.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0]);
+        f.extend_from_slice(&6u32.to_le_bytes());
+        f.extend_from_slice(&32u32.to_le_bytes());
+        f.extend_from_slice(&[0; 12]);
+        f.extend_from_slice(&u32::MAX.to_le_bytes());
+        f.extend_from_slice(&u32::MAX.to_le_bytes());
+        f.extend_from_slice(&32u32.to_le_bytes());
+        assert_eq!(
+            read_packets(&f).1,
+            Some(CaptureError::BadLength {
+                offset: 48,
+                len: u32::MAX as u64
+            })
+        );
     }
 }

@@ -39,11 +39,17 @@ const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ETHERTYPE_VLAN: [u16; 2] = [0x8100, 0x88a8];
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
+    Some(u16::from_be_bytes(*b.get(at..)?.first_chunk()?))
 }
 
 fn be32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_be_bytes(*b.get(at..)?.first_chunk()?))
+}
+
+/// A header length field counting 32-bit words (IPv4 IHL, TCP data
+/// offset) in bytes: at most 15 × 4 = 60.
+fn words_to_bytes(nibble: u8) -> usize {
+    usize::from(nibble & 0x0f) << 2
 }
 
 /// The TCP segment in `packet`, or `None` if it is not TCP over IP (or too
@@ -52,13 +58,14 @@ pub fn tcp_segment<'a>(packet: &RawPacket<'a>) -> Option<TcpSegment<'a>> {
     let d = packet.data;
     let (ethertype, ip) = match packet.linktype {
         LINKTYPE_ETHERNET => {
-            let mut at = 12;
-            let mut t = be16(d, at)?;
+            // From the ethertype on, past any 4-byte VLAN tags.
+            let mut rest = d.get(12..)?;
+            let mut t = be16(rest, 0)?;
             while ETHERTYPE_VLAN.contains(&t) {
-                at += 4;
-                t = be16(d, at)?;
+                rest = rest.get(4..)?;
+                t = be16(rest, 0)?;
             }
-            (Some(t), d.get(at + 2..)?)
+            (Some(t), rest.get(2..)?)
         }
         LINKTYPE_LINUX_SLL => (Some(be16(d, 14)?), d.get(16..)?),
         LINKTYPE_LINUX_SLL2 => (Some(be16(d, 0)?), d.get(20..)?),
@@ -89,7 +96,7 @@ pub fn tcp_segment<'a>(packet: &RawPacket<'a>) -> Option<TcpSegment<'a>> {
 }
 
 fn ipv4(ip: &[u8], lost: usize) -> Option<TcpSegment<'_>> {
-    let ihl = (ip[0] & 0x0f) as usize * 4;
+    let ihl = words_to_bytes(*ip.first()?);
     let total = be16(ip, 2)? as usize;
     let frag = be16(ip, 6)?;
     if ip.get(9)? != &6 || frag & 0x3fff != 0 || ihl < 20 || total < ihl {
@@ -117,17 +124,18 @@ fn ipv6(ip: &[u8], lost: usize) -> Option<TcpSegment<'_>> {
     let src = Ipv6Addr::from(a);
     a.copy_from_slice(ip.get(24..40)?);
     let dst = Ipv6Addr::from(a);
-    let end = (40 + payload_len).min(ip.len());
+    // The payload length bounds the segment, as in IPv4.
+    let body = ip.get(40..)?;
     tcp(
         IpAddr::V6(src),
         IpAddr::V6(dst),
-        ip.get(40..end)?,
-        lost > 0 || 40 + payload_len > ip.len(),
+        body.get(..payload_len.min(body.len()))?,
+        lost > 0 || payload_len > body.len(),
     )
 }
 
 fn tcp(src: IpAddr, dst: IpAddr, t: &[u8], cut: bool) -> Option<TcpSegment<'_>> {
-    let data_off = (*t.get(12)? >> 4) as usize * 4;
+    let data_off = words_to_bytes(*t.get(12)? >> 4);
     if data_off < 20 {
         return None;
     }
@@ -155,6 +163,8 @@ pub fn build_ipv4_tcp(
     };
     let mut p = vec![0u8; 12];
     p.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    // A slice holds at most isize::MAX bytes, so adding 40 cannot overflow.
+    #[allow(clippy::arithmetic_side_effects)]
     let total = 20 + 20 + payload.len();
     p.extend_from_slice(&[0x45, 0]);
     p.extend_from_slice(&(total as u16).to_be_bytes());
@@ -200,5 +210,36 @@ mod tests {
             };
             assert_eq!(tcp_segment(&raw), None);
         }
+    }
+
+    #[test]
+    fn raw_ipv6_tcp_is_bounded_by_its_payload_length() {
+        let mut p = vec![0x60, 0, 0, 0];
+        p.extend_from_slice(&23u16.to_be_bytes()); // TCP header + "abc"
+        p.extend_from_slice(&[6, 64]);
+        p.extend_from_slice(&[0; 15]);
+        p.push(1); // ::1
+        p.extend_from_slice(&[0; 15]);
+        p.push(2); // ::2
+        p.extend_from_slice(&40000u16.to_be_bytes());
+        p.extend_from_slice(&3300u16.to_be_bytes());
+        p.extend_from_slice(&9u32.to_be_bytes());
+        p.extend_from_slice(&[0, 0, 0, 0, 0x50, flags::ACK, 0xff, 0xff, 0, 0, 0, 0]);
+        p.extend_from_slice(b"abcdef");
+        let raw = RawPacket {
+            linktype: LINKTYPE_RAW,
+            data: &p,
+            orig_len: p.len() as u32,
+        };
+        let s = tcp_segment(&raw).unwrap();
+        assert_eq!(s.src, "[::1]:40000".parse().unwrap());
+        assert_eq!((s.seq, s.payload, s.payload_cut), (9, &b"abc"[..], false));
+        // Cut short of its payload length.
+        let raw = RawPacket {
+            data: &p[..61],
+            ..raw
+        };
+        let s = tcp_segment(&raw).unwrap();
+        assert_eq!((s.payload, s.payload_cut), (&b"a"[..], true));
     }
 }

@@ -52,7 +52,8 @@ pub enum StreamEvent {
         bytes: Vec<u8>,
     },
     /// The capture lacks `missing` bytes of one direction (or they were cut
-    /// by the snapshot length); the stream cannot be followed past here.
+    /// by the snapshot length, or lie past stream offset `u64::MAX`: then
+    /// `missing` is 0); the stream cannot be followed past here.
     Gap {
         conn: usize,
         dir: Direction,
@@ -90,49 +91,76 @@ impl HalfStream {
         best
     }
 
-    fn push(&mut self, seq: u32, payload: &[u8], out: &mut Vec<u8>) {
+    fn push(&mut self, seq: u32, payload: &[u8], out: &mut Vec<u8>) -> Result<(), OffsetOverflow> {
         if self.next.is_none() {
             self.isn = seq;
             self.next = Some(0);
         }
         let next = self.next.unwrap_or(0);
         let off = self.offset(seq);
-        let end = off + payload.len() as u64;
+        let end = off
+            .checked_add(payload.len() as u64)
+            .ok_or(OffsetOverflow)?;
         if end <= next || payload.is_empty() {
-            return; // retransmission of delivered bytes
+            return Ok(()); // retransmission of delivered bytes
         }
-        let skip = next.saturating_sub(off) as usize;
+        // The bytes not delivered yet (some are: `end > next`).
+        let skip = next.saturating_sub(off);
+        let Some(fresh) = usize::try_from(skip).ok().and_then(|s| payload.get(s..)) else {
+            return Ok(());
+        };
         self.pending
-            .entry(off + skip as u64)
+            .entry(off.max(next))
             .and_modify(|v| {
-                if v.len() < payload.len() - skip {
-                    *v = payload[skip..].to_vec();
+                if v.len() < fresh.len() {
+                    *v = fresh.to_vec();
                 }
             })
-            .or_insert_with(|| payload[skip..].to_vec());
-        self.drain(out);
+            .or_insert_with(|| fresh.to_vec());
+        self.drain(out)
     }
 
-    fn drain(&mut self, out: &mut Vec<u8>) {
-        let Some(mut next) = self.next else { return };
-        while let Some((&off, _)) = self.pending.first_key_value() {
-            if off > next {
+    fn drain(&mut self, out: &mut Vec<u8>) -> Result<(), OffsetOverflow> {
+        let Some(mut next) = self.next else {
+            return Ok(());
+        };
+        while let Some(entry) = self.pending.first_entry() {
+            // Stop at a hole (the first pending bytes start past `next`).
+            let Some(skip) = next.checked_sub(*entry.key()) else {
                 break;
-            }
-            let (off, bytes) = self.pending.pop_first().expect("non-empty");
-            let skip = (next - off) as usize;
-            if skip < bytes.len() {
-                out.extend_from_slice(&bytes[skip..]);
-                next = off + bytes.len() as u64;
+            };
+            let (off, bytes) = entry.remove_entry();
+            if let Some(fresh) = usize::try_from(skip)
+                .ok()
+                .and_then(|s| bytes.get(s..))
+                .filter(|f| !f.is_empty())
+            {
+                out.extend_from_slice(fresh);
+                next = off.checked_add(bytes.len() as u64).ok_or(OffsetOverflow)?;
             }
         }
         self.next = Some(next);
+        Ok(())
     }
 }
+
+/// A segment whose stream offsets would pass `u64::MAX`: only a hostile
+/// capture gets there (an honest stream would need 2^64 bytes).
+struct OffsetOverflow;
 
 struct Conn {
     client: SocketAddr,
     halves: [HalfStream; 2],
+}
+
+impl Conn {
+    fn half(&mut self, dir: Direction) -> &mut HalfStream {
+        let [c2s, s2c] = &mut self.halves;
+        match dir {
+            Direction::ClientToServer => c2s,
+            Direction::ServerToClient => s2c,
+        }
+    }
 }
 
 /// Reassembles every TCP connection of a capture.
@@ -153,9 +181,10 @@ impl Reassembler {
         let syn = seg.flags & flags::SYN != 0;
         let ack = seg.flags & flags::ACK != 0;
         let key = |a: SocketAddr, b: SocketAddr| if a < b { (a, b) } else { (b, a) };
-        let conn = match self.by_endpoints.get(&key(seg.src, seg.dst)) {
+        let existing = self.by_endpoints.get(&key(seg.src, seg.dst)).copied();
+        let conn = match existing.map(|c| (c, self.conns.get(c))) {
             // A new SYN on a closed connection's ports is a new connection.
-            Some(&c) if !(syn && !ack && self.conns[c].halves.iter().all(|h| h.closed)) => c,
+            Some((c, Some(known))) if !(syn && !ack && known.halves.iter().all(|h| h.closed)) => c,
             _ => {
                 let (client, roles_known) = match (syn, ack) {
                     (true, false) => (seg.src, true),
@@ -179,12 +208,16 @@ impl Reassembler {
                 c
             }
         };
-        let dir = if seg.src == self.conns[conn].client {
+        // `by_endpoints` holds only indices of `conns`.
+        let Some(c) = self.conns.get_mut(conn) else {
+            return events;
+        };
+        let dir = if seg.src == c.client {
             Direction::ClientToServer
         } else {
             Direction::ServerToClient
         };
-        let half = &mut self.conns[conn].halves[dir.index()];
+        let half = c.half(dir);
         if syn {
             // Data starts after the SYN's sequence number (a retransmitted
             // SYN changes nothing).
@@ -196,11 +229,11 @@ impl Reassembler {
         }
         if !half.broken {
             let mut bytes = Vec::new();
-            half.push(seg.seq, seg.payload, &mut bytes);
+            let overflow = half.push(seg.seq, seg.payload, &mut bytes).is_err();
             if !bytes.is_empty() {
                 events.push(StreamEvent::Data { conn, dir, bytes });
             }
-            if seg.payload_cut {
+            if seg.payload_cut || overflow {
                 half.broken = true;
                 events.push(StreamEvent::Gap {
                     conn,
@@ -221,14 +254,16 @@ impl Reassembler {
         let mut events = Vec::new();
         for (conn, c) in self.conns.iter_mut().enumerate() {
             for dir in [Direction::ClientToServer, Direction::ServerToClient] {
-                let half = &mut c.halves[dir.index()];
+                let half = c.half(dir);
                 if let (Some((&off, _)), Some(next)) = (half.pending.first_key_value(), half.next) {
                     if !half.broken {
                         half.broken = true;
                         events.push(StreamEvent::Gap {
                             conn,
                             dir,
-                            missing: off - next,
+                            // Never saturates: draining leaves only bytes
+                            // that start past `next`.
+                            missing: off.saturating_sub(next),
                         });
                     }
                 }
@@ -338,5 +373,25 @@ mod tests {
         let b = r.push(&seg(c, s, 2, flags::ACK, b"ef"));
         assert_eq!(data(&a)[0].2, b"abcd");
         assert_eq!(data(&b)[0].2, b"ef");
+    }
+
+    #[test]
+    fn offsets_past_u64_max_end_the_stream() {
+        let (c, s) = ("10.0.0.1:40000", "10.0.0.2:3300");
+        let mut r = Reassembler::new();
+        r.push(&seg(c, s, 99, flags::SYN, b""));
+        // As if 2^64 - 2 bytes had been delivered already.
+        r.conns[0].halves[0].next = Some(u64::MAX - 1);
+        let seq = 100u32.wrapping_add(u32::MAX - 1);
+        let ev = r.push(&seg(c, s, seq, flags::ACK, b"abcd"));
+        assert_eq!(
+            ev,
+            vec![StreamEvent::Gap {
+                conn: 0,
+                dir: Direction::ClientToServer,
+                missing: 0
+            }]
+        );
+        assert!(r.push(&seg(c, s, seq, flags::ACK, b"ab")).is_empty());
     }
 }

@@ -203,7 +203,7 @@ impl<K: Encode, V: Encode> Encode for BTreeMap<K, V> {
 impl<K: Decode + Ord, V: Decode> Decode for BTreeMap<K, V> {
     const MIN_ENCODED_LEN: usize = 4;
     fn decode(d: &mut Decoder<'_>) -> DecodeResult<Self> {
-        let count = d.length("map", K::MIN_ENCODED_LEN + V::MIN_ENCODED_LEN)?;
+        let count = d.length("map", <(K, V)>::MIN_ENCODED_LEN)?;
         let mut out = BTreeMap::new();
         for _ in 0..count {
             let k = K::decode(d)?;

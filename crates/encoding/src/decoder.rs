@@ -25,11 +25,14 @@ fn truncated(what: &'static str, needed: usize, remaining: usize) -> DecodeError
 /// A cursor over untrusted input.
 #[derive(Clone)]
 pub struct Decoder<'a> {
+    /// Everything this decoder reads, consumed or not.
     data: &'a [u8],
-    pos: usize,
-    /// The `Bytes` that owns `data`, if any, and where `data` starts in it,
-    /// for zero-copy byte strings.
-    backing: Option<(&'a Bytes, usize)>,
+    /// The bytes not yet consumed: always a suffix of `data`, so reads
+    /// split it and never index.
+    rest: &'a [u8],
+    /// The `Bytes` that `data` is a sub-slice of, if any, for zero-copy
+    /// byte strings.
+    backing: Option<&'a Bytes>,
 }
 
 impl<'a> Decoder<'a> {
@@ -38,7 +41,7 @@ impl<'a> Decoder<'a> {
     pub fn new(data: &'a [u8]) -> Self {
         Decoder {
             data,
-            pos: 0,
+            rest: data,
             backing: None,
         }
     }
@@ -48,27 +51,28 @@ impl<'a> Decoder<'a> {
     pub fn from_bytes(bytes: &'a Bytes) -> Self {
         Decoder {
             data: bytes.as_ref(),
-            pos: 0,
-            backing: Some((bytes, 0)),
+            rest: bytes.as_ref(),
+            backing: Some(bytes),
         }
     }
 
     /// Bytes not yet consumed.
     #[inline]
     pub fn remaining(&self) -> usize {
-        self.data.len() - self.pos
+        self.rest.len()
     }
 
     /// Bytes consumed so far.
     #[inline]
     pub fn position(&self) -> usize {
-        self.pos
+        // `rest` is a suffix of `data`: this never saturates.
+        self.data.len().saturating_sub(self.rest.len())
     }
 
     /// True when everything was consumed.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.remaining() == 0
+        self.rest.is_empty()
     }
 
     /// Fails with [`DecodeError::TrailingBytes`] unless everything was consumed.
@@ -82,21 +86,25 @@ impl<'a> Decoder<'a> {
     /// Takes the next `n` bytes.
     #[inline]
     pub fn take(&mut self, n: usize, what: &'static str) -> DecodeResult<&'a [u8]> {
-        let remaining = self.remaining();
-        if n > remaining {
-            return Err(truncated(what, n, remaining));
+        match self.rest.split_at_checked(n) {
+            Some((out, rest)) => {
+                self.rest = rest;
+                Ok(out)
+            }
+            None => Err(truncated(what, n, self.rest.len())),
         }
-        let out = &self.data[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(out)
     }
 
     /// Takes the next `N` bytes as an array.
     #[inline]
     pub fn array<const N: usize>(&mut self, what: &'static str) -> DecodeResult<[u8; N]> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N, what)?);
-        Ok(out)
+        match self.rest.split_first_chunk::<N>() {
+            Some((out, rest)) => {
+                self.rest = rest;
+                Ok(*out)
+            }
+            None => Err(truncated(what, N, self.rest.len())),
+        }
     }
 
     /// Skips `n` bytes.
@@ -109,10 +117,10 @@ impl<'a> Decoder<'a> {
     /// there is one, otherwise a copy.
     #[inline]
     pub fn take_bytes(&mut self, n: usize, what: &'static str) -> DecodeResult<Bytes> {
-        let start = self.pos;
         let slice = self.take(n, what)?;
         Ok(match self.backing {
-            Some((b, base)) => b.slice(base + start..base + start + n),
+            // `slice` lies within the backing buffer (`data` does).
+            Some(b) => b.slice_ref(slice),
             None => Bytes::copy_from_slice(slice),
         })
     }
@@ -120,12 +128,11 @@ impl<'a> Decoder<'a> {
     /// A decoder over the next `n` bytes, which this one skips.
     #[inline]
     pub fn sub(&mut self, n: usize, what: &'static str) -> DecodeResult<Decoder<'a>> {
-        let start = self.pos;
         let data = self.take(n, what)?;
         Ok(Decoder {
             data,
-            pos: 0,
-            backing: self.backing.map(|(b, base)| (b, base + start)),
+            rest: data,
+            backing: self.backing,
         })
     }
 
@@ -152,9 +159,10 @@ impl<'a> Decoder<'a> {
     #[inline]
     pub fn length(&mut self, what: &'static str, min_item_len: usize) -> DecodeResult<usize> {
         let claimed = self.u32(what)? as u64;
-        let max = match min_item_len {
-            0 => u32::MAX as u64,
-            n => (self.remaining() / n) as u64,
+        // No minimum (zero-sized items): any u32 count.
+        let max = match self.remaining().checked_div(min_item_len) {
+            Some(fit) => fit as u64,
+            None => u32::MAX as u64,
         };
         if claimed > max {
             return Err(DecodeError::LengthTooLarge { what, claimed, max });

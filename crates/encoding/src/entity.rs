@@ -207,6 +207,8 @@ const AF_INET: u16 = 2;
 const AF_INET6: u16 = 10;
 const SOCKADDR_IN_LEN: u32 = 16;
 const SOCKADDR_IN6_LEN: u32 = 28;
+/// A blank sockaddr_in6 after its family.
+const SOCKADDR_IN6_PAD: usize = SOCKADDR_IN6_LEN as usize - 2;
 const SOCKADDR_STORAGE_LEN: usize = 128;
 
 /// `entity_addr_t`: an address type, a nonce that tells instances at the same
@@ -283,7 +285,7 @@ impl EntityAddr {
             None => {
                 out.put_u32_le(SOCKADDR_IN6_LEN);
                 out.put_u16_le(AF_UNSPEC);
-                out.put_bytes(0, SOCKADDR_IN6_LEN as usize - 2);
+                out.put_bytes(0, SOCKADDR_IN6_PAD);
             }
             Some(SocketAddr::V4(a)) => {
                 out.put_u32_le(SOCKADDR_IN_LEN);
@@ -305,29 +307,34 @@ impl EntityAddr {
 
     /// The sockaddr bytes after the family: kernel layout, big-endian port.
     fn sockaddr_from(family: u16, data: &[u8]) -> DecodeResult<Option<SocketAddr>> {
-        let be16 = |o: usize| u16::from_be_bytes([data[o], data[o + 1]]);
+        let too_short = || DecodeError::InvalidValue {
+            what: "entity_addr_t sockaddr length",
+            // With the family's two bytes; a slice is at most isize::MAX
+            // bytes, so this never saturates.
+            value: (data.len() as u64).saturating_add(2),
+        };
         match family {
             AF_UNSPEC => Ok(None),
-            AF_INET if data.len() >= 6 => {
-                let ip = Ipv4Addr::new(data[2], data[3], data[4], data[5]);
-                Ok(Some(SocketAddr::V4(SocketAddrV4::new(ip, be16(0)))))
+            AF_INET => {
+                let &[p0, p1, a, b, c, d] = data.first_chunk::<6>().ok_or_else(too_short)?;
+                let ip = Ipv4Addr::new(a, b, c, d);
+                let port = u16::from_be_bytes([p0, p1]);
+                Ok(Some(SocketAddr::V4(SocketAddrV4::new(ip, port))))
             }
-            AF_INET6 if data.len() >= 26 => {
-                let flow = u32::from_be_bytes([data[2], data[3], data[4], data[5]]);
+            AF_INET6 => {
+                let s = data.first_chunk::<26>().ok_or_else(too_short)?;
+                let port = u16::from_be_bytes([s[0], s[1]]);
+                let flow = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
                 let mut ip = [0u8; 16];
-                ip.copy_from_slice(&data[6..22]);
-                let scope = u32::from_le_bytes([data[22], data[23], data[24], data[25]]);
+                ip.copy_from_slice(&s[6..22]);
+                let scope = u32::from_le_bytes([s[22], s[23], s[24], s[25]]);
                 Ok(Some(SocketAddr::V6(SocketAddrV6::new(
                     Ipv6Addr::from(ip),
-                    be16(0),
+                    port,
                     flow,
                     scope,
                 ))))
             }
-            AF_INET | AF_INET6 => Err(DecodeError::InvalidValue {
-                what: "entity_addr_t sockaddr length",
-                value: data.len() as u64 + 2,
-            }),
             other => Err(DecodeError::InvalidValue {
                 what: "entity_addr_t address family",
                 value: other as u64,
@@ -339,9 +346,8 @@ impl EntityAddr {
     fn decode_legacy_after_marker(d: &mut Decoder<'_>) -> DecodeResult<Self> {
         d.skip(3, "legacy entity_addr_t type")?;
         let nonce = d.u32("legacy entity_addr_t nonce")?;
-        let ss = d.take(SOCKADDR_STORAGE_LEN, "legacy entity_addr_t sockaddr")?;
-        let family = u16::from_be_bytes([ss[0], ss[1]]);
-        let addr = Self::sockaddr_from(family, &ss[2..])?;
+        let [f0, f1, ss @ ..] = d.array::<SOCKADDR_STORAGE_LEN>("legacy entity_addr_t sockaddr")?;
+        let addr = Self::sockaddr_from(u16::from_be_bytes([f0, f1]), &ss)?;
         let kind = match addr {
             None => EntityAddrType::NONE,
             Some(_) => EntityAddrType::LEGACY,
@@ -355,24 +361,25 @@ impl EntityAddr {
             let kind = EntityAddrType(d.u32("entity_addr_t.type")?);
             let nonce = d.u32("entity_addr_t.nonce")?;
             let elen = d.u32("entity_addr_t.elen")?;
-            let addr = match elen {
-                0 => None,
-                1 => {
+            // The sockaddr: its family's two bytes, then the rest.
+            let addr = match elen.checked_sub(2) {
+                None if elen == 0 => None,
+                None => {
                     return Err(DecodeError::InvalidValue {
                         what: "entity_addr_t sockaddr length",
-                        value: 1,
+                        value: elen as u64,
                     })
                 }
-                _ => {
-                    if elen > SOCKADDR_IN6_LEN {
-                        return Err(DecodeError::LengthTooLarge {
-                            what: "entity_addr_t sockaddr",
-                            claimed: elen as u64,
-                            max: SOCKADDR_IN6_LEN as u64,
-                        });
-                    }
+                Some(_) if elen > SOCKADDR_IN6_LEN => {
+                    return Err(DecodeError::LengthTooLarge {
+                        what: "entity_addr_t sockaddr",
+                        claimed: elen as u64,
+                        max: SOCKADDR_IN6_LEN as u64,
+                    });
+                }
+                Some(rest_len) => {
                     let family = d.u16("entity_addr_t.family")?;
-                    let data = d.take(elen as usize - 2, "entity_addr_t sockaddr")?;
+                    let data = d.take(rest_len as usize, "entity_addr_t sockaddr")?;
                     Self::sockaddr_from(family, data)?
                 }
             };
@@ -629,6 +636,32 @@ mod tests {
             EntityAddr::decode_exact(&w, "a"),
             Err(DecodeError::LengthTooLarge { .. })
         ));
+        // elen 1 cannot even hold the family; elen 4 is AF_INET cut short.
+        let with_sockaddr = |elen: u32, sockaddr: &[u8]| {
+            let mut w = Vec::new();
+            w.put_u8(1);
+            encode_versioned(&mut w, 1, 1, |o| {
+                o.put_u32_le(2);
+                o.put_u32_le(0);
+                o.put_u32_le(elen);
+                o.put_slice(sockaddr);
+            });
+            EntityAddr::decode_exact(&w, "a")
+        };
+        assert_eq!(
+            with_sockaddr(1, &[0]),
+            Err(DecodeError::InvalidValue {
+                what: "entity_addr_t sockaddr length",
+                value: 1
+            })
+        );
+        assert_eq!(
+            with_sockaddr(4, &[2, 0, 0x1a, 0x90]),
+            Err(DecodeError::InvalidValue {
+                what: "entity_addr_t sockaddr length",
+                value: 4
+            })
+        );
     }
 
     #[test]

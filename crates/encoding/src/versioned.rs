@@ -25,10 +25,15 @@ pub fn encode_versioned(
     out.put_u8(compat);
     let len_at = out.len();
     out.put_u32_le(0);
-    let start = out.len();
     body(out);
-    let len = (out.len() - start) as u32;
-    out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
+    // The body only appends, so the length slot is still at `len_at` and
+    // the body is everything after it.
+    if let Some((slot, body)) = out
+        .get_mut(len_at..)
+        .and_then(|tail| tail.split_first_chunk_mut::<4>())
+    {
+        *slot = (body.len() as u32).to_le_bytes();
+    }
 }
 
 /// Reads an envelope and hands its body, and its version, to `body`.

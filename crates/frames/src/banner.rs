@@ -89,17 +89,12 @@ impl Banner {
     /// Decodes the payload; bytes past the two feature words are ignored,
     /// as Ceph does.
     pub fn decode_payload(payload: &[u8]) -> Result<Banner, FrameError> {
-        if payload.len() < BANNER_PAYLOAD_LEN {
-            return Err(FrameError::BannerTooShort { len: payload.len() });
-        }
-        let word = |o: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&payload[o..o + 8]);
-            u64::from_le_bytes(w)
-        };
+        let too_short = || FrameError::BannerTooShort { len: payload.len() };
+        let (supported, rest) = payload.split_first_chunk().ok_or_else(too_short)?;
+        let required = rest.first_chunk().ok_or_else(too_short)?;
         Ok(Banner {
-            supported: word(0),
-            required: word(8),
+            supported: u64::from_le_bytes(*supported),
+            required: u64::from_le_bytes(*required),
         })
     }
 

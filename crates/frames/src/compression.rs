@@ -109,15 +109,20 @@ pub fn compress(algorithm: Algorithm, input: &[u8], out: &mut Vec<u8>) -> Result
     match algorithm {
         Algorithm::None => out.extend_from_slice(input),
         Algorithm::Snappy => {
+            let error = |reason: &dyn fmt::Display| FrameError::Compress {
+                algorithm,
+                reason: reason.to_string(),
+            };
             let start = out.len();
-            out.resize(start + snap::raw::max_compress_len(input.len()), 0);
+            let end = start
+                .checked_add(snap::raw::max_compress_len(input.len()))
+                .ok_or_else(|| error(&"output length overflows"))?;
+            out.resize(end, 0);
             let n = snap::raw::Encoder::new()
-                .compress(input, &mut out[start..])
-                .map_err(|e| FrameError::Compress {
-                    algorithm,
-                    reason: e.to_string(),
-                })?;
-            out.truncate(start + n);
+                .compress(input, out.get_mut(start..).unwrap_or_default())
+                .map_err(|e| error(&e))?;
+            // `n` is at most `end - start`.
+            out.truncate(start.saturating_add(n));
         }
         Algorithm::Zlib => {
             out.push(ZLIB_MARK);
@@ -167,7 +172,7 @@ pub fn decompress(algorithm: Algorithm, input: &[u8], max: usize) -> Result<Vec<
                 match e.status {
                     miniz_oxide::inflate::TINFLStatus::HasMoreOutput => {
                         FrameError::DecompressedTooLarge {
-                            len: max as u64 + 1,
+                            len: (max as u64).saturating_add(1),
                             max: max as u64,
                         }
                     }
@@ -204,12 +209,19 @@ fn decompress_lz4(input: &[u8], max: usize) -> Result<Vec<u8>, FrameError> {
         .length("lz4 block count", 8)
         .map_err(|e| decompress_error(alg, e))?;
     let mut blocks = Vec::with_capacity(count);
+    // Fewer than 2^32 terms below 2^32 each: the sums fit, and checked
+    // adds make that explicit.
+    let overflow = || decompress_error(alg, "block lengths overflow");
     let (mut total_out, mut total_in) = (0u64, 0u64);
     for _ in 0..count {
         let original = d.u32("lz4 length").map_err(|e| decompress_error(alg, e))?;
         let compressed = d.u32("lz4 length").map_err(|e| decompress_error(alg, e))?;
-        total_out += original as u64;
-        total_in += compressed as u64;
+        total_out = total_out
+            .checked_add(original.into())
+            .ok_or_else(overflow)?;
+        total_in = total_in
+            .checked_add(compressed.into())
+            .ok_or_else(overflow)?;
         blocks.push((original as usize, compressed as usize));
     }
     check_cap(total_out, max)?;
@@ -220,24 +232,25 @@ fn decompress_lz4(input: &[u8], max: usize) -> Result<Vec<u8>, FrameError> {
         ));
     }
     let mut out = vec![0u8; total_out as usize];
-    let (mut at_in, mut at_out) = (d.position(), 0usize);
+    // The blocks fill `out` exactly and take the rest of `input` (both
+    // totals were checked above), so the ranges below are in bounds.
+    let mut at_out = 0usize;
     for (original, compressed) in blocks {
+        let block = d
+            .take(compressed, "lz4 block")
+            .map_err(|e| decompress_error(alg, e))?;
         // Earlier output is this block's dictionary (LZ4_decompress_safe_continue).
-        let (dict, rest) = out.split_at_mut(at_out);
-        let n = lz4_flex::block::decompress_into_with_dict(
-            &input[at_in..at_in + compressed],
-            &mut rest[..original],
-            dict,
-        )
-        .map_err(|e| decompress_error(alg, e))?;
+        let (dict, rest) = out.split_at_mut_checked(at_out).ok_or_else(overflow)?;
+        let dst = rest.get_mut(..original).ok_or_else(overflow)?;
+        let n = lz4_flex::block::decompress_into_with_dict(block, dst, dict)
+            .map_err(|e| decompress_error(alg, e))?;
         if n != original {
             return Err(decompress_error(
                 alg,
                 format!("block holds {n} bytes, header says {original}"),
             ));
         }
-        at_in += compressed;
-        at_out += original;
+        at_out = at_out.checked_add(original).ok_or_else(overflow)?;
     }
     Ok(out)
 }

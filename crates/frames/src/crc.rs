@@ -40,21 +40,21 @@ const ZEROS28_FROM_ONES: u32 = raw_bitwise(!0, &[0; 28]);
 
 /// Bit-at-a-time reflected CRC-32C register update (polynomial 0x82F63B78),
 /// for constants.
-const fn raw_bitwise(seed: u32, data: &[u8]) -> u32 {
+const fn raw_bitwise(seed: u32, mut data: &[u8]) -> u32 {
     let mut crc = seed;
-    let mut i = 0;
-    while i < data.len() {
-        crc ^= data[i] as u32;
-        let mut bit = 0;
-        while bit < 8 {
+    while let [byte, rest @ ..] = data {
+        crc ^= *byte as u32;
+        // Eight rounds, one per bit: `rounds` loses a bit each time.
+        let mut rounds: u8 = 0xff;
+        while rounds != 0 {
             crc = if crc & 1 != 0 {
                 (crc >> 1) ^ 0x82F6_3B78
             } else {
                 crc >> 1
             };
-            bit += 1;
+            rounds >>= 1;
         }
-        i += 1;
+        data = rest;
     }
     crc
 }

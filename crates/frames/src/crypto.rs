@@ -64,21 +64,17 @@ impl std::fmt::Debug for SecureKeys {
 impl SecureKeys {
     /// Derives the keys from a connection secret, as `create_handler_pair`.
     pub fn from_connection_secret(secret: &[u8], role: Role) -> Result<Self, FrameError> {
-        if secret.len() < MIN_CONNECTION_SECRET_LEN {
-            return Err(FrameError::BadConnectionSecret { len: secret.len() });
-        }
-        let mut key = [0u8; KEY_LEN];
-        key.copy_from_slice(&secret[..KEY_LEN]);
-        let mut first = [0u8; NONCE_LEN];
-        first.copy_from_slice(&secret[KEY_LEN..KEY_LEN + NONCE_LEN]);
-        let mut second = [0u8; NONCE_LEN];
-        second.copy_from_slice(&secret[KEY_LEN + NONCE_LEN..MIN_CONNECTION_SECRET_LEN]);
+        // Key, then two nonces: MIN_CONNECTION_SECRET_LEN bytes at least.
+        let too_short = || FrameError::BadConnectionSecret { len: secret.len() };
+        let (key, rest) = secret.split_first_chunk().ok_or_else(too_short)?;
+        let (first, rest) = rest.split_first_chunk().ok_or_else(too_short)?;
+        let second = rest.first_chunk().ok_or_else(too_short)?;
         let (rx_nonce, tx_nonce) = match role {
-            Role::Connector => (first, second),
-            Role::Acceptor => (second, first),
+            Role::Connector => (*first, *second),
+            Role::Acceptor => (*second, *first),
         };
         Ok(SecureKeys {
-            key,
+            key: *key,
             tx_nonce,
             rx_nonce,
         })
@@ -261,13 +257,9 @@ impl RxCipher {
         {
             // Fuzz builds only: the identity; the tag must be zero.
             let _ = nonce;
-            let n = in_out
-                .len()
-                .checked_sub(GCM_TAG_LEN)
-                .ok_or(FrameError::DecryptFailed)?;
-            return match in_out[n..].iter().all(|b| *b == 0) {
-                true => Ok(n),
-                false => Err(FrameError::DecryptFailed),
+            return match in_out.split_last_chunk::<GCM_TAG_LEN>() {
+                Some((plain, tag)) if *tag == [0; GCM_TAG_LEN] => Ok(plain.len()),
+                _ => Err(FrameError::DecryptFailed),
             };
         }
         #[allow(unreachable_code)]
@@ -283,8 +275,12 @@ impl RxCipher {
     /// "msgr2.0-secure mode", issue 1); the frame is authenticated as a
     /// whole afterwards.
     pub fn peek(&self, ciphertext: &[u8], out: &mut [u8]) {
+        // The common prefix of the two.
         let n = ciphertext.len().min(out.len());
-        out[..n].copy_from_slice(&ciphertext[..n]);
+        let (Some(out), Some(ciphertext)) = (out.get_mut(..n), ciphertext.get(..n)) else {
+            return;
+        };
+        out.copy_from_slice(ciphertext);
         if cfg!(all(fuzzing, feature = "fuzz-cipher")) {
             return;
         }
@@ -292,10 +288,9 @@ impl RxCipher {
         iv[..NONCE_LEN].copy_from_slice(&self.nonces.current);
         iv[15] = 2;
         // CTR decryption of any length with a 16-byte IV cannot fail.
-        let _ = self.ctr.decrypt(
-            &mut out[..n],
-            DecryptionContext::Iv128(FixedLength::from(iv)),
-        );
+        let _ = self
+            .ctr
+            .decrypt(out, DecryptionContext::Iv128(FixedLength::from(iv)));
     }
 }
 

@@ -20,7 +20,10 @@ use crate::compression::{self, Algorithm};
 use crate::crc::{ceph_crc32c, SEGMENT_CRC_SEED};
 use crate::crypto::RxCipher;
 use crate::encoder::{LATE_FLAG_ABORTED, LATE_STATUS_ABORTED, LATE_STATUS_COMPLETE};
-use crate::layout::{pad16, WireFormat, CRC_LEN, EPILOGUE_SECURE_LEN, GCM_TAG_LEN, INLINE_LEN};
+use crate::layout::{
+    pad16, WireFormat, CRC_LEN, EPILOGUE_CRC_REV0_LEN, EPILOGUE_CRC_REV1_LEN, EPILOGUE_SECURE_LEN,
+    GCM_TAG_LEN, INLINE_LEN,
+};
 use crate::preamble::{Preamble, MAX_SEGMENTS, PREAMBLE_LEN};
 use crate::{FrameError, Tag};
 
@@ -36,13 +39,16 @@ pub struct FrameLimits {
 }
 
 impl Default for FrameLimits {
-    /// 256 MiB, well above Ceph's largest messages (osd_max_write_size is
-    /// 90 MiB; osd_max_object_size 128 MiB).
+    /// 100 MiB: Ceph's largest write (osd_max_write_size, 90 MiB) with its
+    /// front fits, and so does what a messenger may hold of one received
+    /// message (ms_dispatch_throttle_bytes, 100 MiB, the default receive
+    /// budget). Ceph has no limit of its own but the segment's u32; a larger
+    /// message (a whole 128 MiB object read at once) needs both raised.
     fn default() -> Self {
         FrameLimits {
-            max_segment_len: 256 << 20,
-            max_frame_len: 256 << 20,
-            max_decompressed_len: 256 << 20,
+            max_segment_len: 100 << 20,
+            max_frame_len: (100 << 20) + 4096,
+            max_decompressed_len: 100 << 20,
         }
     }
 }
@@ -67,10 +73,12 @@ impl FrameHead {
     /// runtime that wants a segment, e.g. message data, to land at an
     /// aligned address). In msgr2.1-secure the first 48 bytes of segment 0
     /// arrive with the head, so this is where its remainder starts.
+    /// (The sum saturates; for a head from `decode_head` it is at most
+    /// `frame_len`.)
     pub fn segment_offset(&self, index: usize) -> usize {
         let mut at = self.format.preamble_len();
         for (i, s) in self.preamble.used().iter().enumerate().take(index) {
-            at += self.format.segment_len(i, s.len) as usize;
+            at = at.saturating_add(self.format.segment_len(i, s.len) as usize);
         }
         at
     }
@@ -142,19 +150,25 @@ impl FrameDecoder {
     }
 
     /// Validates the start of a frame. `head` must be at least
-    /// [`FrameDecoder::head_len`] bytes; only those are read.
+    /// [`FrameDecoder::head_len`] bytes (else `WrongFrameBufferLength`);
+    /// only those are read.
     pub fn decode_head(&mut self, head: &[u8]) -> Result<FrameHead, FrameError> {
         let format = self.format();
-        let need = format.preamble_len();
-        assert!(head.len() >= need, "decode_head needs {need} bytes");
+        let short = || FrameError::WrongFrameBufferLength {
+            expected: format.preamble_len(),
+            got: head.len(),
+        };
         let mut plain = [0u8; PREAMBLE_LEN];
         let mut inline = [0u8; INLINE_LEN];
         match (&mut self.cipher, self.rev1) {
-            (None, _) => plain.copy_from_slice(&head[..PREAMBLE_LEN]),
-            (Some(c), false) => c.peek(&head[..PREAMBLE_LEN], &mut plain),
+            (None, _) => plain = *head.first_chunk().ok_or_else(short)?,
+            (Some(c), false) => c.peek(
+                head.first_chunk::<PREAMBLE_LEN>().ok_or_else(short)?,
+                &mut plain,
+            ),
             (Some(c), true) => {
-                let mut block = [0u8; PREAMBLE_LEN + INLINE_LEN + GCM_TAG_LEN];
-                block.copy_from_slice(&head[..need]);
+                let mut block: [u8; PREAMBLE_LEN + INLINE_LEN + GCM_TAG_LEN] =
+                    *head.first_chunk().ok_or_else(short)?;
                 c.open(&mut block)?;
                 plain.copy_from_slice(&block[..PREAMBLE_LEN]);
                 inline.copy_from_slice(&block[PREAMBLE_LEN..PREAMBLE_LEN + INLINE_LEN]);
@@ -170,19 +184,22 @@ impl FrameDecoder {
                 });
             }
         }
-        let frame_len = format.frame_len(&preamble);
-        if frame_len > self.limits.max_frame_len {
-            return Err(FrameError::FrameTooLarge {
-                len: frame_len,
-                max: self.limits.max_frame_len,
-            });
-        }
+        let len = format.frame_len(&preamble);
+        let frame_len = match usize::try_from(len) {
+            Ok(frame_len) if len <= self.limits.max_frame_len => frame_len,
+            _ => {
+                return Err(FrameError::FrameTooLarge {
+                    len,
+                    max: self.limits.max_frame_len,
+                })
+            }
+        };
         if preamble.is_compressed() && self.decompression.is_none() {
             return Err(FrameError::UnexpectedCompression);
         }
         Ok(FrameHead {
             preamble,
-            frame_len: frame_len as usize,
+            frame_len,
             format,
             inline,
         })
@@ -196,87 +213,112 @@ impl FrameDecoder {
         head: &FrameHead,
         mut frame: BytesMut,
     ) -> Result<Option<Received>, FrameError> {
-        if frame.len() != head.frame_len {
+        let got = frame.len();
+        if got != head.frame_len {
             return Err(FrameError::WrongFrameBufferLength {
                 expected: head.frame_len,
-                got: frame.len(),
+                got,
             });
         }
+        // Every offset below is in bounds for a head from `decode_head` in
+        // this decoder's format, whose `frame_len` came from the same
+        // preamble; a head altered or decoded in another format is reported
+        // rather than trusted.
+        let mismatch = || mismatched_head(head, got);
         let p = &head.preamble;
-        let n = p.num_segments as usize;
+        let n = p.used().len();
         let lens = p.segments.map(|s| s.len as usize);
-        // Segment ranges within `frame` once it is plaintext.
+        // Segment ranges within `frame` once it is plaintext, in order.
         let mut ranges = [(0usize, 0usize); MAX_SEGMENTS];
         let complete = match (&mut self.cipher, self.rev1) {
             (None, false) => {
                 let mut at = PREAMBLE_LEN;
-                for i in 0..n {
-                    ranges[i] = (at, at + lens[i]);
-                    at += lens[i];
+                for (r, &len) in ranges.iter_mut().take(n).zip(&lens) {
+                    let end = at.checked_add(len).ok_or_else(mismatch)?;
+                    *r = (at, end);
+                    at = end;
                 }
-                let epilogue = &frame[at..];
-                for (i, &(s, e)) in ranges[..n].iter().enumerate() {
-                    let o = 1 + CRC_LEN * i;
-                    check_crc(i, &frame[s..e], &epilogue[o..o + CRC_LEN])?;
+                let [late_flags, crcs @ ..] =
+                    chunk_at::<EPILOGUE_CRC_REV0_LEN>(&frame, at).ok_or_else(mismatch)?;
+                let crcs = le32s(crcs);
+                for (i, (&(s, e), crc)) in ranges.iter().take(n).zip(crcs).enumerate() {
+                    check_crc(i, frame.get(s..e).ok_or_else(mismatch)?, crc)?;
                 }
-                epilogue[0] & LATE_FLAG_ABORTED == 0
+                late_flags & LATE_FLAG_ABORTED == 0
             }
             (None, true) => {
+                // Segment 0's crc follows it; the others' are in the
+                // epilogue, which only a frame with others has.
+                let [r0, rest @ ..] = &mut ranges;
+                let [len0, rest_lens @ ..] = lens;
+                let others = n.saturating_sub(1);
                 let mut at = PREAMBLE_LEN;
-                ranges[0] = (at, at + lens[0]);
-                if lens[0] > 0 {
-                    at += lens[0];
-                    check_crc(0, &frame[PREAMBLE_LEN..at], &frame[at..at + CRC_LEN])?;
-                    at += CRC_LEN;
+                let end0 = at.checked_add(len0).ok_or_else(mismatch)?;
+                *r0 = (at, end0);
+                if len0 > 0 {
+                    let seg0 = frame.get(at..end0).ok_or_else(mismatch)?;
+                    let crc = chunk_at(&frame, end0).ok_or_else(mismatch)?;
+                    check_crc(0, seg0, u32::from_le_bytes(*crc))?;
+                    at = end0.checked_add(CRC_LEN).ok_or_else(mismatch)?;
                 }
-                for i in 1..n {
-                    ranges[i] = (at, at + lens[i]);
-                    at += lens[i];
+                for (r, &len) in rest.iter_mut().take(others).zip(&rest_lens) {
+                    let end = at.checked_add(len).ok_or_else(mismatch)?;
+                    *r = (at, end);
+                    at = end;
                 }
-                if n > 1 {
-                    let epilogue = &frame[at..];
-                    for (i, &(s, e)) in ranges.iter().enumerate().take(n).skip(1) {
-                        let o = 1 + CRC_LEN * (i - 1);
-                        check_crc(i, &frame[s..e], &epilogue[o..o + CRC_LEN])?;
+                if others > 0 {
+                    let [late_status, crcs @ ..] =
+                        chunk_at::<EPILOGUE_CRC_REV1_LEN>(&frame, at).ok_or_else(mismatch)?;
+                    let checks = rest.iter().take(others).zip(le32s(crcs));
+                    for (i, (&(s, e), crc)) in (1..).zip(checks) {
+                        check_crc(i, frame.get(s..e).ok_or_else(mismatch)?, crc)?;
                     }
-                    late_status_complete(epilogue[0])?
+                    late_status_complete(*late_status)?
                 } else {
                     true
                 }
             }
             (Some(c), false) => {
-                let plain_len = c.open(&mut frame[..])?;
+                let plain_len = c.open(&mut frame)?;
                 let mut at = PREAMBLE_LEN;
-                for i in 0..n {
-                    ranges[i] = (at, at + lens[i]);
-                    at += pad16(lens[i] as u64) as usize;
+                for (r, s) in ranges.iter_mut().take(n).zip(&p.segments) {
+                    let end = at.checked_add(s.len as usize).ok_or_else(mismatch)?;
+                    *r = (at, end);
+                    at = at.checked_add(pad16(s.len) as usize).ok_or_else(mismatch)?;
                 }
-                debug_assert_eq!(at + EPILOGUE_SECURE_LEN, plain_len);
-                frame[at] & LATE_FLAG_ABORTED == 0
+                debug_assert_eq!(plain_len.checked_sub(at), Some(EPILOGUE_SECURE_LEN));
+                frame.get(at).ok_or_else(mismatch)? & LATE_FLAG_ABORTED == 0
             }
             (Some(c), true) => {
                 // Put the inline part of segment 0 right before its
                 // remainder (over the head's ciphertext and tag), so that
                 // segment 0 is contiguous.
                 let head_len = head.format.preamble_len();
-                let inline_at = head_len - INLINE_LEN;
-                frame[inline_at..head_len].copy_from_slice(&head.inline);
-                ranges[0] = (inline_at, inline_at + lens[0]);
+                let inline_at = head_len.checked_sub(INLINE_LEN).ok_or_else(mismatch)?;
+                *chunk_at_mut(&mut frame, inline_at).ok_or_else(mismatch)? = head.inline;
+                ranges[0] = (
+                    inline_at,
+                    inline_at.checked_add(lens[0]).ok_or_else(mismatch)?,
+                );
                 let mut at = head_len;
-                let padded0 = pad16(lens[0] as u64) as usize;
-                if padded0 > INLINE_LEN {
-                    let block = padded0 - INLINE_LEN + GCM_TAG_LEN;
-                    c.open(&mut frame[at..at + block])?;
-                    at += block;
+                // The remainder of segment 0 beyond the inline buffer, if
+                // any, and its tag.
+                let block = WireFormat::SECURE_REV1.segment_len(0, p.segments[0].len) as usize;
+                if block > 0 {
+                    let end = at.checked_add(block).ok_or_else(mismatch)?;
+                    c.open(frame.get_mut(at..end).ok_or_else(mismatch)?)?;
+                    at = end;
                 }
                 if n > 1 {
-                    let block_start = at;
-                    c.open(&mut frame[block_start..])?;
-                    for i in 1..n {
-                        ranges[i] = (at, at + lens[i]);
-                        at += pad16(lens[i] as u64) as usize;
+                    c.open(frame.get_mut(at..).ok_or_else(mismatch)?)?;
+                    let [_, rest @ ..] = &mut ranges;
+                    let [_, rest_segs @ ..] = &p.segments;
+                    for (r, s) in rest.iter_mut().take(n.saturating_sub(1)).zip(rest_segs) {
+                        let end = at.checked_add(s.len as usize).ok_or_else(mismatch)?;
+                        *r = (at, end);
+                        at = at.checked_add(pad16(s.len) as usize).ok_or_else(mismatch)?;
                     }
-                    late_status_complete(frame[at])?
+                    late_status_complete(*frame.get(at).ok_or_else(mismatch)?)?
                 } else {
                     true
                 }
@@ -289,27 +331,37 @@ impl FrameDecoder {
         // Segments share the frame's buffer; the last non-empty one takes
         // the frame itself (one reference count update fewer per frame).
         let mut segments: [Bytes; MAX_SEGMENTS] = Default::default();
-        let last = (0..n).rev().find(|&i| ranges[i].0 < ranges[i].1);
-        if let Some(last) = last {
+        // (Unused segments have empty ranges.)
+        let mut parts = segments.iter_mut().zip(&ranges).filter(|(_, (s, e))| s < e);
+        if let Some((last, &(start, end))) = parts.next_back() {
+            // The ranges are in order: the last one ending in the frame
+            // puts them all in it.
+            if end > frame.len() {
+                return Err(mismatch());
+            }
             let frame = frame.freeze();
-            for i in 0..last {
-                if ranges[i].0 < ranges[i].1 {
-                    segments[i] = frame.slice(ranges[i].0..ranges[i].1);
-                }
+            for (seg, &(s, e)) in parts {
+                *seg = frame.slice(s..e);
             }
             let mut rest = frame;
-            rest.truncate(ranges[last].1);
-            rest.advance(ranges[last].0);
-            segments[last] = rest;
+            rest.truncate(end);
+            rest.advance(start);
+            *last = rest;
         }
         if p.is_compressed() {
             let algorithm = self
                 .decompression
                 .ok_or(FrameError::UnexpectedCompression)?;
             let mut budget = self.limits.max_decompressed_len;
-            for seg in segments[..n].iter_mut().filter(|s| !s.is_empty()) {
+            for seg in segments.iter_mut().take(n).filter(|s| !s.is_empty()) {
                 let out = compression::decompress(algorithm, seg, budget)?;
-                budget -= out.len();
+                // `decompress` yields at most `budget` bytes.
+                budget = budget
+                    .checked_sub(out.len())
+                    .ok_or(FrameError::DecompressedTooLarge {
+                        len: out.len() as u64,
+                        max: budget as u64,
+                    })?;
                 *seg = Bytes::from(out);
             }
         }
@@ -321,8 +373,36 @@ impl FrameDecoder {
     }
 }
 
-fn check_crc(index: usize, segment: &[u8], wire: &[u8]) -> Result<(), FrameError> {
-    let expected = u32::from_le_bytes([wire[0], wire[1], wire[2], wire[3]]);
+/// A `head` that does not describe the frame buffer it came with: altered
+/// after `decode_head`, or decoded in another format.
+#[cold]
+fn mismatched_head(head: &FrameHead, got: usize) -> FrameError {
+    FrameError::WrongFrameBufferLength {
+        expected: head.format.frame_len(&head.preamble) as usize,
+        got,
+    }
+}
+
+/// The `N` bytes of `frame` at `at`, if there are that many.
+#[inline]
+fn chunk_at<const N: usize>(frame: &[u8], at: usize) -> Option<&[u8; N]> {
+    frame.get(at..)?.first_chunk()
+}
+
+#[inline]
+fn chunk_at_mut<const N: usize>(frame: &mut [u8], at: usize) -> Option<&mut [u8; N]> {
+    frame.get_mut(at..)?.first_chunk_mut()
+}
+
+/// An epilogue's le32 crcs (every chunk is `CRC_LEN` bytes, so none falls
+/// back to 0).
+#[inline]
+fn le32s(crcs: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    crcs.chunks_exact(CRC_LEN)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default()))
+}
+
+fn check_crc(index: usize, segment: &[u8], expected: u32) -> Result<(), FrameError> {
     let computed = ceph_crc32c(SEGMENT_CRC_SEED, segment);
     if expected != computed {
         return Err(FrameError::BadSegmentCrc {

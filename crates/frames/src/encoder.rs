@@ -11,7 +11,10 @@ use bytes::{Bytes, BytesMut};
 use crate::compression::{self, TxCompression};
 use crate::crc::{ceph_crc32c, SEGMENT_CRC_SEED};
 use crate::crypto::TxCipher;
-use crate::layout::{pad16, WireFormat, EPILOGUE_SECURE_LEN, INLINE_LEN};
+use crate::layout::{
+    WireFormat, CRC_LEN, CRYPTO_BLOCK_LEN, EPILOGUE_CRC_REV0_LEN, EPILOGUE_CRC_REV1_LEN,
+    EPILOGUE_SECURE_LEN, INLINE_LEN,
+};
 use crate::preamble::{Preamble, FLAG_COMPRESSED, MAX_SEGMENTS};
 use crate::{FrameError, Tag, WireQueue};
 
@@ -40,6 +43,7 @@ impl Seg<'_> {
         }
     }
 
+    #[inline]
     fn put(&self, out: &mut WireQueue) {
         match self {
             Seg::Slice(s) => out.put_slice(s),
@@ -104,10 +108,13 @@ impl FrameEncoder {
         out: &mut WireQueue,
     ) -> Result<usize, FrameError> {
         let mut segs = [Seg::Slice(&[]); MAX_SEGMENTS];
-        for (slot, s) in segs.iter_mut().zip(segments) {
-            *slot = Seg::Shared(s);
-        }
-        self.encode_segs(tag, &segs[..segments.len().min(MAX_SEGMENTS)], out)
+        let n = segs
+            .iter_mut()
+            .zip(segments)
+            .map(|(slot, s)| *slot = Seg::Shared(s))
+            .count();
+        // `n` is at most MAX_SEGMENTS: `get` always succeeds.
+        self.encode_segs(tag, segs.get(..n).unwrap_or(&segs), out)
     }
 
     /// Like [`FrameEncoder::encode`], with segments that may be borrowed.
@@ -123,7 +130,9 @@ impl FrameEncoder {
         );
         assert_ne!(tag.0, 0, "tag 0 is not a frame");
         let mut segs = [Seg::Slice(&[]); MAX_SEGMENTS];
-        segs[..segments.len()].copy_from_slice(segments);
+        for (slot, s) in segs.iter_mut().zip(segments) {
+            *slot = *s;
+        }
         let mut lens = segs.map(|s| s.bytes().len() as u32);
         let aligns = tag.segment_alignments();
         let used = Preamble::new(tag, lens, aligns, 0).num_segments as usize;
@@ -131,18 +140,22 @@ impl FrameEncoder {
         let mut flags = 0;
         let mut compressed: [Bytes; MAX_SEGMENTS] = Default::default();
         if let Some(c) = self.compression {
-            let logical: usize = segs[..used].iter().map(|s| s.bytes().len()).sum();
+            // Saturating: only compared with the threshold.
+            let logical = segs
+                .iter()
+                .take(used)
+                .fold(0usize, |sum, s| sum.saturating_add(s.bytes().len()));
             if logical >= c.min_frame_len {
-                for i in 0..used {
-                    let data = segs[i].bytes();
+                for (seg, slot) in segs.iter().zip(&mut compressed).take(used) {
+                    let data = seg.bytes();
                     if !data.is_empty() {
-                        let mut v = Vec::with_capacity(data.len() / 2 + 64);
+                        let mut v = Vec::with_capacity((data.len() / 2).saturating_add(64));
                         compression::compress(c.algorithm, data, &mut v)?;
-                        compressed[i] = Bytes::from(v);
+                        *slot = Bytes::from(v);
                     }
                 }
-                for i in 0..used {
-                    segs[i] = Seg::Shared(&compressed[i]);
+                for (seg, c) in segs.iter_mut().zip(&compressed).take(used) {
+                    *seg = Seg::Shared(c);
                 }
                 lens = segs.map(|s| s.bytes().len() as u32);
                 flags |= FLAG_COMPRESSED;
@@ -154,15 +167,17 @@ impl FrameEncoder {
         let mut preamble = Preamble::new(tag, lens, aligns, flags);
         preamble.num_segments = used as u8;
         let frame_len = self.format().frame_len(&preamble) as usize;
+        // `used` is 1..=MAX_SEGMENTS: `get` always succeeds.
+        let segs = segs.get(..used).unwrap_or(&segs);
         let before = out.len();
         let rev1 = self.rev1;
         match &mut self.cipher {
-            None if rev1 => Self::crc_rev1(&preamble, &segs, out),
-            None => Self::crc_rev0(&preamble, &segs, out),
+            None if rev1 => Self::crc_rev1(&preamble, segs, out),
+            None => Self::crc_rev0(&preamble, segs, out),
             Some(c) => {
                 let mut secure = |buf: &mut BytesMut| match rev1 {
-                    true => Self::secure_rev1(c, &preamble, &segs, buf),
-                    false => Self::secure_rev0(c, &preamble, &segs, buf),
+                    true => Self::secure_rev1(c, &preamble, segs, buf),
+                    false => Self::secure_rev0(c, &preamble, segs, buf),
                 };
                 if frame_len >= OWN_BUFFER_FRAME_LEN {
                     // A large frame gets a buffer of its own (the reused
@@ -176,36 +191,41 @@ impl FrameEncoder {
                 }
             }
         }
-        let written = out.len() - before;
+        // The queue only grew.
+        let written = out.len().saturating_sub(before);
         debug_assert_eq!(written, frame_len);
         Ok(written)
     }
 
-    fn crc_rev0(p: &Preamble, segs: &[Seg<'_>; MAX_SEGMENTS], out: &mut WireQueue) {
+    // These take the frame's used segments (one to four).
+
+    fn crc_rev0(p: &Preamble, segs: &[Seg<'_>], out: &mut WireQueue) {
         out.put_slice(&p.encode());
-        let mut epilogue = [0u8; 17];
-        for (i, seg) in segs[..p.num_segments as usize].iter().enumerate() {
+        let mut epilogue = [0u8; EPILOGUE_CRC_REV0_LEN];
+        let [_, crcs @ ..] = &mut epilogue;
+        for (seg, wire) in segs.iter().zip(crcs.chunks_exact_mut(CRC_LEN)) {
             seg.put(out);
             let crc = ceph_crc32c(SEGMENT_CRC_SEED, seg.bytes());
-            epilogue[1 + 4 * i..5 + 4 * i].copy_from_slice(&crc.to_le_bytes());
+            wire.copy_from_slice(&crc.to_le_bytes());
         }
         out.put_slice(&epilogue);
     }
 
-    fn crc_rev1(p: &Preamble, segs: &[Seg<'_>; MAX_SEGMENTS], out: &mut WireQueue) {
+    fn crc_rev1(p: &Preamble, segs: &[Seg<'_>], out: &mut WireQueue) {
         out.put_slice(&p.encode());
-        if !segs[0].bytes().is_empty() {
-            segs[0].put(out);
-            out.put_slice(&ceph_crc32c(SEGMENT_CRC_SEED, segs[0].bytes()).to_le_bytes());
+        let (first, rest) = split_first(segs);
+        if !first.bytes().is_empty() {
+            first.put(out);
+            out.put_slice(&ceph_crc32c(SEGMENT_CRC_SEED, first.bytes()).to_le_bytes());
         }
-        let n = p.num_segments as usize;
-        if n > 1 {
-            let mut epilogue = [0u8; 13];
-            epilogue[0] = LATE_STATUS_COMPLETE;
-            for (i, seg) in segs[1..n].iter().enumerate() {
+        if !rest.is_empty() {
+            let mut epilogue = [0u8; EPILOGUE_CRC_REV1_LEN];
+            let [late_status, crcs @ ..] = &mut epilogue;
+            *late_status = LATE_STATUS_COMPLETE;
+            for (seg, wire) in rest.iter().zip(crcs.chunks_exact_mut(CRC_LEN)) {
                 seg.put(out);
                 let crc = ceph_crc32c(SEGMENT_CRC_SEED, seg.bytes());
-                epilogue[1 + 4 * i..5 + 4 * i].copy_from_slice(&crc.to_le_bytes());
+                wire.copy_from_slice(&crc.to_le_bytes());
             }
             out.put_slice(&epilogue);
         }
@@ -220,14 +240,14 @@ impl FrameEncoder {
     fn secure_rev0(
         cipher: &mut TxCipher,
         p: &Preamble,
-        segs: &[Seg<'_>; MAX_SEGMENTS],
+        segs: &[Seg<'_>],
         buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
         let preamble = p.encode();
         let epilogue = Self::secure_epilogue(0);
         let mut pieces = Pieces::default();
         pieces.push(&preamble);
-        for seg in &segs[..p.num_segments as usize] {
+        for seg in segs {
             pieces.push_padded(seg.bytes());
         }
         pieces.push(&epilogue);
@@ -237,38 +257,46 @@ impl FrameEncoder {
     fn secure_rev1(
         cipher: &mut TxCipher,
         p: &Preamble,
-        segs: &[Seg<'_>; MAX_SEGMENTS],
+        segs: &[Seg<'_>],
         buf: &mut BytesMut,
     ) -> Result<(), FrameError> {
         // Preamble and the inline part of segment 0, zero-filled to 48.
         let preamble = p.encode();
-        let first = segs[0].bytes();
-        let inline = first.len().min(INLINE_LEN);
+        let (first, others) = split_first(segs);
+        let first = first.bytes();
+        let (inline, rest) = first.split_at_checked(INLINE_LEN).unwrap_or((first, &[]));
         let mut pieces = Pieces::default();
         pieces.push(&preamble);
-        pieces.push(&first[..inline]);
-        pieces.push(&ZEROS[..INLINE_LEN - inline]);
+        pieces.push(inline);
+        pieces.push(ZEROS.get(inline.len()..).unwrap_or_default());
         cipher.seal_pieces(pieces.as_slice(), buf)?;
 
-        // The rest of segment 0, when its padded length exceeds the inline
-        // buffer (the padding then sits on the remainder).
-        if pad16(first.len() as u64) > INLINE_LEN as u64 {
+        // The rest of segment 0, when it is longer than the inline buffer
+        // (its padding then sits on the remainder).
+        if !rest.is_empty() {
             let mut pieces = Pieces::default();
-            pieces.push_padded(&first[INLINE_LEN..]);
+            pieces.push_padded(rest);
             cipher.seal_pieces(pieces.as_slice(), buf)?;
         }
 
-        let n = p.num_segments as usize;
-        if n > 1 {
+        if !others.is_empty() {
             let epilogue = Self::secure_epilogue(LATE_STATUS_COMPLETE);
             let mut pieces = Pieces::default();
-            for seg in &segs[1..n] {
+            for seg in others {
                 pieces.push_padded(seg.bytes());
             }
             pieces.push(&epilogue);
             cipher.seal_pieces(pieces.as_slice(), buf)?;
         }
         Ok(())
+    }
+}
+
+/// Segment 0 (empty if there is none) and the others.
+fn split_first<'s, 'a>(segs: &'s [Seg<'a>]) -> (Seg<'a>, &'s [Seg<'a>]) {
+    match segs {
+        [first, rest @ ..] => (*first, rest),
+        [] => (Seg::Slice(&[]), segs),
     }
 }
 
@@ -284,21 +312,36 @@ struct Pieces<'a> {
 }
 
 impl<'a> Pieces<'a> {
+    // `len` is the index of an existing slot, so `len + 1` is at most
+    // `slices.len()`: the increment cannot overflow. (`slices` has room for
+    // every piece a frame has; a surplus one is a bug, caught in debug.)
+    #[allow(clippy::arithmetic_side_effects)]
     fn push(&mut self, piece: &'a [u8]) {
-        if !piece.is_empty() {
-            self.slices[self.len] = piece;
-            self.len += 1;
+        if piece.is_empty() {
+            return;
+        }
+        match self.slices.get_mut(self.len) {
+            Some(slot) => {
+                *slot = piece;
+                self.len += 1;
+            }
+            None => debug_assert!(false, "more than {} pieces", self.slices.len()),
         }
     }
 
     /// `seg` and its zero padding to a multiple of 16 bytes.
     fn push_padded(&mut self, seg: &'a [u8]) {
         self.push(seg);
-        let padded = pad16(seg.len() as u64) as usize;
-        self.push(&ZEROS[..padded - seg.len()]);
+        // `rem` is below 16, so `ZEROS[rem..16]` is the `16 - rem` bytes
+        // of padding.
+        let rem = seg.len() % CRYPTO_BLOCK_LEN;
+        if rem != 0 {
+            self.push(ZEROS.get(rem..CRYPTO_BLOCK_LEN).unwrap_or_default());
+        }
     }
 
     fn as_slice(&self) -> &[&'a [u8]] {
-        &self.slices[..self.len]
+        // `len` never exceeds `slices.len()` (see `push`).
+        self.slices.get(..self.len).unwrap_or_default()
     }
 }

@@ -79,7 +79,9 @@ pub enum FrameError {
     OutOfNonces,
     /// The connection secret is too short for secure mode.
     BadConnectionSecret { len: usize },
-    /// The buffer handed to the decoder is not the length the preamble set.
+    /// The buffer handed to the decoder is not the length the preamble set
+    /// (or a head buffer is shorter than `FrameDecoder::head_len`, or the
+    /// `FrameHead` was altered or decoded in another format).
     WrongFrameBufferLength { expected: usize, got: usize },
     /// AES-GCM refused to seal an outgoing frame (a message beyond GCM's
     /// limit under one nonce, or no memory for the cipher context).

@@ -28,9 +28,11 @@ pub const EPILOGUE_CRC_REV1_LEN: usize = 1 + 3 * CRC_LEN;
 pub const EPILOGUE_SECURE_LEN: usize = 16;
 
 /// Rounds up to the AES block size (`p2roundup(len, CRYPTO_BLOCK_SIZE)`).
+/// The add cannot saturate: a `u32` (what a preamble carries) plus 15 fits
+/// in a `u64`.
 #[inline]
-pub fn pad16(len: u64) -> u64 {
-    (len + 15) & !15
+pub fn pad16(len: u32) -> u64 {
+    u64::from(len).saturating_add(15) & !15
 }
 
 /// Which of the four framings a connection uses in one direction.
@@ -69,21 +71,18 @@ impl WireFormat {
         }
     }
 
-    /// On-wire length of segment `index` of logical length `len`.
+    /// On-wire length of segment `index` of logical length `len`. A `u32`
+    /// length keeps every result below 2^33, so the adds cannot saturate.
     pub fn segment_len(self, index: usize, len: u32) -> u64 {
-        let len = len as u64;
         match (self.secure, self.rev1) {
-            (true, true) if index == 0 => {
-                let padded = pad16(len);
-                if padded > INLINE_LEN as u64 {
-                    padded - INLINE_LEN as u64 + GCM_TAG_LEN as u64
-                } else {
-                    0
-                }
-            }
+            (true, true) if index == 0 => match pad16(len).checked_sub(INLINE_LEN as u64) {
+                // The padded part beyond the inline buffer, and its tag.
+                Some(rest) if rest > 0 => rest.saturating_add(GCM_TAG_LEN as u64),
+                _ => 0,
+            },
             (true, _) => pad16(len),
-            (false, true) if index == 0 && len > 0 => len + CRC_LEN as u64,
-            (false, _) => len,
+            (false, true) if index == 0 && len > 0 => u64::from(len).saturating_add(CRC_LEN as u64),
+            (false, _) => u64::from(len),
         }
     }
 
@@ -97,7 +96,9 @@ impl WireFormat {
         }
     }
 
-    /// The whole frame on the wire, preamble included.
+    /// The whole frame on the wire, preamble included. At most four
+    /// segments below 2^33 each keep it below 2^36: the sum cannot
+    /// overflow and the adds cannot saturate.
     pub fn frame_len(self, p: &Preamble) -> u64 {
         let segments: u64 = p
             .used()
@@ -105,7 +106,9 @@ impl WireFormat {
             .enumerate()
             .map(|(i, s)| self.segment_len(i, s.len))
             .sum();
-        self.preamble_len() as u64 + segments + self.epilogue_len(p.num_segments) as u64
+        (self.preamble_len() as u64)
+            .saturating_add(segments)
+            .saturating_add(self.epilogue_len(p.num_segments) as u64)
     }
 }
 

@@ -24,6 +24,9 @@ pub const PREAMBLE_LEN: usize = 32;
 pub const MAX_SEGMENTS: usize = 4;
 /// Preamble flag: the frame's segments are compressed (msgr2 compression).
 pub const FLAG_COMPRESSED: u8 = 0x1;
+/// The four segment descriptors (le32 length, le16 alignment) in a preamble.
+const DESCS: std::ops::Range<usize> = 2..2 + MAX_SEGMENTS * DESC_LEN;
+const DESC_LEN: usize = 6;
 
 /// One segment's length and announced alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,13 +56,15 @@ impl Preamble {
         aligns: [u16; MAX_SEGMENTS],
         flags: u8,
     ) -> Self {
-        let num = lens.iter().rposition(|&l| l != 0).map_or(1, |i| i + 1);
+        // Up to the last non-empty segment.
+        let num = lens
+            .iter()
+            .rposition(|&l| l != 0)
+            .and_then(|last| last.checked_add(1))
+            .unwrap_or(1);
         let mut segments = [SegmentDesc::default(); MAX_SEGMENTS];
-        for i in 0..num {
-            segments[i] = SegmentDesc {
-                len: lens[i],
-                align: aligns[i],
-            };
+        for ((s, &len), &align) in segments.iter_mut().take(num).zip(&lens).zip(&aligns) {
+            *s = SegmentDesc { len, align };
         }
         Preamble {
             tag,
@@ -70,9 +75,12 @@ impl Preamble {
         }
     }
 
-    /// The used segments' descriptors.
+    /// The used segments' descriptors (all four for a count above four,
+    /// which neither `new` nor `decode` produces).
     pub fn used(&self) -> &[SegmentDesc] {
-        &self.segments[..self.num_segments as usize]
+        self.segments
+            .get(..usize::from(self.num_segments))
+            .unwrap_or(&self.segments)
     }
 
     /// Sum of the used segments' lengths (what they take before padding).
@@ -88,10 +96,10 @@ impl Preamble {
         let mut b = [0u8; PREAMBLE_LEN];
         b[0] = self.tag.0;
         b[1] = self.num_segments;
-        for (i, s) in self.segments.iter().enumerate() {
-            let o = 2 + 6 * i;
-            b[o..o + 4].copy_from_slice(&s.len.to_le_bytes());
-            b[o + 4..o + 6].copy_from_slice(&s.align.to_le_bytes());
+        for (d, s) in b[DESCS].chunks_exact_mut(DESC_LEN).zip(&self.segments) {
+            let [l0, l1, l2, l3] = s.len.to_le_bytes();
+            let [a0, a1] = s.align.to_le_bytes();
+            d.copy_from_slice(&[l0, l1, l2, l3, a0, a1]);
         }
         b[26] = self.flags;
         b[27] = self.reserved;
@@ -115,13 +123,18 @@ impl Preamble {
             return Err(FrameError::BadSegmentCount(num));
         }
         let mut segments = [SegmentDesc::default(); MAX_SEGMENTS];
-        for (i, s) in segments.iter_mut().enumerate() {
-            let o = 2 + 6 * i;
-            s.len = u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-            s.align = u16::from_le_bytes([b[o + 4], b[o + 5]]);
+        for (s, d) in segments.iter_mut().zip(b[DESCS].chunks_exact(DESC_LEN)) {
+            // Always matches: every chunk is DESC_LEN bytes.
+            if let [l0, l1, l2, l3, a0, a1] = *d {
+                s.len = u32::from_le_bytes([l0, l1, l2, l3]);
+                s.align = u16::from_le_bytes([a0, a1]);
+            }
         }
-        if num > 1 && segments[num as usize - 1].len == 0 {
-            return Err(FrameError::LastSegmentEmpty);
+        let used = segments.get(..usize::from(num)).unwrap_or(&segments);
+        if let [_, .., last] = used {
+            if last.len == 0 {
+                return Err(FrameError::LastSegmentEmpty);
+            }
         }
         Ok(Preamble {
             tag: Tag(b[0]),

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::io::IoSlice;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// Segments at least this long are queued by reference, not copied.
 pub const DEFAULT_COPY_THRESHOLD: usize = 1024;
@@ -21,7 +21,10 @@ pub struct WireQueue {
     chunks: VecDeque<Bytes>,
     /// Bytes appended since the last chunk was cut; logically after `chunks`.
     arena: BytesMut,
-    len: usize,
+    /// Bytes in `chunks` (the arena's are `arena.len()`). Adds saturate
+    /// rather than wrap: a queue's buffers are far from usize::MAX bytes
+    /// long together.
+    chunks_len: usize,
 }
 
 impl WireQueue {
@@ -31,20 +34,24 @@ impl WireQueue {
 
     /// Bytes queued.
     pub fn len(&self) -> usize {
-        self.len
+        self.chunks_len.saturating_add(self.arena.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Appends a copy of `data`.
     pub fn put_slice(&mut self, data: &[u8]) {
-        if self.arena.capacity() - self.arena.len() < data.len() {
-            self.arena.reserve(data.len().max(ARENA_CHUNK));
-        }
+        self.reserve(data.len());
         self.arena.extend_from_slice(data);
-        self.len += data.len();
+    }
+
+    /// Makes room for `n` more bytes in the arena, a chunk at a time.
+    fn reserve(&mut self, n: usize) {
+        if self.arena.spare_capacity_mut().len() < n {
+            self.arena.reserve(n.max(ARENA_CHUNK));
+        }
     }
 
     /// Appends `data` by reference (or by copy when it is short).
@@ -54,8 +61,7 @@ impl WireQueue {
             return;
         }
         self.cut();
-        self.len += data.len();
-        self.chunks.push_back(data);
+        self.push_chunk(data);
     }
 
     /// Appends a shared buffer: by reference when large, else copied.
@@ -69,13 +75,8 @@ impl WireQueue {
 
     /// Appends `n` zero bytes.
     pub fn put_zeros(&mut self, n: usize) {
-        const ZEROS: [u8; 64] = [0; 64];
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(ZEROS.len());
-            self.put_slice(&ZEROS[..k]);
-            left -= k;
-        }
+        self.reserve(n);
+        self.arena.put_bytes(0, n);
     }
 
     /// Lets `fill` append to the arena directly (e.g. to encrypt in place
@@ -85,21 +86,21 @@ impl WireQueue {
         expected: usize,
         fill: impl FnOnce(&mut BytesMut) -> R,
     ) -> R {
-        if self.arena.capacity() - self.arena.len() < expected {
-            self.arena.reserve(expected.max(ARENA_CHUNK));
-        }
-        let before = self.arena.len();
-        let r = fill(&mut self.arena);
-        self.len += self.arena.len() - before;
-        r
+        self.reserve(expected);
+        fill(&mut self.arena)
     }
 
     /// Turns the arena's pending bytes into a chunk.
     fn cut(&mut self) {
         if !self.arena.is_empty() {
             let piece = self.arena.split().freeze();
-            self.chunks.push_back(piece);
+            self.push_chunk(piece);
         }
+    }
+
+    fn push_chunk(&mut self, chunk: Bytes) {
+        self.chunks_len = self.chunks_len.saturating_add(chunk.len());
+        self.chunks.push_back(chunk);
     }
 
     /// Fills `out` with slices of the queued bytes, oldest first; returns how
@@ -112,12 +113,10 @@ impl WireQueue {
     /// Like [`WireQueue::io_slices`] without cutting: call
     /// [`WireQueue::seal`] first, or the newest small bytes are left out.
     pub fn slices<'a>(&'a self, out: &mut [IoSlice<'a>]) -> usize {
-        let mut n = 0;
-        for (slot, chunk) in out.iter_mut().zip(self.chunks.iter()) {
-            *slot = IoSlice::new(chunk);
-            n += 1;
-        }
-        n
+        out.iter_mut()
+            .zip(self.chunks.iter())
+            .map(|(slot, chunk)| *slot = IoSlice::new(chunk))
+            .count()
     }
 
     /// Makes every queued byte visible to [`WireQueue::slices`].
@@ -133,8 +132,8 @@ impl WireQueue {
         }
         self.cut();
         other.cut();
-        self.len += other.len;
-        other.len = 0;
+        self.chunks_len = self.chunks_len.saturating_add(other.chunks_len);
+        other.chunks_len = 0;
         self.chunks.append(&mut other.chunks);
     }
 
@@ -142,22 +141,29 @@ impl WireQueue {
     pub fn clear(&mut self) {
         self.chunks.clear();
         self.arena.clear();
-        self.len = 0;
+        self.chunks_len = 0;
     }
 
     /// Drops the first `n` queued bytes (what a write consumed).
     pub fn advance(&mut self, mut n: usize) {
         self.cut();
-        assert!(n <= self.len, "advance past the end of the queue");
-        self.len -= n;
+        self.chunks_len = self
+            .chunks_len
+            .checked_sub(n)
+            .expect("advance past the end of the queue");
         while n > 0 {
             let front = self.chunks.front_mut().expect("len accounts for chunks");
-            if n < front.len() {
-                front.advance(n);
-                return;
+            match n.checked_sub(front.len()) {
+                // The write ended inside this chunk.
+                None => {
+                    front.advance(n);
+                    return;
+                }
+                Some(left) => {
+                    n = left;
+                    self.chunks.pop_front();
+                }
             }
-            n -= front.len();
-            self.chunks.pop_front();
         }
     }
 
@@ -171,7 +177,8 @@ impl WireQueue {
     pub fn pop_chunk(&mut self) -> Option<Bytes> {
         self.cut();
         let c = self.chunks.pop_front()?;
-        self.len -= c.len();
+        // `chunks_len` counts every chunk, so this is exact.
+        self.chunks_len = self.chunks_len.saturating_sub(c.len());
         Some(c)
     }
 
@@ -182,7 +189,7 @@ impl WireQueue {
         if self.chunks.len() == 1 {
             return self.pop_chunk().unwrap_or_default();
         }
-        let mut out = BytesMut::with_capacity(self.len);
+        let mut out = BytesMut::with_capacity(self.chunks_len);
         while let Some(c) = self.pop_chunk() {
             out.extend_from_slice(&c);
         }

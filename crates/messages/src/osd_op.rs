@@ -104,30 +104,40 @@ impl MOSDOp {
 
     /// The encoded length of the front for `version`: the front is built in
     /// a buffer of exactly this size, which `Bytes` then owns without a
-    /// separate allocation for its reference count.
+    /// separate allocation for its reference count. Saturates at
+    /// `usize::MAX`, which only a message too large to encode would reach
+    /// (its variable parts are buffers held in memory).
     pub fn front_len(&self, version: u16) -> usize {
         const SPG_T: usize = ENVELOPE + 17 + 1;
         const REQID: usize = ENVELOPE + 9 + 8 + 4;
         const ENVELOPE: usize = msgr_encoding::ENVELOPE_HEADER_LEN;
         let otel = if version >= 9 { self.otel.0.len() } else { 0 };
-        let oloc = ENVELOPE + 8 + 4 + 4 + self.oloc.key.len() + 4 + self.oloc.nspace.len() + 8;
-        SPG_T
-            + 12
-            + REQID
-            + 24
-            + otel
-            + 4
-            + 8
-            + oloc
-            + 4
-            + self.oid.len()
-            + 2
-            + self.ops.len() * OsdOp::LEN
-            + 16
-            + 4
-            + 8 * self.snaps.len()
-            + 4
-            + 8
+        [
+            SPG_T,
+            12,
+            REQID,
+            24,
+            otel,
+            4,
+            8,
+            // oloc: envelope, pool, preferred, key, namespace, hash
+            ENVELOPE + 8 + 4 + 4,
+            self.oloc.key.len(),
+            4,
+            self.oloc.nspace.len(),
+            8,
+            4,
+            self.oid.len(),
+            2,
+            self.ops.len().saturating_mul(OsdOp::LEN),
+            16,
+            4,
+            self.snaps.len().saturating_mul(8),
+            4,
+            8,
+        ]
+        .into_iter()
+        .fold(0, usize::saturating_add)
     }
 
     /// The front (payload) as encoded for `version` 8 or 9.
@@ -205,7 +215,7 @@ impl TypedMessage for MOSDOp {
         let oloc = ObjectLocator::decode(&mut d)?;
         let oid = Bytes::decode(&mut d)?;
         let num_ops = d.u16("MOSDOp.num_ops")? as usize;
-        if num_ops * OsdOp::LEN > d.remaining() {
+        if num_ops > d.remaining() / OsdOp::LEN {
             return Err(msgr_encoding::DecodeError::LengthTooLarge {
                 what: "MOSDOp.ops",
                 claimed: num_ops as u64,
@@ -318,20 +328,26 @@ impl MOSDOpReply {
 
 impl MOSDOpReply {
     /// The encoded length of the front (v8), for an exact-size buffer.
+    /// Saturates at `usize::MAX`, as [`MOSDOp::front_len`] does.
     pub fn front_len(&self) -> usize {
-        4 + self.oid.len()
-            + 17
-            + 8
-            + 4
-            + 12
-            + 4
-            + 4
-            + self.ops.len() * (OsdOp::LEN + 4)
-            + 4
-            + 12
-            + 8
-            + 1
-            + 24
+        [
+            4,
+            self.oid.len(),
+            17,
+            8,
+            4,
+            12,
+            4,
+            4,
+            self.ops.len().saturating_mul(OsdOp::LEN + 4),
+            4,
+            12,
+            8,
+            1,
+            24,
+        ]
+        .into_iter()
+        .fold(0, usize::saturating_add)
     }
 }
 
@@ -455,5 +471,27 @@ mod tests {
             op.ops.push(OsdOp::extent(op::READ, 0, 4096));
             op.otel = OtelTrace(Bytes::from_static(&[1, 1, 3, 0, 0, 0, 9, 9, 9]));
         }
+    }
+
+    #[test]
+    fn an_op_count_past_the_front_is_refused() {
+        let op = MOSDOp::write(7, 3, "obj", 0, Bytes::new(), false);
+        let mut m = op.to_message(0);
+        // The count precedes one op, snapid, snap_seq, the snap count,
+        // retry_attempt and features.
+        let at = m.front.len() - (OsdOp::LEN + 16 + 4 + 4 + 8) - 2;
+        let mut front = m.front.to_vec();
+        front[at..at + 2].copy_from_slice(&u16::MAX.to_le_bytes());
+        m.front = Bytes::from(front);
+        assert!(matches!(
+            MOSDOp::from_message(&m),
+            Err(MessageError::Decode(
+                msgr_encoding::DecodeError::LengthTooLarge {
+                    what: "MOSDOp.ops",
+                    claimed: 65535,
+                    ..
+                }
+            ))
+        ));
     }
 }

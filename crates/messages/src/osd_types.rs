@@ -285,7 +285,12 @@ impl Decode for OtelTrace {
     fn decode(d: &mut Decoder<'_>) -> DecodeResult<Self> {
         let start = d.clone();
         decode_versioned(d, "jspan_context", u8::MAX, |_, _| Ok(()))?;
-        let len = d.position() - start.position();
+        // `d` only moved forward from `start`: this cannot fail.
+        let Some(len) = d.position().checked_sub(start.position()) else {
+            return Err(DecodeError::EnvelopeOverrun {
+                what: "jspan_context",
+            });
+        };
         let mut copy = start;
         Ok(OtelTrace(copy.take_bytes(len, "jspan_context")?))
     }

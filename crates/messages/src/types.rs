@@ -189,7 +189,8 @@ pub fn message_type_name(msg_type: u16) -> Option<&'static str> {
     MESSAGE_TYPES
         .binary_search_by_key(&msg_type, |&(t, _)| t)
         .ok()
-        .map(|i| MESSAGE_TYPES[i].1)
+        .and_then(|i| MESSAGE_TYPES.get(i))
+        .map(|&(_, name)| name)
 }
 
 #[cfg(test)]

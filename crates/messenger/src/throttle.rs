@@ -59,8 +59,8 @@ impl Throttle {
                 // Both counts stay in their bits: messages below
                 // max_messages (< 2^20 - 1), bytes within max_bytes or, for
                 // a message alone, its own capped size (< 2^44).
-                let fits = m < self.max_messages
-                    && (b.saturating_add(bytes) <= self.max_bytes || b == 0);
+                let fits =
+                    m < self.max_messages && (b.saturating_add(bytes) <= self.max_bytes || b == 0);
                 fits.then(|| h.checked_add(ONE_MESSAGE)?.checked_add(bytes))
                     .flatten()
             })

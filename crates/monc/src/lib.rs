@@ -93,6 +93,9 @@ pub enum MonError {
     NoMonitors,
     /// The client was shut down.
     Shutdown,
+    /// The caller asked for a timeout so long that its deadline is past
+    /// what the clock can represent (the caller's mistake).
+    TimeoutTooLong(Duration),
 }
 
 impl std::fmt::Display for MonError {
@@ -102,6 +105,7 @@ impl std::fmt::Display for MonError {
             MonError::Timeout(why) => write!(f, "timed out: {why}"),
             MonError::NoMonitors => f.write_str("no monitor with a msgr2 (v2:) address"),
             MonError::Shutdown => f.write_str("the monitor client was shut down"),
+            MonError::TimeoutTooLong(t) => write!(f, "timeout {t:?} is too long"),
         }
     }
 }
@@ -116,6 +120,14 @@ pub struct CommandReply {
     /// The status line (what `ceph` prints on stderr).
     pub rs: String,
     pub output: Bytes,
+}
+
+/// The deadline `timeout` from now (checked: `Instant + Duration` panics
+/// past the clock's range), computed before anything is queued or sent.
+fn deadline_after(timeout: Duration) -> Result<Instant, MonError> {
+    Instant::now()
+        .checked_add(timeout)
+        .ok_or(MonError::TimeoutTooLong(timeout))
 }
 
 /// A connected monitor client.
@@ -136,6 +148,7 @@ impl MonClient {
         if mons.is_empty() {
             return Err(MonError::NoMonitors);
         }
+        let deadline = deadline_after(cfg.connect_timeout)?;
         let state = Arc::new(State::new(cfg.clone(), mons));
         let provider: Arc<dyn AuthProvider> = match &cfg.auth {
             MonAuth::None => Arc::new(NoneProvider),
@@ -169,7 +182,6 @@ impl MonClient {
             state,
             ticker,
         };
-        let deadline = Instant::now() + cfg.connect_timeout;
         match client.state.wait_ready(deadline).await {
             Ok(()) => Ok(client),
             Err(e) => {
@@ -212,11 +224,12 @@ impl MonClient {
         input: Bytes,
         timeout: Duration,
     ) -> Result<CommandReply, MonError> {
+        let deadline = deadline_after(timeout)?;
         let tid = self.state.add_command(vec![cmd.to_string()], input);
         if let Some(c) = self.state.active() {
             self.send_command(&c, tid);
         }
-        self.state.wait_command(tid, Instant::now() + timeout).await
+        self.state.wait_command(tid, deadline).await
     }
 
     fn send_command(&self, c: &Connection, tid: u64) {
@@ -234,8 +247,8 @@ impl MonClient {
     /// The newest and oldest epochs of a map the monitors keep (`osdmap`,
     /// `monmap`, `mdsmap`, `fsmap`): MMonGetVersion.
     pub async fn get_version(&self, what: &str, timeout: Duration) -> Result<(u64, u64), MonError> {
+        let deadline = deadline_after(timeout)?;
         let handle = self.state.add_version_request();
-        let deadline = Instant::now() + timeout;
         loop {
             // (Re)send on the current session until answered.
             if let Some(c) = self.state.active() {
@@ -245,8 +258,11 @@ impl MonClient {
                 };
                 c.send_nowait(m.to_message(c.features()));
             }
-            let step = Instant::now() + self.state.hunt_interval();
-            match self.state.wait_version(handle, step.min(deadline)).await {
+            // An interval past the clock's range waits for the deadline.
+            let step = Instant::now()
+                .checked_add(self.state.hunt_interval())
+                .map_or(deadline, |step| step.min(deadline));
+            match self.state.wait_version(handle, step).await {
                 Some(v) => return Ok(v),
                 None if Instant::now() >= deadline => {
                     return Err(MonError::Timeout(format!(
@@ -261,8 +277,9 @@ impl MonClient {
     /// Drops the current session; the client hunts for a new one (and
     /// reclaims its global id with its ticket). Waits until it is back.
     pub async fn reconnect(&self, timeout: Duration) -> Result<(), MonError> {
+        let deadline = deadline_after(timeout)?;
         self.state.drop_session();
-        self.state.wait_ready(Instant::now() + timeout).await
+        self.state.wait_ready(deadline).await
     }
 
     /// Closes the session and stops.
@@ -270,5 +287,19 @@ impl MonClient {
         self.ticker.abort();
         self.state.shut_down();
         self.messenger.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_past_the_clock_are_errors() {
+        assert_eq!(
+            deadline_after(Duration::MAX),
+            Err(MonError::TimeoutTooLong(Duration::MAX))
+        );
+        assert!(deadline_after(Duration::from_secs(30)).is_ok());
     }
 }

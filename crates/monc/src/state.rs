@@ -132,8 +132,7 @@ impl State {
 
     pub fn add_version_request(&self) -> u64 {
         let mut i = self.lock();
-        i.last_version_handle += 1;
-        let h = i.last_version_handle;
+        let h = next_id(&mut i.last_version_handle);
         i.versions.insert(h, None);
         h
     }
@@ -176,8 +175,7 @@ impl State {
 
     pub fn add_command(&self, cmd: Vec<String>, input: Bytes) -> u64 {
         let mut i = self.lock();
-        i.last_tid += 1;
-        let tid = i.last_tid;
+        let tid = next_id(&mut i.last_tid);
         i.commands.insert(
             tid,
             PendingCommand {
@@ -236,7 +234,8 @@ impl State {
             .lock()
             .monmap
             .as_ref()
-            .map_or(0, |m| m.epoch as u64 + 1);
+            // A u32 epoch widened to u64: never saturates.
+            .map_or(0, |m| u64::from(m.epoch).saturating_add(1));
         what.insert(
             "monmap".to_string(),
             SubscribeItem {
@@ -315,7 +314,9 @@ impl State {
             let mut i = self.lock();
             i.last_error = Some(format!("mon {}: {f}", c.peer_addrs()));
             if refused && i.pending.contains(c) {
-                i.auth_refusals += 1;
+                // A count compared with the number of monitors tried:
+                // saturating is harmless.
+                i.auth_refusals = i.auth_refusals.saturating_add(1);
                 i.pending.retain(|p| p != c);
             }
         }
@@ -403,6 +404,15 @@ impl State {
         let _ = c;
         self.changed.notify_waiters();
     }
+}
+
+/// Takes the next id of a counter that starts at 0 (ids start at 1).
+#[allow(clippy::arithmetic_side_effects)]
+fn next_id(last: &mut u64) -> u64 {
+    // One id per local request: at a billion a second, u64 lasts over 500
+    // years, so this cannot overflow.
+    *last += 1;
+    *last
 }
 
 pub(crate) struct Dispatch(pub Arc<State>);
@@ -517,13 +527,26 @@ fn start_hunt(state: &Arc<State>, messenger: &Messenger<Tcp>) {
         for p in i.pending.drain(..) {
             p.mark_down();
         }
-        let n = state.cfg.hunt_parallel.clamp(1, state.mons.len());
+        let len = state.mons.len();
+        let n = state.cfg.hunt_parallel.clamp(1, len);
         let start = i.next_mon;
-        i.next_mon = (start + n) % state.mons.len();
-        i.tried += n;
+        // `start < len` and `n <= len`, so the sum cannot overflow; `len` is
+        // not 0 (`connect` refuses an empty list).
+        i.next_mon = start
+            .checked_add(n)
+            .and_then(|end| end.checked_rem(len))
+            .unwrap_or(0);
+        // A count compared with the number of monitors: saturating is
+        // harmless.
+        i.tried = i.tried.saturating_add(n);
         i.hunt_started = Some(Instant::now());
-        (0..n)
-            .map(|k| state.mons[(start + k) % state.mons.len()].clone())
+        state
+            .mons
+            .iter()
+            .cycle()
+            .skip(start)
+            .take(n)
+            .cloned()
             .collect()
     };
     for addrs in batch {

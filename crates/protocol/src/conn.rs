@@ -585,7 +585,8 @@ impl Conn {
                             self.stats.client_idents = self.stats.client_idents.saturating_add(1);
                         }
                         if matches!(next, Connecting::Reconnect) {
-                            self.stats.reconnects_sent = self.stats.reconnects_sent.saturating_add(1);
+                            self.stats.reconnects_sent =
+                                self.stats.reconnects_sent.saturating_add(1);
                         }
                         self.state = State::Connecting(next);
                     }

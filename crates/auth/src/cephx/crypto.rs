@@ -26,6 +26,12 @@ const BLOCK: usize = 16;
 /// The truncated HMAC-SHA384 tag of aes256k.
 const TAG_LEN: usize = 24;
 const CONFOUNDER_LEN: usize = 16;
+/// An HMAC-SHA384 tag, before truncation.
+const SHA384_LEN: usize = 48;
+/// aes256k's `Ke`: an AES-256 key.
+const KE_LEN: usize = 32;
+/// An `aes` key's AES-128 key.
+const AES128_KEY_LEN: usize = 16;
 
 /// Key usage numbers of aes256k (Ceph 20 CephxProtocol.h; Linux
 /// auth_x_protocol.h). `aes` keys ignore them.
@@ -113,87 +119,100 @@ fn cbc_decrypt(
         .expect("whole blocks");
 }
 
+/// HMAC-SHA384 of `parts`, concatenated.
+fn hmac_sha384(key: &[u8], parts: &[&[u8]]) -> [u8; SHA384_LEN] {
+    let key = hmac::Key::new(hmac::HMAC_SHA384, key);
+    let mut ctx = hmac::Context::with_key(&key);
+    for p in parts {
+        ctx.update(p);
+    }
+    let mut out = [0u8; SHA384_LEN];
+    // A SHA-384 tag is always SHA384_LEN bytes.
+    out.copy_from_slice(ctx.sign().as_ref());
+    out
+}
+
 /// KDF-HMAC-SHA2 of RFC 8009 §3 for one usage and label byte: the first
-/// `len` bytes of HMAC-SHA384(secret, be32(1) | be32(usage) | label | 0 |
-/// be32(len * 8)).
-fn kdf(secret: &[u8], usage: u32, label: u8, len: usize) -> Vec<u8> {
+/// `N` bytes of HMAC-SHA384(secret, be32(1) | be32(usage) | label | 0 |
+/// be32(N * 8)).
+fn kdf<const N: usize>(secret: &[u8], usage: u32, label: u8) -> [u8; N] {
+    const { assert!(N <= SHA384_LEN) };
     let mut input = [0u8; 14];
     input[..4].copy_from_slice(&1u32.to_be_bytes());
     input[4..8].copy_from_slice(&usage.to_be_bytes());
     input[8] = label;
-    input[10..].copy_from_slice(&((len * 8) as u32).to_be_bytes());
-    let tag = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA384, secret), &input);
-    tag.as_ref()[..len].to_vec()
+    input[10..].copy_from_slice(&const { (N * 8) as u32 }.to_be_bytes());
+    let tag = hmac_sha384(secret, &[&input]);
+    let mut out = [0u8; N];
+    // N <= SHA384_LEN: every byte of `out` is set.
+    out.iter_mut().zip(tag).for_each(|(o, t)| *o = t);
+    out
 }
 
 /// `Ke` and `Ki` of an aes256k key for `usage`.
-fn derive(secret: &[u8], usage: u32) -> (Vec<u8>, Vec<u8>) {
-    (
-        kdf(secret, usage, 0xAA, 32),
-        kdf(secret, usage, 0x55, TAG_LEN),
-    )
+fn derive(secret: &[u8], usage: u32) -> ([u8; KE_LEN], [u8; TAG_LEN]) {
+    (kdf(secret, usage, 0xAA), kdf(secret, usage, 0x55))
 }
 
-/// CBC-CS3 encryption (RFC 8009 §5, docs/research/cephx-crypto.md §5): CBC,
-/// then the last two blocks swapped and the final one truncated. `data` is
-/// at least one block (the confounder guarantees it).
-fn cts_encrypt(ke: &[u8], data: &mut [u8]) {
+/// CBC-CS3 encryption (RFC 8009 §5, docs/research/cephx-crypto.md §5): CBC
+/// over the data zero-padded to whole blocks, then the last two blocks
+/// swapped and the output cut to the data's length. `data` is at least one
+/// block (the confounder guarantees it).
+fn cts_encrypt(ke: &[u8], data: &mut Vec<u8>) {
     let n = data.len();
     debug_assert!(n >= BLOCK);
-    if n == BLOCK {
-        cbc_encrypt(&AES_256, ke, [0; 16], data);
-        return;
+    // A Vec holds at most isize::MAX bytes: the next multiple fits.
+    data.resize(n.next_multiple_of(BLOCK), 0);
+    cbc_encrypt(&AES_256, ke, [0; 16], data);
+    // One block is plain CBC; from two on, C(m-1) and Cm trade places.
+    if let Some(last_two) = data.last_chunk_mut::<{ 2 * BLOCK }>() {
+        last_two.rotate_left(BLOCK);
     }
-    let m = n.div_ceil(BLOCK);
-    let r = n - BLOCK * (m - 1);
-    let mut padded = data.to_vec();
-    padded.resize(m * BLOCK, 0);
-    cbc_encrypt(&AES_256, ke, [0; 16], &mut padded);
-    let head = BLOCK * (m - 2);
-    data[..head].copy_from_slice(&padded[..head]);
-    data[head..head + BLOCK].copy_from_slice(&padded[head + BLOCK..head + 2 * BLOCK]);
-    data[head + BLOCK..].copy_from_slice(&padded[head..head + r]);
+    data.truncate(n);
 }
 
-/// CBC-CS3 decryption, the inverse of [`cts_encrypt`].
-fn cts_decrypt(ke: &[u8], data: &mut [u8]) {
+/// CBC-CS3 decryption, the inverse of [`cts_encrypt`]: the data is C1..C(m-2),
+/// Cm, then the first `r` bytes of C(m-1). C(m-1) is rebuilt and the blocks
+/// put back in order, for a plain CBC decryption.
+fn cts_decrypt(ke: &[u8], data: &mut Vec<u8>) {
     let n = data.len();
     debug_assert!(n >= BLOCK);
-    if n == BLOCK {
-        cbc_decrypt(&AES_256, ke, [0; 16], data);
-        return;
+    // The bytes of the last, maybe partial, block.
+    let r = data.chunks(BLOCK).last().map_or(0, <[u8]>::len);
+    // A Vec holds at most isize::MAX bytes: the next multiple fits.
+    data.resize(n.next_multiple_of(BLOCK), 0);
+    if let Some(last_two) = data.last_chunk_mut::<{ 2 * BLOCK }>() {
+        // D = AES-decrypt(Cm) = (Pm || 0) ^ C(m-1): past `r` it is C(m-1).
+        let mut d = [0u8; BLOCK];
+        d.copy_from_slice(&last_two[..BLOCK]);
+        aes_decrypting(&AES_256, ke, true)
+            .decrypt(&mut d, DecryptionContext::None)
+            .expect("one block");
+        for (c, x) in last_two[BLOCK..].iter_mut().zip(d).skip(r) {
+            *c = x;
+        }
+        last_two.rotate_left(BLOCK);
     }
-    let m = n.div_ceil(BLOCK);
-    let r = n - BLOCK * (m - 1);
-    let head = BLOCK * (m - 2);
-    // D = AES-decrypt(Cm) = (Pm || 0) ^ C(m-1).
-    let mut d: [u8; 16] = data[head..head + BLOCK].try_into().expect("one block");
-    aes_decrypting(&AES_256, ke, true)
-        .decrypt(&mut d, DecryptionContext::None)
-        .expect("one block");
-    let tail: Vec<u8> = data[head + BLOCK..].to_vec();
-    // Rebuild C(m-1) = T || D[r..], then CBC-decrypt C1..C(m-1).
-    let mut front = data[..head].to_vec();
-    front.extend_from_slice(&tail);
-    front.extend_from_slice(&d[r..]);
-    cbc_decrypt(&AES_256, ke, [0; 16], &mut front);
-    data[..head + BLOCK].copy_from_slice(&front);
-    for i in 0..r {
-        data[head + BLOCK + i] = d[i] ^ tail[i];
-    }
+    cbc_decrypt(&AES_256, ke, [0; 16], data);
+    data.truncate(n);
 }
 
 fn aes256k_tag(ki: &[u8], ciphertext: &[u8]) -> [u8; TAG_LEN] {
-    let key = hmac::Key::new(hmac::HMAC_SHA384, ki);
-    let mut ctx = hmac::Context::with_key(&key);
-    ctx.update(&[0u8; BLOCK]);
-    ctx.update(ciphertext);
+    let tag = hmac_sha384(ki, &[&[0u8; BLOCK], ciphertext]);
     let mut out = [0u8; TAG_LEN];
-    out.copy_from_slice(&ctx.sign().as_ref()[..TAG_LEN]);
+    out.copy_from_slice(&tag[..TAG_LEN]);
     out
 }
 
 impl CryptoKey {
+    /// An `aes` key's AES-128 key: its secret, which every constructor makes
+    /// 16 bytes for this kind. A shorter one (only a changed `kind` could
+    /// pair it with `Aes128`) is passed whole, for aws-lc to refuse.
+    fn aes128_key(&self) -> &[u8] {
+        let secret = self.secret();
+        secret.get(..AES128_KEY_LEN).unwrap_or(secret)
+    }
+
     /// Encrypts `plaintext` for key usage `usage` (ignored by `aes`).
     pub fn encrypt(&self, usage: u32, plaintext: &[u8], rng: &dyn Random) -> Vec<u8> {
         let mut confounder = [0u8; CONFOUNDER_LEN];
@@ -213,16 +232,23 @@ impl CryptoKey {
         match self.kind {
             KeyKind::None => plaintext.to_vec(),
             KeyKind::Aes128 => {
-                let pad = BLOCK - plaintext.len() % BLOCK;
-                let mut buf = Vec::with_capacity(plaintext.len() + pad);
+                // PKCS#7: 1 to BLOCK bytes, each holding the count (the
+                // remainder is below BLOCK: never saturates).
+                let pad = BLOCK.saturating_sub(plaintext.len() % BLOCK);
+                let mut buf = Vec::with_capacity(plaintext.len().saturating_add(pad));
                 buf.extend_from_slice(plaintext);
-                buf.resize(plaintext.len() + pad, pad as u8);
-                cbc_encrypt(&AES_128, &self.secret()[..16], CEPH_AES_IV, &mut buf);
+                buf.extend(std::iter::repeat_n(pad as u8, pad));
+                cbc_encrypt(&AES_128, self.aes128_key(), CEPH_AES_IV, &mut buf);
                 buf
             }
             KeyKind::Aes256k => {
                 let (ke, ki) = derive(self.secret(), usage);
-                let mut buf = Vec::with_capacity(CONFOUNDER_LEN + plaintext.len() + TAG_LEN);
+                // Room for the confounder, CTS's padding and the tag.
+                let mut buf = Vec::with_capacity(
+                    plaintext
+                        .len()
+                        .saturating_add(const { CONFOUNDER_LEN + BLOCK + TAG_LEN }),
+                );
                 buf.extend_from_slice(confounder);
                 buf.extend_from_slice(plaintext);
                 cts_encrypt(&ke, &mut buf);
@@ -243,19 +269,20 @@ impl CryptoKey {
                     return Err(CryptoError::BadLength(n));
                 }
                 let mut buf = ciphertext.to_vec();
-                cbc_decrypt(&AES_128, &self.secret()[..16], CEPH_AES_IV, &mut buf);
-                // As CryptoAESKeyHandler::decrypt: strip min(last, 16), unchecked.
-                let pad = (buf[n - 1] as usize).min(BLOCK);
-                buf.truncate(n - pad);
+                cbc_decrypt(&AES_128, self.aes128_key(), CEPH_AES_IV, &mut buf);
+                // As CryptoAESKeyHandler::decrypt: strip min(last, 16), unchecked
+                // (n >= BLOCK: never saturates).
+                let pad = buf.last().map_or(0, |&last| (last as usize).min(BLOCK));
+                buf.truncate(n.saturating_sub(pad));
                 Ok(buf)
             }
             KeyKind::Aes256k => {
                 let n = ciphertext.len();
-                if n < CONFOUNDER_LEN + TAG_LEN {
-                    return Err(CryptoError::BadLength(n));
-                }
+                let (body, tag) = match ciphertext.split_last_chunk::<TAG_LEN>() {
+                    Some((body, tag)) if body.len() >= CONFOUNDER_LEN => (body, tag),
+                    _ => return Err(CryptoError::BadLength(n)),
+                };
                 let (ke, ki) = derive(self.secret(), usage);
-                let (body, tag) = ciphertext.split_at(n - TAG_LEN);
                 let expected = aes256k_tag(&ki, body);
                 if aws_lc_rs::constant_time::verify_slices_are_equal(&expected, tag).is_err() {
                     return Err(CryptoError::BadTag);
@@ -315,7 +342,7 @@ mod tests {
     fn rfc8009_aes256_key_derivation() {
         let base = h("6D404D37FAF79F9DF0D33568D320669800EB4836472EA8A026D16B7182460C52");
         assert_eq!(
-            hex::encode(&kdf(&base, 2, 0x99, 24)).to_uppercase(),
+            hex::encode(&kdf::<24>(&base, 2, 0x99)).to_uppercase(),
             "EF5718BE86CC84963D8BBB5031E9F5C4BA41F28FAF69E73D"
         );
         let (ke, ki) = derive(&base, 2);
@@ -356,6 +383,9 @@ mod tests {
             bad[0] ^= 1;
             assert_eq!(key.decrypt(2, &bad), Err(CryptoError::BadTag));
         }
+        // Shorter than a confounder and a tag: refused before any HMAC.
+        assert_eq!(key.decrypt(2, &[0; 39]), Err(CryptoError::BadLength(39)));
+        assert_eq!(key.decrypt(2, &[0; 40]), Err(CryptoError::BadTag));
     }
 
     #[test]

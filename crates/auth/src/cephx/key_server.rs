@@ -48,7 +48,9 @@ impl Minted {
                 nsec: now.nsec,
             },
             renew_after: UTime {
-                sec: now.sec.saturating_add(v - v / 4),
+                // Renewed after three quarters of the validity (v / 4 <= v:
+                // the subtraction never saturates).
+                sec: now.sec.saturating_add(v.saturating_sub(v / 4)),
                 nsec: now.nsec,
             },
         }

@@ -40,9 +40,9 @@ impl Keyring {
             }
             Ok(())
         };
-        for (i, raw) in text.lines().enumerate() {
+        for (line_no, raw) in (1usize..).zip(text.lines()) {
             let line = raw.trim();
-            let at = |why: String| format!("keyring line {}: {why}", i + 1);
+            let at = |why: String| format!("keyring line {line_no}: {why}");
             if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
                 continue;
             }

@@ -112,7 +112,8 @@ impl Tickets {
                             nsec: now.nsec,
                         },
                         UTime {
-                            sec: expires - v / 4,
+                            // expires >= v >= v / 4: never saturates.
+                            sec: expires.saturating_sub(v / 4),
                             nsec: now.nsec,
                         },
                     )

@@ -37,7 +37,13 @@ fn main() {
     let saddrs: EntityAddrvec = "v2:127.0.0.1:6800/0".parse().expect("a valid literal");
     let caddrs: EntityAddrvec = "v2:127.0.0.1:0/1".parse().expect("a valid literal");
     let mut c = Conn::connect(ccfg, saddrs.clone(), EntityType::OSD, caddrs, now, 1);
-    let mut s = Conn::accept(scfg, saddrs, "127.0.0.1:40000".parse().expect("a valid literal"), now, 2);
+    let mut s = Conn::accept(
+        scfg,
+        saddrs,
+        "127.0.0.1:40000".parse().expect("a valid literal"),
+        now,
+        2,
+    );
     c.socket_connected(None, now);
     let payload = Bytes::from(vec![3u8; size]);
     let (mut sent, mut done) = (0usize, 0usize);

@@ -33,12 +33,18 @@ fn main() {
     // The smallest capture, whole, and the first KiBs of each.
     for p in &pcaps {
         let data = std::fs::read(p).expect("capture");
-        let stem = p.file_stem().expect("a fixed input of this tool").to_string_lossy().to_string();
+        let stem = p
+            .file_stem()
+            .expect("a fixed input of this tool")
+            .to_string_lossy()
+            .to_string();
         write("capture", &stem, &data[..data.len().min(6000)]);
     }
 
     let addr: EntityAddr = "v2:127.0.0.1:3300/7".parse().expect("a valid literal");
-    let addrs: EntityAddrvec = "[v2:127.0.0.1:3300/0,v1:127.0.0.1:6789/0]".parse().expect("a valid literal");
+    let addrs: EntityAddrvec = "[v2:127.0.0.1:3300/0,v1:127.0.0.1:6789/0]"
+        .parse()
+        .expect("a valid literal");
     let v6: EntityAddr = "v2:[::1]:6800/1".parse().expect("a valid literal");
     for (i, v) in [
         [&[0u8][..], &addr.to_bytes()].concat(),
@@ -88,11 +94,13 @@ fn main() {
         let rev1 = mode & 1 != 0;
         let mut enc = FrameEncoder::new(rev1);
         if mode & 2 != 0 {
-            let k = SecureKeys::from_connection_secret(&secret, Role::Connector).expect("a fixed input of this tool");
+            let k = SecureKeys::from_connection_secret(&secret, Role::Connector)
+                .expect("a fixed input of this tool");
             enc.set_cipher(k.ciphers(rev1).0);
         }
         if mode & 4 != 0 {
-            let alg = Algorithm::from_wire(((mode >> 3) % 4 + 1) as u32).expect("a fixed input of this tool");
+            let alg = Algorithm::from_wire(((mode >> 3) % 4 + 1) as u32)
+                .expect("a fixed input of this tool");
             enc.set_compression(Some(TxCompression::new(alg)));
         }
         let mut q = WireQueue::new();
@@ -100,7 +108,8 @@ fn main() {
             entity_type: msgr_encoding::EntityType::CLIENT,
             peer_addr: addr,
         };
-        enc.encode(Tag::HELLO, &[hello.to_bytes()], &mut q).expect("a fixed input of this tool");
+        enc.encode(Tag::HELLO, &[hello.to_bytes()], &mut q)
+            .expect("a fixed input of this tool");
         let header = msgr_frames::MsgHeader2 {
             seq: 1,
             msg_type: 42,
