@@ -197,40 +197,52 @@ impl Latencies {
 /// Tells a peer that refuses us from a connection that is merely failing,
 /// for tools that should stop with the reason rather than reconnect
 /// forever: a refusal ([`msgr_protocol::ProtocolError::is_refusal`]) at
-/// once, or the peer closing our handshake in the same phase three times
-/// running (a peer that restarts, or a socket failure injected for a test,
-/// does not land in one phase every time).
+/// once, or the peer closing our handshake in the same phase, attempt after
+/// attempt with nothing else between: three times from a peer that never
+/// gave us a session, eight once one did (a socket failure injected for a
+/// test lands in one phase three times running now and then; eight, with
+/// the one-in-thirty rates our interop tests use, about never).
 #[derive(Debug, Default)]
 pub struct RefusalWatch {
     phase: Option<&'static str>,
     closes: u32,
+    connected: bool,
 }
 
 impl RefusalWatch {
-    /// Closes in one phase that make a refusal.
+    /// Closes in one phase that make a refusal, before and after a session.
     pub const CLOSES: u32 = 3;
+    pub const CLOSES_AFTER_A_SESSION: u32 = 8;
 
     /// A fault: whether the peer refuses us.
     pub fn on_fault(&mut self, e: &msgr_protocol::ProtocolError) -> bool {
         if e.is_refusal() {
             return true;
         }
-        match e {
-            msgr_protocol::ProtocolError::ClosedInHandshake { phase, .. } => {
-                self.closes = match self.phase == Some(*phase) {
-                    true => self.closes.saturating_add(1),
-                    false => 1,
-                };
-                self.phase = Some(*phase);
-                self.closes >= Self::CLOSES
-            }
-            _ => false,
-        }
+        let msgr_protocol::ProtocolError::ClosedInHandshake { phase, .. } = e else {
+            // Failed otherwise: the run of closes is broken.
+            self.phase = None;
+            self.closes = 0;
+            return false;
+        };
+        self.closes = match self.phase == Some(*phase) {
+            true => self.closes.saturating_add(1),
+            false => 1,
+        };
+        self.phase = Some(*phase);
+        let limit = match self.connected {
+            true => Self::CLOSES_AFTER_A_SESSION,
+            false => Self::CLOSES,
+        };
+        self.closes >= limit
     }
 
     /// The session became READY: earlier closes were not a refusal.
     pub fn on_connect(&mut self) {
-        *self = RefusalWatch::default();
+        *self = RefusalWatch {
+            connected: true,
+            ..RefusalWatch::default()
+        };
     }
 }
 
@@ -245,6 +257,10 @@ mod tests {
             phase,
             kind: std::io::ErrorKind::UnexpectedEof,
         };
+        let reset = ProtocolError::Transport {
+            kind: std::io::ErrorKind::ConnectionReset,
+            message: "reset".into(),
+        };
         let mut w = RefusalWatch::default();
         assert!(w.on_fault(&ProtocolError::Auth(msgr_auth::AuthError::NoMethodLeft)));
         assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
@@ -253,13 +269,16 @@ mod tests {
             "another phase starts over"
         );
         assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
+        assert!(!w.on_fault(&reset), "another failure breaks the run");
+        assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
         assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
         assert!(w.on_fault(&closed("SESSION_CONNECTING")));
+        // After a session, it takes eight.
         w.on_connect();
-        assert!(!w.on_fault(&closed("SESSION_CONNECTING")));
-        assert!(!w.on_fault(&ProtocolError::Transport {
-            kind: std::io::ErrorKind::ConnectionReset,
-            message: "reset".into()
-        }));
+        for _ in 1..RefusalWatch::CLOSES_AFTER_A_SESSION {
+            assert!(!w.on_fault(&closed("COMPRESSION_CONNECTING")));
+        }
+        assert!(w.on_fault(&closed("COMPRESSION_CONNECTING")));
+        assert!(!w.on_fault(&reset));
     }
 }
