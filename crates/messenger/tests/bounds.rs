@@ -30,24 +30,11 @@ mod poll;
 #[path = "support/raw_peer.rs"]
 mod raw_peer;
 use raw_peer::RawPeer;
+#[path = "support/rss.rs"]
+mod rss;
+use rss::{reset_peak, rss_kib};
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Resident memory (`VmRSS`) or its peak (`VmHWM`), KiB.
-fn rss_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Starts a new peak (Linux resets VmHWM to VmRSS on "5").
-fn reset_peak() -> u64 {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-    rss_kib("VmRSS:")
-}
 
 /// Prints and bounds the peak resident memory since `base` (KiB).
 fn assert_peak_below(what: &str, base: u64, mib: u64) {

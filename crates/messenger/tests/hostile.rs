@@ -26,6 +26,9 @@ use tokio::net::TcpStream;
 #[path = "support/raw_peer.rs"]
 mod raw_peer;
 use raw_peer::RawPeer;
+#[path = "support/rss.rs"]
+mod rss;
+use rss::rss_kib;
 
 struct Echo;
 impl Dispatcher for Echo {
@@ -41,16 +44,6 @@ impl Dispatcher for Count {
     fn ms_dispatch(&self, _: &Connection, msg: IncomingMessage) {
         let _ = self.0.send(msg.tid);
     }
-}
-
-/// Resident memory now (`VmRSS`) or at its highest so far (`VmHWM`), KiB.
-fn rss_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// File descriptors this process may open (soft limit).
@@ -71,21 +64,14 @@ fn preamble(tag: Tag, lens: [u32; 4], count: u8) -> [u8; 32] {
     p.encode()
 }
 
-fn message_header(tid: u64, data_len: usize) -> Bytes {
+fn message_header(tid: u64) -> Bytes {
     let h = MsgHeader2 {
         seq: 1,
         tid,
         msg_type: 42,
-        priority: 127,
-        version: 1,
-        data_pre_padding_len: 0,
-        data_off: 0,
-        ack_seq: 0,
         flags: 3,
-        compat_version: 1,
-        reserved: 0,
+        ..Default::default()
     };
-    let _ = data_len;
     Bytes::copy_from_slice(&h.to_array())
 }
 
@@ -170,7 +156,7 @@ async fn a_server_under_hostile_peers_keeps_serving() {
             p.enc
                 .encode(
                     Tag::MESSAGE,
-                    &[message_header(i, 10), Bytes::from_static(b"0123456789")],
+                    &[message_header(i), Bytes::from_static(b"0123456789")],
                     &mut q,
                 )
                 .unwrap();
@@ -202,12 +188,7 @@ async fn a_server_under_hostile_peers_keeps_serving() {
         let bomb = Bytes::from(vec![0u8; 256 << 20]);
         p.send(
             Tag::MESSAGE,
-            &[
-                message_header(1, bomb.len()),
-                Bytes::new(),
-                Bytes::new(),
-                bomb,
-            ],
+            &[message_header(1), Bytes::new(), Bytes::new(), bomb],
         )
         .await
         .unwrap();

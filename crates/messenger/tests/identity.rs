@@ -175,6 +175,22 @@ async fn osd0(
     (m, addrs, log)
 }
 
+/// client.admin (global id 4100) as a victim with `policy`, at `nonce`.
+fn victim_client(w: &World, policy: Policy, nonce: u32) -> (Messenger<Tcp>, Arc<Mutex<Log>>) {
+    let (d, log) = Recorder::new(false);
+    let m = Messenger::new(
+        Tcp::default(),
+        options(
+            "client.4100",
+            PolicySet::new(policy),
+            w.provider(Some(w.client("client.admin", 4100))),
+            nonce,
+        ),
+        d,
+    );
+    (m, log)
+}
+
 /// The attacker's handshake up to its ident: HELLO as `hello`, a cephx
 /// authorizer with `ticket`.
 async fn attacker(server: &EntityAddrvec, hello: EntityType, ticket: Arc<CephxClient>) -> RawPeer {
@@ -186,6 +202,23 @@ async fn attacker(server: &EntityAddrvec, hello: EntityType, ticket: Arc<CephxCl
         .expect("the attacker's own ticket is valid");
     p.compression(None).await.unwrap();
     p
+}
+
+/// The attacker's CLIENT_IDENT: `addrs` claimed, `gid`, a `global_seq`,
+/// lossy or not (osd.0 is at nonce 100).
+async fn claim(p: &mut RawPeer, addrs: EntityAddrvec, gid: i64, global_seq: u64, lossy: bool) {
+    let ident = ClientIdent {
+        addrs,
+        target_addr: p.server_addr(100),
+        gid,
+        global_seq,
+        supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
+        required_features: 0,
+        flags: if lossy { CONNECT_FLAG_LOSSY } else { 0 },
+        cookie: 0xbad,
+    };
+    // The server may already have closed the socket (a refusal).
+    let _ = p.control(ident.into()).await;
 }
 
 /// What the server answers before it closes the socket.
@@ -242,21 +275,7 @@ async fn a_lossless_peer_session_is_not_handed_to_another_osd() {
     }
 
     let mut p = attacker(&s_addrs, EntityType::OSD, w.client("osd.2", 5002)).await;
-    p.control(
-        ClientIdent {
-            addrs: v_addrs.clone(),
-            target_addr: p.server_addr(100),
-            gid: 2,
-            global_seq: 1 << 40,
-            supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
-            required_features: 0,
-            flags: 0,
-            cookie: 0xbad,
-        }
-        .into(),
-    )
-    .await
-    .unwrap();
+    claim(&mut p, v_addrs.clone(), 2, 1 << 40, false).await;
     assert_eq!(
         answers(&mut p).await,
         Vec::<String>::new(),
@@ -290,17 +309,7 @@ async fn a_lossless_peer_session_is_not_handed_to_another_osd() {
 async fn a_stateful_session_is_not_reconnected_by_another_client() {
     let w = world();
     let (s, s_addrs, s_log) = osd0(&w, Policy::stateful_server()).await;
-    let (d, v_log) = Recorder::new(false);
-    let victim = Messenger::new(
-        Tcp::default(),
-        options(
-            "client.4100",
-            PolicySet::new(Policy::lossless_client()),
-            w.provider(Some(w.client("client.admin", 4100))),
-            300,
-        ),
-        d,
-    );
+    let (victim, v_log) = victim_client(&w, Policy::lossless_client(), 300);
     let conn = victim.connect(&s_addrs, EntityType::OSD);
     for tid in 1..=50 {
         conn.send(msg(tid)).await;
@@ -339,21 +348,7 @@ async fn a_stateful_session_is_not_reconnected_by_another_client() {
         // session under the victim's address, which a stateful server
         // would hand the victim's (reset) session to.
         got.push("SESSION_RESET".to_string());
-        p.control(
-            ClientIdent {
-                addrs: v_addrs.clone(),
-                target_addr: p.server_addr(100),
-                gid: 4200,
-                global_seq: (1 << 40) + 1,
-                supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
-                required_features: 0,
-                flags: 0,
-                cookie: 0xbad,
-            }
-            .into(),
-        )
-        .await
-        .ok();
+        claim(&mut p, v_addrs.clone(), 4200, (1 << 40) + 1, false).await;
         got.extend(answers(&mut p).await);
     }
     assert_eq!(got, Vec::<String>::new(), "refused at its first ident");
@@ -376,17 +371,7 @@ async fn a_stateful_session_is_not_reconnected_by_another_client() {
 async fn a_registered_lossy_client_is_not_replaced_by_another() {
     let w = world();
     let (s, s_addrs, s_log) = osd0(&w, Policy::stateless_registered_server()).await;
-    let (d, v_log) = Recorder::new(false);
-    let victim = Messenger::new(
-        Tcp::default(),
-        options(
-            "client.4100",
-            PolicySet::new(Policy::lossy_client()),
-            w.provider(Some(w.client("client.admin", 4100))),
-            400,
-        ),
-        d,
-    );
+    let (victim, v_log) = victim_client(&w, Policy::lossy_client(), 400);
     let conn = victim.connect(&s_addrs, EntityType::OSD);
     conn.send(msg(1)).await;
     assert!(poll::until(|| v_log.lock().unwrap().tids.len() == 1).await);
@@ -398,21 +383,7 @@ async fn a_registered_lossy_client_is_not_replaced_by_another() {
         w.client("client.mallory", 4200),
     )
     .await;
-    p.control(
-        ClientIdent {
-            addrs: v_addrs,
-            target_addr: p.server_addr(100),
-            gid: 4200,
-            global_seq: 1 << 40,
-            supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
-            required_features: 0,
-            flags: CONNECT_FLAG_LOSSY,
-            cookie: 0,
-        }
-        .into(),
-    )
-    .await
-    .unwrap();
+    claim(&mut p, v_addrs, 4200, 1 << 40, true).await;
     assert_eq!(answers(&mut p).await, Vec::<String>::new());
     for tid in 2..=20 {
         conn.send(msg(tid)).await;
@@ -449,21 +420,7 @@ async fn a_ticket_buys_only_its_own_type_and_gid() {
     assert!(p.closed_by_server(Duration::from_secs(5)).await);
 
     let mut p = attacker(&s_addrs, EntityType::OSD, w.client("osd.2", 5002)).await;
-    p.control(
-        ClientIdent {
-            addrs: "v2:127.0.0.1:6999/1".parse().unwrap(),
-            target_addr: p.server_addr(100),
-            gid: 1,
-            global_seq: 1,
-            supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
-            required_features: 0,
-            flags: 0,
-            cookie: 5,
-        }
-        .into(),
-    )
-    .await
-    .unwrap();
+    claim(&mut p, "v2:127.0.0.1:6999/1".parse().unwrap(), 1, 1, false).await;
     assert_eq!(answers(&mut p).await, Vec::<String>::new());
 
     assert!(poll::until(|| s_log.lock().unwrap().faults.len() >= 2).await);

@@ -86,6 +86,18 @@ fn wire(input: &Input) -> Wire {
     }
 }
 
+/// The `$variant` control frame `$input` must carry in `$state`, which
+/// expects `$expected`; anything else returns from the phase with what was
+/// expected against what came.
+macro_rules! take {
+    ($state:expr, $expected:expr, $input:expr, $variant:ident) => {
+        match control($state, $expected, $input)? {
+            ControlFrame::$variant(frame) => frame,
+            other => return Err(unexpected($state, $expected, Wire::Frame(other.tag()))),
+        }
+    };
+}
+
 /// The control frame `input` carries (a banner or a MESSAGE is refused
 /// as not among `expected`).
 fn control(
@@ -234,12 +246,7 @@ impl Connecting {
                 other => Err(unexpected(state, expect::BANNER, wire(&other))),
             },
             Connecting::Hello => {
-                let h = match control(state, expect::HELLO, input)? {
-                    ControlFrame::Hello(h) => h,
-                    other => {
-                        return Err(unexpected(state, expect::HELLO, Wire::Frame(other.tag())))
-                    }
-                };
+                let h = take!(state, expect::HELLO, input, Hello);
                 if cx.peer.entity_type == msgr_encoding::EntityType::ANY {
                     // Whoever it is: learn its type, and its policy, from HELLO.
                     cx.peer.entity_type = h.entity_type;
@@ -317,16 +324,7 @@ impl Connecting {
                 }
             }
             Connecting::Signature { outcome, tx } => {
-                let sig = match control(state, expect::AUTH_SIGNATURE, input)? {
-                    ControlFrame::AuthSignature(sig) => sig,
-                    other => {
-                        return Err(unexpected(
-                            state,
-                            expect::AUTH_SIGNATURE,
-                            Wire::Frame(other.tag()),
-                        ))
-                    }
-                };
+                let sig = take!(state, expect::AUTH_SIGNATURE, input, AuthSignature);
                 verify_signature(&sig, &outcome.session_key, &tx)?;
                 if cx.link.negotiated().is_some_and(|n| n.compression) {
                     let c = &cx.config.compression;
@@ -351,16 +349,7 @@ impl Connecting {
                 start_session(cx)
             }
             Connecting::Compression { offered } => {
-                let d = match control(state, expect::COMPRESSION_DONE, input)? {
-                    ControlFrame::CompressionDone(d) => d,
-                    other => {
-                        return Err(unexpected(
-                            state,
-                            expect::COMPRESSION_DONE,
-                            Wire::Frame(other.tag()),
-                        ))
-                    }
-                };
+                let d = take!(state, expect::COMPRESSION_DONE, input, CompressionDone);
                 if d.is_compress {
                     // Only a method we offered (none, if we did not ask).
                     let alg = Algorithm::from_wire(d.method)
@@ -592,12 +581,7 @@ impl Accepting {
                 other => Err(unexpected(state, expect::BANNER, wire(&other))),
             },
             Accepting::Hello => {
-                let h = match control(state, expect::HELLO, input)? {
-                    ControlFrame::Hello(h) => h,
-                    other => {
-                        return Err(unexpected(state, expect::HELLO, Wire::Frame(other.tag())))
-                    }
-                };
+                let h = take!(state, expect::HELLO, input, Hello);
                 // The type picks the policy; with cephx it must be the
                 // authenticated entity's (checked at AUTH_DONE). The
                 // accepting side never learns its address from a peer
@@ -611,16 +595,7 @@ impl Accepting {
                 }))
             }
             Accepting::Auth { auth } => {
-                let r = match control(state, expect::AUTH_REQUEST, input)? {
-                    ControlFrame::AuthRequest(r) => r,
-                    other => {
-                        return Err(unexpected(
-                            state,
-                            expect::AUTH_REQUEST,
-                            Wire::Frame(other.tag()),
-                        ))
-                    }
-                };
+                let r = take!(state, expect::AUTH_REQUEST, input, AuthRequest);
                 auth_round(cx)?;
                 let modes: Vec<ConMode> = r.preferred_modes.iter().map(|m| ConMode(*m)).collect();
                 let peer = auth_peer(cx.peer);
@@ -630,30 +605,12 @@ impl Accepting {
                 handle_auth(cx, auth, r.method, mode, false, &r.auth_payload)
             }
             Accepting::AuthMore { auth, method, mode } => {
-                let r = match control(state, expect::AUTH_REQUEST_MORE, input)? {
-                    ControlFrame::AuthRequestMore(r) => r,
-                    other => {
-                        return Err(unexpected(
-                            state,
-                            expect::AUTH_REQUEST_MORE,
-                            Wire::Frame(other.tag()),
-                        ))
-                    }
-                };
+                let r = take!(state, expect::AUTH_REQUEST_MORE, input, AuthRequestMore);
                 auth_round(cx)?;
                 handle_auth(cx, auth, method, mode, true, &r.auth_payload)
             }
             Accepting::Signature { outcome, tx } => {
-                let sig = match control(state, expect::AUTH_SIGNATURE, input)? {
-                    ControlFrame::AuthSignature(sig) => sig,
-                    other => {
-                        return Err(unexpected(
-                            state,
-                            expect::AUTH_SIGNATURE,
-                            Wire::Frame(other.tag()),
-                        ))
-                    }
-                };
+                let sig = take!(state, expect::AUTH_SIGNATURE, input, AuthSignature);
                 verify_signature(&sig, &outcome.session_key, &tx)?;
                 if cx.link.negotiated().is_some_and(|n| n.compression) {
                     Ok(AcceptStep::Next(Accepting::Compression {
@@ -664,16 +621,12 @@ impl Accepting {
                 }
             }
             Accepting::Compression { secure } => {
-                let r = match control(state, expect::COMPRESSION_REQUEST, input)? {
-                    ControlFrame::CompressionRequest(r) => r,
-                    other => {
-                        return Err(unexpected(
-                            state,
-                            expect::COMPRESSION_REQUEST,
-                            Wire::Frame(other.tag()),
-                        ))
-                    }
-                };
+                let r = take!(
+                    state,
+                    expect::COMPRESSION_REQUEST,
+                    input,
+                    CompressionRequest
+                );
                 let c = &cx.config.compression;
                 let pick = (r.is_compress && c.wanted(cx.peer.entity_type, secure))
                     .then(|| c.pick(&r.preferred_methods))

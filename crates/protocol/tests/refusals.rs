@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use msgr_auth::{ConMode, NoneProvider};
-use msgr_encoding::{EntityAddrvec, EntityType};
+use msgr_encoding::EntityType;
 use msgr_frames::compression::Algorithm;
 use msgr_frames::control::*;
 use msgr_frames::{Banner, ControlFrame, FrameEncoder};
@@ -32,21 +32,36 @@ fn a_mode_the_client_did_not_offer_is_refused() {
     );
 }
 
-#[test]
-fn compression_the_client_did_not_ask_for_is_refused() {
-    let mut s = Script::new(CompressionConfig::default());
+/// A client that offered `algorithms` (none: it did not ask to compress)
+/// told by its server to compress with `method`: the fault it reports,
+/// and where it stands.
+fn compression_done(
+    algorithms: &[Algorithm],
+    method: Algorithm,
+) -> (Option<ProtocolError>, &'static str) {
+    let mut s = Script::new(CompressionConfig {
+        force: !algorithms.is_empty(),
+        all_peers: true,
+        algorithms: algorithms.to_vec(),
+        ..Default::default()
+    });
     s.auth_done(ConMode::CRC);
     // Auth none signs with no key: 32 zero bytes.
     s.frame(AuthSignature { sha256: [0; 32] }.into());
     s.frame(
         CompressionDone {
             is_compress: true,
-            method: Algorithm::Snappy as u32,
+            method: method as u32,
         }
         .into(),
     );
+    (s.fault(), s.conn.phase())
+}
+
+#[test]
+fn compression_the_client_did_not_ask_for_is_refused() {
     assert_eq!(
-        s.fault(),
+        compression_done(&[], Algorithm::Snappy).0,
         Some(ProtocolError::NotOffered {
             what: "compression method",
             offered: vec![],
@@ -57,23 +72,8 @@ fn compression_the_client_did_not_ask_for_is_refused() {
 
 #[test]
 fn a_compression_method_the_client_did_not_offer_is_refused() {
-    let mut s = Script::new(CompressionConfig {
-        force: true,
-        all_peers: true,
-        algorithms: vec![Algorithm::Snappy],
-        ..Default::default()
-    });
-    s.auth_done(ConMode::CRC);
-    s.frame(AuthSignature { sha256: [0; 32] }.into());
-    s.frame(
-        CompressionDone {
-            is_compress: true,
-            method: Algorithm::Zstd as u32,
-        }
-        .into(),
-    );
     assert_eq!(
-        s.fault(),
+        compression_done(&[Algorithm::Snappy], Algorithm::Zstd).0,
         Some(ProtocolError::NotOffered {
             what: "compression method",
             offered: vec![Algorithm::Snappy as u32],
@@ -81,23 +81,10 @@ fn a_compression_method_the_client_did_not_offer_is_refused() {
         })
     );
     // What was offered is taken.
-    let mut s = Script::new(CompressionConfig {
-        force: true,
-        all_peers: true,
-        algorithms: vec![Algorithm::Snappy],
-        ..Default::default()
-    });
-    s.auth_done(ConMode::CRC);
-    s.frame(AuthSignature { sha256: [0; 32] }.into());
-    s.frame(
-        CompressionDone {
-            is_compress: true,
-            method: Algorithm::Snappy as u32,
-        }
-        .into(),
+    assert_eq!(
+        compression_done(&[Algorithm::Snappy], Algorithm::Snappy),
+        (None, "SESSION_CONNECTING")
     );
-    assert_eq!(s.fault(), None);
-    assert_eq!(s.conn.phase(), "SESSION_CONNECTING");
 }
 
 /// Counters a server sets in its answers to SESSION_RECONNECT are never
@@ -191,38 +178,13 @@ fn an_unexpected_frame_says_what_was_expected_and_what_came() {
     );
 
     // An acceptor awaiting COMPRESSION_REQUEST gets CLIENT_IDENT.
-    let cfg = Config::new(
-        "osd.0".parse().unwrap(),
-        Arc::new(NoneProvider),
-        PolicySet::new(Policy::stateless_server()),
-    );
-    let addrs: EntityAddrvec = script::SERVER.parse().unwrap();
-    let conn = Conn::accept(
-        Arc::new(cfg),
-        addrs.clone(),
-        "10.0.0.2:50000".parse().unwrap(),
-        now,
-        2,
-    );
-    let mut s = Script {
-        conn,
-        enc: FrameEncoder::new(true),
-        now,
-    };
-    s.bytes(&Banner::DEFAULT.encode());
-    s.frame(
-        Hello {
-            entity_type: EntityType::CLIENT,
-            peer_addr: addrs.0[0],
-        }
-        .into(),
-    );
+    let mut s = Script::acceptor_before_auth(script::server_config(Policy::stateless_server()));
     s.auth_request(msgr_auth::method::NONE);
     s.frame(AuthSignature { sha256: [0; 32] }.into());
     s.frame(
         ClientIdent {
             addrs: "v2:10.0.0.2:0/2".parse().unwrap(),
-            target_addr: addrs.0[0],
+            target_addr: script::SERVER.parse().unwrap(),
             gid: 1,
             global_seq: 1,
             supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,

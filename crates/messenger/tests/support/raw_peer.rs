@@ -245,13 +245,7 @@ impl RawPeer {
             tid: seq,
             msg_type: 42,
             priority: 127,
-            version: 1,
-            data_pre_padding_len: 0,
-            data_off: 0,
-            ack_seq: 0,
-            flags: 0,
-            compat_version: 1,
-            reserved: 0,
+            ..Default::default()
         };
         let header = Bytes::copy_from_slice(&h.to_array());
         self.send(Tag::MESSAGE, &[header, Bytes::new(), Bytes::new(), data])
@@ -262,14 +256,34 @@ impl RawPeer {
     /// from `v2:127.0.0.1:0/nonce` (lossy or not): a READY session, or
     /// `None`.
     pub async fn session(&mut self, nonce: u32, lossy: bool) -> Option<()> {
+        self.session_as(&format!("client.{nonce}"), nonce, lossy, None)
+            .await
+    }
+
+    /// HELLO as a client, auth none, signature, compression (asking for
+    /// `compress`), a lossy client ident: a READY session.
+    pub async fn handshake(&mut self, compress: Option<Algorithm>) -> Option<()> {
+        self.session_as("client.evil", 7, true, compress).await
+    }
+
+    /// HELLO as a client, auth none as `name`, compression (asking for
+    /// `compress`), CLIENT_IDENT from `v2:127.0.0.1:0/nonce` with gid
+    /// `nonce`: a READY session, or `None`.
+    async fn session_as(
+        &mut self,
+        name: &str,
+        nonce: u32,
+        lossy: bool,
+        compress: Option<Algorithm>,
+    ) -> Option<()> {
         self.hello(EntityType::CLIENT).await.ok()?;
         let mut none = msgr_auth::NoneClient {
-            name: format!("client.{nonce}"),
+            name: name.into(),
             global_id: nonce as u64,
             modes: vec![ConMode::CRC],
         };
         self.authenticate(&mut none, EntityType::OSD).await.ok()?;
-        self.compression(None).await?;
+        self.compression(compress).await?;
         let me: EntityAddr = format!("v2:127.0.0.1:0/{nonce}").parse().ok()?;
         let target = self.server_addr(0);
         self.control(
@@ -282,40 +296,6 @@ impl RawPeer {
                 required_features: 0,
                 flags: if lossy { CONNECT_FLAG_LOSSY } else { 0 },
                 cookie: nonce as u64 | 1,
-            }
-            .into(),
-        )
-        .await
-        .ok()?;
-        match self.recv().await? {
-            ControlFrame::ServerIdent(_) => Some(()),
-            _ => None,
-        }
-    }
-
-    /// HELLO as a client, auth none, signature, compression (asking for
-    /// `compress`), a lossy client ident: a READY session.
-    pub async fn handshake(&mut self, compress: Option<Algorithm>) -> Option<()> {
-        self.hello(EntityType::CLIENT).await.ok()?;
-        let mut none = msgr_auth::NoneClient {
-            name: "client.evil".into(),
-            global_id: 0,
-            modes: vec![ConMode::CRC],
-        };
-        self.authenticate(&mut none, EntityType::OSD).await.ok()?;
-        self.compression(compress).await?;
-        let me: EntityAddr = "v2:127.0.0.1:0".parse().ok()?;
-        let target = self.server_addr(0);
-        self.control(
-            ClientIdent {
-                addrs: msgr_encoding::EntityAddrvec::single(me),
-                target_addr: target,
-                gid: 7,
-                global_seq: 1,
-                supported_features: msgr_protocol::features::SUPPORTED_DEFAULT,
-                required_features: 0,
-                flags: 1,
-                cookie: 99,
             }
             .into(),
         )

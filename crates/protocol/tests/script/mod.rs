@@ -227,13 +227,7 @@ impl Script {
             tid: seq,
             msg_type: 42,
             priority: 127,
-            version: 1,
-            data_pre_padding_len: 0,
-            data_off: 0,
-            ack_seq: 0,
-            flags: 0,
-            compat_version: 1,
-            reserved: 0,
+            ..Default::default()
         };
         let mut q = WireQueue::new();
         self.enc
