@@ -2,7 +2,8 @@
 //! with a non-zero exit and the reason, not an endless "reconnecting": a
 //! wrong nonce (the server closes after our CLIENT_IDENT, in the same
 //! phase every time) and auth none against a cephx-only server (refused in
-//! AUTH_BAD_METHOD).
+//! AUTH_BAD_METHOD). And a server bound to the wildcard answers on every
+//! address it listens on.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
@@ -18,8 +19,12 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
+        Server::start_at("v2:127.0.0.1:0", extra)
+    }
+
+    fn start_at(bind: &str, extra: &[&str]) -> Server {
         let mut child = Command::new(MSGR)
-            .args(["serve", "--bind", "v2:127.0.0.1:0", "--nonce", "5"])
+            .args(["serve", "--bind", bind, "--nonce", "5"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -100,4 +105,26 @@ fn ping_stops_when_the_server_refuses_our_authentication() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
     drop(server);
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The reproduction: `msgr serve --bind v2:0.0.0.0:PORT`, pinged
+/// once over 127.0.0.1, then over another address: both are served, in
+/// either order, as often as asked.
+#[test]
+fn a_wildcard_server_answers_pings_on_every_address() {
+    let server = Server::start_at("v2:0.0.0.0:0", &[]);
+    // "v2:0.0.0.0:PORT/5": the port is what a client needs.
+    let port = server
+        .addr
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    for ip in ["127.0.0.1", "127.0.0.2", "127.0.0.1", "127.0.0.2"] {
+        let target = format!("v2:{ip}:{port}/5");
+        let (out, _) = run(&["ping", &target, "--count", "2", "--interval", "10"]);
+        assert!(out.status.success(), "{target}: {}", stderr(&out));
+    }
 }
