@@ -23,7 +23,10 @@ use crate::Dispatcher;
 #[derive(Clone)]
 pub struct Options {
     pub name: EntityName,
-    /// Our addresses' nonce (tells our instances apart at the same address).
+    /// Our addresses' nonce (tells our instances apart at the same
+    /// address). Random by default, from the system's source (Ceph's
+    /// get_random_nonce): two clients on one host never share an address;
+    /// a daemon that peers must find sets its own.
     pub nonce: u32,
     pub policies: PolicySet,
     pub auth: Arc<dyn AuthProvider>,
@@ -65,7 +68,7 @@ impl Options {
     pub fn new(name: EntityName, policies: PolicySet, auth: Arc<dyn AuthProvider>) -> Options {
         Options {
             name,
-            nonce: 0,
+            nonce: msgr_auth::SystemRandom.u64() as u32,
             policies,
             auth,
             rev1: true,

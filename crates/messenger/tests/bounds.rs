@@ -76,6 +76,8 @@ async fn server(
         PolicySet::new(policy),
         Arc::new(NoneProvider),
     );
+    // The raw peers reach it at nonce 0.
+    o.nonce = 0;
     tune(&mut o);
     let m = Messenger::new(Tcp::default(), o, echo.clone());
     let addrs = m.bind(&"v2:127.0.0.1:0".parse().unwrap()).await.unwrap();

@@ -82,6 +82,8 @@ async fn a_server_under_hostile_peers_keeps_serving() {
         PolicySet::new(Policy::stateless_server()),
         Arc::new(NoneProvider),
     );
+    // The raw peers reach it at nonce 0.
+    o.nonce = 0;
     o.timeouts.connect = Duration::from_secs(3);
     o.compression = CompressionConfig {
         force: true,
