@@ -34,14 +34,10 @@ pub(crate) fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// `d` from now on the runtime's clock; a duration too long for the clock
-/// (a timeout meant as "forever") is a year.
+/// `d` from now on the runtime's clock (msgr_protocol::later: a duration
+/// too long for the clock is a year).
 pub(crate) fn after(d: std::time::Duration) -> tokio::time::Instant {
-    const YEAR: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
-    let now = tokio::time::Instant::now();
-    now.checked_add(d)
-        .or_else(|| now.checked_add(YEAR))
-        .unwrap_or(now)
+    tokio::time::Instant::from_std(msgr_protocol::later(now(), d))
 }
 pub use inject::InjectConfig;
 pub use messenger::{Messenger, Options};

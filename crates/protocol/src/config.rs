@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use msgr_auth::AuthProvider;
 use msgr_encoding::{EntityName, EntityType};
@@ -50,6 +50,15 @@ impl Default for Timeouts {
             standby: Duration::from_secs(900),
         }
     }
+}
+
+/// The instant `d` after `now`: a duration too long for the clock (a
+/// timeout configured as "forever") is a year.
+pub fn later(now: Instant, d: Duration) -> Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    now.checked_add(d)
+        .or_else(|| now.checked_add(YEAR))
+        .unwrap_or(now)
 }
 
 /// How much a connection holds for a peer that does not read: unsent

@@ -27,7 +27,7 @@ use msgr_encoding::{EntityAddr, EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::control::*;
 use msgr_frames::{ControlFrame, MessageFrame, Received, Tag, WireQueue};
 
-use crate::config::Config;
+use crate::config::{later, Config};
 use crate::decide::{Decision, ExistingInfo};
 use crate::error::{ProtocolError, Wire};
 use crate::handshake::{AcceptStep, Accepting, ConnectStep, Connecting, Cx, IdentRequest};
@@ -38,6 +38,7 @@ use crate::session::{Arrival, Session};
 use crate::{features, Event};
 
 mod accept;
+mod bounds;
 mod gate;
 mod io;
 
@@ -312,59 +313,6 @@ impl Conn {
         }
     }
 
-    // ------------------------------------------------------------ timers
-
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        let t = &self.config.timeouts;
-        match self.state {
-            State::Backoff { until } => Some(until),
-            State::Ready => {
-                let idle = later(self.last_active, t.idle);
-                Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
-            }
-            State::Standby => Some(later(self.last_active, t.standby)),
-            State::Connecting(_) | State::Accepting(_) | State::ServerWait => {
-                self.handshake_deadline
-            }
-            _ => None,
-        }
-    }
-
-    /// When the frame being read must be complete (READY only: the
-    /// handshake has its own deadline).
-    fn frame_deadline(&self) -> Option<Instant> {
-        self.partial_since
-            .map(|p| later(p, self.config.timeouts.frame))
-    }
-
-    pub fn handle_timeout(&mut self, now: Instant) {
-        if self.link_held() {
-            return; // frozen by an interceptor: no handshake timeout
-        }
-        let t = self.config.timeouts;
-        match self.state {
-            State::Backoff { until } if now >= until => self.request_socket(now),
-            State::Ready if self.frame_deadline().is_some_and(|d| now >= d) => {
-                self.fault(ProtocolError::Timeout("frame"), now)
-            }
-            State::Ready if now >= later(self.last_active, t.idle) => {
-                self.fault(ProtocolError::Timeout("idle connection"), now)
-            }
-            State::Standby if now >= later(self.last_active, t.standby) => {
-                // Forgotten with a reset: what it held for the peer is lost.
-                let e = ProtocolError::Timeout("standby session");
-                self.events.push_back(Event::Fault(e));
-                self.close(true)
-            }
-            State::Connecting(_) | State::Accepting(_) | State::ServerWait
-                if self.handshake_deadline.is_some_and(|d| now >= d) =>
-            {
-                self.fault(ProtocolError::Timeout("handshake"), now)
-            }
-            _ => {}
-        }
-    }
-
     // ------------------------------------------------------------ user calls
 
     /// Queues a message; it is written when the session is READY (and a
@@ -378,62 +326,10 @@ impl Conn {
         let held = self.held_bytes();
         let max = self.config.queue_limits.hard;
         if held.saturating_add(msg.payload_len()) > max {
-            let e = ProtocolError::QueueOverflow { held, max };
-            self.events.push_back(Event::Fault(e));
-            return self.close(true);
+            return self.fail_closed(ProtocolError::QueueOverflow { held, max });
         }
         self.session.enqueue(msg);
         self.wake(now);
-    }
-
-    /// Bytes held for the peer: queued, unacknowledged, and framed but not
-    /// yet written by the runtime.
-    pub fn held_bytes(&self) -> usize {
-        self.session
-            .held_bytes()
-            .saturating_add(self.writer_backlog)
-    }
-
-    /// Whether the connection holds so much for the peer that it should
-    /// stop reading from it (QueueLimits::soft: back pressure on a peer
-    /// that sends requests and does not read the replies).
-    pub fn over_queue_limit(&self) -> bool {
-        self.held_bytes() >= self.config.queue_limits.soft
-    }
-
-    /// The runtime reads again after a pause of its own (waiting for
-    /// receive budget or for the queue to drain): the frame being read
-    /// gets its full time from now.
-    pub fn resume_reading(&mut self, now: Instant) {
-        if self.partial_since.is_some() {
-            self.partial_since = Some(now);
-        }
-    }
-
-    /// Since when a READY connection has seen no traffic (for a runtime
-    /// that evicts idle sessions).
-    pub fn idle_since(&self) -> Option<Instant> {
-        matches!(self.state, State::Ready).then_some(self.last_active)
-    }
-
-    /// Closes the socket of an idle connection to make room for another:
-    /// a fault, which its policy handles (a stateful server's session
-    /// stands by, a lossy one resets).
-    pub fn evict_idle(&mut self, now: Instant) {
-        if matches!(self.state, State::Ready) {
-            let e = ProtocolError::Timeout("idle connection, evicted at the connection limit");
-            self.fault(e, now);
-        }
-    }
-
-    /// The most a received message may hold: the messenger's receive
-    /// budget, lowered by the peer's policy throttle.
-    fn budget(&self) -> Option<u64> {
-        let policy = self.peer.policy.throttle.map(|t| t.bytes);
-        match (self.config.receive_budget, policy) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
     }
 
     /// Sends a KEEPALIVE2 stamped `stamp` (the sender's clock).
@@ -476,10 +372,7 @@ impl Conn {
         }
         self.session.global_seq = match self.config.global_seq.next(0) {
             Ok(g) => g,
-            Err(e) => {
-                self.events.push_back(Event::Fault(e));
-                return self.close(true);
-            }
+            Err(e) => return self.fail_closed(e),
         };
         self.state = State::Connecting(Connecting::Banner);
         self.new_link(now);
@@ -547,25 +440,6 @@ impl Conn {
             }
         }
         self.after_input(progressed, now);
-    }
-
-    /// What is left in the input once the complete frames are handled: a
-    /// partial frame starts (or keeps) its deadline, and a MESSAGE whose
-    /// preamble announces more than the receive budget is refused before
-    /// its bytes are read.
-    fn after_input(&mut self, progressed: bool, now: Instant) {
-        let partial = self.link.as_ref().is_some_and(|l| l.has_partial());
-        self.partial_since = match (matches!(self.state, State::Ready) && partial, progressed) {
-            (false, _) => None,
-            (true, true) => Some(now),
-            (true, false) => Some(self.partial_since.unwrap_or(now)),
-        };
-        if let (Some(len), Some(budget)) = (self.pending_message_len(), self.budget()) {
-            let len = len as u64;
-            if len > budget {
-                self.fault(ProtocolError::OverBudget { len, budget }, now);
-            }
-        }
     }
 
     fn on_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
@@ -756,16 +630,12 @@ impl Conn {
         let m = MessageFrame::from_received_owned(frame)?;
         // Refused whole as it is refused by its preamble (after_input),
         // where it arrived in one read.
-        if let Some(budget) = self.budget() {
-            let len = m
-                .front
-                .len()
-                .saturating_add(m.middle.len())
-                .saturating_add(m.data.len()) as u64;
-            if len > budget {
-                return Err(ProtocolError::OverBudget { len, budget });
-            }
-        }
+        let len = m
+            .front
+            .len()
+            .saturating_add(m.middle.len())
+            .saturating_add(m.data.len());
+        self.check_budget(len as u64)?;
         let lossy = self.peer.policy.lossy;
         let ack_seq = m.header.ack_seq;
         match self.session.arrived(m.header.seq, lossy)? {
@@ -924,14 +794,20 @@ impl Conn {
                 true
             }
             None => {
-                self.events
-                    .push_back(Event::Fault(ProtocolError::CounterOverflow {
-                        counter: "connect_seq",
-                    }));
-                self.close(true);
+                self.fail_closed(ProtocolError::CounterOverflow {
+                    counter: "connect_seq",
+                });
                 false
             }
         }
+    }
+
+    /// A fault that ends the connection whatever its policy: reported,
+    /// then closed with a reset (what it held for the peer is lost).
+    fn fail_closed(&mut self, e: ProtocolError) {
+        self.stats.faults = self.stats.faults.saturating_add(1);
+        self.events.push_back(Event::Fault(e));
+        self.close(true);
     }
 }
 
@@ -944,15 +820,6 @@ impl std::fmt::Debug for Conn {
             .field("target", &self.peer.target_addr)
             .finish()
     }
-}
-
-/// The instant `d` after `now`: a duration too long for the clock (a
-/// timeout configured as "forever") is a year.
-pub(crate) fn later(now: Instant, d: Duration) -> Instant {
-    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
-    now.checked_add(d)
-        .or_else(|| now.checked_add(YEAR))
-        .unwrap_or(now)
 }
 
 /// A session cookie: random and never zero (Ceph's are

@@ -1,0 +1,132 @@
+//! What a peer can make a connection hold, and for how long: the timers
+//! (handshake, idle, a frame's deadline, a standby session's expiry), the
+//! receive budget a message must fit, and the queue limits on what is held
+//! for a peer that does not read.
+
+use super::*;
+
+impl Conn {
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let t = &self.config.timeouts;
+        match self.state {
+            State::Backoff { until } => Some(until),
+            State::Ready => {
+                let idle = later(self.last_active, t.idle);
+                Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
+            }
+            State::Standby => Some(later(self.last_active, t.standby)),
+            State::Connecting(_) | State::Accepting(_) | State::ServerWait => {
+                self.handshake_deadline
+            }
+            _ => None,
+        }
+    }
+
+    /// When the frame being read must be complete (READY only: the
+    /// handshake has its own deadline).
+    fn frame_deadline(&self) -> Option<Instant> {
+        self.partial_since
+            .map(|p| later(p, self.config.timeouts.frame))
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.link_held() {
+            return; // frozen by an interceptor: no handshake timeout
+        }
+        let t = self.config.timeouts;
+        match self.state {
+            State::Backoff { until } if now >= until => self.request_socket(now),
+            State::Ready if self.frame_deadline().is_some_and(|d| now >= d) => {
+                self.fault(ProtocolError::Timeout("frame"), now)
+            }
+            State::Ready if now >= later(self.last_active, t.idle) => {
+                self.fault(ProtocolError::Timeout("idle connection"), now)
+            }
+            State::Standby if now >= later(self.last_active, t.standby) => {
+                self.fail_closed(ProtocolError::Timeout("standby session"))
+            }
+            State::Connecting(_) | State::Accepting(_) | State::ServerWait
+                if self.handshake_deadline.is_some_and(|d| now >= d) =>
+            {
+                self.fault(ProtocolError::Timeout("handshake"), now)
+            }
+            _ => {}
+        }
+    }
+
+    /// Bytes held for the peer: queued, unacknowledged, and framed but not
+    /// yet written by the runtime.
+    pub fn held_bytes(&self) -> usize {
+        self.session
+            .held_bytes()
+            .saturating_add(self.writer_backlog)
+    }
+
+    /// Whether the connection holds so much for the peer that it should
+    /// stop reading from it (QueueLimits::soft: back pressure on a peer
+    /// that sends requests and does not read the replies).
+    pub fn over_queue_limit(&self) -> bool {
+        self.held_bytes() >= self.config.queue_limits.soft
+    }
+
+    /// The runtime reads again after a pause of its own (waiting for
+    /// receive budget or for the queue to drain): the frame being read
+    /// gets its full time from now.
+    pub fn resume_reading(&mut self, now: Instant) {
+        if self.partial_since.is_some() {
+            self.partial_since = Some(now);
+        }
+    }
+
+    /// Since when a READY connection has seen no traffic (for a runtime
+    /// that evicts idle sessions).
+    pub fn idle_since(&self) -> Option<Instant> {
+        matches!(self.state, State::Ready).then_some(self.last_active)
+    }
+
+    /// Closes the socket of an idle connection to make room for another:
+    /// a fault, which its policy handles (a stateful server's session
+    /// stands by, a lossy one resets).
+    pub fn evict_idle(&mut self, now: Instant) {
+        if matches!(self.state, State::Ready) {
+            let e = ProtocolError::Timeout("idle connection, evicted at the connection limit");
+            self.fault(e, now);
+        }
+    }
+
+    /// The most a received message may hold: the messenger's receive
+    /// budget, lowered by the peer's policy throttle.
+    pub(super) fn budget(&self) -> Option<u64> {
+        let policy = self.peer.policy.throttle.map(|t| t.bytes);
+        match (self.config.receive_budget, policy) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A message of `len` payload bytes (announced by its preamble, or
+    /// arrived whole in one read) must fit the receive budget.
+    pub(super) fn check_budget(&self, len: u64) -> Result<(), ProtocolError> {
+        match self.budget() {
+            Some(budget) if len > budget => Err(ProtocolError::OverBudget { len, budget }),
+            _ => Ok(()),
+        }
+    }
+
+    /// What is left in the input once the complete frames are handled: a
+    /// partial frame starts (or keeps) its deadline, and a MESSAGE whose
+    /// preamble announces more than the receive budget is refused before
+    /// its bytes are read.
+    pub(super) fn after_input(&mut self, progressed: bool, now: Instant) {
+        let partial = self.link.as_ref().is_some_and(|l| l.has_partial());
+        self.partial_since = match (matches!(self.state, State::Ready) && partial, progressed) {
+            (false, _) => None,
+            (true, true) => Some(now),
+            (true, false) => Some(self.partial_since.unwrap_or(now)),
+        };
+        let announced = self.pending_message_len().map(|l| l as u64);
+        if let Err(e) = announced.map_or(Ok(()), |len| self.check_budget(len)) {
+            self.fault(e, now);
+        }
+    }
+}
