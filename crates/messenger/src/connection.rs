@@ -58,7 +58,6 @@ pub(crate) struct Shared {
     /// The peer's entity type once known (0 before).
     pub peer_type: std::sync::atomic::AtomicU8,
     pub handoff: Mutex<Option<Handoff>>,
-    pub max_queued_bytes: usize,
     /// Wakes `keepalive_roundtrip` callers.
     pub keepalive_acked: Notify,
     /// Why the connection last faulted.
@@ -155,7 +154,8 @@ impl Connection {
     }
 
     /// Queues `msg`, waiting while this connection already holds
-    /// `max_queued_bytes` of unsent messages.
+    /// `Options::max_queued_bytes` for its peer (the limit at which it also
+    /// stops reading from it: Conn::over_queue_limit).
     pub async fn send(&self, msg: Message) {
         use std::sync::atomic::Ordering;
         let mut waiting = false;
@@ -163,8 +163,7 @@ impl Connection {
             let drained = self.shared.drained.notified();
             {
                 let mut c = self.shared.lock();
-                let (_, bytes) = c.session().queued();
-                if bytes < self.shared.max_queued_bytes || c.state() == ConnState::Closed {
+                if !c.over_queue_limit() || c.state() == ConnState::Closed {
                     c.send(msg, self.shared.now());
                     break;
                 }

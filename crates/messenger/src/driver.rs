@@ -9,30 +9,26 @@ use std::future::Future;
 use std::io::IoSlice;
 use std::ops::ControlFlow;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 use msgr_frames::WireQueue;
 use msgr_protocol::registry::{self, Outcome};
-use msgr_protocol::{Event, IdentRequest, LinkId};
+use msgr_protocol::{Event, IdentRequest};
 use msgr_transport::{Stream, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::budget::Budget;
 use crate::connection::{
-    running_task, wall_clock, BoxReader, BoxWriter, Connection, Handoff, IncomingMessage,
-    SocketSlot,
+    running_task, wall_clock, Connection, Handoff, IncomingMessage, SocketSlot,
 };
 use crate::messenger::Inner;
 
-/// Smallest read buffer to ask the socket to fill, once a session is
-/// READY (many small frames per read).
-const MIN_READ: usize = 64 * 1024;
-/// The same during a handshake: its frames are small (16 KiB at most) and
-/// a connection that has not authenticated should cost little.
-const HANDSHAKE_READ: usize = 4 * 1024;
+mod io;
+
+use io::{flush_and_close, Socket, SocketIo, MAX_IOV};
+
 /// Queued messages are framed (and encrypted) only while the driver holds
 /// fewer unwritten bytes than this (Config::output_window): a frame is
 /// built just before the socket takes it, while its bytes are in cache,
@@ -40,18 +36,8 @@ const HANDSHAKE_READ: usize = 4 * 1024;
 /// socket and read back from memory. Large enough for a vectored write of
 /// many small frames.
 pub(crate) const OUTPUT_WINDOW: usize = 512 * 1024;
-/// Slices per vectored write.
-const MAX_IOV: usize = 256;
 
 type Connecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
-
-struct Socket {
-    link: LinkId,
-    reader: BoxReader,
-    writer: BoxWriter,
-    /// Counts this socket against `max_connections` while it lives.
-    slot: SocketSlot,
-}
 
 pub(crate) async fn run<T: Transport>(
     inner: Arc<Inner<T>>,
@@ -82,10 +68,10 @@ pub(crate) async fn run<T: Transport>(
             // Framing failed (a fault): its events come before any wait.
             continue;
         };
-        d.out.seal();
+        d.io.out.seal();
         let mut iov = [IoSlice::new(&[]); MAX_IOV];
-        let n_iov = d.out.slices(&mut iov);
-        let (reader, writer) = match d.socket.as_mut() {
+        let n_iov = d.io.out.slices(&mut iov);
+        let (reader, writer) = match d.io.socket.as_mut() {
             Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
             None => (None, None),
         };
@@ -109,7 +95,7 @@ pub(crate) async fn run<T: Transport>(
                 writer.expect("guarded").write_vectored(slices).await
             }, if has_output => Step::Wrote(w),
             r = async {
-                reader.expect("guarded").read_buf(&mut (&mut d.rbuf).limit(io.read_limit)).await
+                reader.expect("guarded").read_buf(&mut (&mut d.io.rbuf).limit(io.read_limit)).await
             }, if has_reader => Step::Read(r),
             c = async { d.connecting.as_mut().expect("guarded").await }, if d.connecting.is_some() => Step::Connected(c),
             (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
@@ -118,7 +104,10 @@ pub(crate) async fn run<T: Transport>(
         };
         d.now = crate::now();
         d.on_step(step);
-        d.give_back_input();
+        if !d.io.rbuf.is_empty() {
+            let mut c = d.conn.shared.lock();
+            d.io.give_back_input(&mut c);
+        }
     }
 }
 
@@ -127,9 +116,7 @@ pub(crate) async fn run<T: Transport>(
 struct Driver<T: Transport> {
     inner: Arc<Inner<T>>,
     conn: Connection,
-    socket: Option<Socket>,
-    out: WireQueue,
-    rbuf: BytesMut,
+    io: SocketIo,
     connecting: Option<Connecting<T::Stream>>,
     /// Events taken from the connection, not yet handled: a message waiting
     /// for receive budget holds up the events after it.
@@ -174,9 +161,7 @@ impl<T: Transport> Driver<T> {
         Driver {
             inner,
             conn,
-            socket: None,
-            out: WireQueue::new(),
-            rbuf: BytesMut::new(),
+            io: SocketIo::new(),
             connecting: None,
             pending: VecDeque::new(),
             budget,
@@ -188,25 +173,8 @@ impl<T: Transport> Driver<T> {
         }
     }
 
-    /// A socket, given to this connection by its acceptor or another's.
     fn install(&mut self, h: Handoff) {
-        self.socket = Some(Socket {
-            link: h.link,
-            reader: h.reader,
-            writer: h.writer,
-            slot: h.slot,
-        });
-        let mut pending = h.pending;
-        self.out.clear();
-        self.out.append(&mut pending);
-    }
-
-    /// The socket is gone: so are its buffers (an idle or standby session
-    /// keeps none).
-    fn drop_socket(&mut self) {
-        self.socket = None;
-        self.out = WireQueue::new();
-        self.rbuf = BytesMut::new();
+        self.io.install(h);
     }
 
     /// A socket an acceptor moved into this connection.
@@ -287,33 +255,33 @@ impl<T: Transport> Driver<T> {
                 }));
             }
             Event::CloseSocket { link } => {
-                if self.socket.as_ref().is_some_and(|s| s.link == link) {
-                    self.drop_socket();
+                if self.io.link() == Some(link) {
+                    self.io.close();
                 }
             }
             Event::ShutdownSocket { link, mut last } => {
                 // What was written goes out, then the socket closes (a
                 // refusal the peer should read; an interceptor's STALL or
                 // write FAULT): flushed by `run` before anything waits.
-                if let Some(s) = self.socket.take_if(|s| s.link == link) {
-                    self.out.append(&mut last);
+                if let Some(s) = self.io.socket.take_if(|s| s.link == link) {
+                    let mut out = std::mem::take(&mut self.io.out);
+                    out.append(&mut last);
                     {
                         let mut c = conn.shared.lock();
                         if c.link_id() == Some(link) {
                             if let Some(q) = c.output() {
-                                self.out.append(q);
+                                out.append(q);
                             }
                         }
                     }
-                    let out = std::mem::take(&mut self.out);
                     self.closing.push((s, out));
-                    self.drop_socket();
+                    self.io.close();
                 }
             }
             Event::IdentReceived(req) => {
                 if let Some(existing) = decide(inner, conn, req) {
                     // Our socket now belongs to the existing connection.
-                    if let Some(s) = self.socket.take() {
+                    if let Some(s) = self.io.socket.take() {
                         let link = existing.shared.lock().link_id().unwrap_or(s.link);
                         *existing
                             .shared
@@ -323,7 +291,7 @@ impl<T: Transport> Driver<T> {
                             link,
                             reader: s.reader,
                             writer: s.writer,
-                            pending: std::mem::take(&mut self.out),
+                            pending: std::mem::take(&mut self.io.out),
                             slot: s.slot,
                         });
                     }
@@ -377,38 +345,28 @@ impl<T: Transport> Driver<T> {
         ControlFlow::Continue(())
     }
 
-    /// Takes what the connection has written and its input buffer, reserves
-    /// receive budget for the message being read, decides whether to read,
-    /// and arms the timer. `None`: framing raised a fault to handle first.
+    /// Takes what the connection has written, reserves receive budget for
+    /// the message being read, decides whether to read (and only then
+    /// makes room in the read buffer: a frame waiting for its budget gets
+    /// no buffer), and arms the timer. `None`: framing raised a fault to
+    /// handle first.
     fn prepare(&mut self) -> Option<Io> {
         let mut raised = false;
-        let mut read_limit = usize::MAX;
         let mut c = self.conn.shared.lock();
-        match self.socket.as_ref() {
-            Some(s) if c.link_id() == Some(s.link) => {
-                raised = c.fill_output(&mut self.out, self.now);
-                let want = c.want();
-                let min_read = match c.state() {
-                    msgr_protocol::ConnState::Ready => MIN_READ,
-                    _ => HANDSHAKE_READ,
-                };
-                if let Some(input) = c.input() {
-                    self.rbuf = std::mem::take(input);
-                }
-                read_limit = make_room(&mut self.rbuf, want, min_read);
+        match self.io.link() {
+            Some(link) if c.link_id() == Some(link) => {
+                raised = c.fill_output(&mut self.io.out, self.now);
             }
-            // The connection moved on to another socket (drop_socket,
-            // field by field while the connection is locked).
-            Some(_) => {
-                self.socket = None;
-                self.out = WireQueue::new();
-                self.rbuf = BytesMut::new();
-            }
+            // The connection moved on to another socket.
+            Some(_) => self.io.close(),
             None => {}
         }
         let shared = &self.conn.shared;
-        if shared.senders_waiting.load(Ordering::Acquire) > 0
-            && c.session().queued().1 < shared.max_queued_bytes
+        if shared
+            .senders_waiting
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0
+            && !c.over_queue_limit()
         {
             shared.drained.notify_waiters();
         }
@@ -426,10 +384,15 @@ impl<T: Transport> Driver<T> {
         let blocked = !self.pending.is_empty() || self.budget.waiting() || c.over_queue_limit();
         // A socket an interceptor holds is not read (its handshake is
         // frozen).
-        let can_read = self.socket.is_some() && !c.link_held();
+        let can_read = self.io.socket.is_some() && !c.link_held();
+        let read = can_read && !blocked;
+        let read_limit = match read {
+            true => self.io.take_input(&mut c),
+            false => 0,
+        };
         if can_read && blocked {
             self.paused = true;
-        } else if can_read && std::mem::take(&mut self.paused) {
+        } else if read && std::mem::take(&mut self.paused) {
             c.resume_reading(self.now);
         }
         let deadline = c.poll_timeout();
@@ -437,8 +400,13 @@ impl<T: Transport> Driver<T> {
         if raised {
             return None;
         }
-        // Move the timer only when the deadline gets earlier: one that
-        // fires before a later deadline finds nothing due and re-arms.
+        self.arm(deadline);
+        Some(Io { read, read_limit })
+    }
+
+    /// Moves the timer, only when the deadline gets earlier: one that fires
+    /// before a later deadline finds nothing due and re-arms.
+    fn arm(&mut self, deadline: Option<Instant>) {
         let earlier = match (deadline, self.armed) {
             (Some(d), Some(a)) => d < a,
             (Some(_), None) => true,
@@ -450,15 +418,11 @@ impl<T: Transport> Driver<T> {
                 .as_mut()
                 .reset(deadline.map_or_else(far, Into::into));
         }
-        Some(Io {
-            read: can_read && !blocked,
-            read_limit,
-        })
     }
 
     fn on_step(&mut self, step: Step<T::Stream>) {
         let now = self.now;
-        let link = self.socket.as_ref().map(|s| s.link).unwrap_or_default();
+        let link = self.io.link().unwrap_or_default();
         match step {
             Step::Read(r) => {
                 let failed = match r {
@@ -474,13 +438,11 @@ impl<T: Transport> Driver<T> {
                 match failed {
                     Some(e) => c.socket_closed(link, &e, now),
                     None if c.link_id() == Some(link) => {
-                        if let Some(input) = c.input() {
-                            *input = std::mem::take(&mut self.rbuf);
-                        }
+                        self.io.hand_input(&mut c);
                         c.handle_input(now);
                         c.flush_acks(now);
                     }
-                    None => self.rbuf.clear(),
+                    None => self.io.rbuf.clear(),
                 }
             }
             Step::Wrote(r) => match r {
@@ -490,7 +452,7 @@ impl<T: Transport> Driver<T> {
                         .lock()
                         .socket_closed(link, &injected(), now)
                 }
-                Ok(n) => self.out.advance(n),
+                Ok(n) => self.io.out.advance(n),
                 Err(e) => self.conn.shared.lock().socket_closed(link, &e, now),
             },
             Step::Connected(r) => {
@@ -501,14 +463,12 @@ impl<T: Transport> Driver<T> {
                         c.socket_connected(stream.local_addr(), now);
                         if let Some(link) = c.link_id() {
                             let (r, w) = stream.into_split();
-                            self.socket = Some(Socket {
+                            self.io.use_socket(Socket {
                                 link,
                                 reader: Box::new(r),
                                 writer: Box::new(w),
                                 slot: SocketSlot::new(&self.inner.live_sockets),
                             });
-                            self.out.clear();
-                            self.rbuf.clear();
                         }
                     }
                     Err(e) => c.socket_failed(&e, now),
@@ -523,26 +483,6 @@ impl<T: Transport> Driver<T> {
             Step::Stop => self.conn.shared.lock().mark_down(),
         }
     }
-
-    /// Gives the input buffer back if the read did not take it.
-    fn give_back_input(&mut self) {
-        if self.rbuf.is_empty() {
-            return;
-        }
-        let mut c = self.conn.shared.lock();
-        if self
-            .socket
-            .as_ref()
-            .is_some_and(|s| c.link_id() == Some(s.link))
-        {
-            if let Some(input) = c.input() {
-                if input.is_empty() {
-                    *input = std::mem::take(&mut self.rbuf);
-                }
-            }
-        }
-        self.rbuf.clear();
-    }
 }
 
 /// What an injected socket failure looks like to the connection.
@@ -551,28 +491,6 @@ fn injected() -> std::io::Error {
         std::io::ErrorKind::ConnectionReset,
         "injected socket failure",
     )
-}
-
-/// Writes what `out` holds to `socket` (as far as it takes it), then shuts
-/// the socket down; `out` is left empty.
-async fn flush_and_close(mut socket: Socket, out: &mut WireQueue) {
-    out.seal();
-    while !out.is_empty() {
-        let wrote = {
-            let mut iov = [IoSlice::new(&[]); MAX_IOV];
-            let n = out.slices(&mut iov);
-            socket
-                .writer
-                .write_vectored(iov.get(..n).unwrap_or_default())
-                .await
-        };
-        match wrote {
-            Ok(0) | Err(_) => break,
-            Ok(w) => out.advance(w),
-        }
-    }
-    let _ = socket.writer.shutdown().await;
-    out.clear();
 }
 
 fn store_features(conn: &Connection) {
@@ -630,78 +548,5 @@ fn decide<T: Transport>(
             }
             None
         }
-    }
-}
-
-/// Makes room in the read buffer for the `want` bytes that complete the
-/// step at hand (a banner, a frame's head, the rest of a frame).
-///
-/// - Small steps get room for a read of at least [`MIN_READ`] through
-///   `BytesMut::reserve`, whose growth (reclaiming space once the frames
-///   taken from it are gone, doubling otherwise) lets small frames be read
-///   many at a time.
-/// - The rest of a large frame is not left to `reserve`: growing the
-///   allocation with `realloc` copies all of it, the frames already taken
-///   included. Its unread bytes (what the read of the frame's head brought)
-///   move to an allocation of the frame's size instead, unless the space is
-///   there or can be reclaimed.
-/// - A large frame that lacks only a few bytes is completed where it is,
-///   rather than moved to make room for a full read.
-///
-/// With 1 MiB frames this took the receiver's copying from about 25 µs per
-/// message (6 % of its CPU) to about 3.
-///
-/// Returns how much the next read may take: up to the end of a large frame
-/// and no further (bytes of the next frame read along would have to move
-/// when its own buffer is made); small steps, as much as there is room for.
-fn make_room(rbuf: &mut BytesMut, want: usize, min_read: usize) -> usize {
-    let large = want > min_read;
-    let read_limit = if large { want } else { usize::MAX };
-    let spare = rbuf.capacity().saturating_sub(rbuf.len());
-    if spare >= want && rbuf.len() >= min_read {
-        return read_limit;
-    }
-    if !large {
-        rbuf.reserve(min_read);
-    } else if !rbuf.try_reclaim(want) {
-        let mut fresh = BytesMut::with_capacity(rbuf.len().saturating_add(want));
-        fresh.extend_from_slice(rbuf);
-        *rbuf = fresh;
-    }
-    read_limit
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn make_room_keeps_unread_bytes_and_reuses_a_free_allocation() {
-        let mut rbuf = BytesMut::with_capacity(1 << 20);
-        rbuf.extend_from_slice(&vec![7u8; (1 << 20) - 3]);
-        rbuf.extend_from_slice(b"abc");
-        // A frame is taken while it is still in use: the unread bytes move.
-        let frame = rbuf.split_to((1 << 20) - 3);
-        assert_eq!(make_room(&mut rbuf, 1 << 20, MIN_READ), 1 << 20);
-        assert_eq!(&rbuf[..], b"abc");
-        assert!(rbuf.capacity() >= 3 + (1 << 20));
-        drop(frame);
-
-        // Once the frame is gone its allocation is reused, not copied.
-        let start = rbuf.as_ptr() as usize;
-        let end = start + rbuf.capacity();
-        let frame = rbuf.split_to(3);
-        drop(frame);
-        make_room(&mut rbuf, 1 << 19, MIN_READ);
-        assert!((start..end).contains(&(rbuf.as_ptr() as usize)));
-        assert!(rbuf.capacity() >= 1 << 19);
-
-        // A frame that lacks a few bytes stays where it is when its buffer
-        // has them, however little more room there is.
-        let mut rbuf = BytesMut::with_capacity(1 << 20);
-        rbuf.extend_from_slice(&vec![1u8; (1 << 20) - 100]);
-        let at = rbuf.as_ptr();
-        assert_eq!(make_room(&mut rbuf, 100, MIN_READ), usize::MAX);
-        assert_eq!(rbuf.as_ptr(), at);
     }
 }

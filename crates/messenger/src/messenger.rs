@@ -101,7 +101,6 @@ pub(crate) struct Inner<T: Transport> {
     pub dispatch_throttle: Arc<Throttle>,
     pub policy_throttles: Mutex<HashMap<EntityType, Arc<Throttle>>>,
     pub injector: Injector,
-    pub max_queued_bytes: usize,
     pub max_connections: usize,
     pub evict_idle_after: std::time::Duration,
     /// Sockets alive now (SocketSlot).
@@ -174,7 +173,6 @@ impl<T: Transport> Inner<T> {
                 peer_type: std::sync::atomic::AtomicU8::new(0),
                 last_fault: std::sync::Mutex::new(None),
                 handoff: Mutex::new(None),
-                max_queued_bytes: self.max_queued_bytes,
                 keepalive_acked: Notify::new(),
             }),
         };
@@ -261,7 +259,6 @@ impl<T: Transport> Messenger<T> {
                 dispatch_throttle: Throttle::new(u64::MAX, opts.dispatch_throttle_bytes),
                 policy_throttles: Mutex::new(HashMap::new()),
                 injector: Injector::new(opts.inject, seed ^ 0x5eed),
-                max_queued_bytes: opts.max_queued_bytes,
                 max_connections: opts.max_connections,
                 evict_idle_after: opts.evict_idle_after,
                 live_sockets: Arc::new(AtomicUsize::new(0)),

@@ -272,6 +272,45 @@ async fn tricklers_are_cut_off_and_oversized_messages_refused() {
     s.shutdown().await;
 }
 
+/// Peers whose announced messages find no receive budget (4 MiB here,
+/// each announcing 3 MiB) cost nothing until they get it: no buffer is made
+/// for a frame before its budget is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_buffer_is_made_for_a_frame_before_its_budget() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (s, addrs, _) = server(Policy::stateless_server(), 16, |o| {
+        o.dispatch_throttle_bytes = 4 << 20;
+    })
+    .await;
+    let base = reset_peak();
+    let virtual_base = rss_kib("VmSize:");
+    let good = Good::start(&addrs);
+    let sock = addrs.msgr2().unwrap().addr.unwrap();
+    let preamble =
+        msgr_frames::Preamble::new(msgr_frames::Tag::MESSAGE, [41, 0, 0, 3 << 20], [8; 4], 0)
+            .encode();
+    let mut peers = Vec::new();
+    for i in 0..40u32 {
+        let mut p = RawPeer::connect(sock).await.unwrap();
+        p.session(10 + i, true).await.unwrap();
+        p.s.write_all(&preamble).await.unwrap();
+        p.s.write_all(&[0u8; 100]).await.unwrap();
+        peers.push(p);
+    }
+    // One holds the budget; the others wait for it, holding nothing.
+    assert!(poll::until(|| s.dispatch_budget_held() == (1, 3 << 20)).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Not even address space: an allocator that maps large buffers
+    // lazily would hide such a buffer from the resident size.
+    let mapped = rss_kib("VmSize:").saturating_sub(virtual_base) / 1024;
+    eprintln!("announcements without budget: +{mapped} MiB mapped");
+    assert!(mapped < 32, "{mapped} MiB mapped for frames without budget");
+    assert_peak_below("announcements without budget", base, 32);
+    drop(peers);
+    good.finish("announcements without budget").await;
+    s.shutdown().await;
+}
+
 /// 300 peers that bounce AUTH_BAD_METHOD (9 requests of a method the
 /// server does not have), and 300 that grow the pre-auth transcript: each
 /// is cut off.
