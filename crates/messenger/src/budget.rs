@@ -48,8 +48,8 @@ impl Budget {
         }
     }
 
-    fn policy_throttle(&self) -> Option<Arc<Throttle>> {
-        self.policy.clone().flatten()
+    fn policy_throttle(&self) -> Option<&Arc<Throttle>> {
+        self.policy.as_ref().and_then(Option::as_ref)
     }
 
     /// Both permits for `bytes` if both throttles have room now.
@@ -119,7 +119,7 @@ impl Budget {
 
     fn start_wait(&mut self, bytes: u64) {
         let dispatch = self.dispatch.clone();
-        let policy = self.policy_throttle();
+        let policy = self.policy_throttle().cloned();
         self.wait = Some(Box::pin(async move {
             let d = dispatch.take(bytes).await;
             let p = match policy {

@@ -269,6 +269,11 @@ impl Conn {
         &self.me.addrs
     }
 
+    /// The address a connection race compares (msgr2_addr).
+    pub fn my_msgr2_addr(&self) -> EntityAddr {
+        self.me.msgr2()
+    }
+
     /// Who the peer authenticated as (on an accepted connection; a
     /// connector knows its server by the type it connected to).
     pub fn peer_identity(&self) -> Option<&msgr_auth::Identity> {

@@ -49,7 +49,7 @@ pub fn lookup_key(accepting: &Conn, req: &IdentRequest) -> Option<PeerKey> {
 /// connection to the same peer.
 pub fn decide(accepting: &Conn, existing: Option<&Conn>, req: &IdentRequest) -> Decision {
     let info = existing.map(|e| e.existing_info());
-    let me = crate::peer::MyAddrs::new(accepting.my_addrs().clone()).msgr2();
+    let me = accepting.my_msgr2_addr();
     let peer = accepting.peer().target_addr;
     let newcomer = accepting.peer().owner();
     let resetcheck = accepting.peer().policy.resetcheck;
