@@ -406,10 +406,9 @@ async fn lossy_client_gets_reset_when_the_connection_breaks() {
     p.server.shutdown().await;
 }
 
-/// A session resumed by SESSION_RECONNECT keeps the features its
-/// CLIENT_IDENT agreed on (the frame carries none): on the accepting side
-/// they once fell to 0, and an OSD then encoded its replies for a peer
-/// without any (MOSDOp v8).
+/// A session resumed by SESSION_RECONNECT keeps, on both sides, the
+/// features its CLIENT_IDENT agreed on (the frame carries none; without
+/// them an OSD encodes its replies for a peer without any, MOSDOp v8).
 #[tokio::test]
 async fn a_reconnected_session_keeps_its_features() {
     let net = MemoryNet::new();
