@@ -52,6 +52,22 @@ pub trait Stream: Send + 'static {
     /// The local end's address, where the transport has one (a socket
     /// accepted on a wildcard bind is on one of the host's addresses).
     fn local_addr(&self) -> Option<SocketAddr>;
+
+    /// Re-registers a split stream with the reactor of the runtime this is
+    /// called in (a connection moving to another shard's thread). Must be
+    /// called from inside the target runtime. Transports without a reactor
+    /// (in-memory pipes) return the halves unchanged.
+    ///
+    /// A socket is registered with the reactor of the runtime it was made
+    /// in; left there, it would be polled by the old shard's thread (and
+    /// fail once that runtime is gone). On error the stream is lost (it is
+    /// closed): the connection faults as on any socket error.
+    fn rehome(
+        reader: Self::Reader,
+        writer: Self::Writer,
+    ) -> io::Result<(Self::Reader, Self::Writer)> {
+        Ok((reader, writer))
+    }
 }
 
 /// Accepts incoming streams on a bound address.
@@ -73,4 +89,97 @@ pub trait Transport: Clone + Send + Sync + 'static {
     fn connect(&self, addr: SocketAddr) -> impl Future<Output = io::Result<Self::Stream>> + Send;
 
     fn bind(&self, addr: SocketAddr) -> impl Future<Output = io::Result<Self::Listener>> + Send;
+
+    /// Binds `addr` so that other listeners may bind the same address
+    /// (SO_REUSEPORT: the kernel spreads incoming connections over them);
+    /// `None` where the transport cannot share a port (then one listener
+    /// hands its streams out).
+    ///
+    /// Lets each shard accept on its own thread without a hand-off: the
+    /// first shard binds (port 0 picks one), the others bind the port it
+    /// got.
+    fn bind_shared(
+        &self,
+        addr: SocketAddr,
+    ) -> impl Future<Output = io::Result<Option<Self::Listener>>> + Send {
+        let _ = addr;
+        async { Ok(None) }
+    }
+}
+
+/// `rehome` registers with the current runtime's reactor, which tokio
+/// requires to exist (it panics otherwise): an error instead.
+fn check_in_runtime() -> io::Result<()> {
+    tokio::runtime::Handle::try_current()
+        .map(drop)
+        .map_err(io::Error::other)
+}
+
+/// `rehome` was given the reader of one stream and the writer of another.
+fn not_one_stream() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "rehome: reader and writer are halves of different streams",
+    )
+}
+
+#[cfg(test)]
+mod testing {
+    use std::io::{self, Read, Write};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::runtime::{Builder, Runtime};
+
+    use crate::Stream;
+
+    /// A shard's runtime: current-thread, with IO and timers.
+    pub(crate) fn current_thread() -> Runtime {
+        Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    /// Moves `end` (made in `rt_a`) to a thread running another runtime,
+    /// rehomes it there, drops `rt_a` (so only the new runtime's reactor
+    /// can drive the socket), then exchanges bytes both ways with `peer`,
+    /// a blocking socket (with a read timeout) at the other end.
+    pub(crate) fn rehome_across_runtimes<S: Stream>(
+        rt_a: Runtime,
+        end: S,
+        mut peer: impl Read + Write,
+    ) {
+        let (r, w) = end.into_split();
+        let (rehomed_tx, rehomed_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let shard_b = std::thread::spawn(move || -> io::Result<()> {
+            let rt_b = current_thread();
+            let (mut r, mut w) = {
+                let _in_b = rt_b.enter();
+                S::rehome(r, w)?
+            };
+            rehomed_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            rt_b.block_on(async move {
+                let limit = Duration::from_secs(10);
+                tokio::time::timeout(limit, w.write_all(b"from b")).await??;
+                let mut buf = [0u8; 4];
+                tokio::time::timeout(limit, r.read_exact(&mut buf)).await??;
+                assert_eq!(&buf, b"to b");
+                Ok(())
+            })
+        });
+        // If B failed before rehoming, its halves are closed: the peer's
+        // read below fails, and B's error is what the test reports.
+        if rehomed_rx.recv().is_ok() {
+            drop(rt_a);
+            go_tx.send(()).unwrap();
+        }
+        let mut buf = [0u8; 6];
+        let exchanged = peer
+            .read_exact(&mut buf)
+            .and_then(|()| peer.write_all(b"to b"));
+        shard_b.join().unwrap().unwrap();
+        exchanged.unwrap();
+        assert_eq!(&buf, b"from b");
+    }
 }

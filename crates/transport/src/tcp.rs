@@ -31,6 +31,42 @@ impl Tcp {
         }
         Ok(s)
     }
+
+    /// A listening socket on `addr`, with SO_REUSEADDR (restarts bind past
+    /// TIME_WAIT) and the buffer options, which accepted sockets inherit.
+    fn listen(&self, s: TcpSocket, addr: SocketAddr) -> io::Result<TcpAcceptor> {
+        s.set_reuseaddr(true)?;
+        s.bind(addr)?;
+        Ok(TcpAcceptor {
+            listener: s.listen(1024)?,
+            tcp: *self,
+        })
+    }
+}
+
+/// Sets SO_REUSEPORT where the system has it (Linux spreads incoming
+/// connections over the sockets sharing the port); false where it has not.
+#[cfg(all(
+    unix,
+    not(target_os = "solaris"),
+    not(target_os = "illumos"),
+    not(target_os = "cygwin"),
+    not(target_os = "nuttx"),
+))]
+fn set_reuseport(s: &TcpSocket) -> io::Result<bool> {
+    s.set_reuseport(true)?;
+    Ok(true)
+}
+
+#[cfg(not(all(
+    unix,
+    not(target_os = "solaris"),
+    not(target_os = "illumos"),
+    not(target_os = "cygwin"),
+    not(target_os = "nuttx"),
+)))]
+fn set_reuseport(_: &TcpSocket) -> io::Result<bool> {
+    Ok(false)
 }
 
 impl Stream for TcpStream {
@@ -43,6 +79,21 @@ impl Stream for TcpStream {
 
     fn local_addr(&self) -> Option<SocketAddr> {
         TcpStream::local_addr(self).ok()
+    }
+
+    /// Deregisters the socket from its old reactor and registers it with
+    /// the current runtime's. Socket options (nodelay, buffers) are the
+    /// socket's own and stay.
+    fn rehome(
+        reader: OwnedReadHalf,
+        writer: OwnedWriteHalf,
+    ) -> io::Result<(OwnedReadHalf, OwnedWriteHalf)> {
+        crate::check_in_runtime()?;
+        let stream = reader
+            .reunite(writer)
+            .map_err(|_| crate::not_one_stream())?;
+        let stream = TcpStream::from_std(stream.into_std()?)?;
+        Ok(TcpStream::into_split(stream))
     }
 }
 
@@ -77,12 +128,100 @@ impl Transport for Tcp {
     }
 
     async fn bind(&self, addr: SocketAddr) -> io::Result<TcpAcceptor> {
+        self.listen(self.socket_for(&addr)?, addr)
+    }
+
+    async fn bind_shared(&self, addr: SocketAddr) -> io::Result<Option<TcpAcceptor>> {
         let s = self.socket_for(&addr)?;
-        s.set_reuseaddr(true)?;
-        s.bind(addr)?;
-        Ok(TcpAcceptor {
-            listener: s.listen(1024)?,
-            tcp: *self,
-        })
+        if !set_reuseport(&s)? {
+            return Ok(None);
+        }
+        self.listen(s, addr).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::testing::{current_thread, rehome_across_runtimes};
+
+    /// A TCP connection made in one runtime carries bytes both ways from
+    /// another thread's runtime once rehomed there, with the first runtime
+    /// gone.
+    #[test]
+    fn rehome_moves_socket_to_another_runtime() {
+        let rt_a = current_thread();
+        let tcp = Tcp::default();
+        let (end, peer) = rt_a.block_on(async {
+            let mut l = tcp.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let c = tcp.connect(l.local_addr().unwrap()).await.unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            (c, s.into_std().unwrap())
+        });
+        peer.set_nonblocking(false).unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        rehome_across_runtimes(rt_a, end, peer);
+    }
+
+    /// Two listeners bound shared on one port both get connections: the
+    /// kernel spreads them by the connection's hash, so a few connects
+    /// reach both (the bound only keeps a broken setup from looping).
+    #[tokio::test]
+    async fn bind_shared_spreads_connections() {
+        let tcp = Tcp::default();
+        let mut a = tcp
+            .bind_shared("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap()
+            .expect("SO_REUSEPORT on this system");
+        let addr = a.local_addr().unwrap();
+        assert_ne!(addr.port(), 0);
+        let mut b = tcp.bind_shared(addr).await.unwrap().unwrap();
+        assert_eq!(b.local_addr().unwrap(), addr);
+        // A port bound shared is still taken for a plain bind.
+        assert!(tcp.bind(addr).await.is_err());
+
+        let (mut to_a, mut to_b) = (0u32, 0u32);
+        for _ in 0..1000 {
+            let c = tcp.connect(addr).await.unwrap();
+            // The handshake is done: the connection waits in exactly one
+            // listener's queue (accept is cancel-safe, so the other's
+            // accept is dropped without losing anything).
+            let first = tokio::time::timeout(Duration::from_secs(10), async {
+                tokio::select! {
+                    r = a.accept() => { r.unwrap(); true }
+                    r = b.accept() => { r.unwrap(); false }
+                }
+            })
+            .await
+            .expect("no listener accepted the connection");
+            if first {
+                to_a += 1;
+            } else {
+                to_b += 1;
+            }
+            drop(c);
+            if to_a > 0 && to_b > 0 {
+                break;
+            }
+        }
+        assert!(to_a > 0 && to_b > 0, "a got {to_a}, b got {to_b}");
+    }
+
+    /// Without a runtime to move to, rehome fails instead of panicking.
+    #[test]
+    fn rehome_outside_runtime_is_an_error() {
+        let rt = current_thread();
+        let tcp = Tcp::default();
+        let (end, _peer) = rt.block_on(async {
+            let mut l = tcp.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let c = tcp.connect(l.local_addr().unwrap()).await.unwrap();
+            (c, l.accept().await.unwrap())
+        });
+        let (r, w) = Stream::into_split(end);
+        assert!(TcpStream::rehome(r, w).is_err());
     }
 }

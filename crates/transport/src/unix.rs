@@ -45,6 +45,20 @@ impl Stream for UnixStream {
     fn local_addr(&self) -> Option<SocketAddr> {
         None
     }
+
+    /// Deregisters the socket from its old reactor and registers it with
+    /// the current runtime's.
+    fn rehome(
+        reader: OwnedReadHalf,
+        writer: OwnedWriteHalf,
+    ) -> io::Result<(OwnedReadHalf, OwnedWriteHalf)> {
+        crate::check_in_runtime()?;
+        let stream = reader
+            .reunite(writer)
+            .map_err(|_| crate::not_one_stream())?;
+        let stream = UnixStream::from_std(stream.into_std()?)?;
+        Ok(UnixStream::into_split(stream))
+    }
 }
 
 pub struct UnixAcceptor {
@@ -92,5 +106,41 @@ impl Transport for Unix {
             addr,
             path,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::testing::{current_thread, rehome_across_runtimes};
+
+    /// A Unix socket made in one runtime carries bytes both ways from
+    /// another thread's runtime once rehomed there, with the first runtime
+    /// gone.
+    #[test]
+    fn rehome_moves_socket_to_another_runtime() {
+        let rt_a = current_thread();
+        let (end, peer) = rt_a.block_on(async { UnixStream::pair() }).unwrap();
+        let peer = peer.into_std().unwrap();
+        peer.set_nonblocking(false).unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        rehome_across_runtimes(rt_a, end, peer);
+    }
+
+    /// Halves of two different streams are refused, not joined.
+    #[test]
+    fn rehome_refuses_mismatched_halves() {
+        let rt = current_thread();
+        rt.block_on(async {
+            let (x, _x_peer) = UnixStream::pair().unwrap();
+            let (y, _y_peer) = UnixStream::pair().unwrap();
+            let (xr, _xw) = Stream::into_split(x);
+            let (_yr, yw) = Stream::into_split(y);
+            let err = UnixStream::rehome(xr, yw).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        });
     }
 }

@@ -1,0 +1,220 @@
+//! Thread placement for the messenger's shards: which CPUs the process may
+//! run on, and pinning a thread to one of them.
+//!
+//! The messenger runs its connections on shards, threads each driving its
+//! own current-thread runtime. As crimson does (seastar's reactor pins one
+//! thread per core), it pins each shard's thread to one core: a shard's
+//! connections, buffers and caches then stay on one CPU, and the scheduler
+//! does not move two shards onto one core while another idles. That needs
+//! two things the standard library does not offer: the CPUs this process
+//! may use (a cpuset from taskset or a container, not only how many) and
+//! setting a thread's affinity. Both are C calls (`sched_getaffinity`,
+//! `sched_setaffinity` on Linux), made here so that every other crate
+//! keeps `unsafe_code = "forbid"`.
+//!
+//! # Unsafe code
+//! The crate denies unsafe code and allows it block by block: the libc
+//! calls and the zeroed `cpu_set_t` they take, each with the argument why
+//! it is sound. A CPU number is checked against `CPU_SETSIZE` before it
+//! reaches `CPU_SET` or `CPU_ISSET`. The API is safe.
+#![deny(unsafe_code)]
+
+use std::io;
+use std::num::NonZeroUsize;
+
+/// CPUs this process may run on (sched_getaffinity), in order; on other
+/// OSes, 0..available_parallelism.
+///
+/// On Linux this is the calling thread's affinity, which is the process's
+/// until the thread is pinned: call it before pinning, from the thread
+/// that starts the shards. Where the mask cannot be read (more CPUs than a
+/// `cpu_set_t` holds) it falls back as other OSes do.
+pub fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    if let Some(cpus) = linux::thread_cpus().ok().filter(|c| !c.is_empty()) {
+        return cpus;
+    }
+    let n = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    (0..n).collect()
+}
+
+/// Pins the calling thread to `cpu` (sched_setaffinity on Linux); Err where
+/// the OS refuses or cannot.
+///
+/// Errors: `InvalidInput` for a CPU number past what a `cpu_set_t` holds;
+/// the kernel's error (EINVAL) for one not in the process's cpuset or not
+/// online; `Unsupported` on other OSes.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::pin_current_thread(cpu)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpu;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "pinning a thread to a CPU is implemented for Linux only",
+        ))
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::io;
+    use std::mem;
+
+    use libc::cpu_set_t;
+
+    /// How many CPUs a `cpu_set_t` holds (1024 with glibc): the bound on
+    /// every index given to `CPU_SET` / `CPU_ISSET`. A positive constant,
+    /// so the cast is exact.
+    pub(crate) const SET_SIZE: usize = libc::CPU_SETSIZE as usize;
+
+    /// The empty set.
+    fn empty_set() -> cpu_set_t {
+        // SAFETY: cpu_set_t is a plain array of integers (a bit mask, no
+        // pointers, no invariants): all zero bits is a valid value, the
+        // empty set (what CPU_ZERO makes).
+        #[allow(unsafe_code)]
+        let set = unsafe { mem::zeroed::<cpu_set_t>() };
+        set
+    }
+
+    /// Whether `cpu` is in `set`; false past the set's size.
+    fn contains(set: &cpu_set_t, cpu: usize) -> bool {
+        if cpu >= SET_SIZE {
+            return false;
+        }
+        // SAFETY: CPU_ISSET only reads bit `cpu` of the set's array, and
+        // `cpu < CPU_SETSIZE` (checked above) keeps that bit inside it.
+        #[allow(unsafe_code)]
+        let set = unsafe { libc::CPU_ISSET(cpu, set) };
+        set
+    }
+
+    /// The calling thread's affinity mask, as CPU numbers in order.
+    pub(crate) fn thread_cpus() -> io::Result<Vec<usize>> {
+        let mut set = empty_set();
+        // SAFETY: pid 0 names the calling thread; the kernel writes at most
+        // `cpusetsize` bytes to the mask, and `set` is a cpu_set_t of
+        // exactly that size, exclusively borrowed for the call.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::sched_getaffinity(0, mem::size_of::<cpu_set_t>(), &mut set) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((0..SET_SIZE).filter(|&cpu| contains(&set, cpu)).collect())
+    }
+
+    pub(crate) fn pin_current_thread(cpu: usize) -> io::Result<()> {
+        if cpu >= SET_SIZE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is past the {SET_SIZE} a cpu_set_t holds"),
+            ));
+        }
+        let mut set = empty_set();
+        // SAFETY: CPU_SET only sets bit `cpu` of the set's array, and
+        // `cpu < CPU_SETSIZE` (checked above) keeps that bit inside it.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::CPU_SET(cpu, &mut set)
+        };
+        // SAFETY: pid 0 names the calling thread; the kernel reads
+        // `cpusetsize` bytes of the mask, and `set` is a cpu_set_t of
+        // exactly that size, borrowed for the call.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::sched_setaffinity(0, mem::size_of::<cpu_set_t>(), &set) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CPU the calling thread runs on now.
+    #[cfg(target_os = "linux")]
+    fn current_cpu() -> usize {
+        // SAFETY: sched_getcpu takes nothing and only returns a number (or
+        // -1 with errno).
+        #[allow(unsafe_code)]
+        let cpu = unsafe { libc::sched_getcpu() };
+        usize::try_from(cpu).expect("sched_getcpu failed")
+    }
+
+    #[test]
+    fn allowed_cpus_are_listed_in_order() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty());
+        assert!(
+            cpus.windows(2).all(|w| matches!(w, [a, b] if a < b)),
+            "{cpus:?}"
+        );
+    }
+
+    /// A thread pinned to an allowed CPU runs there and may run only
+    /// there, and pinning it leaves the other threads' affinity alone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn pinned_thread_runs_on_its_cpu() {
+        let cpus = allowed_cpus();
+        let first = *cpus.first().unwrap();
+        let last = *cpus.last().unwrap();
+        for cpu in [first, last] {
+            std::thread::spawn(move || {
+                pin_current_thread(cpu).unwrap();
+                assert_eq!(linux::thread_cpus().unwrap(), vec![cpu]);
+                assert_eq!(allowed_cpus(), vec![cpu]);
+                assert_eq!(current_cpu(), cpu);
+                // Still there after a reschedule.
+                std::thread::yield_now();
+                assert_eq!(current_cpu(), cpu);
+            })
+            .join()
+            .unwrap();
+        }
+        assert_eq!(allowed_cpus(), cpus);
+    }
+
+    /// CPU numbers a cpu_set_t cannot hold, and ones the process may not
+    /// use, are errors (no index past CPU_SETSIZE, no panic), and the
+    /// thread's affinity stays as it was.
+    #[test]
+    fn pinning_to_an_absurd_cpu_is_an_error() {
+        std::thread::spawn(|| {
+            let before = allowed_cpus();
+            for cpu in [100_000, usize::MAX] {
+                let err = pin_current_thread(cpu).unwrap_err();
+                #[cfg(target_os = "linux")]
+                assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+                #[cfg(not(target_os = "linux"))]
+                assert_eq!(err.kind(), std::io::ErrorKind::Unsupported);
+            }
+            #[cfg(target_os = "linux")]
+            {
+                // Inside the set's size but outside the process's CPUs:
+                // the kernel refuses it.
+                let outside = (0..linux::SET_SIZE).find(|c| !before.contains(c)).unwrap();
+                assert!(pin_current_thread(outside).is_err());
+                // The first number past the set's size.
+                let err = pin_current_thread(linux::SET_SIZE).unwrap_err();
+                assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+            }
+            assert_eq!(allowed_cpus(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    #[test]
+    fn pinning_is_unsupported() {
+        let err = pin_current_thread(0).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::Unsupported);
+    }
+}
