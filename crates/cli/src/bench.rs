@@ -242,7 +242,7 @@ impl Loop {
 struct LoopDispatcher(std::sync::OnceLock<Arc<Loop>>);
 
 impl Dispatcher for LoopDispatcher {
-    fn ms_handle_connect(&self, _conn: &Connection) {
+    fn ms_handle_connect(&self, _conn: &Connection, _prev_shard: usize) {
         if let Some(l) = self.0.get() {
             let _ = l.connected_at.set(Instant::now());
             let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());

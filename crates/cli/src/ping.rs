@@ -34,7 +34,7 @@ struct Watch {
 impl Dispatcher for Watch {
     fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
 
-    fn ms_handle_connect(&self, _: &Connection) {
+    fn ms_handle_connect(&self, _: &Connection, _prev_shard: usize) {
         self.refusals
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -73,7 +73,7 @@ impl Dispatcher for OsdLike {
         }
     }
 
-    fn ms_handle_accept(&self, _conn: &Connection) {
+    fn ms_handle_accept(&self, _conn: &Connection, _prev_shard: usize, _is_replace: bool) {
         self.stats.connections.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -299,21 +299,16 @@ impl Server {
     }
 
     /// The messenger's decision on connection `i`'s ident, carried out as
-    /// the runtime does (registry::decide and apply).
+    /// the runtime does (registry::resolve: its steps, in its order).
     fn decide(&mut self, i: usize, req: &msgr_protocol::IdentRequest, now: Instant) {
         let stamp = UTime::new(2, 0);
         let existing = self.registered.filter(|e| *e != i);
         let outcome = match existing {
             Some(e) => {
                 let (a, b) = two(&mut self.conns, i, e);
-                let d = registry::decide(a, Some(b), req);
-                registry::apply(d, a, Some(b), stamp, now)
+                registry::resolve(a, Some(b), req.clone(), stamp, now)
             }
-            None => {
-                let a = &mut self.conns[i];
-                let d = registry::decide(a, None, req);
-                registry::apply(d, a, None, stamp, now)
-            }
+            None => registry::resolve(&mut self.conns[i], None, req.clone(), stamp, now),
         };
         match outcome {
             registry::Outcome::RegisterAccepting => self.registered = Some(i),

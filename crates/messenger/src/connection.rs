@@ -1,76 +1,256 @@
-//! The user's handle on a connection, and the state its task shares with
-//! the messenger.
+//! The user's handle on a connection. A connection's session state lives
+//! in its driver, on the shard that owns it; a handle reaches it by
+//! message (a FIFO per connection: a sender's messages keep their order,
+//! from any thread) and reads what the driver publishes (its view), so no
+//! lock is taken per message on either side.
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
-use msgr_frames::WireQueue;
-use msgr_protocol::{Conn, ConnState, ConnStats, LinkId, Message};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Notify;
+use msgr_protocol::{Conn, ConnState, ConnStats, Message};
+use tokio::sync::{mpsc, Notify};
 
-pub(crate) type BoxReader = Box<dyn AsyncRead + Send + Unpin>;
-pub(crate) type BoxWriter = Box<dyn AsyncWrite + Send + Unpin>;
-
-/// A socket moving from an accepting connection's task into the task of
-/// the existing connection that adopted it.
-pub(crate) struct Handoff {
-    pub link: LinkId,
-    pub reader: BoxReader,
-    pub writer: BoxWriter,
-    /// Bytes taken for this socket and not yet written.
-    pub pending: WireQueue,
-    pub slot: SocketSlot,
+/// What a handle (or another connection) asks of a connection's driver.
+pub(crate) enum Command {
+    Send(Message),
+    Keepalive(UTime),
+    MarkDown,
+    MarkDisposable,
+    /// Close the socket of this idle connection (Options::max_connections).
+    Evict,
+    /// Move to this shard (Connection::move_to_shard).
+    MoveTo(usize),
+    #[cfg(feature = "interceptor")]
+    Unblock,
+    /// An accepting connection asks this one, registered for its peer, to
+    /// decide on its ident (crate::driver::ident).
+    Ask(Box<crate::driver::ident::Asking>),
+    /// The socket a Reuse promised (a `driver::ident::Adoption<T>`: typed
+    /// by the transport, which handles are not).
+    Adopt(Box<dyn std::any::Any + Send>),
+    /// The socket a Reuse promised will not come.
+    AdoptCancelled,
 }
 
-/// A live socket, counted against `Options::max_connections` from when it
-/// is accepted or connected until it is dropped (a STANDBY session, which
-/// has none, does not count).
-pub(crate) struct SocketSlot(Arc<std::sync::atomic::AtomicUsize>);
+/// The states a view stores as a byte, in ConnState's order.
+const STATES: [ConnState; 9] = [
+    ConnState::NeedSocket,
+    ConnState::Backoff,
+    ConnState::Connecting,
+    ConnState::Accepting,
+    ConnState::Deciding,
+    ConnState::ServerWait,
+    ConnState::Ready,
+    ConnState::Standby,
+    ConnState::Closed,
+];
 
-impl SocketSlot {
-    pub fn new(live: &Arc<std::sync::atomic::AtomicUsize>) -> SocketSlot {
-        live.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        SocketSlot(live.clone())
+fn state_byte(s: ConnState) -> u8 {
+    STATES.iter().position(|x| *x == s).unwrap_or(8) as u8
+}
+
+/// What changes with the session (a handshake, a fault), not per message:
+/// copied by the driver when it does.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Info {
+    pub peer_name: Option<EntityName>,
+    pub identity: Option<msgr_auth::Identity>,
+    pub peer_addrs: EntityAddrvec,
+    pub wire_format: Option<msgr_frames::WireFormat>,
+    pub compression: Option<msgr_frames::compression::Algorithm>,
+    pub last_keepalive_ack: Option<UTime>,
+    pub last_fault: Option<msgr_protocol::ProtocolError>,
+}
+
+impl Info {
+    fn of(c: &Conn) -> Info {
+        Info {
+            peer_name: c.peer_name(),
+            identity: c.peer_identity().cloned(),
+            peer_addrs: c.peer().addrs.clone(),
+            wire_format: c.wire_format(),
+            compression: c.compression(),
+            last_keepalive_ack: c.last_keepalive_ack(),
+            last_fault: None,
+        }
     }
 }
 
-impl Drop for SocketSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+/// What a connection's driver publishes for its handles: written only by
+/// the driver, read by anyone.
+pub(crate) struct View {
+    state: AtomicU8,
+    /// mark_down was called: the connection is closed for its users at
+    /// once, whatever its driver has done yet.
+    marked_down: AtomicBool,
+    shard: AtomicUsize,
+    features: AtomicU64,
+    peer_type: AtomicU8,
+    /// Conn::over_queue_limit, as of the driver's last step.
+    over_limit: AtomicBool,
+    /// Since when a READY connection has been idle (Conn::idle_since), as
+    /// nanoseconds past the messenger's epoch, plus one; 0: not idle.
+    idle_since: AtomicU64,
+    queued: [AtomicUsize; 2],
+    stats: [AtomicU64; 8],
+    info: Mutex<Info>,
+}
+
+impl View {
+    fn new(shard: usize) -> View {
+        View {
+            state: AtomicU8::new(0),
+            marked_down: AtomicBool::new(false),
+            shard: AtomicUsize::new(shard),
+            features: AtomicU64::new(0),
+            peer_type: AtomicU8::new(0),
+            over_limit: AtomicBool::new(false),
+            idle_since: AtomicU64::new(0),
+            queued: Default::default(),
+            stats: Default::default(),
+            info: Mutex::new(Info::default()),
+        }
+    }
+
+    pub fn info(&self) -> MutexGuard<'_, Info> {
+        self.info.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn state(&self) -> ConnState {
+        if self.marked_down.load(Ordering::Acquire) {
+            return ConnState::Closed;
+        }
+        let b = self.state.load(Ordering::Acquire);
+        STATES.get(b as usize).copied().unwrap_or(ConnState::Closed)
+    }
+
+    pub fn shard(&self) -> usize {
+        self.shard.load(Ordering::Acquire)
+    }
+
+    pub fn marked_down(&self) -> bool {
+        self.marked_down.load(Ordering::Acquire)
+    }
+
+    pub fn set_shard(&self, shard: usize) {
+        self.shard.store(shard, Ordering::Release);
+    }
+
+    pub fn idle_since(&self) -> u64 {
+        self.idle_since.load(Ordering::Acquire)
+    }
+
+    /// Claims this idle connection for eviction (one evictor per idle
+    /// spell: a second accept does not evict the same one again).
+    pub fn claim_idle(&self, since: u64) -> bool {
+        since != 0
+            && self
+                .idle_since
+                .compare_exchange(since, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+}
+
+/// The driver's last publication, to publish only what changed.
+#[derive(Default)]
+pub(crate) struct Published {
+    state: Option<ConnState>,
+    stats: ConnStats,
+    queued: (usize, usize),
+    over_limit: bool,
+    idle_since: u64,
+    keepalive_ack: Option<UTime>,
+}
+
+impl Published {
+    /// Publishes `c` into `view`; `epoch` dates idle times.
+    pub fn publish(&mut self, c: &Conn, view: &View, epoch: Instant) {
+        let state = c.state();
+        let ack = c.last_keepalive_ack();
+        if self.state != Some(state) || self.keepalive_ack != ack {
+            let fault = view.info().last_fault.take();
+            *view.info() = Info {
+                last_fault: fault,
+                ..Info::of(c)
+            };
+            let peer = c.peer();
+            view.features.store(peer.features, Ordering::Release);
+            view.peer_type.store(peer.entity_type.0, Ordering::Release);
+            view.state.store(state_byte(state), Ordering::Release);
+            self.state = Some(state);
+            self.keepalive_ack = ack;
+        }
+        if self.stats != c.stats {
+            let s = c.stats;
+            let all = [
+                s.connect_attempts,
+                s.client_idents,
+                s.reconnects_sent,
+                s.reconnects,
+                s.faults,
+                s.messages_in,
+                s.messages_out,
+                s.duplicates_dropped,
+            ];
+            for (slot, v) in view.stats.iter().zip(all) {
+                slot.store(v, Ordering::Relaxed);
+            }
+            self.stats = s;
+        }
+        let queued = c.session().queued();
+        if self.queued != queued {
+            view.queued[0].store(queued.0, Ordering::Relaxed);
+            view.queued[1].store(queued.1, Ordering::Relaxed);
+            self.queued = queued;
+        }
+        let over = c.over_queue_limit();
+        if self.over_limit != over {
+            view.over_limit.store(over, Ordering::Release);
+            self.over_limit = over;
+        }
+        let idle = c.idle_since().map_or(0, |t| {
+            let nanos = t.saturating_duration_since(epoch).as_nanos();
+            u64::try_from(nanos)
+                .unwrap_or(u64::MAX - 1)
+                .saturating_add(1)
+        });
+        if self.idle_since != idle {
+            view.idle_since.store(idle, Ordering::Release);
+            self.idle_since = idle;
+        }
+    }
+
+    /// The connection faulted with `e` (kept until the next fault).
+    pub fn fault(&self, view: &View, e: msgr_protocol::ProtocolError) {
+        view.info().last_fault = Some(e);
     }
 }
 
 pub(crate) struct Shared {
     pub id: u64,
-    pub conn: Mutex<Conn>,
-    /// Wakes the connection's task: output to write, a socket handed over,
-    /// or a close.
-    pub wake: Notify,
+    tx: mpsc::UnboundedSender<Command>,
+    pub view: View,
     /// Wakes senders waiting for the queue to drain.
     pub drained: Notify,
-    /// Senders waiting on `drained` (so the task only notifies when needed).
-    pub senders_waiting: std::sync::atomic::AtomicUsize,
-    /// The connection features, copied here when the session is READY.
-    pub features: std::sync::atomic::AtomicU64,
-    /// The peer's entity type once known (0 before).
-    pub peer_type: std::sync::atomic::AtomicU8,
-    pub handoff: Mutex<Option<Handoff>>,
+    /// Senders waiting on `drained` (so the driver only notifies when
+    /// needed).
+    pub senders_waiting: AtomicUsize,
+    /// Bytes of messages sent to the driver and not yet taken by it.
+    pub in_flight: AtomicUsize,
+    /// QueueLimits::soft: `send` waits while the driver is over it, or
+    /// while this much is on its way to the driver.
+    soft_limit: usize,
     /// Wakes `keepalive_roundtrip` callers.
     pub keepalive_acked: Notify,
-    /// Why the connection last faulted.
-    pub last_fault: Mutex<Option<msgr_protocol::ProtocolError>>,
+    /// The key this connection was last registered under (read and
+    /// written under the registry's lock).
+    pub registered: Mutex<Option<msgr_protocol::registry::PeerKey>>,
 }
 
-impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, Conn> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// A cheap, cloneable handle on one connection.
+/// A cheap, cloneable handle on one connection, usable from any thread.
 #[derive(Clone)]
 pub struct Connection {
     pub(crate) shared: Arc<Shared>,
@@ -86,57 +266,13 @@ impl Eq for Connection {}
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Connection#{}({:?})", self.shared.id, self.shared.lock())
-    }
-}
-
-/// The connection whose task is running on this thread right now (id 0:
-/// none), and the time of the task's current step.
-#[derive(Clone, Copy)]
-struct RunningTask {
-    id: u64,
-    now: Option<Instant>,
-}
-
-thread_local! {
-    /// A send from inside a task's own dispatch needs no wake-up (the task
-    /// looks for output after every dispatch) and no clock read (it takes
-    /// the time of the step that dispatched).
-    static RUNNING_TASK: std::cell::Cell<RunningTask> =
-        const { std::cell::Cell::new(RunningTask { id: 0, now: None }) };
-}
-
-/// Marks this thread as running connection `id`'s task, in the step that
-/// started at `now`, until the guard drops.
-pub(crate) fn running_task(id: u64, now: Instant) -> impl Drop {
-    struct Reset(RunningTask);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            RUNNING_TASK.with(|r| r.set(self.0));
-        }
-    }
-    Reset(RUNNING_TASK.with(|r| r.replace(RunningTask { id, now: Some(now) })))
-}
-
-impl Shared {
-    fn in_own_task(&self) -> bool {
-        RUNNING_TASK.with(|r| r.get()).id == self.id
-    }
-
-    /// Wakes the connection's task, unless this is that task.
-    pub fn wake_task(&self) {
-        if !self.in_own_task() {
-            self.wake.notify_one();
-        }
-    }
-
-    /// The time for a call on this connection: its task's step time when
-    /// called from that task's dispatch, else the clock.
-    fn now(&self) -> Instant {
-        match RUNNING_TASK.with(|r| r.get()) {
-            RunningTask { id, now: Some(t) } if id == self.id => t,
-            _ => crate::now(),
-        }
+        write!(
+            f,
+            "Connection#{}({:?} on shard {})",
+            self.shared.id,
+            self.state(),
+            self.shard()
+        )
     }
 }
 
@@ -149,65 +285,109 @@ pub(crate) fn wall_clock() -> UTime {
 }
 
 impl Connection {
+    /// A handle on a new connection on `shard`, and the receiving end its
+    /// driver owns.
+    pub(crate) fn new(
+        id: u64,
+        shard: usize,
+        soft_limit: usize,
+    ) -> (Connection, mpsc::UnboundedReceiver<Command>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let c = Connection {
+            shared: Arc::new(Shared {
+                id,
+                tx,
+                view: View::new(shard),
+                drained: Notify::new(),
+                senders_waiting: AtomicUsize::new(0),
+                in_flight: AtomicUsize::new(0),
+                soft_limit,
+                keepalive_acked: Notify::new(),
+                registered: Mutex::new(None),
+            }),
+        };
+        (c, rx)
+    }
+
+    /// Tells the driver; a closed connection's driver is gone, and what
+    /// it is told is dropped (as a closed Conn drops what it is sent).
+    pub(crate) fn command(&self, c: Command) {
+        let _ = self.shared.tx.send(c);
+    }
+
     pub fn id(&self) -> u64 {
         self.shared.id
     }
 
+    /// The shard whose thread runs this connection's I/O and dispatch.
+    pub fn shard(&self) -> usize {
+        self.shared.view.shard()
+    }
+
     /// Queues `msg`, waiting while this connection already holds
     /// `Options::max_queued_bytes` for its peer (the limit at which it also
-    /// stops reading from it: Conn::over_queue_limit).
+    /// stops reading from it: Conn::over_queue_limit). Messages sent from
+    /// one thread go out in the order sent.
     pub async fn send(&self, msg: Message) {
-        use std::sync::atomic::Ordering;
+        let s = &self.shared;
         let mut waiting = false;
         loop {
-            let drained = self.shared.drained.notified();
-            {
-                let mut c = self.shared.lock();
-                if !c.over_queue_limit() || c.state() == ConnState::Closed {
-                    c.send(msg, self.shared.now());
-                    break;
-                }
+            let drained = s.drained.notified();
+            let over = s.view.over_limit.load(Ordering::Acquire)
+                || s.in_flight.load(Ordering::Acquire) >= self.soft_limit();
+            if !over || s.view.state() == ConnState::Closed {
+                break;
             }
             if !waiting {
-                self.shared.senders_waiting.fetch_add(1, Ordering::AcqRel);
+                s.senders_waiting.fetch_add(1, Ordering::AcqRel);
                 waiting = true;
             }
             drained.await;
         }
         if waiting {
-            self.shared.senders_waiting.fetch_sub(1, Ordering::AcqRel);
+            s.senders_waiting.fetch_sub(1, Ordering::AcqRel);
         }
-        self.shared.wake.notify_one();
+        self.send_nowait(msg);
+    }
+
+    fn soft_limit(&self) -> usize {
+        self.shared.soft_limit
     }
 
     /// Queues `msg` without waiting.
     pub fn send_nowait(&self, msg: Message) {
-        let now = self.shared.now();
-        self.shared.lock().send(msg, now);
-        self.shared.wake_task();
+        let len = msg.payload_len();
+        self.shared.in_flight.fetch_add(len, Ordering::AcqRel);
+        self.command(Command::Send(msg));
     }
 
     /// Sends a KEEPALIVE2 (the peer answers with KEEPALIVE2_ACK).
     pub fn send_keepalive(&self) {
-        self.shared
-            .lock()
-            .send_keepalive(wall_clock(), crate::now());
-        self.shared.wake.notify_one();
+        self.command(Command::Keepalive(wall_clock()));
     }
 
     /// Closes the connection for good, dropping anything queued.
     pub fn mark_down(&self) {
-        self.shared.lock().mark_down();
-        self.shared.wake.notify_one();
+        self.shared.view.marked_down.store(true, Ordering::Release);
+        self.command(Command::MarkDown);
     }
 
     /// Makes the connection lossy (it will not reconnect after a fault).
     pub fn mark_disposable(&self) {
-        self.shared.lock().mark_disposable();
+        self.command(Command::MarkDisposable);
+    }
+
+    /// Moves the connection's I/O and dispatch to `shard` (taken modulo
+    /// the messenger's shards), with its session: what is queued, sent and
+    /// unacknowledged, and its sequence numbers. The dispatcher hears
+    /// ms_handle_shard_change on the old shard; everything after comes on
+    /// the new one.
+    pub fn move_to_shard(&self, shard: usize) {
+        self.command(Command::MoveTo(shard));
     }
 
     pub fn state(&self) -> ConnState {
-        self.shared.lock().state()
+        self.shared.view.state()
     }
 
     pub fn is_connected(&self) -> bool {
@@ -215,20 +395,11 @@ impl Connection {
     }
 
     pub fn peer_name(&self) -> Option<EntityName> {
-        self.shared.lock().peer_name()
+        self.shared.view.info().peer_name
     }
 
     pub fn peer_type(&self) -> EntityType {
-        use std::sync::atomic::Ordering;
-        // Cached once known: a connection's peer never changes type.
-        match self.shared.peer_type.load(Ordering::Relaxed) {
-            0 => {
-                let t = self.shared.lock().peer().entity_type;
-                self.shared.peer_type.store(t.0, Ordering::Relaxed);
-                t
-            }
-            t => EntityType(t),
-        }
+        EntityType(self.shared.view.peer_type.load(Ordering::Acquire))
     }
 
     /// Who the peer authenticated as: its entity name, global id and caps
@@ -236,27 +407,24 @@ impl Connection {
     /// by the type we connected to, which cephx proved). Sessions go only
     /// to the identity that holds them.
     pub fn peer_identity(&self) -> Option<msgr_auth::Identity> {
-        self.shared.lock().peer_identity().cloned()
+        self.shared.view.info().identity.clone()
     }
 
     pub fn peer_addrs(&self) -> EntityAddrvec {
-        self.shared.lock().peer().addrs.clone()
+        self.shared.view.info().peer_addrs.clone()
     }
 
     /// Features both sides support (known once the session was READY).
     pub fn features(&self) -> u64 {
-        self.shared
-            .features
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.shared.view.features.load(Ordering::Acquire)
     }
 
     /// crc or secure, once the session's mode is known (after AUTH_DONE).
     pub fn con_mode(&self) -> Option<msgr_auth::ConMode> {
-        let c = self.shared.lock();
-        if !matches!(c.state(), ConnState::Ready | ConnState::Standby) {
+        if !matches!(self.state(), ConnState::Ready | ConnState::Standby) {
             return None;
         }
-        c.wire_format().map(|f| match f.secure {
+        self.shared.view.info().wire_format.map(|f| match f.secure {
             true => msgr_auth::ConMode::SECURE,
             false => msgr_auth::ConMode::CRC,
         })
@@ -264,34 +432,41 @@ impl Connection {
 
     /// The on-wire compression negotiated for the current socket.
     pub fn compression(&self) -> Option<msgr_frames::compression::Algorithm> {
-        self.shared.lock().compression()
+        self.shared.view.info().compression
     }
 
     /// msgr2.1 or msgr2.0 on the current socket.
     pub fn rev1(&self) -> Option<bool> {
-        self.shared.lock().wire_format().map(|f| f.rev1)
+        self.shared.view.info().wire_format.map(|f| f.rev1)
     }
 
     /// Why the connection last faulted (an auth refusal, a reset socket,
     /// ...), if it ever did.
     pub fn last_fault(&self) -> Option<msgr_protocol::ProtocolError> {
-        self.shared
-            .last_fault
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.shared.view.info().last_fault.clone()
     }
 
+    /// What happened on the connection, as of its driver's last step.
     pub fn stats(&self) -> ConnStats {
-        self.shared.lock().stats
+        let s = &self.shared.view.stats;
+        let at = |i: usize| s.get(i).map_or(0, |a| a.load(Ordering::Relaxed));
+        ConnStats {
+            connect_attempts: at(0),
+            client_idents: at(1),
+            reconnects_sent: at(2),
+            reconnects: at(3),
+            faults: at(4),
+            messages_in: at(5),
+            messages_out: at(6),
+            duplicates_dropped: at(7),
+        }
     }
 
     /// Releases what an interceptor's BLOCK or STALL holds on this
     /// connection (msgr_protocol::intercept).
     #[cfg(feature = "interceptor")]
     pub fn unblock(&self) {
-        self.shared.lock().request_unblock();
-        self.shared.wake.notify_one();
+        self.command(Command::Unblock);
     }
 
     /// Sends a KEEPALIVE2 and waits for its KEEPALIVE2_ACK; returns the round
@@ -303,35 +478,36 @@ impl Connection {
         let stamp = wall_clock();
         let start = crate::now();
         let deadline = crate::after(timeout);
-        {
-            self.shared.lock().send_keepalive(stamp, start);
-        }
-        self.shared.wake.notify_one();
+        let mut acked = std::pin::pin!(self.shared.keepalive_acked.notified());
+        acked.as_mut().enable();
+        self.command(Command::Keepalive(stamp));
         loop {
-            let acked = self.shared.keepalive_acked.notified();
-            {
-                let c = self.shared.lock();
-                if c.last_keepalive_ack().is_some_and(|a| a >= stamp) {
-                    return Some(crate::now().duration_since(start));
-                }
-                if c.state() == ConnState::Closed {
-                    return None;
-                }
+            if self.last_keepalive_ack().is_some_and(|a| a >= stamp) {
+                return Some(crate::now().duration_since(start));
             }
-            if tokio::time::timeout_at(deadline, acked).await.is_err() {
+            if self.state() == ConnState::Closed {
                 return None;
             }
+            if tokio::time::timeout_at(deadline, acked.as_mut())
+                .await
+                .is_err()
+            {
+                return None;
+            }
+            acked.set(self.shared.keepalive_acked.notified());
+            acked.as_mut().enable();
         }
     }
 
     /// The timestamp of the last KEEPALIVE2_ACK (our own send time, echoed).
     pub fn last_keepalive_ack(&self) -> Option<UTime> {
-        self.shared.lock().last_keepalive_ack()
+        self.shared.view.info().last_keepalive_ack
     }
 
     /// Messages queued and not yet written: (count, bytes).
     pub fn queued(&self) -> (usize, usize) {
-        self.shared.lock().session().queued()
+        let q = &self.shared.view.queued;
+        (q[0].load(Ordering::Relaxed), q[1].load(Ordering::Relaxed))
     }
 }
 

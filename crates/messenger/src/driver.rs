@@ -1,8 +1,11 @@
-//! One connection's task: it owns the socket halves and runs the
-//! connection's `Conn` (behind its mutex): reads into the frame decoder's
-//! buffer, writes the queued frames with vectored writes, connects when
-//! asked, applies the registry's decisions on idents, dispatches, and fires
-//! timers. Locks are never held across an await.
+//! One connection's task, on the shard that owns it: it owns the
+//! connection's `Conn` (no lock: nothing else touches it), its socket
+//! halves and its buffers. It takes commands from the connection's handles
+//! (sends, keepalives, mark_down, asks of other connections), reads into
+//! the frame decoder's buffer, writes the queued frames with vectored
+//! writes, connects when asked, dispatches, fires timers, and publishes
+//! what handles may read. A connection moves to another shard by this
+//! task ending and the same driver starting there (`Exit::Move`).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -14,20 +17,20 @@ use std::time::Instant;
 
 use bytes::BufMut;
 use msgr_frames::WireQueue;
-use msgr_protocol::registry::{self, Outcome};
-use msgr_protocol::{Event, IdentRequest};
+use msgr_protocol::{Conn, Event};
 use msgr_transport::{Stream, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
 
 use crate::budget::Budget;
-use crate::connection::{
-    running_task, wall_clock, Connection, Handoff, IncomingMessage, SocketSlot,
-};
+use crate::connection::{Command, Connection, IncomingMessage, Published};
 use crate::messenger::Inner;
 
+pub(crate) mod ident;
 mod io;
 
-use io::{flush_and_close, Socket, SocketIo, MAX_IOV};
+use io::{flush_and_close, SocketIo, MAX_IOV};
+pub(crate) use io::{Socket, SocketSlot};
 
 /// Queued messages are framed (and encrypted) only while the driver holds
 /// fewer unwritten bytes than this (Config::output_window): a frame is
@@ -37,86 +40,32 @@ use io::{flush_and_close, Socket, SocketIo, MAX_IOV};
 /// many small frames.
 pub(crate) const OUTPUT_WINDOW: usize = 512 * 1024;
 
+/// Commands taken per turn before the socket gets its turn (a flood of
+/// sends from other threads does not starve reading).
+const COMMANDS_PER_TURN: usize = 1024;
+
 type Connecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
 
-pub(crate) async fn run<T: Transport>(
-    inner: Arc<Inner<T>>,
-    conn: Connection,
-    first: Option<Handoff>,
-) {
-    let mut stop = inner.shutdown.subscribe();
-    let mut d = Driver::new(inner, conn);
-    if let Some(h) = first {
-        d.install(h);
-    }
-    // The steps are plain methods; the waits are here, in one body, so no
-    // step's future is built and moved per turn of the loop.
-    loop {
-        d.take_handoff();
-        #[cfg(feature = "interceptor")]
-        d.unblock_if_asked();
-        let flow = d.handle_events();
-        // Sockets to shut down after what was written to them (a refusal
-        // the peer should read; an interceptor's STALL or write FAULT).
-        for (socket, mut out) in d.closing.drain(..) {
-            flush_and_close(socket, &mut out).await;
+/// Starts `d` on `shard`, and again wherever it moves.
+pub(crate) fn start<T: Transport>(inner: &Arc<Inner<T>>, shard: usize, d: Driver<T>) {
+    let again = inner.clone();
+    inner.spawn(shard, async move {
+        if let Some((d, to)) = d.run(shard).await {
+            start(&again, to, d);
         }
-        if flow.is_break() {
-            return;
-        }
-        let Some(io) = d.prepare() else {
-            // Framing failed (a fault): its events come before any wait.
-            continue;
-        };
-        d.io.out.seal();
-        let mut iov = [IoSlice::new(&[]); MAX_IOV];
-        let n_iov = d.io.out.slices(&mut iov);
-        let (reader, writer) = match d.io.socket.as_mut() {
-            Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
-            None => (None, None),
-        };
-        let has_reader = reader.is_some() && io.read;
-        let has_output = writer.is_some() && n_iov > 0;
-        let delay = d.inner.injector.delay_now();
-        let budget = d.budget.wait_mut();
-        let waiting = budget.is_some();
-        // Biased, in a fixed order, so a run on a paused single-threaded
-        // runtime repeats exactly (tokio's default picks the first branch
-        // at random). Writes come before reads: output is bounded by what
-        // the user queued, and a socket with room takes it at once.
-        let step = tokio::select! {
-            biased;
-            _ = stop.changed() => Step::Stop,
-            w = async {
-                if let Some(d) = delay {
-                    tokio::time::sleep(d).await;
-                }
-                let slices = iov.get(..n_iov).unwrap_or_default();
-                writer.expect("guarded").write_vectored(slices).await
-            }, if has_output => Step::Wrote(w),
-            r = async {
-                reader.expect("guarded").read_buf(&mut (&mut d.io.rbuf).limit(io.read_limit)).await
-            }, if has_reader => Step::Read(r),
-            c = async { d.connecting.as_mut().expect("guarded").await }, if d.connecting.is_some() => Step::Connected(c),
-            (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
-            _ = d.timer.as_mut(), if d.armed.is_some() => Step::Timer,
-            _ = d.conn.shared.wake.notified() => Step::Woken,
-        };
-        d.now = crate::now();
-        d.on_step(step);
-        if !d.io.rbuf.is_empty() {
-            let mut c = d.conn.shared.lock();
-            d.io.give_back_input(&mut c);
-        }
-    }
+    });
 }
 
-/// One connection's task: the socket, the bytes in flight each way, the
-/// events not yet handled and the receive budget.
-struct Driver<T: Transport> {
+/// One connection's task: the connection, the socket, the bytes in flight
+/// each way, the events not yet handled and the receive budget.
+pub(crate) struct Driver<T: Transport> {
     inner: Arc<Inner<T>>,
-    conn: Connection,
-    io: SocketIo,
+    conn: Conn,
+    handle: Connection,
+    commands: mpsc::UnboundedReceiver<Command>,
+    /// The shard this task runs on.
+    shard: usize,
+    io: SocketIo<T>,
     connecting: Option<Connecting<T::Stream>>,
     /// Events taken from the connection, not yet handled: a message waiting
     /// for receive budget holds up the events after it.
@@ -126,13 +75,25 @@ struct Driver<T: Transport> {
     /// being read gets its full time again when we resume.
     paused: bool,
     /// Sockets to flush and shut down (Event::ShutdownSocket).
-    closing: Vec<(Socket, WireQueue)>,
-    /// One timer for the task's life, moved when the deadline changes.
-    timer: Pin<Box<tokio::time::Sleep>>,
+    closing: Vec<(Socket<T>, WireQueue)>,
+    /// One timer per stay on a shard (made there: a timer belongs to its
+    /// runtime), moved when the deadline changes.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
     armed: Option<Instant>,
     /// The time of the current step: dispatches and the sends they make
     /// use it instead of reading the clock per message.
     now: Instant,
+    published: Published,
+    ident: ident::Pending,
+    /// A move to carry out at the next point where the connection can
+    /// leave (not connecting, no ident awaiting a verdict); whether it is
+    /// an accept's or a connect's placement.
+    move_to: Option<(usize, bool)>,
+    /// Where the connection ran before it last moved, and whether its
+    /// accept replaced a lossy connection: ms_handle_accept and
+    /// ms_handle_connect say so (crimson's prv_shard and is_replace).
+    prev_shard: usize,
+    replaced: bool,
 }
 
 /// How the next wait may use the socket.
@@ -146,7 +107,8 @@ enum Step<S> {
     Wrote(std::io::Result<usize>),
     Connected(std::io::Result<S>),
     Budget(u64, crate::budget::Permits),
-    Woken,
+    Verdict(Option<ident::Verdict>),
+    Command(Option<Command>),
     Timer,
     Stop,
 }
@@ -156,74 +118,232 @@ fn far() -> tokio::time::Instant {
 }
 
 impl<T: Transport> Driver<T> {
-    fn new(inner: Arc<Inner<T>>, conn: Connection) -> Driver<T> {
+    /// The driver of `conn` (named by `handle`), to start on `shard`, with
+    /// the socket it was accepted on, if it was.
+    pub fn new(
+        inner: Arc<Inner<T>>,
+        conn: Conn,
+        (handle, commands): (Connection, mpsc::UnboundedReceiver<Command>),
+        shard: usize,
+        socket: Option<Socket<T>>,
+    ) -> Driver<T> {
         let budget = Budget::new(inner.dispatch_throttle.clone());
+        let mut io = SocketIo::new();
+        if let Some(s) = socket {
+            io.use_socket(s);
+        }
         Driver {
             inner,
             conn,
-            io: SocketIo::new(),
+            handle,
+            commands,
+            shard,
+            io,
             connecting: None,
             pending: VecDeque::new(),
             budget,
             paused: false,
             closing: Vec::new(),
-            timer: Box::pin(tokio::time::sleep_until(far())),
+            timer: None,
             armed: None,
             now: crate::now(),
+            published: Published::default(),
+            ident: ident::Pending::default(),
+            move_to: None,
+            prev_shard: shard,
+            replaced: false,
         }
     }
 
-    fn install(&mut self, h: Handoff) {
-        self.io.install(h);
-    }
-
-    /// A socket an acceptor moved into this connection.
-    fn take_handoff(&mut self) {
-        let handoff = self
-            .conn
-            .shared
-            .handoff
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(h) = handoff {
-            self.install(h);
+    /// Runs the connection on `shard` until it closes (None) or must move
+    /// (the driver and where to).
+    async fn run(mut self, shard: usize) -> Option<(Driver<T>, usize)> {
+        self.arrive(shard);
+        let mut stop = self.inner.shutdown.subscribe();
+        if *stop.borrow_and_update() {
+            self.conn.mark_down();
+        }
+        // The steps are plain methods; the waits are here, in one body, so no
+        // step's future is built and moved per turn of the loop.
+        loop {
+            let flow = self.handle_events();
+            // Sockets to shut down after what was written to them (a refusal
+            // the peer should read; an interceptor's STALL or write FAULT).
+            for (socket, mut out) in self.closing.drain(..) {
+                flush_and_close(socket, &mut out).await;
+            }
+            if flow.is_break() {
+                return None;
+            }
+            if let Some(to) = self.leave() {
+                return Some((self, to));
+            }
+            let Some(io) = self.prepare() else {
+                // Framing failed (a fault): its events come before any wait.
+                continue;
+            };
+            self.io.out.seal();
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let n_iov = self.io.out.slices(&mut iov);
+            let (reader, writer) = match self.io.socket.as_mut() {
+                Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
+                None => (None, None),
+            };
+            let has_reader = reader.is_some() && io.read;
+            let has_output = writer.is_some() && n_iov > 0;
+            let delay = self.inner.injector.delay_now();
+            let budget = self.budget.wait_mut();
+            let waiting = budget.is_some();
+            let verdict = self.ident.verdict_mut();
+            let deciding = verdict.is_some();
+            // Biased, in a fixed order, so a run on a paused single-threaded
+            // runtime repeats exactly (tokio's default picks the first branch
+            // at random). Writes come before reads: output is bounded by what
+            // the user queued, and a socket with room takes it at once.
+            let step = tokio::select! {
+                biased;
+                _ = stop.changed() => Step::Stop,
+                w = async {
+                    if let Some(d) = delay {
+                        tokio::time::sleep(d).await;
+                    }
+                    let slices = iov.get(..n_iov).unwrap_or_default();
+                    writer.expect("guarded").write_vectored(slices).await
+                }, if has_output => Step::Wrote(w),
+                r = async {
+                    reader.expect("guarded").read_buf(&mut (&mut self.io.rbuf).limit(io.read_limit)).await
+                }, if has_reader => Step::Read(r),
+                c = async { self.connecting.as_mut().expect("guarded").await }, if self.connecting.is_some() => Step::Connected(c),
+                (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
+                _ = async { self.timer.as_mut().expect("made on arrival").await }, if self.armed.is_some() => Step::Timer,
+                v = async { verdict.expect("guarded").await.ok() }, if deciding => Step::Verdict(v),
+                c = self.commands.recv() => Step::Command(c),
+            };
+            self.now = crate::now();
+            self.on_step(step);
+            if !self.io.rbuf.is_empty() {
+                self.io.give_back_input(&mut self.conn);
+            }
         }
     }
 
-    /// A test released an interceptor's hold: carried out here, where the
-    /// input buffer is the connection's.
-    #[cfg(feature = "interceptor")]
-    fn unblock_if_asked(&mut self) {
-        let mut c = self.conn.shared.lock();
-        if c.take_unblock_request() {
-            c.unblock(crate::now());
+    /// Settles on `shard`: a timer of its runtime, and the socket
+    /// registered with its reactor.
+    fn arrive(&mut self, shard: usize) {
+        self.timer = Some(Box::pin(tokio::time::sleep_until(far())));
+        self.armed = None;
+        if shard != self.shard {
+            self.prev_shard = self.shard;
+            self.shard = shard;
+            if let Some(s) = self.io.socket.take() {
+                let link = s.link;
+                match s.rehome() {
+                    Ok(s) => self.io.use_socket_keeping_buffers(s),
+                    Err(e) => {
+                        self.io.close();
+                        self.conn.socket_closed(link, &e, crate::now());
+                    }
+                }
+            }
+        }
+        self.handle.shared.view.set_shard(shard);
+    }
+
+    /// Where to move now, if a move is due and the connection can leave:
+    /// the dispatcher hears of it here, on the shard being left.
+    fn leave(&mut self) -> Option<usize> {
+        if self.connecting.is_some() || self.ident.deciding() {
+            return None;
+        }
+        let (to, placed) = self.move_to.take()?;
+        if to == self.shard {
+            return None;
+        }
+        self.publish();
+        self.inner
+            .dispatcher
+            .ms_handle_shard_change(&self.handle, to, placed);
+        Some(to)
+    }
+
+    fn publish(&mut self) {
+        let view = &self.handle.shared.view;
+        self.published.publish(&self.conn, view, self.inner.epoch);
+    }
+
+    /// Commands from handles, in order (up to COMMANDS_PER_TURN).
+    fn take_commands(&mut self) {
+        for _ in 0..COMMANDS_PER_TURN {
+            match self.commands.try_recv() {
+                Ok(c) => self.on_command(c),
+                Err(_) => return,
+            }
         }
     }
 
-    /// Events, in order, until handling them (a dispatcher's send, say)
-    /// makes no more, or a message waits for receive budget. Sends from
-    /// inside this task's own dispatcher calls skip the wake-up: this loop
-    /// and `prepare` see them. Breaks when the connection closed.
+    fn on_command(&mut self, cmd: Command) {
+        let now = self.now;
+        match cmd {
+            Command::Send(msg) => {
+                let len = msg.payload_len();
+                let in_flight = &self.handle.shared.in_flight;
+                in_flight.fetch_sub(len, std::sync::atomic::Ordering::AcqRel);
+                self.conn.send(msg, now);
+            }
+            Command::Keepalive(stamp) => self.conn.send_keepalive(stamp, now),
+            Command::MarkDown => self.conn.mark_down(),
+            Command::MarkDisposable => self.conn.mark_disposable(),
+            Command::Evict => self.conn.evict_idle(now),
+            Command::MoveTo(s) => {
+                let to = self.inner.shards.index(s);
+                if to != self.shard {
+                    self.move_to = Some((to, false));
+                }
+            }
+            #[cfg(feature = "interceptor")]
+            Command::Unblock => self.conn.unblock(now),
+            Command::Ask(a) => self.on_ask(a),
+            Command::Adopt(a) => self.on_adopt(a),
+            Command::AdoptCancelled => self.conn.end_replacing(),
+        }
+    }
+
+    /// Commands and events, in order, until handling them (a dispatcher's
+    /// send, say) makes no more, a message waits for receive budget, or the
+    /// connection is to move (what is left is handled where it goes).
+    /// Breaks when the connection closed.
     fn handle_events(&mut self) -> ControlFlow<()> {
         loop {
-            {
-                let mut c = self.conn.shared.lock();
-                self.pending.extend(std::iter::from_fn(|| c.poll_event()));
+            self.take_commands();
+            if self.handle.shared.view.marked_down() {
+                // At once, before anything more is dispatched: the user
+                // hears nothing of a connection after marking it down,
+                // whatever its command queue still holds.
+                self.conn.mark_down();
             }
+            if self.move_to.is_some() && !self.ident.deciding() && self.connecting.is_none() {
+                return ControlFlow::Continue(());
+            }
+            self.pending
+                .extend(std::iter::from_fn(|| self.conn.poll_event()));
             if self.pending.is_empty() {
                 return ControlFlow::Continue(());
             }
+            // The dispatcher's calls see the state the events come from.
+            self.publish();
             while let Some(ev) = self.pending.pop_front() {
                 match ev {
                     // Dispatched here, with its receive budget, or put back
                     // to wait for it (the message moves once, into
                     // IncomingMessage).
                     Event::Message(msg) => match self.budget.take(msg.payload_len() as u64) {
-                        Some(permits) => self.dispatch(IncomingMessage {
-                            msg,
-                            _permits: permits,
-                        }),
+                        Some(permits) => self.inner.dispatcher.ms_dispatch(
+                            &self.handle,
+                            IncomingMessage {
+                                msg,
+                                _permits: permits,
+                            },
+                        ),
                         None => {
                             self.pending.push_front(Event::Message(msg));
                             return ControlFlow::Continue(());
@@ -235,14 +355,9 @@ impl<T: Transport> Driver<T> {
         }
     }
 
-    fn dispatch(&self, incoming: IncomingMessage) {
-        let _task = running_task(self.conn.shared.id, self.now);
-        self.inner.dispatcher.ms_dispatch(&self.conn, incoming);
-    }
-
     fn on_event(&mut self, ev: Event) -> ControlFlow<()> {
-        let (inner, conn, now) = (&self.inner, &self.conn, self.now);
-        let user = || running_task(conn.shared.id, now);
+        let (inner, conn) = (&self.inner, &self.handle);
+        let dispatcher = &inner.dispatcher;
         match ev {
             Event::Connect { addr } => {
                 let t = inner.transport.clone();
@@ -266,75 +381,47 @@ impl<T: Transport> Driver<T> {
                 if let Some(s) = self.io.socket.take_if(|s| s.link == link) {
                     let mut out = std::mem::take(&mut self.io.out);
                     out.append(&mut last);
-                    {
-                        let mut c = conn.shared.lock();
-                        if c.link_id() == Some(link) {
-                            if let Some(q) = c.output() {
-                                out.append(q);
-                            }
+                    if self.conn.link_id() == Some(link) {
+                        if let Some(q) = self.conn.output() {
+                            out.append(q);
                         }
                     }
                     self.closing.push((s, out));
                     self.io.close();
                 }
             }
-            Event::IdentReceived(req) => {
-                if let Some(existing) = decide(inner, conn, req) {
-                    // Our socket now belongs to the existing connection.
-                    if let Some(s) = self.io.socket.take() {
-                        let link = existing.shared.lock().link_id().unwrap_or(s.link);
-                        *existing
-                            .shared
-                            .handoff
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner()) = Some(Handoff {
-                            link,
-                            reader: s.reader,
-                            writer: s.writer,
-                            pending: std::mem::take(&mut self.io.out),
-                            slot: s.slot,
-                        });
-                    }
-                    existing.shared.wake.notify_one();
-                }
-            }
+            Event::IdentReceived(req) => self.on_ident(req),
             Event::LearnedAddr(a) => inner.learned(a),
             Event::Fault(e) => {
-                {
-                    let _task = user();
-                    inner.dispatcher.ms_handle_fault(conn, &e);
-                }
-                *conn
-                    .shared
-                    .last_fault
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(e)
+                dispatcher.ms_handle_fault(conn, &e);
+                self.published.fault(&conn.shared.view, e);
             }
             Event::Connected => {
-                store_features(conn);
-                let _task = user();
-                inner.dispatcher.ms_handle_connect(conn)
+                dispatcher.ms_handle_connect(conn, self.prev_shard);
+                self.prev_shard = self.shard;
             }
             Event::Accepted => {
-                store_features(conn);
-                let _task = user();
-                inner.dispatcher.ms_handle_accept(conn)
+                let replaced = std::mem::take(&mut self.replaced);
+                dispatcher.ms_handle_accept(conn, self.prev_shard, replaced);
+                self.prev_shard = self.shard;
             }
             Event::Message(_) => unreachable!("dispatched by handle_events"),
-            Event::Reset => {
-                let _task = user();
-                inner.dispatcher.ms_handle_reset(conn)
+            // A reset queued before the user's mark_down is not reported
+            // after it.
+            Event::Reset if !conn.shared.view.marked_down() => dispatcher.ms_handle_reset(conn),
+            Event::RemoteReset if !conn.shared.view.marked_down() => {
+                dispatcher.ms_handle_remote_reset(conn)
             }
-            Event::RemoteReset => {
-                let _task = user();
-                inner.dispatcher.ms_handle_remote_reset(conn)
+            Event::Reset | Event::RemoteReset => {}
+            Event::Refused => dispatcher.ms_handle_refused(conn),
+            Event::KeepaliveAck(_) => {
+                self.published
+                    .publish(&self.conn, &conn.shared.view, inner.epoch);
+                conn.shared.keepalive_acked.notify_waiters();
             }
-            Event::Refused => {
-                let _task = user();
-                inner.dispatcher.ms_handle_refused(conn)
-            }
-            Event::KeepaliveAck(_) => conn.shared.keepalive_acked.notify_waiters(),
             Event::Closed => {
+                self.published
+                    .publish(&self.conn, &conn.shared.view, inner.epoch);
                 inner.forget(conn);
                 conn.shared.drained.notify_waiters();
                 // Keepalive waiters learn that no ack will come.
@@ -345,23 +432,24 @@ impl<T: Transport> Driver<T> {
         ControlFlow::Continue(())
     }
 
-    /// Takes what the connection has written, reserves receive budget for
-    /// the message being read, decides whether to read (and only then
-    /// makes room in the read buffer: a frame waiting for its budget gets
-    /// no buffer), and arms the timer. `None`: framing raised a fault to
-    /// handle first.
+    /// Takes what the connection has written, publishes, reserves receive
+    /// budget for the message being read, decides whether to read (and
+    /// only then makes room in the read buffer: a frame waiting for its
+    /// budget gets no buffer), and arms the timer. `None`: framing raised a
+    /// fault to handle first.
     fn prepare(&mut self) -> Option<Io> {
         let mut raised = false;
-        let mut c = self.conn.shared.lock();
         match self.io.link() {
-            Some(link) if c.link_id() == Some(link) => {
-                raised = c.fill_output(&mut self.io.out, self.now);
+            Some(link) if self.conn.link_id() == Some(link) => {
+                raised = self.conn.fill_output(&mut self.io.out, self.now);
             }
             // The connection moved on to another socket.
             Some(_) => self.io.close(),
             None => {}
         }
-        let shared = &self.conn.shared;
+        self.publish();
+        let c = &self.conn;
+        let shared = &self.handle.shared;
         if shared
             .senders_waiting
             .load(std::sync::atomic::Ordering::Acquire)
@@ -380,23 +468,28 @@ impl<T: Transport> Driver<T> {
             }
         }
         // Reading stops, and only reading, while a message waits for
-        // budget and while we hold too much for a peer that does not read.
-        let blocked = !self.pending.is_empty() || self.budget.waiting() || c.over_queue_limit();
+        // budget, while we hold too much for a peer that does not read, and
+        // while an ident waits for its verdict or a promised socket for
+        // its arrival (the peer has nothing to say meanwhile).
+        let blocked = !self.pending.is_empty()
+            || self.budget.waiting()
+            || c.over_queue_limit()
+            || c.is_replacing()
+            || self.ident.deciding();
         // A socket an interceptor holds is not read (its handshake is
         // frozen).
         let can_read = self.io.socket.is_some() && !c.link_held();
         let read = can_read && !blocked;
         let read_limit = match read {
-            true => self.io.take_input(&mut c),
+            true => self.io.take_input(&mut self.conn),
             false => 0,
         };
         if can_read && blocked {
             self.paused = true;
         } else if read && std::mem::take(&mut self.paused) {
-            c.resume_reading(self.now);
+            self.conn.resume_reading(self.now);
         }
-        let deadline = c.poll_timeout();
-        drop(c);
+        let deadline = self.conn.poll_timeout();
         if raised {
             return None;
         }
@@ -412,17 +505,16 @@ impl<T: Transport> Driver<T> {
             (Some(_), None) => true,
             (None, _) => false,
         };
-        if earlier {
+        if let (true, Some(timer)) = (earlier, self.timer.as_mut()) {
             self.armed = deadline;
-            self.timer
-                .as_mut()
-                .reset(deadline.map_or_else(far, Into::into));
+            timer.as_mut().reset(deadline.map_or_else(far, Into::into));
         }
     }
 
     fn on_step(&mut self, step: Step<T::Stream>) {
         let now = self.now;
         let link = self.io.link().unwrap_or_default();
+        let c = &mut self.conn;
         match step {
             Step::Read(r) => {
                 let failed = match r {
@@ -434,11 +526,10 @@ impl<T: Transport> Driver<T> {
                     Ok(_) => None,
                     Err(e) => Some(e),
                 };
-                let mut c = self.conn.shared.lock();
                 match failed {
                     Some(e) => c.socket_closed(link, &e, now),
                     None if c.link_id() == Some(link) => {
-                        self.io.hand_input(&mut c);
+                        self.io.hand_input(c);
                         c.handle_input(now);
                         c.flush_acks(now);
                     }
@@ -446,18 +537,12 @@ impl<T: Transport> Driver<T> {
                 }
             }
             Step::Wrote(r) => match r {
-                Ok(_) if self.inner.injector.fail_now() => {
-                    self.conn
-                        .shared
-                        .lock()
-                        .socket_closed(link, &injected(), now)
-                }
+                Ok(_) if self.inner.injector.fail_now() => c.socket_closed(link, &injected(), now),
                 Ok(n) => self.io.out.advance(n),
-                Err(e) => self.conn.shared.lock().socket_closed(link, &e, now),
+                Err(e) => c.socket_closed(link, &e, now),
             },
             Step::Connected(r) => {
                 self.connecting = None;
-                let mut c = self.conn.shared.lock();
                 match r {
                     Ok(stream) => {
                         c.socket_connected(stream.local_addr(), now);
@@ -465,8 +550,8 @@ impl<T: Transport> Driver<T> {
                             let (r, w) = stream.into_split();
                             self.io.use_socket(Socket {
                                 link,
-                                reader: Box::new(r),
-                                writer: Box::new(w),
+                                reader: r,
+                                writer: w,
                                 slot: SocketSlot::new(&self.inner.live_sockets),
                             });
                         }
@@ -475,12 +560,15 @@ impl<T: Transport> Driver<T> {
                 }
             }
             Step::Budget(bytes, permits) => self.budget.granted(bytes, permits),
-            Step::Woken => {}
+            Step::Verdict(v) => self.on_verdict(v),
+            Step::Command(Some(cmd)) => self.on_command(cmd),
+            // The driver holds a handle: the channel never closes.
+            Step::Command(None) => {}
             Step::Timer => {
                 self.armed = None;
-                self.conn.shared.lock().handle_timeout(now)
+                c.handle_timeout(now)
             }
-            Step::Stop => self.conn.shared.lock().mark_down(),
+            Step::Stop => c.mark_down(),
         }
     }
 }
@@ -491,62 +579,4 @@ fn injected() -> std::io::Error {
         std::io::ErrorKind::ConnectionReset,
         "injected socket failure",
     )
-}
-
-fn store_features(conn: &Connection) {
-    let f = conn.shared.lock().peer().features;
-    conn.shared
-        .features
-        .store(f, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The registry's decision on an accepted ident, carried out on both
-/// connections (lock order: registry, then the accepting connection, then
-/// the existing one). Returns the existing connection when our socket moved
-/// into it.
-fn decide<T: Transport>(
-    inner: &Arc<Inner<T>>,
-    conn: &Connection,
-    req: IdentRequest,
-) -> Option<Connection> {
-    let now = crate::now();
-    let stamp = wall_clock();
-    let mut reg = inner.registry();
-    let mut a = conn.shared.lock();
-    let key = registry::lookup_key(&a, &req);
-    let existing = key.and_then(|k| reg.get(&k).cloned()).filter(|e| e != conn);
-    match existing {
-        Some(ex) => {
-            let mut e = ex.shared.lock();
-            let decision = registry::decide(&a, Some(&e), &req);
-            let outcome = registry::apply(decision, &mut a, Some(&mut e), stamp, now);
-            drop(e);
-            ex.shared.wake.notify_one();
-            match outcome {
-                Outcome::RegisterAccepting => {
-                    if let Some(k) = key {
-                        reg.insert(k, conn.clone());
-                    }
-                    None
-                }
-                Outcome::MovedToExisting => {
-                    #[cfg(feature = "interceptor")]
-                    if let Some(i) = inner.config.interceptor.as_ref() {
-                        i.replaced(conn.shared.id);
-                    }
-                    Some(ex)
-                }
-                Outcome::Nothing => None,
-            }
-        }
-        None => {
-            let decision = registry::decide(&a, None, &req);
-            if registry::apply(decision, &mut a, None, stamp, now) == Outcome::RegisterAccepting {
-                if let Some(k) = key {
-                    reg.insert(k, conn.clone());
-                }
-            }
-            None
-        }
-    }
 }

@@ -4,18 +4,19 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use msgr_auth::{AuthProvider, Random};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
-use msgr_frames::WireQueue;
 use msgr_protocol::registry::PeerKey;
 use msgr_protocol::{CompressionConfig, Config, Conn, MyAddrs, PolicySet, Timeouts};
 use msgr_transport::{Listener, Stream, Transport};
 use tokio::sync::{watch, Notify};
 
-use crate::connection::{BoxReader, BoxWriter, Connection, Shared};
+use crate::connection::{Command, Connection};
+use crate::driver::{Driver, Socket, SocketSlot};
 use crate::inject::{InjectConfig, Injector};
+use crate::shard::Shards;
 use crate::throttle::Throttle;
 use crate::Dispatcher;
 
@@ -58,6 +59,21 @@ pub struct Options {
     /// Seeds cookies and fault injection, for tests that must repeat
     /// exactly; 0 (the default): cookies from the system's random source.
     pub seed: u64,
+    /// Shards: threads, each with its own single-threaded runtime pinned
+    /// to a core, that own connections (their sockets, sessions and
+    /// dispatch). The default is the cores this process may use. One shard
+    /// runs in the caller's runtime, as do all when `shard_threads` is
+    /// false.
+    pub shards: usize,
+    /// Whether each shard gets its own thread (the default). False keeps
+    /// every shard in the caller's runtime, as logical shards: connections
+    /// are still placed on and moved between them, deterministically on a
+    /// paused runtime (tests).
+    pub shard_threads: bool,
+    /// With several shards, whether each accepts on a bound port itself
+    /// (SO_REUSEPORT, where the transport can share a port: the default)
+    /// or one listener hands connections out to the shards in turn.
+    pub accept_on_every_shard: bool,
     /// Failover tests' breakpoints (msgr_protocol::intercept); connection
     /// ids are [`crate::Connection::id`].
     #[cfg(feature = "interceptor")]
@@ -82,6 +98,9 @@ impl Options {
             evict_idle_after: std::time::Duration::from_secs(30),
             inject: InjectConfig::default(),
             seed: 0,
+            shards: msgr_sys::allowed_cpus().len().max(1),
+            shard_threads: true,
+            accept_on_every_shard: true,
             #[cfg(feature = "interceptor")]
             interceptor: None,
         }
@@ -92,17 +111,25 @@ pub(crate) struct Inner<T: Transport> {
     pub transport: T,
     pub config: Arc<Config>,
     pub dispatcher: Arc<dyn Dispatcher>,
+    pub shards: Shards,
     pub my_addrs: Mutex<EntityAddrvec>,
     /// What `bind` listens on, wildcards included.
     pub listening: Mutex<EntityAddrvec>,
+    /// The connection that holds each peer (taken when connections open,
+    /// close, or resolve an ident: never per message).
     pub registry: Mutex<HashMap<PeerKey, Connection>>,
     /// Every live connection, registered or not (for shutdown).
     pub all: Mutex<HashMap<u64, Connection>>,
     pub dispatch_throttle: Arc<Throttle>,
-    pub policy_throttles: Mutex<HashMap<EntityType, Arc<Throttle>>>,
+    /// Each peer type's policy throttle, made on first use (no lock).
+    policy_throttles: Vec<OnceLock<Option<Arc<Throttle>>>>,
     pub injector: Injector,
     pub max_connections: usize,
     pub evict_idle_after: std::time::Duration,
+    /// Every shard accepts on a bound port where the transport allows.
+    pub accept_on_every_shard: bool,
+    /// When idle times published by connections count from.
+    pub epoch: std::time::Instant,
     /// Sockets alive now (SocketSlot).
     pub live_sockets: Arc<AtomicUsize>,
     /// Sockets closed at accept because `max_connections` were open.
@@ -120,6 +147,22 @@ impl<T: Transport> Inner<T> {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Registers `conn` as the holder of `key` (under the registry's lock,
+    /// `reg`).
+    pub fn register(
+        &self,
+        reg: &mut HashMap<PeerKey, Connection>,
+        key: PeerKey,
+        conn: &Connection,
+    ) {
+        *conn
+            .shared
+            .registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(key);
+        reg.insert(key, conn.clone());
+    }
+
     pub fn all(&self) -> MutexGuard<'_, HashMap<u64, Connection>> {
         self.all.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -133,16 +176,12 @@ impl<T: Transport> Inner<T> {
 
     /// The throttle of a peer type's policy, if it has one.
     pub fn policy_throttle(&self, peer_type: EntityType) -> Option<Arc<Throttle>> {
-        let limits = self.config.policies.get(peer_type).throttle?;
-        let mut map = self
-            .policy_throttles
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        Some(
-            map.entry(peer_type)
-                .or_insert_with(|| Throttle::new(limits.messages, limits.bytes))
-                .clone(),
-        )
+        let slot = self.policy_throttles.get(peer_type.0 as usize)?;
+        slot.get_or_init(|| {
+            let limits = self.config.policies.get(peer_type).throttle?;
+            Some(Throttle::new(limits.messages, limits.bytes))
+        })
+        .clone()
     }
 
     /// A connector learned our IP from its peer's HELLO. Only a messenger
@@ -159,32 +198,30 @@ impl<T: Transport> Inner<T> {
         }
     }
 
-    /// Shares `conn` (already named `id`) with its task and the registry.
-    fn new_shared_as(&self, mut conn: Conn, id: u64) -> Connection {
-        conn.set_id(id);
-        let c = Connection {
-            shared: Arc::new(Shared {
-                id,
-                conn: Mutex::new(conn),
-                wake: Notify::new(),
-                drained: Notify::new(),
-                senders_waiting: std::sync::atomic::AtomicUsize::new(0),
-                features: std::sync::atomic::AtomicU64::new(0),
-                peer_type: std::sync::atomic::AtomicU8::new(0),
-                last_fault: std::sync::Mutex::new(None),
-                handoff: Mutex::new(None),
-                keepalive_acked: Notify::new(),
-            }),
-        };
-        self.all().insert(id, c.clone());
-        c
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Runs `fut` as a tracked task (shutdown waits for it).
-    pub fn spawn(self: &Arc<Self>, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+    /// A handle on a new connection `id` on `shard`, known to shutdown.
+    fn new_connection(
+        &self,
+        id: u64,
+        shard: usize,
+    ) -> (Connection, tokio::sync::mpsc::UnboundedReceiver<Command>) {
+        let (c, rx) = Connection::new(id, shard, self.config.queue_limits.soft);
+        self.all().insert(id, c.clone());
+        (c, rx)
+    }
+
+    /// Runs `fut` on `shard` as a tracked task (shutdown waits for it).
+    pub fn spawn(
+        self: &Arc<Self>,
+        shard: usize,
+        fut: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
         self.tasks.fetch_add(1, Ordering::AcqRel);
         let inner = self.clone();
-        tokio::spawn(async move {
+        self.shards.spawn(shard, async move {
             fut.await;
             if inner.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
                 inner.tasks_done.notify_waiters();
@@ -192,9 +229,22 @@ impl<T: Transport> Inner<T> {
         });
     }
 
+    /// A closed connection leaves the tables (the registry only where it
+    /// still holds its key).
     pub fn forget(&self, conn: &Connection) {
         self.all().remove(&conn.id());
-        self.registry().retain(|_, c| c != conn);
+        let mut reg = self.registry();
+        let key = conn
+            .shared
+            .registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(k) = key {
+            if reg.get(&k) == Some(conn) {
+                reg.remove(&k);
+            }
+        }
     }
 }
 
@@ -247,20 +297,29 @@ impl<T: Transport> Messenger<T> {
             addr: Some("0.0.0.0:0".parse().expect("literal")),
         };
         let (shutdown, _) = watch::channel(false);
+        // Threads that cannot be made leave every shard in the caller's
+        // runtime: the messenger still works, on fewer cores.
+        let shards = match (opts.shards, opts.shard_threads) {
+            (0 | 1, _) | (_, false) => Shards::inline(opts.shards),
+            (n, true) => Shards::threads(n).unwrap_or_else(|_| Shards::inline(n)),
+        };
         Messenger {
             inner: Arc::new(Inner {
                 transport,
                 config: Arc::new(config),
                 dispatcher,
+                shards,
                 my_addrs: Mutex::new(EntityAddrvec::single(blank)),
                 listening: Mutex::new(EntityAddrvec::default()),
                 registry: Mutex::new(HashMap::new()),
                 all: Mutex::new(HashMap::new()),
                 dispatch_throttle: Throttle::new(u64::MAX, opts.dispatch_throttle_bytes),
-                policy_throttles: Mutex::new(HashMap::new()),
+                policy_throttles: (0..=u8::MAX).map(|_| OnceLock::new()).collect(),
                 injector: Injector::new(opts.inject, seed ^ 0x5eed),
                 max_connections: opts.max_connections,
                 evict_idle_after: opts.evict_idle_after,
+                epoch: crate::now(),
+                accept_on_every_shard: opts.accept_on_every_shard,
                 live_sockets: Arc::new(AtomicUsize::new(0)),
                 refused_accepts: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
@@ -282,7 +341,10 @@ impl<T: Transport> Messenger<T> {
     }
 
     /// Binds each msgr2 address of `addrs` (port 0: any) and starts
-    /// accepting; returns the bound addresses.
+    /// accepting; returns the bound addresses. With several shards, every
+    /// shard accepts on the address where the transport can share a port
+    /// (SO_REUSEPORT); elsewhere one listener hands connections out to the
+    /// shards in turn.
     pub async fn bind(&self, addrs: &EntityAddrvec) -> io::Result<EntityAddrvec> {
         let nonce = self.inner.addrs().0.first().map_or(0, |a| a.nonce);
         let mut bound = Vec::new();
@@ -290,23 +352,8 @@ impl<T: Transport> Messenger<T> {
             let sock = a
                 .addr
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "address without IP"))?;
-            let mut listener = self.inner.transport.bind(sock).await?;
-            let local = listener.local_addr()?;
+            let local = self.listen(sock).await?;
             bound.push(EntityAddr::new(EntityAddrType::MSGR2, local, nonce));
-            let inner = self.inner.clone();
-            let mut stop = self.inner.shutdown.subscribe();
-            self.inner.spawn(async move {
-                loop {
-                    tokio::select! {
-                        biased; // fixed order: runs repeat exactly
-                        _ = stop.changed() => return,
-                        r = listener.accept() => match r {
-                            Ok((stream, peer)) => accept(&inner, stream, peer),
-                            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
-                        },
-                    }
-                }
-            });
         }
         let bound = EntityAddrvec(bound);
         *self
@@ -322,19 +369,90 @@ impl<T: Transport> Messenger<T> {
         Ok(bound)
     }
 
-    /// The connection to `addrs` (a peer of type `peer_type`): the existing
-    /// one if there is one, else a new one that starts connecting.
-    pub fn connect(&self, addrs: &EntityAddrvec, peer_type: EntityType) -> Connection {
-        let key = PeerKey::of(addrs);
-        let mut reg = self.inner.registry();
-        if let Some(k) = key {
-            if let Some(c) = reg.get(&k) {
-                if c.state() != msgr_protocol::ConnState::Closed {
-                    return c.clone();
+    /// Listens on `addr` from every shard, or from shard 0 handing out.
+    async fn listen(&self, addr: std::net::SocketAddr) -> io::Result<std::net::SocketAddr> {
+        let n = self.inner.shards.len();
+        if n > 1 && self.inner.accept_on_every_shard {
+            if let Some(first) = self.listen_on(0, addr, Accept::Shared).await? {
+                for shard in 1..n {
+                    self.listen_on(shard, first, Accept::Shared).await?;
                 }
+                return Ok(first);
             }
         }
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let how = match n {
+            1 => Accept::Shared,
+            _ => Accept::HandOut,
+        };
+        match self.listen_on(0, addr, how).await? {
+            Some(local) => Ok(local),
+            None => Err(io::Error::other("the transport did not bind")),
+        }
+    }
+
+    /// Binds `addr` on `shard` (in its runtime, whose reactor then serves
+    /// the listener) and accepts there until shutdown. `None`: the
+    /// transport cannot share a port.
+    async fn listen_on(
+        &self,
+        shard: usize,
+        addr: std::net::SocketAddr,
+        how: Accept,
+    ) -> io::Result<Option<std::net::SocketAddr>> {
+        let (bound, result) = tokio::sync::oneshot::channel();
+        let inner = self.inner.clone();
+        self.inner.spawn(shard, async move {
+            let listener = match (how, inner.shards.len()) {
+                (Accept::Shared, n) if n > 1 => inner.transport.bind_shared(addr).await,
+                _ => inner.transport.bind(addr).await.map(Some),
+            };
+            let mut listener = match listener {
+                Ok(Some(l)) => l,
+                Ok(None) => return drop(bound.send(Ok(None))),
+                Err(e) => return drop(bound.send(Err(e))),
+            };
+            let local = listener.local_addr().map(Some);
+            let failed = local.is_err();
+            let _ = bound.send(local);
+            if !failed {
+                accept_loop(&inner, shard, &mut listener, how).await;
+            }
+        });
+        result
+            .await
+            .map_err(|_| io::Error::other("the shard stopped before binding"))?
+    }
+
+    /// The connection to `addrs` (a peer of type `peer_type`): the existing
+    /// one if there is one, else a new one that starts connecting, on the
+    /// shard the dispatcher places it on (by default the caller's shard, or
+    /// the next in turn).
+    pub fn connect(&self, addrs: &EntityAddrvec, peer_type: EntityType) -> Connection {
+        let key = PeerKey::of(addrs);
+        let existing = |reg: &HashMap<PeerKey, Connection>| {
+            key.and_then(|k| reg.get(&k))
+                .filter(|c| c.state() != msgr_protocol::ConnState::Closed)
+                .cloned()
+        };
+        if let Some(c) = existing(&self.inner.registry()) {
+            return c;
+        }
+        let shards = &self.inner.shards;
+        let placed = self.inner.dispatcher.ms_choose_shard(&crate::Placement {
+            peer_type,
+            peer_name: None,
+            peer_addrs: addrs,
+            identity: None,
+            accepted: false,
+            shard: shards.pick(),
+            shards: shards.len(),
+        });
+        let shard = placed.map_or_else(|| shards.pick(), |s| shards.index(s));
+        let mut reg = self.inner.registry();
+        if let Some(c) = existing(&reg) {
+            return c;
+        }
+        let id = self.inner.next_id();
         let conn = Conn::connect(
             self.inner.config.clone(),
             addrs.clone(),
@@ -343,17 +461,27 @@ impl<T: Transport> Messenger<T> {
             crate::now(),
             id,
         );
-        let c = self.inner.new_shared_as(conn, id);
+        let (handle, commands) = self.inner.new_connection(id, shard);
         if let Some(k) = key {
             // Lossy connections are registered too, so the peer's incoming
             // connection is found (and replaces this one) in a race.
-            reg.insert(k, c.clone());
+            self.inner.register(&mut reg, k, &handle);
         }
         drop(reg);
-        let inner = self.inner.clone();
-        let conn = c.clone();
-        self.inner.spawn(crate::driver::run(inner, conn, None));
-        c
+        let d = Driver::new(
+            self.inner.clone(),
+            conn,
+            (handle.clone(), commands),
+            shard,
+            None,
+        );
+        crate::driver::start(&self.inner, shard, d);
+        handle
+    }
+
+    /// How many shards this messenger runs on.
+    pub fn shards(&self) -> usize {
+        self.inner.shards.len()
     }
 
     /// Connections currently alive.
@@ -387,7 +515,8 @@ impl<T: Transport> Messenger<T> {
         self.inner.injector.failures.load(Ordering::Relaxed)
     }
 
-    /// Stops accepting, closes every connection and waits for every task.
+    /// Stops accepting, closes every connection, waits for every task,
+    /// and lets the shards' threads end.
     pub async fn shutdown(&self) {
         let _ = self.inner.shutdown.send(true);
         let all: Vec<Connection> = self.inner.all().values().cloned().collect();
@@ -397,15 +526,61 @@ impl<T: Transport> Messenger<T> {
         loop {
             let done = self.inner.tasks_done.notified();
             if self.inner.tasks.load(Ordering::Acquire) == 0 {
-                return;
+                break;
             }
             done.await;
+        }
+        self.inner.shards.stop();
+    }
+}
+
+/// How a listener's connections are shared out.
+#[derive(Debug, Clone, Copy)]
+enum Accept {
+    /// Each shard has its own listener (or there is one shard): a
+    /// connection stays where it was accepted.
+    Shared,
+    /// One listener: connections go to the shards in turn.
+    HandOut,
+}
+
+async fn accept_loop<T: Transport>(
+    inner: &Arc<Inner<T>>,
+    shard: usize,
+    listener: &mut T::Listener,
+    how: Accept,
+) {
+    let mut stop = inner.shutdown.subscribe();
+    if *stop.borrow_and_update() {
+        return;
+    }
+    loop {
+        tokio::select! {
+            biased; // fixed order: runs repeat exactly
+            _ = stop.changed() => return,
+            r = listener.accept() => match r {
+                Ok((stream, peer)) => {
+                    let to = match how {
+                        Accept::Shared => shard,
+                        Accept::HandOut => inner.shards.next(),
+                    };
+                    accept(inner, shard, to, stream, peer);
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            },
         }
     }
 }
 
-/// An accepted stream: a new connection that runs the acceptor handshake.
-fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net::SocketAddr) {
+/// A stream accepted on shard `here`: a new connection that runs the
+/// acceptor handshake on shard `to`.
+fn accept<T: Transport>(
+    inner: &Arc<Inner<T>>,
+    here: usize,
+    to: usize,
+    stream: T::Stream,
+    peer: std::net::SocketAddr,
+) {
     if *inner.shutdown.borrow() {
         return;
     }
@@ -414,7 +589,7 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
         drop(stream);
         return;
     }
-    let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = inner.next_id();
     // What we are on this socket: what we listen on, a wildcard advertised
     // as the address the peer reached.
     let listening = inner
@@ -434,34 +609,40 @@ fn accept<T: Transport>(inner: &Arc<Inner<T>>, stream: T::Stream, peer: std::net
         // Closed at birth (a test interceptor's fault): drop the socket.
         return;
     };
-    let c = inner.new_shared_as(conn, id);
-    let (r, w) = stream.into_split();
-    let socket = crate::connection::Handoff {
+    let (reader, writer) = stream.into_split();
+    let socket = Socket {
         link,
-        reader: Box::new(r) as BoxReader,
-        writer: Box::new(w) as BoxWriter,
-        pending: WireQueue::new(),
-        slot: crate::connection::SocketSlot::new(&inner.live_sockets),
+        reader,
+        writer,
+        slot: SocketSlot::new(&inner.live_sockets),
     };
-    inner.spawn(crate::driver::run(inner.clone(), c, Some(socket)));
+    // Made on the accepting shard; moving to `to` re-registers the socket.
+    let handle = inner.new_connection(id, here);
+    let d = Driver::new(inner.clone(), conn, handle, here, Some(socket));
+    crate::driver::start(inner, to, d);
 }
 
 /// At the connection limit: evicts the READY connection idle longest, if
 /// it has been idle `evict_idle_after` (its socket closes; its policy
 /// decides what becomes of the session). Returns whether one was.
 fn evict_idle<T: Transport>(inner: &Arc<Inner<T>>) -> bool {
-    let now = crate::now();
+    let now = crate::now().saturating_duration_since(inner.epoch);
+    let now = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+    let idle_enough = u64::try_from(inner.evict_idle_after.as_nanos()).unwrap_or(u64::MAX);
     let conns: Vec<Connection> = inner.all().values().cloned().collect();
     let idlest = conns
         .iter()
-        .filter_map(|c| c.shared.lock().idle_since().map(|t| (t, c)))
-        .filter(|(t, _)| now.saturating_duration_since(*t) >= inner.evict_idle_after)
+        .map(|c| (c.shared.view.idle_since(), c))
+        // idle_since counts from 1 (0: not idle).
+        .filter(|(t, _)| *t != 0 && now.saturating_sub(t.saturating_sub(1)) >= idle_enough)
         .min_by_key(|(t, _)| *t);
-    let Some((_, victim)) = idlest else {
+    let Some((since, victim)) = idlest else {
         return false;
     };
-    victim.shared.lock().evict_idle(now);
-    victim.shared.wake.notify_one();
+    if !victim.shared.view.claim_idle(since) {
+        return false;
+    }
+    victim.command(Command::Evict);
     inner.evictions.fetch_add(1, Ordering::Relaxed);
     true
 }

@@ -37,10 +37,10 @@ impl Dispatcher for Counts {
     fn ms_dispatch(&self, _: &Connection, msg: IncomingMessage) {
         self.messages.lock().unwrap().push(msg.tid);
     }
-    fn ms_handle_connect(&self, _: &Connection) {
+    fn ms_handle_connect(&self, _: &Connection, _prev_shard: usize) {
         *self.connects.lock().unwrap() += 1;
     }
-    fn ms_handle_accept(&self, _: &Connection) {
+    fn ms_handle_accept(&self, _: &Connection, _prev_shard: usize, _is_replace: bool) {
         *self.accepts.lock().unwrap() += 1;
     }
     fn ms_handle_reset(&self, _: &Connection) {

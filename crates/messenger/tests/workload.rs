@@ -93,6 +93,11 @@ pub struct Size {
     pub clients: usize,
     pub ops: usize,
     pub max_in_flight: u64,
+    /// Logical shards per messenger (one runtime: a seed still replays).
+    /// With more than one, accepted connections are placed on another
+    /// shard than the one that accepted them, and connections are moved
+    /// between shards mid-stream.
+    pub shards: usize,
 }
 
 const DEFAULT_SIZE: Size = Size {
@@ -100,6 +105,7 @@ const DEFAULT_SIZE: Size = Size {
     clients: 4,
     ops: 400,
     max_in_flight: 48,
+    shards: 1,
 };
 
 /// Hands every event to the model.
@@ -109,13 +115,18 @@ struct Recorder {
 }
 
 impl Dispatcher for Recorder {
+    /// An accepted connection goes to the shard after the one that
+    /// accepted it (a placement that always moves it).
+    fn ms_choose_shard(&self, p: &msgr_messenger::Placement<'_>) -> Option<usize> {
+        p.accepted.then(|| p.shard + 1)
+    }
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
         let reply = self.model.lock().unwrap().received(self.me, conn, &msg);
         if let Some(reply) = reply {
             conn.send_nowait(reply);
         }
     }
-    fn ms_handle_accept(&self, conn: &Connection) {
+    fn ms_handle_accept(&self, conn: &Connection, _prev_shard: usize, _is_replace: bool) {
         self.model.lock().unwrap().accepted(self.me, conn);
     }
     fn ms_handle_reset(&self, conn: &Connection) {
@@ -171,6 +182,8 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
         };
         o.timeouts.backoff_initial = Duration::from_millis(5);
         o.timeouts.backoff_max = Duration::from_millis(200);
+        o.shards = size.shards;
+        o.shard_threads = false;
         let m = Messenger::new(
             net.clone(),
             o,
@@ -217,6 +230,11 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
                 if let Some((who, conn)) = pick_open(&mut rng, &model) {
                     model.lock().unwrap().marking_down(who, &conn);
                     conn.mark_down();
+                }
+            }
+            86..=89 if size.shards > 1 => {
+                if let Some((_, conn)) = pick_open(&mut rng, &model) {
+                    conn.move_to_shard(rng.below(size.shards as u64) as usize);
                 }
             }
             _ => tokio::time::sleep(Duration::from_millis(rng.below(50))).await,
@@ -333,16 +351,26 @@ fn setups() -> Vec<Setup> {
     }
 }
 
-fn run_seeds(seeds: impl Iterator<Item = u64>) {
+fn run_seeds(seeds: impl Iterator<Item = u64>, shards: usize) {
+    let size = Size {
+        shards,
+        ..DEFAULT_SIZE
+    };
     let mut failures = Vec::new();
     for seed in seeds {
         for setup in setups() {
-            match run(seed, setup, DEFAULT_SIZE) {
-                Ok(summary) => println!("seed {seed} {}: {summary}", setup.name()),
+            match run(seed, setup, size) {
+                Ok(summary) => {
+                    println!("seed {seed} {} ({shards} shards): {summary}", setup.name())
+                }
                 Err(why) => {
-                    println!("seed {seed} {} FAILED: {why}", setup.name());
+                    println!(
+                        "seed {seed} {} ({shards} shards) FAILED: {why}",
+                        setup.name()
+                    );
                     failures.push(format!(
-                        "seed {seed} {}: {why}\n  replay: MSGR_WORKLOAD_SEED={seed} MSGR_WORKLOAD_SETUP={} \
+                        "seed {seed} {} ({shards} shards): {why}\n  replay: MSGR_WORKLOAD_SEED={seed} \
+                         MSGR_WORKLOAD_SETUP={} MSGR_WORKLOAD_SHARDS={shards} \
                          cargo test --release -p msgr-messenger --test workload replay -- --nocapture",
                         setup.name(),
                         setup.name()
@@ -362,22 +390,37 @@ fn run_seeds(seeds: impl Iterator<Item = u64>) {
 /// the client had opened before).
 #[test]
 fn seeded_workloads() {
-    run_seeds((1..=4).chain([116, 292, 392, 903, 5022]));
+    run_seeds((1..=4).chain([116, 292, 392, 903, 5022]), 1);
+}
+
+/// The same on two and four shards: connections placed away from the
+/// shard that accepted them, moved mid-stream, replaced across shards.
+#[test]
+fn seeded_workloads_on_shards() {
+    run_seeds(1..=4, 2);
+    run_seeds(5..=8, 4);
 }
 
 /// The same seed gives the same run, event for event.
 #[test]
 fn a_seed_replays_exactly() {
-    let a = run(77, Setup::LosslessPeer, DEFAULT_SIZE).unwrap();
-    let b = run(77, Setup::LosslessPeer, DEFAULT_SIZE).unwrap();
-    assert_eq!(a, b);
+    for shards in [1, 3] {
+        let size = Size {
+            shards,
+            ..DEFAULT_SIZE
+        };
+        let a = run(77, Setup::LosslessPeer, size).unwrap();
+        let b = run(77, Setup::LosslessPeer, size).unwrap();
+        assert_eq!(a, b);
+    }
 }
 
 /// `MSGR_WORKLOAD_SEED=N`: one seed, every setup (or MSGR_WORKLOAD_SETUP).
 #[test]
 fn replay() {
     if let Some(seed) = env_u64("MSGR_WORKLOAD_SEED") {
-        run_seeds(std::iter::once(seed));
+        let shards = env_u64("MSGR_WORKLOAD_SHARDS").unwrap_or(1) as usize;
+        run_seeds(std::iter::once(seed), shards);
     }
 }
 
@@ -388,5 +431,6 @@ fn replay() {
 fn many_seeds() {
     let n = env_u64("MSGR_WORKLOAD_SEEDS").unwrap_or(1000);
     let first = env_u64("MSGR_WORKLOAD_FIRST").unwrap_or(1000);
-    run_seeds(first..first + n);
+    let shards = env_u64("MSGR_WORKLOAD_SHARDS").unwrap_or(1) as usize;
+    run_seeds(first..first + n, shards);
 }

@@ -432,7 +432,7 @@ impl Dispatcher for Dispatch {
         s.on_message(conn, msg.into_message());
     }
 
-    fn ms_handle_connect(&self, conn: &Connection) {
+    fn ms_handle_connect(&self, conn: &Connection, _prev_shard: usize) {
         self.0.on_connect(conn);
     }
 

@@ -127,12 +127,14 @@ pub struct Conn {
     id: u64,
     /// An interceptor holds the next connect attempt (BLOCK).
     connect_held: bool,
-    /// A test asked for an unblock, for the driver to carry out.
-    unblock_requested: bool,
     /// Bytes the runtime holds unwritten (Config::output_window).
     writer_backlog: usize,
     /// Since when part of a frame waits to be completed (Timeouts::frame).
     partial_since: Option<Instant>,
+    /// An accepted socket was promised to this connection (a Reuse
+    /// decision) and has not arrived yet: Ceph's `replacing`. Other idents
+    /// are told to wait, and the old socket is not read meanwhile.
+    replacing: bool,
 }
 
 impl Conn {
@@ -158,8 +160,8 @@ impl Conn {
             id: 0,
             writer_backlog: 0,
             connect_held: false,
-            unblock_requested: false,
             partial_since: None,
+            replacing: false,
         }
     }
 

@@ -1,16 +1,26 @@
 //! The messenger's side of an accepted ident: find the existing connection
 //! to the same peer, decide ([`crate::decide`]), and carry the decision out
 //! on both connections. Drivers keep the map of connections; these
-//! functions hold the rules, so every driver (the tokio runtime, the pair
-//! tests, the simulator) applies them the same way.
+//! functions hold the rules, so every driver (the sharded runtime, the pair
+//! tests, the simulator, the fuzzer) applies them the same way.
+//!
+//! The two connections may live on different shards, so the steps are
+//! separate and exchange only data: the accepting connection sends an
+//! [`Ask`]; the existing one decides with its own state and carries out
+//! its half ([`apply_existing`]); the accepting one carries out its half
+//! ([`apply_accepting`]), which for a Reuse yields the socket's state for
+//! the existing one to [`adopt`]. Between the decision and the adoption
+//! the existing connection is `replacing`, as in Ceph, so that another
+//! ident meanwhile is told to wait. [`resolve`] runs the steps in order
+//! for drivers that hold both connections.
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use msgr_encoding::{EntityAddrvec, UTime};
+use msgr_encoding::{EntityAddr, EntityAddrvec, UTime};
 
-use crate::decide::{self, Decision};
-use crate::{Conn, IdentRequest};
+use crate::decide::{self, Decision, Owner};
+use crate::{Conn, IdentRequest, Reuse};
 
 /// How connections are keyed: the peer's msgr2 (or first) address and
 /// nonce (AsyncMessenger's conns map is keyed by the peer's addrvec).
@@ -45,75 +55,144 @@ pub fn lookup_key(accepting: &Conn, req: &IdentRequest) -> Option<PeerKey> {
     PeerKey::of(addrs)
 }
 
-/// The decision for `req`, held by `accepting`, given the existing
-/// connection to the same peer.
-pub fn decide(accepting: &Conn, existing: Option<&Conn>, req: &IdentRequest) -> Decision {
-    let info = existing.map(|e| e.existing_info());
-    let me = accepting.my_msgr2_addr();
-    let peer = accepting.peer().target_addr;
-    let newcomer = accepting.peer().owner();
-    let resetcheck = accepting.peer().policy.resetcheck;
-    match req {
-        IdentRequest::New(c) => {
-            decide::on_client_ident(c, info.as_ref(), &newcomer, &peer, &me, resetcheck)
-        }
-        IdentRequest::Reconnect(r) => {
-            decide::on_reconnect(r, info.as_ref(), &newcomer, &peer, &me, resetcheck)
+/// What an accepting connection holding `req` brings to the decision: the
+/// ident, and who asks where. It is all data, so the connection that
+/// decides (the existing one, which may live on another shard) needs
+/// nothing else of the asker.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    pub req: IdentRequest,
+    newcomer: Owner,
+    /// Our msgr2 address on the accepting socket.
+    me: EntityAddr,
+    /// The peer's address, as its ident gave it.
+    peer: EntityAddr,
+    resetcheck: bool,
+}
+
+impl Ask {
+    pub fn of(accepting: &Conn, req: IdentRequest) -> Ask {
+        Ask {
+            req,
+            newcomer: accepting.peer().owner(),
+            me: accepting.my_msgr2_addr(),
+            peer: accepting.peer().target_addr,
+            resetcheck: accepting.peer().policy.resetcheck,
         }
     }
 }
 
-/// What the driver must do with its map after [`apply`].
+/// The decision on `ask`, given the existing connection to the same peer
+/// (decided where that connection lives, with its state as it is then).
+pub fn decide(ask: &Ask, existing: Option<&Conn>) -> Decision {
+    let info = existing.map(|e| e.existing_info());
+    let (newcomer, peer, me, resetcheck) = (&ask.newcomer, &ask.peer, &ask.me, ask.resetcheck);
+    match &ask.req {
+        IdentRequest::New(c) => {
+            decide::on_client_ident(c, info.as_ref(), newcomer, peer, me, resetcheck)
+        }
+        IdentRequest::Reconnect(r) => {
+            decide::on_reconnect(r, info.as_ref(), newcomer, peer, me, resetcheck)
+        }
+    }
+}
+
+/// What the driver must do with its map of connections after a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// `accepting` now holds a session: register it under the peer's key.
     RegisterAccepting,
-    /// `accepting`'s socket moved into the existing connection; drop
+    /// `accepting`'s socket moves into the existing connection; drop
     /// `accepting` and hand its socket to the existing connection's driver.
     MovedToExisting,
     /// Nothing changes in the map.
     Nothing,
 }
 
-/// Carries out `decision` on the accepting connection and the existing one.
-pub fn apply(
+/// What `decision` does to the map (`existing`: there is an existing
+/// connection).
+pub fn outcome(decision: &Decision, existing: bool) -> Outcome {
+    match decision {
+        Decision::Reuse { .. } if existing => Outcome::MovedToExisting,
+        Decision::Reuse { .. } | Decision::ReplaceLossy | Decision::NewSession => {
+            Outcome::RegisterAccepting
+        }
+        _ => Outcome::Nothing,
+    }
+}
+
+/// The existing connection's half of `decision`, carried out where it
+/// lives, right after deciding: a lossy session replaced is closed; one
+/// whose peer must WAIT is kicked (a keepalive) so that our own connection
+/// completes rather than stands by; one that will take the accepted socket
+/// is `replacing` until it arrives ([`adopt`]).
+pub fn apply_existing(decision: &Decision, existing: &mut Conn, stamp: UTime, now: Instant) {
+    match decision {
+        Decision::ReplaceLossy => existing.close_replaced(),
+        Decision::Wait => existing.send_keepalive(stamp, now),
+        Decision::Reuse { .. } => existing.begin_replacing(),
+        _ => {}
+    }
+}
+
+/// The accepting connection's half of `decision` (`existing`: it was
+/// decided against an existing connection). For a Reuse into that
+/// connection, returns what the socket carries to it: hand it to
+/// [`adopt`] on the existing connection, even when `None` (the accepting
+/// connection closed first), so that it stops waiting.
+pub fn apply_accepting(
     decision: Decision,
     accepting: &mut Conn,
-    existing: Option<&mut Conn>,
+    existing: bool,
+    now: Instant,
+) -> Option<Reuse> {
+    match decision {
+        Decision::Reuse { .. } if existing => accepting.take_for_reuse(),
+        // Nothing to reuse: a new session.
+        Decision::Reuse { .. } => {
+            accepting.resolve(Decision::NewSession, now);
+            None
+        }
+        d => {
+            accepting.resolve(d, now);
+            None
+        }
+    }
+}
+
+/// The existing connection takes the socket a Reuse promised it, or stops
+/// waiting for it.
+pub fn adopt(existing: &mut Conn, reuse: Option<Reuse>, decision: &Decision, now: Instant) {
+    match (reuse, decision) {
+        (Some(r), Decision::Reuse { reset_session, .. }) => existing.adopt(r, *reset_session, now),
+        _ => existing.end_replacing(),
+    }
+}
+
+/// The whole decision for a driver that holds both connections at once
+/// (the pair tests, the simulator, the fuzzer): the same steps the
+/// runtime takes on two shards, in the same order.
+pub fn resolve(
+    accepting: &mut Conn,
+    mut existing: Option<&mut Conn>,
+    req: IdentRequest,
     stamp: UTime,
     now: Instant,
 ) -> Outcome {
-    match (decision, existing) {
-        (Decision::Reuse { reset_session, .. }, Some(ex)) => match accepting.take_for_reuse() {
-            Some(reuse) => {
-                ex.adopt(reuse, reset_session, now);
-                Outcome::MovedToExisting
+    let ask = Ask::of(accepting, req);
+    let decision = decide(&ask, existing.as_deref());
+    if let Some(ex) = existing.as_deref_mut() {
+        apply_existing(&decision, ex, stamp, now);
+    }
+    let mut outcome = outcome(&decision, existing.is_some());
+    let reuse = apply_accepting(decision.clone(), accepting, existing.is_some(), now);
+    if let Some(ex) = existing {
+        if outcome == Outcome::MovedToExisting {
+            if reuse.is_none() {
+                outcome = Outcome::Nothing;
             }
-            None => Outcome::Nothing,
-        },
-        (Decision::ReplaceLossy, Some(ex)) => {
-            ex.close_replaced();
-            accepting.resolve(Decision::NewSession, now);
-            Outcome::RegisterAccepting
-        }
-        (Decision::Wait, Some(ex)) => {
-            // Make sure our own connection completes rather than standing by.
-            ex.send_keepalive(stamp, now);
-            accepting.resolve(Decision::Wait, now);
-            Outcome::Nothing
-        }
-        (d @ (Decision::NewSession | Decision::Reuse { .. } | Decision::ReplaceLossy), _) => {
-            let d = if matches!(d, Decision::Reuse { .. }) {
-                Decision::NewSession
-            } else {
-                d
-            };
-            accepting.resolve(d, now);
-            Outcome::RegisterAccepting
-        }
-        (d, _) => {
-            accepting.resolve(d, now);
-            Outcome::Nothing
+            adopt(ex, reuse, &decision, now);
         }
     }
+    outcome
 }

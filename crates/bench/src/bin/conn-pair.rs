@@ -72,8 +72,7 @@ fn main() {
                     events.push(r);
                 }
                 Event::IdentReceived(req) => {
-                    let d = registry::decide(&s, None, &req);
-                    registry::apply(d, &mut s, None, Default::default(), now);
+                    registry::resolve(&mut s, None, req, Default::default(), now);
                 }
                 _ => {}
             }

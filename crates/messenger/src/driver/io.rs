@@ -1,6 +1,7 @@
 //! The bytes of a connection's current socket: its halves, what was
 //! framed for it and not yet written, and the read buffer, sized for the
-//! step of reading at hand (make_room).
+//! step of reading at hand (make_room); and a live socket's slot against
+//! `Options::max_connections`.
 
 use std::io::IoSlice;
 
@@ -9,7 +10,11 @@ use msgr_frames::WireQueue;
 use msgr_protocol::{Conn, ConnState, LinkId};
 use tokio::io::AsyncWriteExt;
 
-use crate::connection::{BoxReader, BoxWriter, Handoff, SocketSlot};
+use msgr_transport::{Stream, Transport};
+
+/// A transport's reader and writer halves.
+pub(crate) type Reader<T> = <<T as Transport>::Stream as Stream>::Reader;
+pub(crate) type Writer<T> = <<T as Transport>::Stream as Stream>::Writer;
 
 /// Smallest read buffer to ask the socket to fill, once a session is
 /// READY (many small frames per read).
@@ -20,24 +25,56 @@ const HANDSHAKE_READ: usize = 4 * 1024;
 /// Slices per vectored write.
 pub(super) const MAX_IOV: usize = 256;
 
-pub(super) struct Socket {
+/// A live socket, counted against `Options::max_connections` from when it
+/// is accepted or connected until it is dropped (a STANDBY session, which
+/// has none, does not count).
+pub(crate) struct SocketSlot(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl SocketSlot {
+    pub fn new(live: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> SocketSlot {
+        live.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        SocketSlot(live.clone())
+    }
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+pub(crate) struct Socket<T: Transport> {
     pub link: LinkId,
-    pub reader: BoxReader,
-    pub writer: BoxWriter,
+    pub reader: Reader<T>,
+    pub writer: Writer<T>,
     /// Counts this socket against `max_connections` while it lives.
+    #[expect(dead_code, reason = "held for its Drop")]
     pub slot: SocketSlot,
+}
+
+impl<T: Transport> Socket<T> {
+    /// Re-registers the socket with this shard's runtime (it was accepted
+    /// or used on another).
+    pub fn rehome(self) -> std::io::Result<Socket<T>> {
+        let (reader, writer) = T::Stream::rehome(self.reader, self.writer)?;
+        Ok(Socket {
+            reader,
+            writer,
+            ..self
+        })
+    }
 }
 
 /// The current socket and its buffers; without a socket, no buffers (an
 /// idle or standby session keeps none).
-pub(super) struct SocketIo {
-    pub socket: Option<Socket>,
+pub(crate) struct SocketIo<T: Transport> {
+    pub socket: Option<Socket<T>>,
     pub out: WireQueue,
     pub rbuf: BytesMut,
 }
 
-impl SocketIo {
-    pub fn new() -> SocketIo {
+impl<T: Transport> SocketIo<T> {
+    pub fn new() -> SocketIo<T> {
         SocketIo {
             socket: None,
             out: WireQueue::new(),
@@ -49,24 +86,23 @@ impl SocketIo {
         self.socket.as_ref().map(|s| s.link)
     }
 
-    /// A socket, given to this connection by its acceptor or another's,
-    /// with what was already framed for it.
-    pub fn install(&mut self, h: Handoff) {
-        self.use_socket(Socket {
-            link: h.link,
-            reader: h.reader,
-            writer: h.writer,
-            slot: h.slot,
-        });
-        let mut pending = h.pending;
+    /// A socket given to this connection by another's acceptor, with what
+    /// was already framed for it.
+    pub fn install(&mut self, socket: Socket<T>, mut pending: WireQueue) {
+        self.use_socket(socket);
         self.out.append(&mut pending);
     }
 
     /// A socket this connection opened (or was given), with empty buffers.
-    pub fn use_socket(&mut self, socket: Socket) {
+    pub fn use_socket(&mut self, socket: Socket<T>) {
         self.socket = Some(socket);
         self.out.clear();
         self.rbuf.clear();
+    }
+
+    /// The same socket, re-registered on another shard: its buffers stay.
+    pub fn use_socket_keeping_buffers(&mut self, socket: Socket<T>) {
+        self.socket = Some(socket);
     }
 
     /// The socket is gone, and so are its buffers.
@@ -115,7 +151,7 @@ impl SocketIo {
 
 /// Writes what `out` holds to `socket` (as far as it takes it), then shuts
 /// the socket down; `out` is left empty.
-pub(super) async fn flush_and_close(mut socket: Socket, out: &mut WireQueue) {
+pub(super) async fn flush_and_close<T: Transport>(mut socket: Socket<T>, out: &mut WireQueue) {
     out.seal();
     while !out.is_empty() {
         let wrote = {

@@ -75,14 +75,23 @@ impl TestSide {
     }
 }
 
+/// Accepted connections run on another shard than the one that accepted
+/// them (with one shard, where they are).
+fn elsewhere(p: &msgr_messenger::Placement<'_>) -> Option<usize> {
+    p.accepted.then(|| p.shard + 1)
+}
+
 impl Dispatcher for TestSide {
     fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {
         *self.received.lock().unwrap() += 1;
     }
-    fn ms_handle_connect(&self, c: &Connection) {
+    fn ms_choose_shard(&self, p: &msgr_messenger::Placement<'_>) -> Option<usize> {
+        elsewhere(p)
+    }
+    fn ms_handle_connect(&self, c: &Connection, _prev_shard: usize) {
         self.count(c, |d| d.connects += 1);
     }
-    fn ms_handle_accept(&self, c: &Connection) {
+    fn ms_handle_accept(&self, c: &Connection, _prev_shard: usize, _is_replace: bool) {
         self.count(c, |d| d.accepts += 1);
         self.tracked.track(c);
     }
@@ -105,7 +114,10 @@ impl Dispatcher for PeerSide {
     fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {
         *self.received.lock().unwrap() += 1;
     }
-    fn ms_handle_accept(&self, c: &Connection) {
+    fn ms_choose_shard(&self, p: &msgr_messenger::Placement<'_>) -> Option<usize> {
+        elsewhere(p)
+    }
+    fn ms_handle_accept(&self, c: &Connection, _prev_shard: usize, _is_replace: bool) {
         self.tracked.track(c);
     }
 }
@@ -137,6 +149,13 @@ pub fn options(name: &str, policy: Policy, nonce: u32) -> Options {
     o.seed = nonce as u64 * 7919;
     o.timeouts.backoff_initial = Duration::from_millis(5);
     o.timeouts.backoff_max = Duration::from_millis(50);
+    // The matrix runs on as many shards as cores, and in CI on 1 and 4 too.
+    if let Some(n) = std::env::var("MSGR_TEST_SHARDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        o.shards = n;
+    }
     o
 }
 

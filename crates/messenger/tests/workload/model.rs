@@ -426,7 +426,7 @@ impl Model {
     pub fn describe_in_flight(&self) -> String {
         let mut s = String::new();
         for (&(owner, id), h) in &self.held {
-            if h.in_flight() > 0 {
+            if h.in_flight() != 0 {
                 let _ = write!(
                     s,
                     "\n  {owner}/{id} -> {:?} {:?}: sent {} loss_below {} received {} (last {:?}) resets {}/{}",

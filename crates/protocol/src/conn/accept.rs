@@ -11,7 +11,7 @@ impl Conn {
     pub fn existing_info(&self) -> ExistingInfo {
         ExistingInfo {
             closed: matches!(self.state, State::Closed),
-            replacing: false,
+            replacing: self.replacing,
             lossy: self.peer.policy.lossy,
             server: self.peer.policy.server,
             // READY, or STANDBY with a session behind it. A connector that
@@ -164,6 +164,25 @@ impl Conn {
         self.become_ready(now)
     }
 
+    /// A socket is promised to this connection (registry::apply_existing
+    /// of a Reuse): until it arrives ([`Conn::adopt`]) or the promise is
+    /// withdrawn ([`Conn::end_replacing`]), other idents for this peer are
+    /// answered as Ceph answers them during a replacement (WAIT, or
+    /// RETRY_GLOBAL for a reconnect), and the old socket is not read.
+    pub fn begin_replacing(&mut self) {
+        self.replacing = true;
+    }
+
+    /// The promised socket will not come (its acceptor closed first).
+    pub fn end_replacing(&mut self) {
+        self.replacing = false;
+    }
+
+    /// Whether a promised socket is awaited.
+    pub fn is_replacing(&self) -> bool {
+        self.replacing
+    }
+
     /// Takes this accepted socket (and what its handshake learned) to move
     /// it into an existing connection to the same peer.
     pub fn take_for_reuse(&mut self) -> Option<Reuse> {
@@ -184,6 +203,7 @@ impl Conn {
     /// unacknowledged messages are queued again; the session answers with
     /// SERVER_IDENT (a new or reset session) or SESSION_RECONNECT_OK.
     pub fn adopt(&mut self, reuse: Reuse, reset_session: bool, now: Instant) {
+        self.replacing = false;
         if matches!(self.state, State::Closed) {
             return;
         }

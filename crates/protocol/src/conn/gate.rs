@@ -81,17 +81,6 @@ impl Conn {
         })
     }
 
-    /// Asks the driver to [`Conn::unblock`] (a test on another thread
-    /// must not touch the input the driver may hold).
-    pub fn request_unblock(&mut self) {
-        self.unblock_requested = true;
-    }
-
-    /// Whether an unblock was asked for (once).
-    pub fn take_unblock_request(&mut self) -> bool {
-        std::mem::take(&mut self.unblock_requested)
-    }
-
     /// Releases what an interceptor held (BLOCK or STALL): the held connect
     /// goes out; a held socket gets its held input handled and its held
     /// output released, and a socket that died meanwhile (or was stalled)

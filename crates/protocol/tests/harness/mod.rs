@@ -486,10 +486,6 @@ impl Net {
         let existing = key
             .and_then(|k| node.registry.get(&k).copied())
             .filter(|&e| e != c.1);
-        let decision = {
-            let ex = existing.map(|e| &node.conns[e]);
-            registry::decide(&node.conns[c.1], ex, &req)
-        };
         let outcome = match existing {
             Some(e) => {
                 let (a, b) = if c.1 < e {
@@ -499,9 +495,9 @@ impl Net {
                     let (lo, hi) = node.conns.split_at_mut(c.1);
                     (&mut hi[0], &mut lo[e])
                 };
-                registry::apply(decision, a, Some(b), stamp, now)
+                registry::resolve(a, Some(b), req, stamp, now)
             }
-            None => registry::apply(decision, &mut node.conns[c.1], None, stamp, now),
+            None => registry::resolve(&mut node.conns[c.1], None, req, stamp, now),
         };
         match outcome {
             Outcome::RegisterAccepting => {

@@ -1,0 +1,133 @@
+//! Shards: where connections run. Each shard is one thread with its own
+//! single-threaded tokio runtime, pinned to a core where the OS allows (as
+//! crimson's seastar reactors are); a connection's socket, session and
+//! dispatch live on one shard, and it reaches another shard only by being
+//! moved there whole. A messenger of one shard runs in its caller's
+//! runtime instead; so do the logical shards of a messenger built with
+//! `Options::shard_threads` false, which tests use to run cross-shard
+//! hand-offs deterministically on one paused runtime.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+thread_local! {
+    /// The shard whose thread this is (None: not a shard's thread).
+    static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+pub(crate) struct Shards {
+    /// Each shard's runtime; empty: every shard is the caller's runtime
+    /// (tokio::spawn wherever the messenger is used).
+    handles: Vec<Handle>,
+    /// How many shards (also when they share the caller's runtime).
+    n: usize,
+    /// Each shard thread runs until its sender is dropped (`stop`).
+    stops: Mutex<Vec<oneshot::Sender<()>>>,
+    /// Whether each shard has its own thread.
+    threads: bool,
+    next: AtomicUsize,
+}
+
+impl Shards {
+    /// `n` logical shards, all in the runtime the messenger is used in.
+    pub fn inline(n: usize) -> Shards {
+        Shards {
+            handles: Vec::new(),
+            n: n.max(1),
+            stops: Mutex::new(Vec::new()),
+            threads: false,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// `n` shards, each a thread with its own current-thread runtime,
+    /// pinned round-robin to the cores this process may use.
+    pub fn threads(n: usize) -> io::Result<Shards> {
+        let cpus = msgr_sys::allowed_cpus();
+        let mut handles = Vec::with_capacity(n);
+        let mut stops = Vec::with_capacity(n);
+        for i in 0..n.max(1) {
+            let cpu = cpus.get(i.checked_rem(cpus.len()).unwrap_or(0)).copied();
+            let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+            let (stop, stopped) = oneshot::channel::<()>();
+            std::thread::Builder::new()
+                .name(format!("msgr-shard-{i}"))
+                .spawn(move || {
+                    // Pinned where the OS allows; unpinned it still runs.
+                    if let Some(cpu) = cpu {
+                        let _ = msgr_sys::pin_current_thread(cpu);
+                    }
+                    CURRENT.with(|c| c.set(Some(i)));
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    match rt {
+                        Ok(rt) => {
+                            let _ = handle_tx.send(Ok(rt.handle().clone()));
+                            rt.block_on(async {
+                                let _ = stopped.await;
+                            });
+                        }
+                        Err(e) => {
+                            let _ = handle_tx.send(Err(e));
+                        }
+                    }
+                })?;
+            let handle = handle_rx
+                .recv()
+                .map_err(|_| io::Error::other("shard thread died at start"))??;
+            handles.push(handle);
+            stops.push(stop);
+        }
+        Ok(Shards {
+            n: handles.len(),
+            handles,
+            stops: Mutex::new(stops),
+            threads: true,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// `shard` as an index (any number names a shard, modulo their count).
+    pub fn index(&self, shard: usize) -> usize {
+        shard.checked_rem(self.len()).unwrap_or(0)
+    }
+
+    /// Runs `fut` on `shard`.
+    pub fn spawn(&self, shard: usize, fut: impl Future<Output = ()> + Send + 'static) {
+        match self.handles.get(self.index(shard)) {
+            Some(h) => drop(h.spawn(fut)),
+            None => drop(tokio::spawn(fut)),
+        }
+    }
+
+    /// The shard for a connection nobody placed: the caller's, if it runs
+    /// on one of ours, else the next in turn.
+    pub fn pick(&self) -> usize {
+        match CURRENT.with(|c| c.get()) {
+            Some(s) if self.threads && s < self.len() => s,
+            _ => self.next(),
+        }
+    }
+
+    /// The next shard in turn.
+    pub fn next(&self) -> usize {
+        self.index(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Lets every shard thread end (their runtimes drop what they still
+    /// run).
+    pub fn stop(&self) {
+        self.stops.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
