@@ -40,6 +40,13 @@ pub struct BenchOpts {
     pub verify: bool,
     pub raw: bool,
     pub json: bool,
+    /// Run the in-process server's messenger (one shard) on tokio's
+    /// multi-threaded runtime with this many workers, instead of on its
+    /// own shards (the comparison BENCHMARKS.md makes).
+    pub server_workers: Option<usize>,
+    /// Refill each connection's window from a thread of its own instead of
+    /// from the dispatcher (the cost of a send from a foreign thread).
+    pub foreign_sends: bool,
 }
 
 /// The outcome of one run.
@@ -128,6 +135,9 @@ struct Loop {
     progress: Arc<Progress>,
     state: Mutex<LoopState>,
     done: tokio::sync::Notify,
+    /// With `--foreign-sends`: requests go out from this thread's sender
+    /// (another thread than the connection's), not from the dispatcher.
+    foreign: Mutex<Option<std::sync::mpsc::Sender<msgr_protocol::Message>>>,
 }
 
 /// Hashes tids (distinct, sequential u64s) with one multiplication
@@ -230,8 +240,12 @@ impl Loop {
             None => st.res.duplicated += 1,
         }
         let features = conn.features();
+        let foreign = self.foreign.lock().unwrap_or_else(|e| e.into_inner());
         while let Some(m) = self.next_request(&mut st, features, at) {
-            conn.send_nowait(m);
+            match foreign.as_ref() {
+                Some(f) => drop(f.send(m)),
+                None => conn.send_nowait(m),
+            }
         }
         if st.inflight.is_empty() {
             self.done.notify_one();
@@ -317,9 +331,20 @@ async fn run_conn(
         progress,
         state: Mutex::new(LoopState::default()),
         done: tokio::sync::Notify::new(),
+        foreign: Mutex::new(None),
     });
     let _ = dispatcher.0.set(l.clone());
     let conn = m.connect(&server, EntityType::OSD);
+    if opts.foreign_sends {
+        let (tx, rx) = std::sync::mpsc::channel::<msgr_protocol::Message>();
+        let c = conn.clone();
+        std::thread::spawn(move || {
+            while let Ok(m) = rx.recv() {
+                c.send_nowait(m);
+            }
+        });
+        *l.foreign.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+    }
     // The first window; replies refill it from the dispatcher.
     {
         let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -373,6 +398,7 @@ async fn run_conn(
             conn.compression().map(|a| a.name().to_string()),
         )
     });
+    l.foreign.lock().unwrap_or_else(|e| e.into_inner()).take();
     m.shutdown().await;
     res
 }
@@ -474,6 +500,13 @@ pub async fn run_raw(opts: &BenchOpts) -> std::io::Result<BenchResult> {
     Ok(total)
 }
 
+/// The in-process server's shard count.
+fn server_shards(opts: &BenchOpts) -> usize {
+    opts.server_net
+        .shards
+        .unwrap_or_else(|| msgr_sys::allowed_cpus().len().max(1))
+}
+
 /// `msgr bench`: prints the result (text or one JSON object). Returns
 /// whether verification (if asked) found no problem.
 pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
@@ -487,7 +520,7 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
         Some(a) => (a.clone(), None),
         None => {
             let net = opts.server_net.clone();
-            let t = crate::common::ServerThread::spawn(move || async move {
+            let t = crate::common::ServerThread::spawn_on(opts.server_workers, move || async move {
                 let bind: EntityAddrvec = "v2:127.0.0.1:0".parse().expect("literal");
                 let name = EntityName::new(EntityType::OSD, 0);
                 let (m, addrs, _) = crate::serve::start(&bind, name, 0, &net).await?;
@@ -533,6 +566,9 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             .set("depth", opts.depth)
             .set("conns", opts.conns);
         o.set("policy", opts.net.policy.to_string());
+        if opts.connect.is_none() {
+            o.set("server_shards", server_shards(&opts));
+        }
         res.json(&mut o, opts.verify);
         if let Some(c) = crc.as_mut() {
             let mut co = Object::new();
@@ -574,8 +610,16 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             )
         };
         println!(
-            "msgr bench: {} B x depth {} x {} conn(s), policy {}",
-            opts.size, opts.depth, opts.conns, opts.net.policy
+            "msgr bench: {} B x depth {} x {} conn(s), policy {}{}",
+            opts.size,
+            opts.depth,
+            opts.conns,
+            opts.net.policy,
+            match (&opts.connect, opts.server_workers) {
+                (Some(_), _) => String::new(),
+                (None, Some(w)) => format!(", server: 1 shard on tokio's multi-threaded runtime ({w} workers)"),
+                (None, None) => format!(", server shards {}", server_shards(&opts)),
+            }
         );
         if let Some(r) = raw.as_mut() {
             line("raw", r);

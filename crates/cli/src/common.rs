@@ -18,6 +18,11 @@ pub struct NetOpts {
     pub security: crate::security::Security,
     /// Grant compression to peers of any type (a server for tests).
     pub compress_all_peers: bool,
+    /// The messenger's shards (None: as many as cores; 1: in the caller's
+    /// runtime).
+    pub shards: Option<usize>,
+    /// Its shard threads' name (thread CPU is told apart by name).
+    pub thread_name: Option<String>,
 }
 
 impl Default for NetOpts {
@@ -28,6 +33,8 @@ impl Default for NetOpts {
             rev1: true,
             security: Default::default(),
             compress_all_peers: false,
+            shards: None,
+            thread_name: None,
         }
     }
 }
@@ -54,6 +61,12 @@ pub fn messenger(
         // Keep reconnects quick when they are provoked on purpose.
         o.timeouts.backoff_initial = std::time::Duration::from_millis(10);
         o.timeouts.backoff_max = std::time::Duration::from_millis(200);
+    }
+    if let Some(n) = net.shards {
+        o.shards = n;
+    }
+    if let Some(t) = &net.thread_name {
+        o.thread_name = t.clone();
     }
     Messenger::new(Tcp::default(), o, dispatcher)
 }
@@ -97,15 +110,33 @@ impl<A: Send + 'static> ServerThread<A> {
         Fut: std::future::Future<Output = std::io::Result<(A, S)>>,
         S: std::future::Future<Output = ()>,
     {
+        Self::spawn_on(None, start)
+    }
+
+    /// The same, on a runtime of `workers` threads (tokio's
+    /// multi-threaded scheduler, threads named `msgr-server-w`) when given.
+    pub fn spawn_on<F, Fut, S>(workers: Option<usize>, start: F) -> std::io::Result<ServerThread<A>>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = std::io::Result<(A, S)>>,
+        S: std::future::Future<Output = ()>,
+    {
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("msgr-server".into())
             .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("server runtime");
+                let rt = match workers {
+                    Some(n) => tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(n)
+                        .thread_name("msgr-server-w")
+                        .enable_all()
+                        .build(),
+                    None => tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build(),
+                }
+                .expect("server runtime");
                 rt.block_on(async move {
                     let cpu0 = thread_cpu_time();
                     let stat = std::fs::read_link("/proc/thread-self")
@@ -137,9 +168,11 @@ impl<A: Send + 'static> ServerThread<A> {
         })
     }
 
-    /// The CPU time the server's thread has used so far.
+    /// The CPU time the server has used so far: its thread's, and its
+    /// runtime workers' and shards' (threads named `msgr-server*` and
+    /// `srv-shard*`).
     pub fn cpu(&self) -> std::time::Duration {
-        stat_cpu(&self.stat)
+        stat_cpu(&self.stat) + threads_cpu(&["msgr-server-w", SERVER_SHARDS])
     }
 
     /// Stops the server; returns the CPU time its thread used while running.
@@ -152,6 +185,25 @@ impl<A: Send + 'static> ServerThread<A> {
             .and_then(|h| h.join().ok())
             .unwrap_or_default()
     }
+}
+
+/// The name of the in-process server's shard threads.
+pub const SERVER_SHARDS: &str = "srv-shard";
+
+/// CPU time used by this process's live threads whose names start with
+/// one of `prefixes`.
+pub fn threads_cpu(prefixes: &[&str]) -> std::time::Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return std::time::Duration::ZERO;
+    };
+    tasks
+        .flatten()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            prefixes.iter().any(|p| comm.starts_with(p))
+        })
+        .map(|t| stat_cpu(&t.path().join("stat").to_string_lossy()))
+        .sum()
 }
 
 fn stat_cpu(path: &str) -> std::time::Duration {

@@ -27,7 +27,9 @@ commands:
   bench [--connect ADDR] [--size BYTES] [--depth N] [--conns N]
         [--duration S | --count N] [--policy P] [--server-policy P]
         [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
-        [--name TYPE.N] [--vs-crc] [SECURITY OPTIONS]
+        [--name TYPE.N] [--vs-crc] [--shards S | --server-tokio-mt W]
+        [--foreign-sends]
+        [SECURITY OPTIONS]
       MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
       each of CONNS connections (1), for S seconds (5) or N messages; replies
       awaited. Without --connect, a server runs in this process on loopback.
@@ -35,12 +37,18 @@ commands:
       duplicated and reordered messages. --raw first runs the same pattern
       over plain TCP: the baseline, in the same run. --vs-crc first runs the
       same bench in crc mode and reports this mode against it (and both
-      handshake times). --json prints one object.
+      handshake times). --json prints one object. The in-process server
+      runs on S shards (default: the cores this process may use), or with
+      --server-tokio-mt on one shard in tokio's multi-threaded runtime of W
+      workers; each client connection is a one-shard messenger of its own.
+      --foreign-sends: requests are sent from a thread of their own rather
+      than from the dispatcher that took the reply.
 
-  serve --bind ADDR [--name osd.0] [--nonce N] [--policy P]
+  serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
         [SECURITY OPTIONS]
-      Answers MOSDOp with MOSDOpReply and MPing with MPing.
+      Answers MOSDOp with MOSDOpReply and MPing with MPing, on S shards
+      (threads pinned to cores; default: the cores this process may use).
 
 Security options (serve and bench):
   --auth none|cephx   --keyring FILE   --mode crc|secure
@@ -160,6 +168,8 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
         verify: false,
         raw: false,
         json: false,
+        server_workers: None,
+        foreign_sends: false,
     };
     let mut server_policy_set = false;
     let mut sec = msgr_cli::security::SecurityOpts::default();
@@ -176,6 +186,9 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--size" => o.size = parse(&mut parser)?,
             "--depth" => o.depth = parse::<usize>(&mut parser)?.max(1),
             "--conns" => o.conns = parse::<usize>(&mut parser)?.max(1),
+            "--shards" => o.server_net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
+            "--foreign-sends" => o.foreign_sends = true,
+            "--server-tokio-mt" => o.server_workers = Some(parse::<usize>(&mut parser)?.max(1)),
             "--duration" => o.duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--count" => o.count = Some(parse(&mut parser)?),
             "--server-policy" => {
@@ -211,6 +224,13 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
     }
     o.server_net.inject_socket_failures = o.net.inject_socket_failures;
     o.server_net.rev1 = o.net.rev1;
+    o.server_net.thread_name = Some(msgr_cli::common::SERVER_SHARDS.into());
+    if o.server_workers.is_some() {
+        o.server_net.shards = Some(1);
+    }
+    // Each bench connection is a client messenger of its own: one shard,
+    // in the bench's runtime.
+    o.net.shards = Some(1);
     // The client runs on this thread's runtime and the in-process server on
     // its own thread: one core each, as two processes would.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -246,6 +266,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--bind" => bind = Some(parse(&mut parser)?),
             "--name" => name = parse(&mut parser)?,
             "--nonce" => nonce = parse(&mut parser)?,
+            "--shards" => net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
             "--stats" => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--duration" => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--help" | "-h" => {

@@ -70,6 +70,9 @@ pub struct Options {
     /// are still placed on and moved between them, deterministically on a
     /// paused runtime (tests).
     pub shard_threads: bool,
+    /// Shard threads are named `{thread_name}-{i}` (the kernel keeps 15
+    /// bytes of a name).
+    pub thread_name: String,
     /// With several shards, whether each accepts on a bound port itself
     /// (SO_REUSEPORT, where the transport can share a port: the default)
     /// or one listener hands connections out to the shards in turn.
@@ -100,6 +103,7 @@ impl Options {
             seed: 0,
             shards: msgr_sys::allowed_cpus().len().max(1),
             shard_threads: true,
+            thread_name: "msgr-shard".into(),
             accept_on_every_shard: true,
             #[cfg(feature = "interceptor")]
             interceptor: None,
@@ -301,7 +305,9 @@ impl<T: Transport> Messenger<T> {
         // runtime: the messenger still works, on fewer cores.
         let shards = match (opts.shards, opts.shard_threads) {
             (0 | 1, _) | (_, false) => Shards::inline(opts.shards),
-            (n, true) => Shards::threads(n).unwrap_or_else(|_| Shards::inline(n)),
+            (n, true) => {
+                Shards::threads(n, &opts.thread_name).unwrap_or_else(|_| Shards::inline(n))
+            }
         };
         Messenger {
             inner: Arc::new(Inner {

@@ -48,7 +48,7 @@ impl Shards {
 
     /// `n` shards, each a thread with its own current-thread runtime,
     /// pinned round-robin to the cores this process may use.
-    pub fn threads(n: usize) -> io::Result<Shards> {
+    pub fn threads(n: usize, name: &str) -> io::Result<Shards> {
         let cpus = msgr_sys::allowed_cpus();
         let mut handles = Vec::with_capacity(n);
         let mut stops = Vec::with_capacity(n);
@@ -57,7 +57,7 @@ impl Shards {
             let (handle_tx, handle_rx) = std::sync::mpsc::channel();
             let (stop, stopped) = oneshot::channel::<()>();
             std::thread::Builder::new()
-                .name(format!("msgr-shard-{i}"))
+                .name(format!("{name}-{i}"))
                 .spawn(move || {
                     // Pinned where the OS allows; unpinned it still runs.
                     if let Some(cpu) = cpu {
