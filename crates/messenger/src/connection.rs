@@ -14,8 +14,11 @@ use msgr_protocol::{Conn, ConnState, ConnStats, Message};
 use tokio::sync::{mpsc, Notify};
 
 /// What a handle (or another connection) asks of a connection's driver.
+///
+/// Small (a message is boxed): a connection's queue allocates its first
+/// block of 32 commands when it is made, idle or not.
 pub(crate) enum Command {
-    Send(Message),
+    Send(Box<Message>),
     Keepalive(UTime),
     MarkDown,
     MarkDisposable,
@@ -33,6 +36,15 @@ pub(crate) enum Command {
     Adopt(Box<dyn std::any::Any + Send>),
     /// The socket a Reuse promised will not come.
     AdoptCancelled,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_command_is_small() {
+        // 32 of them are allocated with every connection.
+        assert!(std::mem::size_of::<super::Command>() <= 24);
+    }
 }
 
 /// The states a view stores as a byte, in ConnState's order.
@@ -358,7 +370,7 @@ impl Connection {
     pub fn send_nowait(&self, msg: Message) {
         let len = msg.payload_len();
         self.shared.in_flight.fetch_add(len, Ordering::AcqRel);
-        self.command(Command::Send(msg));
+        self.command(Command::Send(Box::new(msg)));
     }
 
     /// Sends a KEEPALIVE2 (the peer answers with KEEPALIVE2_ACK).
@@ -530,3 +542,4 @@ impl Deref for IncomingMessage {
         &self.msg
     }
 }
+
