@@ -288,7 +288,7 @@ impl<T: Transport> Driver<T> {
                 let len = msg.payload_len();
                 let in_flight = &self.handle.shared.in_flight;
                 in_flight.fetch_sub(len, std::sync::atomic::Ordering::AcqRel);
-                self.conn.send(msg, now);
+                self.conn.send(*msg, now);
             }
             Command::Keepalive(stamp) => self.conn.send_keepalive(stamp, now),
             Command::MarkDown => self.conn.mark_down(),
