@@ -520,12 +520,13 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
         Some(a) => (a.clone(), None),
         None => {
             let net = opts.server_net.clone();
-            let t = crate::common::ServerThread::spawn_on(opts.server_workers, move || async move {
-                let bind: EntityAddrvec = "v2:127.0.0.1:0".parse().expect("literal");
-                let name = EntityName::new(EntityType::OSD, 0);
-                let (m, addrs, _) = crate::serve::start(&bind, name, 0, &net).await?;
-                Ok((addrs, async move { m.shutdown().await }))
-            })?;
+            let t =
+                crate::common::ServerThread::spawn_on(opts.server_workers, move || async move {
+                    let bind: EntityAddrvec = "v2:127.0.0.1:0".parse().expect("literal");
+                    let name = EntityName::new(EntityType::OSD, 0);
+                    let (m, addrs, _) = crate::serve::start(&bind, name, 0, &net).await?;
+                    Ok((addrs, async move { m.shutdown().await }))
+                })?;
             (t.addr.clone(), Some(t))
         }
     };
@@ -617,7 +618,8 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             opts.net.policy,
             match (&opts.connect, opts.server_workers) {
                 (Some(_), _) => String::new(),
-                (None, Some(w)) => format!(", server: 1 shard on tokio's multi-threaded runtime ({w} workers)"),
+                (None, Some(w)) =>
+                    format!(", server: 1 shard on tokio's multi-threaded runtime ({w} workers)"),
                 (None, None) => format!(", server shards {}", server_shards(&opts)),
             }
         );

@@ -542,4 +542,3 @@ impl Deref for IncomingMessage {
         &self.msg
     }
 }
-

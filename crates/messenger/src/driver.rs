@@ -545,8 +545,8 @@ impl<T: Transport> Driver<T> {
                 self.connecting = None;
                 match r {
                     Ok(stream) => {
-                        c.socket_connected(stream.local_addr(), now);
-                        if let Some(link) = c.link_id() {
+                        let took = c.socket_connected(stream.local_addr(), now);
+                        if let (true, Some(link)) = (took, c.link_id()) {
                             let (r, w) = stream.into_split();
                             self.io.use_socket(Socket {
                                 link,

@@ -58,8 +58,10 @@ pub struct Placement<'a> {
     pub identity: Option<&'a msgr_auth::Identity>,
     /// An accepted connection (else one we open).
     pub accepted: bool,
-    /// The shard it would run on: where it was accepted, or where a
-    /// connect was called.
+    /// The shard it runs on now: where its socket was accepted (a new
+    /// session), the session's own (one that adopts a reconnect's socket;
+    /// unplaced, it follows the socket to the shard that accepted it), or
+    /// where a connect was called.
     pub shard: usize,
     pub shards: usize,
 }

@@ -369,20 +369,27 @@ impl Conn {
 
     /// The socket the driver opened after [`Event::Connect`] is connected,
     /// from `local` (its local end, when the transport knows it: a wildcard
-    /// bind is advertised on this socket as that address).
-    pub fn socket_connected(&mut self, local: Option<SocketAddr>, now: Instant) {
+    /// bind is advertised on this socket as that address). Returns whether
+    /// the connection took it.
+    pub fn socket_connected(&mut self, local: Option<SocketAddr>, now: Instant) -> bool {
         if !matches!(self.state, State::NeedSocket) {
-            return;
+            // Not waiting for one any more (an accepted socket was adopted
+            // meanwhile, or the connection closed): the driver drops it.
+            return false;
         }
         if let Some(l) = local {
             self.me.on_socket(l.ip());
         }
         self.session.global_seq = match self.config.global_seq.next(0) {
             Ok(g) => g,
-            Err(e) => return self.fail_closed(e),
+            Err(e) => {
+                self.fail_closed(e);
+                return false;
+            }
         };
         self.state = State::Connecting(Connecting::Banner);
         self.new_link(now);
+        true
     }
 
     /// The connect after [`Event::Connect`] failed with `error`.

@@ -222,6 +222,11 @@ impl<T: Transport> Driver<T> {
         } = *a;
         let adopted = reuse.is_some();
         registry::adopt(&mut self.conn, reuse, &decision, self.now);
+        if adopted {
+            // A connect of ours still under way is moot: the session goes
+            // on over the adopted socket (and may now move with it).
+            self.connecting = None;
+        }
         let (Some(socket), Some(link), true) = (socket, self.conn.link_id(), adopted) else {
             return;
         };
