@@ -18,7 +18,12 @@ use tokio::sync::{mpsc, Notify};
 /// Small (a message is boxed): a connection's queue allocates its first
 /// block of 32 commands when it is made, idle or not.
 pub(crate) enum Command {
-    Send(Box<Message>),
+    /// A message; `counted`: in `Shared::in_flight` until the driver
+    /// takes it (sent by `send`, which waits on that count).
+    Send {
+        msg: Box<Message>,
+        counted: bool,
+    },
     Keepalive(UTime),
     MarkDown,
     MarkDisposable,
@@ -250,7 +255,7 @@ pub(crate) struct Shared {
     /// Senders waiting on `drained` (so the driver only notifies when
     /// needed).
     pub senders_waiting: AtomicUsize,
-    /// Bytes of messages sent to the driver and not yet taken by it.
+    /// Bytes of messages `send` gave the driver and it has not taken yet.
     pub in_flight: AtomicUsize,
     /// QueueLimits::soft: `send` waits while the driver is over it, or
     /// while this much is on its way to the driver.
@@ -359,18 +364,24 @@ impl Connection {
         if waiting {
             s.senders_waiting.fetch_sub(1, Ordering::AcqRel);
         }
-        self.send_nowait(msg);
+        s.in_flight.fetch_add(msg.payload_len(), Ordering::AcqRel);
+        self.command(Command::Send {
+            msg: Box::new(msg),
+            counted: true,
+        });
     }
 
     fn soft_limit(&self) -> usize {
         self.shared.soft_limit
     }
 
-    /// Queues `msg` without waiting.
+    /// Queues `msg` without waiting (nor counting it where `send` looks:
+    /// a caller of this bounds what it sends itself).
     pub fn send_nowait(&self, msg: Message) {
-        let len = msg.payload_len();
-        self.shared.in_flight.fetch_add(len, Ordering::AcqRel);
-        self.command(Command::Send(Box::new(msg)));
+        self.command(Command::Send {
+            msg: Box::new(msg),
+            counted: false,
+        });
     }
 
     /// Sends a KEEPALIVE2 (the peer answers with KEEPALIVE2_ACK).

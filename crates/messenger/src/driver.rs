@@ -284,10 +284,11 @@ impl<T: Transport> Driver<T> {
     fn on_command(&mut self, cmd: Command) {
         let now = self.now;
         match cmd {
-            Command::Send(msg) => {
-                let len = msg.payload_len();
-                let in_flight = &self.handle.shared.in_flight;
-                in_flight.fetch_sub(len, std::sync::atomic::Ordering::AcqRel);
+            Command::Send { msg, counted } => {
+                if counted {
+                    let in_flight = &self.handle.shared.in_flight;
+                    in_flight.fetch_sub(msg.payload_len(), std::sync::atomic::Ordering::AcqRel);
+                }
                 self.conn.send(*msg, now);
             }
             Command::Keepalive(stamp) => self.conn.send_keepalive(stamp, now),
