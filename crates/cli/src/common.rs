@@ -23,6 +23,9 @@ pub struct NetOpts {
     pub shards: Option<usize>,
     /// Its shard threads' name (thread CPU is told apart by name).
     pub thread_name: Option<String>,
+    /// With several shards, one listener hands connections out instead of
+    /// every shard accepting (SO_REUSEPORT).
+    pub hand_out: bool,
 }
 
 impl Default for NetOpts {
@@ -35,6 +38,7 @@ impl Default for NetOpts {
             compress_all_peers: false,
             shards: None,
             thread_name: None,
+            hand_out: false,
         }
     }
 }
@@ -68,6 +72,7 @@ pub fn messenger(
     if let Some(t) = &net.thread_name {
         o.thread_name = t.clone();
     }
+    o.accept_on_every_shard = !net.hand_out;
     Messenger::new(Tcp::default(), o, dispatcher)
 }
 

@@ -28,7 +28,7 @@ commands:
         [--duration S | --count N] [--policy P] [--server-policy P]
         [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
         [--name TYPE.N] [--vs-crc] [--shards S | --server-tokio-mt W]
-        [--foreign-sends]
+        [--foreign-sends] [--server-hand-out]
         [SECURITY OPTIONS]
       MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
       each of CONNS connections (1), for S seconds (5) or N messages; replies
@@ -42,7 +42,9 @@ commands:
       --server-tokio-mt on one shard in tokio's multi-threaded runtime of W
       workers; each client connection is a one-shard messenger of its own.
       --foreign-sends: requests are sent from a thread of their own rather
-      than from the dispatcher that took the reply.
+      than from the dispatcher that took the reply. --server-hand-out: one
+      listener hands connections to the server's shards in turn (rather
+      than every shard accepting on the port, SO_REUSEPORT).
 
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
@@ -188,6 +190,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--conns" => o.conns = parse::<usize>(&mut parser)?.max(1),
             "--shards" => o.server_net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
             "--foreign-sends" => o.foreign_sends = true,
+            "--server-hand-out" => o.server_net.hand_out = true,
             "--server-tokio-mt" => o.server_workers = Some(parse::<usize>(&mut parser)?.max(1)),
             "--duration" => o.duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--count" => o.count = Some(parse(&mut parser)?),
