@@ -47,7 +47,10 @@ const COMMANDS_PER_TURN: usize = 1024;
 type Connecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
 
 /// Starts `d` on `shard`, and again wherever it moves.
-pub(crate) fn start<T: Transport>(inner: &Arc<Inner<T>>, shard: usize, d: Driver<T>) {
+///
+/// The driver is boxed: the task's future then holds a pointer to it, not
+/// the driver twice (once as the future's capture, once in `run`'s state).
+pub(crate) fn start<T: Transport>(inner: &Arc<Inner<T>>, shard: usize, d: Box<Driver<T>>) {
     let again = inner.clone();
     inner.spawn(shard, async move {
         if let Some((d, to)) = d.run(shard).await {
@@ -157,7 +160,7 @@ impl<T: Transport> Driver<T> {
 
     /// Runs the connection on `shard` until it closes (None) or must move
     /// (the driver and where to).
-    async fn run(mut self, shard: usize) -> Option<(Driver<T>, usize)> {
+    async fn run(mut self: Box<Self>, shard: usize) -> Option<(Box<Driver<T>>, usize)> {
         self.arrive(shard);
         let mut stop = self.inner.shutdown.subscribe();
         if *stop.borrow_and_update() {

@@ -481,7 +481,7 @@ impl<T: Transport> Messenger<T> {
             shard,
             None,
         );
-        crate::driver::start(&self.inner, shard, d);
+        crate::driver::start(&self.inner, shard, Box::new(d));
         handle
     }
 
@@ -625,7 +625,7 @@ fn accept<T: Transport>(
     // Made on the accepting shard; moving to `to` re-registers the socket.
     let handle = inner.new_connection(id, here);
     let d = Driver::new(inner.clone(), conn, handle, here, Some(socket));
-    crate::driver::start(inner, to, d);
+    crate::driver::start(inner, to, Box::new(d));
 }
 
 /// At the connection limit: evicts the READY connection idle longest, if
