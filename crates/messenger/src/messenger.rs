@@ -459,6 +459,9 @@ impl<T: Transport> Messenger<T> {
             return c;
         }
         let id = self.inner.next_id();
+        // Listed before the connection exists: whoever sees it start (an
+        // interceptor) finds it among `connections()`.
+        let (handle, commands) = self.inner.new_connection(id, shard);
         let conn = Conn::connect(
             self.inner.config.clone(),
             addrs.clone(),
@@ -467,7 +470,6 @@ impl<T: Transport> Messenger<T> {
             crate::now(),
             id,
         );
-        let (handle, commands) = self.inner.new_connection(id, shard);
         if let Some(k) = key {
             // Lossy connections are registered too, so the peer's incoming
             // connection is found (and replaces this one) in a race.
@@ -610,9 +612,13 @@ fn accept<T: Transport>(
     if let Some(local) = stream.local_addr() {
         me.on_socket(local.ip());
     }
+    // Listed before the connection exists: whoever sees it start (an
+    // interceptor) finds it among `connections()`.
+    let handle = inner.new_connection(id, here);
     let conn = Conn::accept(inner.config.clone(), me, peer, crate::now(), id);
     let Some(link) = conn.link_id() else {
         // Closed at birth (a test interceptor's fault): drop the socket.
+        inner.forget(&handle.0);
         return;
     };
     let (reader, writer) = stream.into_split();
@@ -623,7 +629,6 @@ fn accept<T: Transport>(
         slot: SocketSlot::new(&inner.live_sockets),
     };
     // Made on the accepting shard; moving to `to` re-registers the socket.
-    let handle = inner.new_connection(id, here);
     let d = Driver::new(inner.clone(), conn, handle, here, Some(socket));
     crate::driver::start(inner, to, Box::new(d));
 }
