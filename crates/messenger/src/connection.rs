@@ -5,13 +5,16 @@
 //! lock is taken per message on either side.
 
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
-use msgr_protocol::{Conn, ConnState, ConnStats, Message};
+use msgr_protocol::{ConnState, ConnStats, Message};
 use tokio::sync::{mpsc, Notify};
+
+mod view;
+
+pub(crate) use view::{Published, View};
 
 /// What a handle (or another connection) asks of a connection's driver.
 ///
@@ -49,200 +52,6 @@ mod tests {
     fn a_command_is_small() {
         // 32 of them are allocated with every connection.
         assert!(std::mem::size_of::<super::Command>() <= 24);
-    }
-}
-
-/// The states a view stores as a byte, in ConnState's order.
-const STATES: [ConnState; 9] = [
-    ConnState::NeedSocket,
-    ConnState::Backoff,
-    ConnState::Connecting,
-    ConnState::Accepting,
-    ConnState::Deciding,
-    ConnState::ServerWait,
-    ConnState::Ready,
-    ConnState::Standby,
-    ConnState::Closed,
-];
-
-fn state_byte(s: ConnState) -> u8 {
-    STATES.iter().position(|x| *x == s).unwrap_or(8) as u8
-}
-
-/// What changes with the session (a handshake, a fault), not per message:
-/// copied by the driver when it does.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Info {
-    pub peer_name: Option<EntityName>,
-    pub identity: Option<msgr_auth::Identity>,
-    pub peer_addrs: EntityAddrvec,
-    pub wire_format: Option<msgr_frames::WireFormat>,
-    pub compression: Option<msgr_frames::compression::Algorithm>,
-    pub last_keepalive_ack: Option<UTime>,
-    pub last_fault: Option<msgr_protocol::ProtocolError>,
-}
-
-impl Info {
-    fn of(c: &Conn) -> Info {
-        Info {
-            peer_name: c.peer_name(),
-            identity: c.peer_identity().cloned(),
-            peer_addrs: c.peer().addrs.clone(),
-            wire_format: c.wire_format(),
-            compression: c.compression(),
-            last_keepalive_ack: c.last_keepalive_ack(),
-            last_fault: None,
-        }
-    }
-}
-
-/// What a connection's driver publishes for its handles: written only by
-/// the driver, read by anyone.
-pub(crate) struct View {
-    state: AtomicU8,
-    /// mark_down was called: the connection is closed for its users at
-    /// once, whatever its driver has done yet.
-    marked_down: AtomicBool,
-    shard: AtomicUsize,
-    features: AtomicU64,
-    peer_type: AtomicU8,
-    /// Conn::over_queue_limit, as of the driver's last step.
-    over_limit: AtomicBool,
-    /// Since when a READY connection has been idle (Conn::idle_since), as
-    /// nanoseconds past the messenger's epoch, plus one; 0: not idle.
-    idle_since: AtomicU64,
-    queued: [AtomicUsize; 2],
-    stats: [AtomicU64; 8],
-    info: Mutex<Info>,
-}
-
-impl View {
-    fn new(shard: usize) -> View {
-        View {
-            state: AtomicU8::new(0),
-            marked_down: AtomicBool::new(false),
-            shard: AtomicUsize::new(shard),
-            features: AtomicU64::new(0),
-            peer_type: AtomicU8::new(0),
-            over_limit: AtomicBool::new(false),
-            idle_since: AtomicU64::new(0),
-            queued: Default::default(),
-            stats: Default::default(),
-            info: Mutex::new(Info::default()),
-        }
-    }
-
-    pub fn info(&self) -> MutexGuard<'_, Info> {
-        self.info.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn state(&self) -> ConnState {
-        if self.marked_down.load(Ordering::Acquire) {
-            return ConnState::Closed;
-        }
-        let b = self.state.load(Ordering::Acquire);
-        STATES.get(b as usize).copied().unwrap_or(ConnState::Closed)
-    }
-
-    pub fn shard(&self) -> usize {
-        self.shard.load(Ordering::Acquire)
-    }
-
-    pub fn marked_down(&self) -> bool {
-        self.marked_down.load(Ordering::Acquire)
-    }
-
-    pub fn set_shard(&self, shard: usize) {
-        self.shard.store(shard, Ordering::Release);
-    }
-
-    pub fn idle_since(&self) -> u64 {
-        self.idle_since.load(Ordering::Acquire)
-    }
-
-    /// Claims this idle connection for eviction (one evictor per idle
-    /// spell: a second accept does not evict the same one again).
-    pub fn claim_idle(&self, since: u64) -> bool {
-        since != 0
-            && self
-                .idle_since
-                .compare_exchange(since, 0, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-    }
-}
-
-/// The driver's last publication, to publish only what changed.
-#[derive(Default)]
-pub(crate) struct Published {
-    state: Option<ConnState>,
-    stats: ConnStats,
-    queued: (usize, usize),
-    over_limit: bool,
-    idle_since: u64,
-    keepalive_ack: Option<UTime>,
-}
-
-impl Published {
-    /// Publishes `c` into `view`; `epoch` dates idle times.
-    pub fn publish(&mut self, c: &Conn, view: &View, epoch: Instant) {
-        let state = c.state();
-        let ack = c.last_keepalive_ack();
-        if self.state != Some(state) || self.keepalive_ack != ack {
-            let fault = view.info().last_fault.take();
-            *view.info() = Info {
-                last_fault: fault,
-                ..Info::of(c)
-            };
-            let peer = c.peer();
-            view.features.store(peer.features, Ordering::Release);
-            view.peer_type.store(peer.entity_type.0, Ordering::Release);
-            view.state.store(state_byte(state), Ordering::Release);
-            self.state = Some(state);
-            self.keepalive_ack = ack;
-        }
-        if self.stats != c.stats {
-            let s = c.stats;
-            let all = [
-                s.connect_attempts,
-                s.client_idents,
-                s.reconnects_sent,
-                s.reconnects,
-                s.faults,
-                s.messages_in,
-                s.messages_out,
-                s.duplicates_dropped,
-            ];
-            for (slot, v) in view.stats.iter().zip(all) {
-                slot.store(v, Ordering::Relaxed);
-            }
-            self.stats = s;
-        }
-        let queued = c.session().queued();
-        if self.queued != queued {
-            view.queued[0].store(queued.0, Ordering::Relaxed);
-            view.queued[1].store(queued.1, Ordering::Relaxed);
-            self.queued = queued;
-        }
-        let over = c.over_queue_limit();
-        if self.over_limit != over {
-            view.over_limit.store(over, Ordering::Release);
-            self.over_limit = over;
-        }
-        let idle = c.idle_since().map_or(0, |t| {
-            let nanos = t.saturating_duration_since(epoch).as_nanos();
-            u64::try_from(nanos)
-                .unwrap_or(u64::MAX - 1)
-                .saturating_add(1)
-        });
-        if self.idle_since != idle {
-            view.idle_since.store(idle, Ordering::Release);
-            self.idle_since = idle;
-        }
-    }
-
-    /// The connection faulted with `e` (kept until the next fault).
-    pub fn fault(&self, view: &View, e: msgr_protocol::ProtocolError) {
-        view.info().last_fault = Some(e);
     }
 }
 

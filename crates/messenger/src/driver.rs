@@ -255,7 +255,7 @@ impl<T: Transport> Driver<T> {
     /// Where to move now, if a move is due and the connection can leave:
     /// the dispatcher hears of it here, on the shard being left.
     fn leave(&mut self) -> Option<usize> {
-        if self.connecting.is_some() || self.ident.deciding() {
+        if !self.can_leave() {
             return None;
         }
         let (to, placed) = self.move_to.take()?;
@@ -267,6 +267,13 @@ impl<T: Transport> Driver<T> {
             .dispatcher
             .ms_handle_shard_change(&self.handle, to, placed);
         Some(to)
+    }
+
+    /// Whether the connection can leave its shard now: not while a connect
+    /// is under way (its future belongs to this shard's reactor) or an
+    /// ident waits for its verdict.
+    fn can_leave(&self) -> bool {
+        self.connecting.is_none() && !self.ident.deciding()
     }
 
     fn publish(&mut self) {
@@ -325,7 +332,7 @@ impl<T: Transport> Driver<T> {
                 // whatever its command queue still holds.
                 self.conn.mark_down();
             }
-            if self.move_to.is_some() && !self.ident.deciding() && self.connecting.is_none() {
+            if self.move_to.is_some() && self.can_leave() {
                 return ControlFlow::Continue(());
             }
             self.pending

@@ -54,8 +54,9 @@ impl Injector {
     /// Whether this socket operation should fail.
     pub fn fail_now(&self) -> bool {
         let n = self.config.socket_failures;
-        // One in n (none for n == 0).
-        if self.next().checked_rem(n as u64) != Some(0) {
+        // One in n; none for n == 0, without touching the state every
+        // shard's connections share.
+        if n == 0 || self.next().checked_rem(n as u64) != Some(0) {
             return false;
         }
         self.failures.fetch_add(1, Ordering::Relaxed);

@@ -9,15 +9,17 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use msgr_auth::{AuthProvider, Random};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
 use msgr_protocol::registry::PeerKey;
-use msgr_protocol::{CompressionConfig, Config, Conn, MyAddrs, PolicySet, Timeouts};
-use msgr_transport::{Listener, Stream, Transport};
+use msgr_protocol::{CompressionConfig, Config, Conn, PolicySet, Timeouts};
+use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
 
 use crate::connection::{Command, Connection};
-use crate::driver::{Driver, Socket, SocketSlot};
+use crate::driver::Driver;
 use crate::inject::{InjectConfig, Injector};
 use crate::shard::Shards;
 use crate::throttle::Throttle;
+
+mod listen;
 use crate::Dispatcher;
 
 /// How a messenger is set up (Ceph's ms_* options that matter here).
@@ -375,60 +377,6 @@ impl<T: Transport> Messenger<T> {
         Ok(bound)
     }
 
-    /// Listens on `addr` from every shard, or from shard 0 handing out.
-    async fn listen(&self, addr: std::net::SocketAddr) -> io::Result<std::net::SocketAddr> {
-        let n = self.inner.shards.len();
-        if n > 1 && self.inner.accept_on_every_shard {
-            if let Some(first) = self.listen_on(0, addr, Accept::Shared).await? {
-                for shard in 1..n {
-                    self.listen_on(shard, first, Accept::Shared).await?;
-                }
-                return Ok(first);
-            }
-        }
-        let how = match n {
-            1 => Accept::Shared,
-            _ => Accept::HandOut,
-        };
-        match self.listen_on(0, addr, how).await? {
-            Some(local) => Ok(local),
-            None => Err(io::Error::other("the transport did not bind")),
-        }
-    }
-
-    /// Binds `addr` on `shard` (in its runtime, whose reactor then serves
-    /// the listener) and accepts there until shutdown. `None`: the
-    /// transport cannot share a port.
-    async fn listen_on(
-        &self,
-        shard: usize,
-        addr: std::net::SocketAddr,
-        how: Accept,
-    ) -> io::Result<Option<std::net::SocketAddr>> {
-        let (bound, result) = tokio::sync::oneshot::channel();
-        let inner = self.inner.clone();
-        self.inner.spawn(shard, async move {
-            let listener = match (how, inner.shards.len()) {
-                (Accept::Shared, n) if n > 1 => inner.transport.bind_shared(addr).await,
-                _ => inner.transport.bind(addr).await.map(Some),
-            };
-            let mut listener = match listener {
-                Ok(Some(l)) => l,
-                Ok(None) => return drop(bound.send(Ok(None))),
-                Err(e) => return drop(bound.send(Err(e))),
-            };
-            let local = listener.local_addr().map(Some);
-            let failed = local.is_err();
-            let _ = bound.send(local);
-            if !failed {
-                accept_loop(&inner, shard, &mut listener, how).await;
-            }
-        });
-        result
-            .await
-            .map_err(|_| io::Error::other("the shard stopped before binding"))?
-    }
-
     /// The connection to `addrs` (a peer of type `peer_type`): the existing
     /// one if there is one, else a new one that starts connecting, on the
     /// shard the dispatcher places it on (by default the caller's shard, or
@@ -444,16 +392,17 @@ impl<T: Transport> Messenger<T> {
             return c;
         }
         let shards = &self.inner.shards;
+        let here = shards.pick();
         let placed = self.inner.dispatcher.ms_choose_shard(&crate::Placement {
             peer_type,
             peer_name: None,
             peer_addrs: addrs,
             identity: None,
             accepted: false,
-            shard: shards.pick(),
+            shard: here,
             shards: shards.len(),
         });
-        let shard = placed.map_or_else(|| shards.pick(), |s| shards.index(s));
+        let shard = placed.map_or(here, |s| shards.index(s));
         let mut reg = self.inner.registry();
         if let Some(c) = existing(&reg) {
             return c;
@@ -540,120 +489,4 @@ impl<T: Transport> Messenger<T> {
         }
         self.inner.shards.stop();
     }
-}
-
-/// How a listener's connections are shared out.
-#[derive(Debug, Clone, Copy)]
-enum Accept {
-    /// Each shard has its own listener (or there is one shard): a
-    /// connection stays where it was accepted.
-    Shared,
-    /// One listener: connections go to the shards in turn.
-    HandOut,
-}
-
-async fn accept_loop<T: Transport>(
-    inner: &Arc<Inner<T>>,
-    shard: usize,
-    listener: &mut T::Listener,
-    how: Accept,
-) {
-    let mut stop = inner.shutdown.subscribe();
-    if *stop.borrow_and_update() {
-        return;
-    }
-    loop {
-        tokio::select! {
-            biased; // fixed order: runs repeat exactly
-            _ = stop.changed() => return,
-            r = listener.accept() => match r {
-                Ok((stream, peer)) => {
-                    let to = match how {
-                        Accept::Shared => shard,
-                        Accept::HandOut => inner.shards.next(),
-                    };
-                    accept(inner, shard, to, stream, peer);
-                }
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
-            },
-        }
-    }
-}
-
-/// A stream accepted on shard `here`: a new connection that runs the
-/// acceptor handshake on shard `to`.
-fn accept<T: Transport>(
-    inner: &Arc<Inner<T>>,
-    here: usize,
-    to: usize,
-    stream: T::Stream,
-    peer: std::net::SocketAddr,
-) {
-    if *inner.shutdown.borrow() {
-        return;
-    }
-    if inner.live_sockets.load(Ordering::Acquire) >= inner.max_connections && !evict_idle(inner) {
-        inner.refused_accepts.fetch_add(1, Ordering::Relaxed);
-        drop(stream);
-        return;
-    }
-    let id = inner.next_id();
-    // What we are on this socket: what we listen on, a wildcard advertised
-    // as the address the peer reached.
-    let listening = inner
-        .listening
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let mut me = MyAddrs {
-        addrs: listening.clone(),
-        listening,
-    };
-    if let Some(local) = stream.local_addr() {
-        me.on_socket(local.ip());
-    }
-    // Listed before the connection exists: whoever sees it start (an
-    // interceptor) finds it among `connections()`.
-    let handle = inner.new_connection(id, here);
-    let conn = Conn::accept(inner.config.clone(), me, peer, crate::now(), id);
-    let Some(link) = conn.link_id() else {
-        // Closed at birth (a test interceptor's fault): drop the socket.
-        inner.forget(&handle.0);
-        return;
-    };
-    let (reader, writer) = stream.into_split();
-    let socket = Socket {
-        link,
-        reader,
-        writer,
-        slot: SocketSlot::new(&inner.live_sockets),
-    };
-    // Made on the accepting shard; moving to `to` re-registers the socket.
-    let d = Driver::new(inner.clone(), conn, handle, here, Some(socket));
-    crate::driver::start(inner, to, Box::new(d));
-}
-
-/// At the connection limit: evicts the READY connection idle longest, if
-/// it has been idle `evict_idle_after` (its socket closes; its policy
-/// decides what becomes of the session). Returns whether one was.
-fn evict_idle<T: Transport>(inner: &Arc<Inner<T>>) -> bool {
-    let now = crate::now().saturating_duration_since(inner.epoch);
-    let now = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
-    let idle_enough = u64::try_from(inner.evict_idle_after.as_nanos()).unwrap_or(u64::MAX);
-    let conns: Vec<Connection> = inner.all().values().cloned().collect();
-    let idlest = conns
-        .iter()
-        .map(|c| (c.shared.view.idle_since(), c))
-        // idle_since counts from 1 (0: not idle).
-        .filter(|(t, _)| *t != 0 && now.saturating_sub(t.saturating_sub(1)) >= idle_enough)
-        .min_by_key(|(t, _)| *t);
-    let Some((since, victim)) = idlest else {
-        return false;
-    };
-    if !victim.shared.view.claim_idle(since) {
-        return false;
-    }
-    victim.command(Command::Evict);
-    inner.evictions.fetch_add(1, Ordering::Relaxed);
-    true
 }

@@ -487,6 +487,37 @@ fn resets(log: &[Ev]) -> Vec<&Ev> {
 
 /// A messenger's options: `shards` shard threads named `{threads}-{i}`,
 /// one socket operation in `inject` failing (0: none), short backoffs.
+/// A stateful server and a lossless client over `t`, `shards` each, on
+/// threads of their own, recording into the two logs.
+fn lossless_pair<T: msgr_transport::Transport>(
+    t: T,
+    shards: usize,
+    seed: u64,
+    server_log: &Arc<Recorder>,
+    client_log: &Arc<Recorder>,
+) -> (Messenger<T>, Messenger<T>) {
+    let so = options(
+        "osd.0",
+        Policy::stateful_server(),
+        (shards, SERVER),
+        0,
+        seed,
+        7,
+    );
+    let co = options(
+        "client.1",
+        Policy::lossless_client(),
+        (shards, CLIENT),
+        0,
+        seed + 1,
+        9,
+    );
+    (
+        Messenger::new(t.clone(), so, server_log.clone()),
+        Messenger::new(t, co, client_log.clone()),
+    )
+}
+
 fn options(
     name: &str,
     policy: Policy,
@@ -620,30 +651,7 @@ async fn every_shard_sends(moving: bool) {
         seed,
     );
     let client_log = Recorder::new(CLIENT, Behaviour::default(), seed);
-    let server = Messenger::new(
-        Tcp::default(),
-        options(
-            "osd.0",
-            Policy::stateful_server(),
-            (shards, SERVER),
-            0,
-            seed,
-            7,
-        ),
-        server_log.clone(),
-    );
-    let client = Messenger::new(
-        Tcp::default(),
-        options(
-            "client.1",
-            Policy::lossless_client(),
-            (shards, CLIENT),
-            0,
-            seed + 1,
-            9,
-        ),
-        client_log.clone(),
-    );
+    let (server, client) = lossless_pair(Tcp::default(), shards, seed, &server_log, &client_log);
     assert_eq!((server.shards(), client.shards()), (shards, shards));
     let addrs = bind(&server, "v2:127.0.0.1:0").await;
     let conn = client.connect(&addrs, EntityType::OSD);
@@ -1069,30 +1077,7 @@ async fn replacement_across_shards_keeps_the_session() {
         seed,
     );
     let client_log = Recorder::new(CLIENT, Behaviour::default(), seed);
-    let server = Messenger::new(
-        net.clone(),
-        options(
-            "osd.0",
-            Policy::stateful_server(),
-            (shards, SERVER),
-            0,
-            seed,
-            7,
-        ),
-        server_log.clone(),
-    );
-    let client = Messenger::new(
-        net.clone(),
-        options(
-            "client.1",
-            Policy::lossless_client(),
-            (shards, CLIENT),
-            0,
-            seed + 1,
-            9,
-        ),
-        client_log.clone(),
-    );
+    let (server, client) = lossless_pair(net.clone(), shards, seed, &server_log, &client_log);
     let addrs = bind(&server, "v2:10.0.0.1:6800").await;
     let conn = client.connect(&addrs, EntityType::OSD);
     let mut broken = Vec::new();
