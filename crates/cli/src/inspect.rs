@@ -12,12 +12,13 @@ use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
 use msgr_capture::{read_packets, tcp_segment, CaptureError, Direction, Reassembler, StreamEvent};
-use msgr_frames::banner::{Banner, BANNER_PREFIX_LEN};
+use msgr_frames::banner::Banner;
 use msgr_frames::compression::Algorithm;
 use msgr_frames::control::con_mode;
 use msgr_frames::crypto::{Role, SecureKeys};
 use msgr_frames::{
-    ControlFrame, FrameDecoder, FrameError, FrameHead, FrameLimits, Received, WireFormat,
+    read_banner, ControlFrame, FrameDecoder, FrameError, FrameLimits, FrameReader, Received,
+    WireFormat,
 };
 
 /// Connection secrets for decrypting secure-mode connections.
@@ -167,10 +168,8 @@ struct Half {
     stage: Stage,
     buf: BytesMut,
     banner: Option<Banner>,
-    decoder: Option<FrameDecoder>,
-    /// The head of a frame whose rest has not arrived (decoding a head is
-    /// done once: in msgr2.1-secure it uses up a nonce).
-    head: Option<FrameHead>,
+    /// The frames of this direction, once both banners are in.
+    reader: Option<FrameReader>,
 }
 
 impl Half {
@@ -179,9 +178,12 @@ impl Half {
             stage: Stage::Banner,
             buf: BytesMut::new(),
             banner: None,
-            decoder: None,
-            head: None,
+            reader: None,
         }
+    }
+
+    fn decoder_mut(&mut self) -> Option<&mut FrameDecoder> {
+        self.reader.as_mut().map(|r| r.decoder_mut())
     }
 }
 
@@ -322,27 +324,15 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
         match c.halves[i].stage {
             Stage::Banner => {
                 let h = &mut c.halves[i];
-                if h.buf.len() < BANNER_PREFIX_LEN {
-                    return;
-                }
-                let prefix: [u8; BANNER_PREFIX_LEN] =
-                    h.buf[..BANNER_PREFIX_LEN].try_into().expect("len checked");
-                let len = match Banner::decode_prefix(&prefix) {
-                    Ok(len) => len,
-                    Err(FrameError::NotMsgr2 { msgr1 }) => {
-                        return stop(conn, c, dir, Problem::NotMsgr2 { msgr1 }, emit)
-                    }
-                    Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
-                };
-                if h.buf.len() < BANNER_PREFIX_LEN + len {
-                    return;
-                }
-                let raw = h.buf.split_to(BANNER_PREFIX_LEN + len);
-                match Banner::decode_payload(&raw[BANNER_PREFIX_LEN..]) {
-                    Ok(banner) => {
+                match read_banner(&mut h.buf) {
+                    Ok(None) => return,
+                    Ok(Some((banner, _))) => {
                         h.banner = Some(banner);
                         h.stage = Stage::PeerBanner;
                         emit(Record::Banner { conn, dir, banner });
+                    }
+                    Err(FrameError::NotMsgr2 { msgr1 }) => {
+                        return stop(conn, c, dir, Problem::NotMsgr2 { msgr1 }, emit)
                     }
                     Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
                 }
@@ -357,37 +347,27 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                 // follows in rev0 framing.
                 let rev1 = own.negotiate(&peer).map(|n| n.rev1).unwrap_or(false);
                 let h = &mut c.halves[i];
-                h.decoder = Some(FrameDecoder::new(rev1, FrameLimits::default()));
+                h.reader = Some(FrameReader::new(FrameDecoder::new(rev1, FrameLimits::default())));
                 h.stage = Stage::Frames;
             }
             Stage::Frames => {
                 let h = &mut c.halves[i];
-                let decoder = h.decoder.as_mut().expect("decoder set with the stage");
-                let format = decoder.format();
-                if h.head.is_none() {
-                    if h.buf.len() < decoder.head_len() {
-                        return;
-                    }
-                    match decoder.decode_head(&h.buf) {
-                        Ok(head) => h.head = Some(head),
-                        Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
-                    }
-                }
-                let head = h.head.as_ref().expect("set above");
-                if h.buf.len() < head.frame_len {
-                    return;
-                }
-                let head = h.head.take().expect("set above");
-                let bytes = h.buf.split_to(head.frame_len);
-                let raw = Bytes::copy_from_slice(&bytes);
-                match decoder.decode_frame(&head, bytes) {
+                let reader = h.reader.as_mut().expect("reader set with the stage");
+                let format = reader.decoder().format();
+                let raw = match reader.next_raw(&mut h.buf) {
+                    Ok(Some(raw)) => raw,
+                    Ok(None) => return,
+                    Err(e) => return stop(conn, c, dir, Problem::Frame(e), emit),
+                };
+                let bytes = Bytes::copy_from_slice(raw.bytes());
+                match reader.decode(raw) {
                     Ok(Some(frame)) => {
                         let effect = after_frame(&frame, dir);
                         emit(Record::Frame(FrameRecord {
                             conn,
                             dir,
                             format,
-                            raw,
+                            raw: bytes,
                             frame,
                             decrypted: format.secure,
                         }));
@@ -441,7 +421,7 @@ fn apply(conn: usize, c: &mut Conn, effect: Effect, keys: &KeyLog, emit: &mut im
         Effect::None => {}
         Effect::Compress(alg) => {
             for h in &mut c.halves {
-                if let Some(d) = h.decoder.as_mut() {
+                if let Some(d) = h.decoder_mut() {
                     d.set_decompression(Some(alg));
                 }
             }
@@ -453,7 +433,7 @@ fn apply(conn: usize, c: &mut Conn, effect: Effect, keys: &KeyLog, emit: &mut im
                 if !matches!(h.stage, Stage::Frames) {
                     continue;
                 }
-                let rev1 = h.decoder.as_ref().is_some_and(|d| d.format().rev1);
+                let rev1 = h.reader.as_ref().is_some_and(|r| r.decoder().format().rev1);
                 // Decode each direction as its receiver does: the server
                 // (acceptor) receives c2s, the client (connector) s2c.
                 let role = match dir {
@@ -465,7 +445,7 @@ fn apply(conn: usize, c: &mut Conn, effect: Effect, keys: &KeyLog, emit: &mut im
                     .map(|s| SecureKeys::from_connection_secret(s, role))
                 {
                     Some(Ok(k)) => {
-                        if let Some(d) = h.decoder.as_mut() {
+                        if let Some(d) = h.decoder_mut() {
                             d.set_cipher(k.ciphers(rev1).1);
                         }
                     }

@@ -8,7 +8,7 @@
 //! Nothing here does I/O or reads a clock. [`FrameEncoder`] turns segments
 //! into bytes queued in a [`WireQueue`]; [`FrameDecoder`] turns bytes into
 //! frames in two steps (head, then whole frame) so a runtime reads exactly
-//! what a frame needs; [`FrameReader`] buffers arbitrary pieces for it.
+//! what a frame needs; [`FrameReader`] is that loop over a caller's buffer.
 //! Every error on input is a typed [`FrameError`] that says who was at fault.
 #![forbid(unsafe_code)]
 
@@ -40,6 +40,6 @@ pub use error::{Fault, FrameError};
 pub use layout::WireFormat;
 pub use message::{MessageFrame, MsgHeader2};
 pub use preamble::Preamble;
-pub use reader::FrameReader;
+pub use reader::{banner_len, read_banner, FrameReader, RawFrame};
 pub use tag::Tag;
 pub use wire_queue::WireQueue;

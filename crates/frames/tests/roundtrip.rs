@@ -122,20 +122,21 @@ fn frames_arrive_in_any_pieces() {
         }
         let wire = q.take_all();
         let mut reader = FrameReader::new(dec);
+        let mut buf = bytes::BytesMut::new();
         let mut got = Vec::new();
         // Feed in pieces of varying size, as TCP would.
         let mut at = 0;
         let mut step = 1;
         while at < wire.len() {
             let end = (at + step).min(wire.len());
-            reader.push(&wire[at..end]);
+            buf.extend_from_slice(&wire[at..end]);
             at = end;
             step = step % 97 + 13;
-            while let Some(f) = reader.next_frame().unwrap() {
+            while let Some(f) = reader.next_frame(&mut buf).unwrap() {
                 got.push(f);
             }
         }
-        assert_eq!(reader.bytes_needed(), reader.decoder().head_len(), "{name}");
+        assert_eq!(reader.bytes_needed(buf.len()), reader.decoder().head_len(), "{name}");
         assert_eq!(got.len(), frames.len(), "{name}");
         for (g, f) in got.iter().zip(&frames) {
             assert_eq!(&g.segments, f, "{name}");
@@ -162,8 +163,9 @@ fn every_single_byte_corruption_is_caught() {
                 bad[pos] ^= bit;
                 let (_, dec) = pair(format);
                 let mut reader = FrameReader::new(dec);
-                reader.push(&bad);
-                match reader.next_frame() {
+                let mut buf = bytes::BytesMut::new();
+                buf.extend_from_slice(&bad);
+                match reader.next_frame(&mut buf) {
                     Err(_) => {}
                     // A corrupted length can leave the frame incomplete.
                     Ok(None) => {}
@@ -203,22 +205,25 @@ fn aborted_frames_are_dropped() {
     assert_eq!(wire[epilogue], 0x0e);
     wire[epilogue] = 0x01;
     let mut reader = FrameReader::new(dec);
-    reader.push(&wire);
-    let f = reader.next_frame().unwrap().unwrap();
+    let mut buf = bytes::BytesMut::new();
+    buf.extend_from_slice(&wire);
+    let f = reader.next_frame(&mut buf).unwrap().unwrap();
     assert_eq!(f.tag, Tag::ACK, "the aborted MESSAGE was skipped");
 
     // A late_status that is neither complete nor aborted is an error.
     wire[epilogue] = 0x05;
     let (_, dec) = pair(WireFormat::CRC_REV1);
     let mut reader = FrameReader::new(dec);
-    reader.push(&wire);
-    assert_eq!(reader.next_frame(), Err(FrameError::BadLateStatus(0x05)));
+    let mut buf = bytes::BytesMut::new();
+    buf.extend_from_slice(&wire);
+    assert_eq!(reader.next_frame(&mut buf), Err(FrameError::BadLateStatus(0x05)));
     // The reserved high nibble is ignored.
     wire[epilogue] = 0xee;
     let (_, dec) = pair(WireFormat::CRC_REV1);
     let mut reader = FrameReader::new(dec);
-    reader.push(&wire);
-    assert_eq!(reader.next_frame().unwrap().unwrap().tag, Tag::MESSAGE);
+    let mut buf = bytes::BytesMut::new();
+    buf.extend_from_slice(&wire);
+    assert_eq!(reader.next_frame(&mut buf).unwrap().unwrap().tag, Tag::MESSAGE);
 }
 
 #[test]
@@ -240,13 +245,14 @@ fn compressed_frames_roundtrip_in_every_mode() {
             enc.encode(Tag::MESSAGE, &[filled(1, 41), small.clone()], &mut q)
                 .unwrap();
             let mut reader = FrameReader::new(dec);
-            reader.push(&q.take_all());
-            let f = reader.next_frame().unwrap().unwrap();
+            let mut buf = bytes::BytesMut::new();
+            buf.extend_from_slice(&q.take_all());
+            let f = reader.next_frame(&mut buf).unwrap().unwrap();
             assert!(f.preamble.is_compressed(), "{name} {alg}");
             assert!((f.preamble.segments[3].len as usize) < big.len() / 4);
             assert_eq!(f.preamble.segments[3].align, 4096);
             assert_eq!(f.segments[3], big, "{name} {alg}");
-            let f = reader.next_frame().unwrap().unwrap();
+            let f = reader.next_frame(&mut buf).unwrap().unwrap();
             assert!(!f.preamble.is_compressed(), "below the minimum size");
             assert_eq!(f.segments[1], small);
         }
@@ -261,8 +267,9 @@ fn compressed_frame_without_negotiation_is_refused() {
     enc.encode(Tag::MESSAGE, &[filled(1, 41), filled(2, 5000)], &mut q)
         .unwrap();
     let mut reader = FrameReader::new(dec);
-    reader.push(&q.take_all());
-    assert_eq!(reader.next_frame(), Err(FrameError::UnexpectedCompression));
+    let mut buf = bytes::BytesMut::new();
+    buf.extend_from_slice(&q.take_all());
+    assert_eq!(reader.next_frame(&mut buf), Err(FrameError::UnexpectedCompression));
 }
 
 #[test]
@@ -299,8 +306,9 @@ fn limits_are_enforced_from_the_preamble() {
 #[test]
 fn a_reader_stays_failed_after_an_error() {
     let mut reader = FrameReader::new(FrameDecoder::new(true, FrameLimits::default()));
-    reader.push(&[0xffu8; 64]);
-    let first = reader.next_frame().unwrap_err();
+    let mut buf = bytes::BytesMut::new();
+    buf.extend_from_slice(&[0xffu8; 64]);
+    let first = reader.next_frame(&mut buf).unwrap_err();
     assert!(matches!(first, FrameError::BadPreambleCrc { .. }));
-    assert_eq!(reader.next_frame(), Err(first));
+    assert_eq!(reader.next_frame(&mut buf), Err(first));
 }

@@ -138,11 +138,12 @@ pub fn frame_stream(data: &[u8]) {
         dec.set_decompression(Algorithm::from_wire(((mode >> 3) % 4 + 1) as u32));
     }
     let mut reader = FrameReader::new(dec);
+    let mut buf = bytes::BytesMut::new();
     let step = *step as usize + 1;
     for chunk in rest.chunks(step) {
-        reader.push(chunk);
+        buf.extend_from_slice(chunk);
         loop {
-            match reader.next_frame() {
+            match reader.next_frame(&mut buf) {
                 Ok(Some(f)) => {
                     if f.tag == Tag::MESSAGE {
                         let _ = MessageFrame::from_received(&f);

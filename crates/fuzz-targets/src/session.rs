@@ -20,13 +20,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use msgr_auth::{
     AuthError, AuthOutcome, AuthPeer, AuthProvider, AuthRequest, ClientAuth, ConMode, ServerAuth,
     ServerStep, SessionKey,
 };
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::compression::Algorithm;
+use msgr_frames::WireQueue;
 use msgr_protocol::registry;
 use msgr_protocol::{
     CompressionConfig, Config, Conn, ConnState, Event, Message, Policy, PolicySet,
@@ -333,21 +334,28 @@ fn two(v: &mut [Conn], a: usize, b: usize) -> (&mut Conn, &mut Conn) {
     }
 }
 
-/// Moves what `from` wrote into `to`, through `tap` when this is the
-/// tapped direction. Returns whether bytes moved.
-fn transfer(from: &mut Conn, to: &mut Conn, tap: Option<&mut Tap>, now: Instant) -> bool {
-    let Some(out) = from.output().filter(|o| !o.is_empty()) else {
-        return false;
-    };
+/// Moves what `from` wrote into `to` (whose socket's read buffer is
+/// `inbox`), through `tap` when this is the tapped direction. Returns
+/// whether bytes moved or events were raised.
+fn transfer(
+    from: &mut Conn,
+    to: &mut Conn,
+    inbox: &mut BytesMut,
+    tap: Option<&mut Tap>,
+    now: Instant,
+) -> bool {
+    let mut out = WireQueue::new();
+    let raised = from.fill_output(&mut out, now);
+    if out.is_empty() {
+        return raised;
+    }
     let bytes = out.take_all();
     let bytes = match tap {
         Some(t) => t.pass(&bytes),
         None => bytes.to_vec(),
     };
-    if let Some(inp) = to.input() {
-        inp.extend_from_slice(&bytes);
-    }
-    to.handle_input(now);
+    inbox.extend_from_slice(&bytes);
+    to.handle_input(inbox, now);
     to.flush_acks(now);
     true
 }
@@ -416,11 +424,14 @@ pub fn session(data: &[u8]) {
     client.send_keepalive(UTime::new(1, 0), now);
     let mut delivered = Vec::new();
     let mut reset_done = false;
+    // The current socket's read buffers: the server's end, the client's.
+    let mut inbox: [BytesMut; 2] = Default::default();
     for _ in 0..400 {
         let mut progress = false;
         while let Some(ev) = client.poll_event() {
             progress = true;
             if let Event::Connect { .. } = ev {
+                inbox = Default::default();
                 server.accept(now);
                 client.socket_connected(None, now);
             }
@@ -446,8 +457,9 @@ pub fn session(data: &[u8]) {
                 true => (Some(&mut tap), None),
                 false => (None, Some(&mut tap)),
             };
-            progress |= transfer(&mut client, s, up, now);
-            progress |= transfer(s, &mut client, down, now);
+            let [to_server_in, to_client_in] = &mut inbox;
+            progress |= transfer(&mut client, s, to_server_in, up, now);
+            progress |= transfer(s, &mut client, to_client_in, down, now);
         }
         let forced = clean && forced_reset && !reset_done && delivered.len() >= 3;
         if std::mem::take(&mut tap.reset) || forced {

@@ -224,9 +224,6 @@ impl<T: Transport> Driver<T> {
             };
             self.now = crate::now();
             self.on_step(step);
-            if !self.io.rbuf.is_empty() {
-                self.io.give_back_input(&mut self.conn);
-            }
         }
     }
 
@@ -312,7 +309,7 @@ impl<T: Transport> Driver<T> {
                 }
             }
             #[cfg(feature = "interceptor")]
-            Command::Unblock => self.conn.unblock(now),
+            Command::Unblock => self.conn.unblock(&mut self.io.rbuf, now),
             Command::Ask(a) => self.on_ask(a),
             Command::Adopt(a) => self.on_adopt(a),
             Command::AdoptCancelled => self.conn.end_replacing(),
@@ -393,9 +390,7 @@ impl<T: Transport> Driver<T> {
                     let mut out = std::mem::take(&mut self.io.out);
                     out.append(&mut last);
                     if self.conn.link_id() == Some(link) {
-                        if let Some(q) = self.conn.output() {
-                            out.append(q);
-                        }
+                        self.conn.fill_output(&mut out, self.now);
                     }
                     self.closing.push((s, out));
                     self.io.close();
@@ -492,7 +487,7 @@ impl<T: Transport> Driver<T> {
         let can_read = self.io.socket.is_some() && !c.link_held();
         let read = can_read && !blocked;
         let read_limit = match read {
-            true => self.io.take_input(&mut self.conn),
+            true => self.io.prepare_read(&self.conn),
             false => 0,
         };
         if can_read && blocked {
@@ -540,8 +535,7 @@ impl<T: Transport> Driver<T> {
                 match failed {
                     Some(e) => c.socket_closed(link, &e, now),
                     None if c.link_id() == Some(link) => {
-                        self.io.hand_input(c);
-                        c.handle_input(now);
+                        c.handle_input(&mut self.io.rbuf, now);
                         c.flush_acks(now);
                     }
                     None => self.io.rbuf.clear(),

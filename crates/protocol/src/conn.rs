@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use msgr_encoding::{EntityAddr, EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::control::*;
 use msgr_frames::{ControlFrame, MessageFrame, Received, Tag, WireQueue};
@@ -434,26 +435,39 @@ impl Conn {
 
     // ------------------------------------------------------------ input
 
-    /// Processes everything complete in the input buffer.
-    pub fn handle_input(&mut self, now: Instant) {
+    /// Processes every banner and frame complete in `input`, the bytes the
+    /// driver read from the current socket and keeps in its own buffer:
+    /// what is taken leaves it, a partial frame stays for the next read.
+    /// When the socket is dropped meanwhile (a fault, a replacement), what
+    /// is left of its bytes is dropped with it.
+    pub fn handle_input(&mut self, input: &mut BytesMut, now: Instant) {
+        let link = self.link_id();
         let mut progressed = false;
         loop {
-            let input = match self.link.as_mut().map(|l| l.poll_input()) {
-                None => return,
+            let next = match self.link.as_mut().map(|l| l.poll_input(input)) {
+                None => break,
                 Some(Ok(None)) => break,
                 Some(Ok(Some(i))) => i,
-                Some(Err(e)) => return self.fault(e, now),
+                Some(Err(e)) => {
+                    self.fault(e, now);
+                    break;
+                }
             };
             self.last_active = now;
             progressed = true;
-            if let Err(e) = self.on_input(input, now) {
-                return self.fault(e, now);
+            if let Err(e) = self.on_input(next, now) {
+                self.fault(e, now);
+                break;
             }
-            if self.link.is_none() {
-                return;
+            if self.link_id() != link {
+                break;
             }
         }
-        self.after_input(progressed, now);
+        if self.link_id() != link || link.is_none() {
+            input.clear();
+            return;
+        }
+        self.after_input(input, progressed, now);
     }
 
     fn on_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {

@@ -268,6 +268,7 @@ impl Tap {
 
     /// Opens the gate: held output joins `output`; returns the held input
     /// and whether the socket was stalled (and so is dead).
+    #[cfg(feature = "interceptor")]
     pub fn open(&mut self, output: &mut WireQueue) -> (Option<Input>, bool) {
         match std::mem::take(&mut self.gate) {
             Gate::Open => (None, false),

@@ -1,15 +1,16 @@
 //! One socket's worth of msgr2: the banner exchange, the framing in each
-//! direction, the bytes waiting to be written and the bytes read but not
-//! yet decoded, and the pre-auth record AUTH_SIGNATURE signs.
+//! direction, the bytes waiting to be written, and the pre-auth record
+//! AUTH_SIGNATURE signs.
 //!
-//! A link does no I/O: the driver appends what it read to [`Link::input`]
-//! and writes out [`Link::output`].
+//! A link does no I/O: the driver keeps what it read in its own buffer,
+//! which [`Link::poll_input`] takes banners and frames from, and writes
+//! out [`Link::output`].
 
 use bytes::{Bytes, BytesMut};
-use msgr_frames::banner::{Banner, BANNER_PREFIX_LEN};
+use msgr_frames::banner::{Banner, BANNER_PAYLOAD_LEN, BANNER_PREFIX_LEN};
 use msgr_frames::{
-    ControlFrame, FrameDecoder, FrameEncoder, FrameHead, FrameLimits, MessageFrame, Negotiated,
-    Received, Seg, Tag, WireQueue,
+    banner_len, read_banner, ControlFrame, FrameDecoder, FrameEncoder, FrameHead, FrameLimits,
+    FrameReader, MessageFrame, Negotiated, Received, Seg, Tag, WireQueue,
 };
 
 use crate::error::ProtocolError;
@@ -53,8 +54,7 @@ impl PreAuthRecord {
 enum ReadStage {
     BannerPrefix,
     /// The prefix is in, past the BANNER_READ breakpoint.
-    BannerPrefixHeld,
-    BannerPayload(usize),
+    Banner,
     Frames,
 }
 
@@ -64,12 +64,10 @@ pub struct Link {
     our_banner: Banner,
     negotiated: Option<Negotiated>,
     encoder: Option<FrameEncoder>,
-    decoder: Option<FrameDecoder>,
+    /// The peer's frames, once its banner is in.
+    reader: Option<FrameReader>,
     stage: ReadStage,
-    head: Option<FrameHead>,
     limits: FrameLimits,
-    /// Read from the socket, not yet decoded.
-    pub input: BytesMut,
     /// To be written to the socket.
     pub output: WireQueue,
     /// Recording for AUTH_SIGNATURE, until the owner stops it.
@@ -95,11 +93,9 @@ impl Link {
             our_banner,
             negotiated: None,
             encoder: None,
-            decoder: None,
+            reader: None,
             stage: ReadStage::BannerPrefix,
-            head: None,
             limits,
-            input: BytesMut::new(),
             output: WireQueue::new(),
             record: Some(PreAuthRecord::default()),
             tap,
@@ -180,6 +176,7 @@ impl Link {
 
     /// Opens a held gate: the input it kept, and whether the socket was
     /// stalled (shut down under the connection).
+    #[cfg(feature = "interceptor")]
     pub(crate) fn open_gate(&mut self) -> (Option<Input>, bool) {
         self.tap.open(&mut self.output)
     }
@@ -188,26 +185,27 @@ impl Link {
         self.negotiated
     }
 
-    /// Bytes the next step of reading needs (a runtime may read more).
-    pub fn want(&self) -> usize {
-        let target = match (&self.stage, &self.head) {
-            (ReadStage::BannerPrefix | ReadStage::BannerPrefixHeld, _) => BANNER_PREFIX_LEN,
-            (ReadStage::BannerPayload(n), _) => BANNER_PREFIX_LEN.saturating_add(*n),
-            (ReadStage::Frames, Some(h)) => h.frame_len,
-            (ReadStage::Frames, None) => self.decoder.as_ref().map_or(32, |d| d.head_len()),
+    /// Bytes the next step of reading needs, `input` holding what was
+    /// read and not yet taken (a runtime may read more).
+    pub fn want(&self, input: &[u8]) -> usize {
+        let target = match (&self.stage, &self.reader) {
+            (ReadStage::Frames, Some(r)) => return r.bytes_needed(input.len()).max(1),
+            (ReadStage::Banner, _) => banner_len(input),
+            _ => None,
         };
-        target.saturating_sub(self.input.len()).max(1)
+        let target = target.unwrap_or(BANNER_PREFIX_LEN + BANNER_PAYLOAD_LEN);
+        target.saturating_sub(input.len()).max(1)
     }
 
     /// The head of the frame being read, once known (a runtime can size its
     /// reads and throttle by it).
     pub fn pending_head(&self) -> Option<&FrameHead> {
-        self.head.as_ref()
+        self.reader.as_ref()?.pending_head()
     }
 
     pub fn set_limits(&mut self, limits: FrameLimits) {
         self.limits = limits;
-        if let Some(d) = self.decoder.as_mut() {
+        if let Some(d) = self.decoder_mut() {
             d.set_limits(limits);
         }
     }
@@ -227,9 +225,9 @@ impl Link {
     }
 
     /// Whether part of a frame (or banner) has been read and not yet
-    /// decoded.
-    pub fn has_partial(&self) -> bool {
-        self.head.is_some() || !self.input.is_empty()
+    /// decoded, `input` holding what was read and not yet taken.
+    pub fn has_partial(&self, input: &[u8]) -> bool {
+        self.pending_head().is_some() || !input.is_empty()
     }
 
     /// Stops recording and returns what was recorded.
@@ -237,74 +235,49 @@ impl Link {
         self.record.take().unwrap_or_default()
     }
 
-    /// The next banner or frame, if complete in `input` (nothing while an
-    /// interceptor holds the socket).
-    pub fn poll_input(&mut self) -> Result<Option<Input>, ProtocolError> {
+    /// Takes the next banner or frame from the front of `input`, if it is
+    /// all there (nothing while an interceptor holds the socket).
+    pub fn poll_input(&mut self, input: &mut BytesMut) -> Result<Option<Input>, ProtocolError> {
         if self.tap.held() {
             return Ok(None);
         }
-        match self.stage {
-            ReadStage::BannerPrefix => {
-                if self.input.len() < BANNER_PREFIX_LEN {
-                    return Ok(None);
-                }
-                let held = self.hold_at(Breakpoint::Custom(CustomPoint::BannerRead))?;
-                self.stage = ReadStage::BannerPrefixHeld;
-                match held {
-                    true => Ok(None),
-                    false => self.poll_input(),
-                }
-            }
-            ReadStage::BannerPrefixHeld => {
-                let Some(prefix) = self.input.first_chunk::<BANNER_PREFIX_LEN>() else {
-                    return Ok(None);
-                };
-                // At most Banner's cap on its payload (BannerTooLarge).
-                let len = Banner::decode_prefix(prefix)?;
-                self.stage = ReadStage::BannerPayload(len);
-                self.poll_input()
-            }
-            ReadStage::BannerPayload(len) => {
-                let total = BANNER_PREFIX_LEN.saturating_add(len);
-                if self.input.len() < total {
-                    return Ok(None);
-                }
-                let raw = self.input.split_to(total);
-                self.record_rx(&raw)?;
-                let payload = raw.get(BANNER_PREFIX_LEN..).unwrap_or_default();
-                let peer = Banner::decode_payload(payload)?;
-                let n = self.our_banner.negotiate(&peer)?;
-                self.negotiated = Some(n);
-                self.encoder = Some(FrameEncoder::new(n.rev1));
-                self.decoder = Some(FrameDecoder::new(n.rev1, self.limits));
-                self.stage = ReadStage::Frames;
-                let bp = Breakpoint::Custom(CustomPoint::BannerPayloadRead);
-                self.gate_read(bp, Input::Banner(peer))
-            }
-            ReadStage::Frames => {
-                let decoder = self.decoder.as_mut().expect("set with the stage");
-                if self.head.is_none() {
-                    if self.input.len() < decoder.head_len() {
+        loop {
+            match self.stage {
+                ReadStage::BannerPrefix => {
+                    if input.len() < BANNER_PREFIX_LEN {
                         return Ok(None);
                     }
-                    self.head = Some(decoder.decode_head(&self.input)?);
-                }
-                let len = self.head.as_ref().map_or(0, |h| h.frame_len);
-                if self.input.len() < len {
-                    return Ok(None);
-                }
-                let head = self.head.take().expect("checked above");
-                let raw = self.input.split_to(len);
-                if let Some(r) = self.record.as_mut() {
-                    PreAuthRecord::add(&mut r.rx, &raw)?;
-                }
-                match decoder.decode_frame(&head, raw)? {
-                    Some(frame) => {
-                        let bp = Breakpoint::Frame(frame.tag, Direction::Read);
-                        self.gate_read(bp, Input::Frame(frame))
+                    self.stage = ReadStage::Banner;
+                    if self.hold_at(Breakpoint::Custom(CustomPoint::BannerRead))? {
+                        return Ok(None);
                     }
-                    // Aborted by the sender: read on.
-                    None => self.poll_input(),
+                }
+                ReadStage::Banner => {
+                    let Some((peer, raw)) = read_banner(input)? else {
+                        return Ok(None);
+                    };
+                    self.record_rx(&raw)?;
+                    let n = self.our_banner.negotiate(&peer)?;
+                    self.negotiated = Some(n);
+                    self.encoder = Some(FrameEncoder::new(n.rev1));
+                    self.reader = Some(FrameReader::new(FrameDecoder::new(n.rev1, self.limits)));
+                    self.stage = ReadStage::Frames;
+                    let bp = Breakpoint::Custom(CustomPoint::BannerPayloadRead);
+                    return self.gate_read(bp, Input::Banner(peer));
+                }
+                ReadStage::Frames => {
+                    let reader = self.reader.as_mut().expect("set with the stage");
+                    let Some(raw) = reader.next_raw(input)? else {
+                        return Ok(None);
+                    };
+                    if let Some(r) = self.record.as_mut() {
+                        PreAuthRecord::add(&mut r.rx, raw.bytes())?;
+                    }
+                    // None: aborted by the sender; read on.
+                    if let Some(frame) = reader.decode(raw)? {
+                        let bp = Breakpoint::Frame(frame.tag, Direction::Read);
+                        return self.gate_read(bp, Input::Frame(frame));
+                    }
                 }
             }
         }
@@ -401,6 +374,6 @@ impl Link {
     }
 
     pub fn decoder_mut(&mut self) -> Option<&mut FrameDecoder> {
-        self.decoder.as_mut()
+        self.reader.as_mut().map(|r| r.decoder_mut())
     }
 }

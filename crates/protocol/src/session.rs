@@ -314,8 +314,8 @@ mod tests {
     fn link() -> Link {
         let mut l = Link::new(1, Banner::DEFAULT, FrameLimits::default());
         l.send_banner().unwrap();
-        l.input.extend_from_slice(&Banner::DEFAULT.encode());
-        l.poll_input().unwrap();
+        let mut input = bytes::BytesMut::from(&Banner::DEFAULT.encode()[..]);
+        l.poll_input(&mut input).unwrap();
         l.stop_recording();
         l
     }
@@ -324,9 +324,9 @@ mod tests {
     fn written(l: &mut Link) -> Vec<(u64, u64, u64)> {
         let bytes = l.output.take_all();
         let mut peer = link();
-        peer.input.extend_from_slice(&bytes[26..]); // skip our banner
+        let mut input = bytes::BytesMut::from(&bytes[26..]); // skip our banner
         let mut out = Vec::new();
-        while let Some(crate::link::Input::Frame(f)) = peer.poll_input().unwrap() {
+        while let Some(crate::link::Input::Frame(f)) = peer.poll_input(&mut input).unwrap() {
             if f.tag == Tag::MESSAGE {
                 let m = MessageFrame::from_received(&f).unwrap();
                 out.push((m.header.seq, m.header.tid, m.header.ack_seq));

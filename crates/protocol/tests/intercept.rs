@@ -113,8 +113,7 @@ fn block_holds_the_server_ident_until_unblocked() {
     let s = net.registered(1, 0).expect("registered");
     assert!(net.conn((1, s)).link_held());
     assert!(net.delivered(1).is_empty());
-    let now = net.now;
-    net.conn((1, s)).unblock(now);
+    net.unblock((1, s));
     net.run();
     assert_eq!(net.state((0, c)), ConnState::Ready);
     assert_eq!(net.delivered(1), vec![1]);
@@ -126,8 +125,7 @@ fn block_at_socket_connecting_waits_for_the_unblock() {
     let (mut net, c, _traps) = started(0, &[(CONNECTING, Action::Block)]);
     net.advance(Duration::from_secs(60));
     assert_eq!(net.state((0, c)), ConnState::NeedSocket);
-    let now = net.now;
-    net.conn((0, c)).unblock(now);
+    net.unblock((0, c));
     net.run();
     assert_eq!(net.delivered(1), vec![1]);
 }
@@ -147,8 +145,7 @@ fn a_stalled_acceptor_resumes_stale_and_closes() {
         net.conn((1, stale)).link_held(),
         "the first acceptor is frozen"
     );
-    let now = net.now;
-    net.conn((1, stale)).unblock(now);
+    net.unblock((1, stale));
     net.run();
     assert_eq!(net.state((1, stale)), ConnState::Closed);
     assert_eq!(net.state((0, c)), ConnState::Ready);
@@ -175,8 +172,7 @@ fn a_stalled_write_is_delivered_before_the_socket_dies() {
     net.advance(Duration::from_secs(1));
     let s = net.registered(1, 0).expect("registered");
     assert!(!net.conn((1, s)).link_held());
-    let now = net.now;
-    net.conn((1, s)).unblock(now); // nothing held any more: no effect
+    net.unblock((1, s)); // nothing held any more: no effect
     net.run();
     assert_eq!(net.state((0, c)), ConnState::Ready);
     assert_eq!(net.state((1, s)), ConnState::Ready);

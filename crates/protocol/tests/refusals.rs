@@ -160,6 +160,7 @@ fn an_unexpected_frame_says_what_was_expected_and_what_came() {
         conn,
         enc: FrameEncoder::new(true),
         now,
+        input: Default::default(),
     };
     s.bytes(&Banner::DEFAULT.encode());
     s.frame(AuthSignature { sha256: [0; 32] }.into());

@@ -10,9 +10,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use msgr_auth::NoneProvider;
 use msgr_encoding::{EntityAddrvec, EntityType};
+use msgr_frames::WireQueue;
 use msgr_protocol::{registry, Config, Conn, Event, Message, Policy, PolicySet};
 
 fn main() {
@@ -49,6 +50,9 @@ fn main() {
     let (mut sent, mut done) = (0usize, 0usize);
     let start = Instant::now();
     let mut events = Vec::new();
+    // The socket's read buffer at each end, and the bytes in flight.
+    let (mut s_in, mut c_in) = (BytesMut::new(), BytesMut::new());
+    let mut wire = WireQueue::new();
     loop {
         // Client: fill the window.
         while sent < count && sent - done < depth {
@@ -59,11 +63,9 @@ fn main() {
             sent += 1;
         }
         // Move bytes both ways and process.
-        let cb = c.output().map(|q| q.take_all()).unwrap_or_default();
-        if let Some(i) = s.input() {
-            i.extend_from_slice(&cb);
-        }
-        s.handle_input(now);
+        c.fill_output(&mut wire, now);
+        s_in.extend_from_slice(&wire.take_all());
+        s.handle_input(&mut s_in, now);
         while let Some(ev) = s.poll_event() {
             match ev {
                 Event::Message(m) => {
@@ -81,11 +83,9 @@ fn main() {
             s.send(r, now);
         }
         s.flush_acks(now);
-        let sb = s.output().map(|q| q.take_all()).unwrap_or_default();
-        if let Some(i) = c.input() {
-            i.extend_from_slice(&sb);
-        }
-        c.handle_input(now);
+        s.fill_output(&mut wire, now);
+        c_in.extend_from_slice(&wire.take_all());
+        c.handle_input(&mut c_in, now);
         while let Some(ev) = c.poll_event() {
             if let Event::Message(_) = ev {
                 done += 1;

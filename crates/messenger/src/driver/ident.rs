@@ -63,12 +63,14 @@ impl Drop for Promise {
 }
 
 /// What moves into the existing connection: the accepted socket, what was
-/// framed for it, and what its handshake learned.
+/// framed for it and what was read from it, and what its handshake
+/// learned.
 pub(crate) struct Adoption<T: Transport> {
     reuse: Option<Reuse>,
     decision: Decision,
     socket: Option<Socket<T>>,
     pending: msgr_frames::WireQueue,
+    unread: bytes::BytesMut,
     /// The shard the socket was accepted on (and is registered with).
     from_shard: usize,
 }
@@ -193,6 +195,7 @@ impl<T: Transport> Driver<T> {
                     decision,
                     socket: self.io.socket.take(),
                     pending: std::mem::take(&mut self.io.out),
+                    unread: std::mem::take(&mut self.io.rbuf),
                     from_shard: self.shard,
                 });
                 self.io.close();
@@ -218,6 +221,7 @@ impl<T: Transport> Driver<T> {
             decision,
             socket,
             pending,
+            unread,
             from_shard,
         } = *a;
         let adopted = reuse.is_some();
@@ -236,7 +240,7 @@ impl<T: Transport> Driver<T> {
             false => socket.rehome(),
         };
         match socket {
-            Ok(s) => self.io.install(s, pending),
+            Ok(s) => self.io.install(s, pending, unread),
             Err(e) => self.conn.socket_closed(link, &e, self.now),
         }
         // Crimson's default: the session goes where its socket was

@@ -69,7 +69,10 @@ impl<T: Transport> Socket<T> {
 /// idle or standby session keeps none).
 pub(crate) struct SocketIo<T: Transport> {
     pub socket: Option<Socket<T>>,
+    /// Framed for the socket, not yet written.
     pub out: WireQueue,
+    /// Read from the socket, not yet taken by the connection
+    /// (Conn::handle_input takes what is complete).
     pub rbuf: BytesMut,
 }
 
@@ -87,10 +90,11 @@ impl<T: Transport> SocketIo<T> {
     }
 
     /// A socket given to this connection by another's acceptor, with what
-    /// was already framed for it.
-    pub fn install(&mut self, socket: Socket<T>, mut pending: WireQueue) {
+    /// was already framed for it and what was read from it and not taken.
+    pub fn install(&mut self, socket: Socket<T>, mut pending: WireQueue, unread: BytesMut) {
         self.use_socket(socket);
         self.out.append(&mut pending);
+        self.rbuf = unread;
     }
 
     /// A socket this connection opened (or was given), with empty buffers.
@@ -112,40 +116,15 @@ impl<T: Transport> SocketIo<T> {
         self.rbuf = BytesMut::new();
     }
 
-    /// Takes the connection's input buffer and makes room in it for the
-    /// next step of reading; returns how much the read may take.
-    pub fn take_input(&mut self, c: &mut Conn) -> usize {
-        let want = c.want();
+    /// Makes room in the read buffer for the next step of reading;
+    /// returns how much the read may take.
+    pub fn prepare_read(&mut self, c: &Conn) -> usize {
+        let want = c.want(&self.rbuf);
         let min_read = match c.state() {
             ConnState::Ready => MIN_READ,
             _ => HANDSHAKE_READ,
         };
-        if let Some(input) = c.input() {
-            self.rbuf = std::mem::take(input);
-        }
         make_room(&mut self.rbuf, want, min_read)
-    }
-
-    /// Hands what was read to the connection.
-    pub fn hand_input(&mut self, c: &mut Conn) {
-        if let Some(input) = c.input() {
-            *input = std::mem::take(&mut self.rbuf);
-        }
-    }
-
-    /// Gives the input buffer back if the read did not take it.
-    pub fn give_back_input(&mut self, c: &mut Conn) {
-        if self.rbuf.is_empty() {
-            return;
-        }
-        if self.link().is_some_and(|l| c.link_id() == Some(l)) {
-            if let Some(input) = c.input() {
-                if input.is_empty() {
-                    *input = std::mem::take(&mut self.rbuf);
-                }
-            }
-        }
-        self.rbuf.clear();
     }
 }
 

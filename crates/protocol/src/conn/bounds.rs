@@ -117,8 +117,8 @@ impl Conn {
     /// partial frame starts (or keeps) its deadline, and a MESSAGE whose
     /// preamble announces more than the receive budget is refused before
     /// its bytes are read.
-    pub(super) fn after_input(&mut self, progressed: bool, now: Instant) {
-        let partial = self.link.as_ref().is_some_and(|l| l.has_partial());
+    pub(super) fn after_input(&mut self, input: &[u8], progressed: bool, now: Instant) {
+        let partial = self.link.as_ref().is_some_and(|l| l.has_partial(input));
         self.partial_since = match (matches!(self.state, State::Ready) && partial, progressed) {
             (false, _) => None,
             (true, true) => Some(now),

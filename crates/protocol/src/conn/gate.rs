@@ -84,8 +84,10 @@ impl Conn {
     /// Releases what an interceptor held (BLOCK or STALL): the held connect
     /// goes out; a held socket gets its held input handled and its held
     /// output released, and a socket that died meanwhile (or was stalled)
-    /// fails now, at the handshake's next use of it.
-    pub fn unblock(&mut self, now: Instant) {
+    /// fails now, at the handshake's next use of it. `input` is the
+    /// driver's read buffer, as for [`Conn::handle_input`].
+    #[cfg(feature = "interceptor")]
+    pub fn unblock(&mut self, input: &mut bytes::BytesMut, now: Instant) {
         if std::mem::take(&mut self.connect_held) {
             if matches!(self.state, State::NeedSocket) {
                 self.emit_connect();
@@ -96,10 +98,10 @@ impl Conn {
             return;
         };
         let dead = link.tap.dead;
-        let (input, stalled) = link.open_gate();
+        let (held, stalled) = link.open_gate();
         let id = link.id;
-        if let Some(input) = input {
-            if let Err(e) = self.on_input(input, now) {
+        if let Some(held) = held {
+            if let Err(e) = self.on_input(held, now) {
                 return self.fault(e, now);
             }
         }
@@ -111,7 +113,7 @@ impl Conn {
             };
             return self.fault(e, now);
         }
-        self.handle_input(now);
+        self.handle_input(input, now);
         self.flush_acks(now);
     }
 

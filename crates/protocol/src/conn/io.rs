@@ -1,22 +1,17 @@
 //! The runtime's side of a connection: the bytes of its current socket,
-//! read into [`Conn::input`] and written from [`Conn::output`] (or
-//! [`Conn::fill_output`], which frames queued messages just in time).
+//! read into the driver's buffer (which [`Conn::handle_input`] takes
+//! frames from) and written from the driver's queue (which
+//! [`Conn::fill_output`] fills, framing queued messages just in time).
 
 use std::time::Instant;
 
-use bytes::BytesMut;
 use msgr_frames::{Tag, WireQueue};
 
 use super::Conn;
 
 impl Conn {
-    /// Where the driver appends what it read from the current socket.
-    pub fn input(&mut self) -> Option<&mut BytesMut> {
-        self.link.as_mut().map(|l| &mut l.input)
-    }
-
-    /// What the driver writes to the current socket.
-    pub fn output(&mut self) -> Option<&mut WireQueue> {
+    /// What is framed for the current socket and may be written now.
+    pub(crate) fn output(&mut self) -> Option<&mut WireQueue> {
         self.link.as_mut().map(|l| l.writable())
     }
 
@@ -38,9 +33,10 @@ impl Conn {
         !self.events.is_empty()
     }
 
-    /// How many more bytes the next step of reading needs.
-    pub fn want(&self) -> usize {
-        self.link.as_ref().map_or(0, |l| l.want())
+    /// How many more bytes the next step of reading needs, `input` holding
+    /// what was read and not yet taken.
+    pub fn want(&self, input: &[u8]) -> usize {
+        self.link.as_ref().map_or(0, |l| l.want(input))
     }
 
     /// The payload size (front, middle and data, as the preamble gives

@@ -8,13 +8,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use msgr_auth::{
     AuthError, AuthOutcome, AuthPeer, AuthProvider, AuthRequest, ClientAuth, ConMode, NoneClient,
     NoneServer, ServerAuth, ServerStep, SessionKey,
 };
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_protocol::registry::{self, Outcome, PeerKey};
+use msgr_frames::WireQueue;
 use msgr_protocol::{Config, Conn, ConnState, Event, LinkId, Message, PolicySet};
 
 mod sim;
@@ -162,6 +163,10 @@ pub struct Node {
 struct Sock {
     ends: [(ConnRef, LinkId); 2],
     open: bool,
+    /// What each end read and its connection has not taken yet (a
+    /// driver's read buffer: it goes with the socket, to whichever
+    /// connection adopts it).
+    inbox: [BytesMut; 2],
 }
 
 pub struct Net {
@@ -310,6 +315,19 @@ impl Net {
         })
     }
 
+    /// Releases what an interceptor holds on connection `c`: its held
+    /// input, then what its socket read meanwhile.
+    pub fn unblock(&mut self, c: ConnRef) {
+        let now = self.now;
+        let sock = self.conn(c).link_id().and_then(|l| self.find_sock(c, l));
+        let mut none = BytesMut::new();
+        let inbox = match sock {
+            Some((i, end)) => &mut self.socks[i].inbox[end],
+            None => &mut none,
+        };
+        self.nodes[c.0].conns[c.1].unblock(inbox, now);
+    }
+
     /// Cuts the socket of connection `c`, if it has one (both ends see it).
     pub fn cut(&mut self, c: ConnRef) {
         let Some(link) = self.conn(c).link_id() else {
@@ -357,10 +375,13 @@ impl Net {
                 if self.nodes[src.0].conns[src.1].link_id() != Some(src_link) {
                     continue;
                 }
-                let bytes = match self.nodes[src.0].conns[src.1].output() {
-                    Some(q) if !q.is_empty() => q.take_all(),
-                    _ => continue,
-                };
+                let now = self.now;
+                let mut q = WireQueue::new();
+                progress |= self.nodes[src.0].conns[src.1].fill_output(&mut q, now);
+                if q.is_empty() {
+                    continue;
+                }
+                let bytes = q.take_all();
                 progress = true;
                 if self.dropping.contains(&src.0) {
                     continue;
@@ -370,15 +391,13 @@ impl Net {
                         continue;
                     }
                 }
-                let now = self.now;
                 let d = &mut self.nodes[dst.0].conns[dst.1];
                 if d.link_id() != Some(dst_link) {
                     continue;
                 }
-                if let Some(input) = d.input() {
-                    input.extend_from_slice(&bytes);
-                }
-                d.handle_input(now);
+                let inbox = &mut self.socks[i].inbox[1 - end];
+                inbox.extend_from_slice(&bytes);
+                d.handle_input(inbox, now);
                 d.flush_acks(now);
             }
         }
@@ -400,17 +419,14 @@ impl Net {
                 if let Some((i, end)) = self.find_sock(c, link) {
                     let (dst, dst_link) = self.socks[i].ends[1 - end];
                     if self.conn(c).link_id() == Some(link) {
-                        if let Some(q) = self.conn(c).output() {
-                            last.append(q);
-                        }
+                        self.conn(c).fill_output(&mut last, now);
                     }
-                    let bytes = Some(last.take_all());
+                    let bytes = last.take_all();
                     let d = &mut self.nodes[dst.0].conns[dst.1];
-                    if let (Some(bytes), true) = (bytes, d.link_id() == Some(dst_link)) {
-                        if let Some(input) = d.input() {
-                            input.extend_from_slice(&bytes);
-                        }
-                        d.handle_input(now);
+                    if d.link_id() == Some(dst_link) {
+                        let inbox = &mut self.socks[i].inbox[1 - end];
+                        inbox.extend_from_slice(&bytes);
+                        d.handle_input(inbox, now);
                     }
                     self.close_sock(i);
                 }
@@ -475,6 +491,7 @@ impl Net {
         self.socks.push(Sock {
             ends: [(from, from_link), ((to, acc_id), acc_link)],
             open: true,
+            inbox: Default::default(),
         });
     }
 

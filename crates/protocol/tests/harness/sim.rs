@@ -138,10 +138,12 @@ impl Sim {
                 if conn.link_id() != Some(src_link) {
                     continue;
                 }
-                let bytes = match conn.output() {
-                    Some(q) if !q.is_empty() => q.take_all(),
-                    _ => continue,
-                };
+                let mut q = msgr_frames::WireQueue::new();
+                conn.fill_output(&mut q, self.net.now);
+                if q.is_empty() {
+                    continue;
+                }
+                let bytes = q.take_all();
                 let after = self.wire[i][end].back().map(|(t, _)| *t);
                 let at = (self.net.now + self.delay()).max(after.unwrap_or(self.net.now));
                 self.wire[i][end].push_back((at, bytes));
@@ -169,10 +171,9 @@ impl Sim {
         if d.link_id() != Some(dst_link) {
             return;
         }
-        if let Some(input) = d.input() {
-            input.extend_from_slice(&bytes[..n]);
-        }
-        d.handle_input(now);
+        let inbox = &mut self.net.socks[i].inbox[1 - end];
+        inbox.extend_from_slice(&bytes[..n]);
+        d.handle_input(inbox, now);
         d.flush_acks(now);
     }
 

@@ -20,6 +20,8 @@ pub struct Script {
     pub conn: Conn,
     pub enc: FrameEncoder,
     pub now: Instant,
+    /// What the connection read and has not taken yet.
+    pub input: bytes::BytesMut,
 }
 
 impl Script {
@@ -48,6 +50,7 @@ impl Script {
             conn,
             enc: FrameEncoder::new(true),
             now,
+            input: bytes::BytesMut::new(),
         };
         s.socket();
         s
@@ -55,6 +58,7 @@ impl Script {
 
     /// A new socket: the banners and the server's HELLO.
     pub fn socket(&mut self) {
+        self.input.clear();
         self.conn.socket_connected(None, self.now);
         self.enc = FrameEncoder::new(true);
         self.bytes(&Banner::DEFAULT.encode());
@@ -82,8 +86,8 @@ impl Script {
     }
 
     pub fn bytes(&mut self, b: &[u8]) {
-        self.conn.input().unwrap().extend_from_slice(b);
-        self.conn.handle_input(self.now);
+        self.input.extend_from_slice(b);
+        self.conn.handle_input(&mut self.input, self.now);
     }
 
     pub fn frame(&mut self, f: ControlFrame) {
@@ -149,6 +153,7 @@ impl Script {
             conn,
             enc: FrameEncoder::new(true),
             now,
+            input: bytes::BytesMut::new(),
         };
         s.bytes(&Banner::DEFAULT.encode());
         s.frame(
