@@ -499,6 +499,6 @@ pub fn session(data: &[u8]) {
             vec![1, 2, 3, 4, 5],
             "a clean run delivers every message, once, in order"
         );
-        assert!(!forced_reset || client.stats.reconnects > 0);
+        assert!(!forced_reset || client.stats().reconnects > 0);
     }
 }

@@ -122,7 +122,7 @@ pub struct Conn {
     /// Whether the last handshake was WAITed (back off the maximum).
     waited: bool,
     peer_socket: EntityAddr,
-    pub stats: ConnStats,
+    stats: ConnStats,
     last_keepalive_ack: Option<UTime>,
     /// The runtime's name for this connection (for the interceptor).
     id: u64,
@@ -285,6 +285,11 @@ impl Conn {
 
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// Counts of what this connection did, for logs and counters.
+    pub fn stats(&self) -> &ConnStats {
+        &self.stats
     }
 
     pub fn side(&self) -> Side {
@@ -534,7 +539,7 @@ impl Conn {
                 // nothing is expected.
                 let got = match &input {
                     Input::Frame(f) => Wire::Frame(f.tag),
-                    Input::Banner(_) => Wire::Banner,
+                    Input::Banner => Wire::Banner,
                 };
                 self.state = other;
                 return Err(ProtocolError::UnexpectedFrame {

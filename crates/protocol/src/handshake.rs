@@ -82,7 +82,7 @@ fn unexpected(state: &'static str, expected: &'static [Wire], got: Wire) -> Prot
 fn wire(input: &Input) -> Wire {
     match input {
         Input::Frame(f) => Wire::Frame(f.tag),
-        Input::Banner(_) => Wire::Banner,
+        Input::Banner => Wire::Banner,
     }
 }
 

@@ -72,7 +72,7 @@ pub enum Action {
 }
 
 /// The test's side: called at every breakpoint of every connection, with
-/// the connection's id ([`crate::Conn::set_id`]).
+/// the connection's id ([`crate::Conn::id`]).
 pub trait Interceptor: Send + Sync {
     fn intercept(&self, conn: u64, bp: Breakpoint) -> Action;
 

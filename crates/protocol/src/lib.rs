@@ -16,7 +16,13 @@ pub mod decide;
 mod error;
 pub mod features;
 mod handshake;
+// The test interceptor's breakpoints and actions are public only with the
+// `interceptor` feature; without it the hooks stay inert.
+#[cfg(feature = "interceptor")]
 pub mod intercept;
+#[cfg(not(feature = "interceptor"))]
+#[allow(dead_code)]
+mod intercept;
 mod link;
 mod message;
 mod peer;
@@ -55,8 +61,8 @@ pub enum Event {
         link: LinkId,
         last: msgr_frames::WireQueue,
     },
-    /// An accepted client identified itself: the messenger decides
-    /// ([`Conn::resolve`] or [`Conn::take_for_reuse`]).
+    /// An accepted client identified itself: the messenger decides, with
+    /// the connection registered for the same peer ([`registry`]).
     IdentReceived(IdentRequest),
     /// We learned our own address from a peer (ours was blank).
     LearnedAddr(EntityAddr),

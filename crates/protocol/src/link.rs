@@ -10,7 +10,7 @@ use bytes::{Bytes, BytesMut};
 use msgr_frames::banner::{Banner, BANNER_PAYLOAD_LEN, BANNER_PREFIX_LEN};
 use msgr_frames::{
     banner_len, read_banner, ControlFrame, FrameDecoder, FrameEncoder, FrameHead, FrameLimits,
-    FrameReader, MessageFrame, Negotiated, Received, Seg, Tag, WireQueue,
+    FrameReader, Negotiated, Received, Seg, Tag, WireQueue,
 };
 
 use crate::error::ProtocolError;
@@ -23,7 +23,8 @@ pub type LinkId = u64;
 /// What the peer sent next.
 #[derive(Debug)]
 pub enum Input {
-    Banner(Banner),
+    /// The peer's banner, which the link negotiated with ours.
+    Banner,
     Frame(Received),
 }
 
@@ -83,6 +84,7 @@ pub struct Link {
 
 impl Link {
     /// A new link; [`Link::send_banner`] starts it.
+    #[cfg(test)]
     pub fn new(id: LinkId, our_banner: Banner, limits: FrameLimits) -> Link {
         Link::with_tap(id, our_banner, limits, Tap::default())
     }
@@ -263,7 +265,7 @@ impl Link {
                     self.reader = Some(FrameReader::new(FrameDecoder::new(n.rev1, self.limits)));
                     self.stage = ReadStage::Frames;
                     let bp = Breakpoint::Custom(CustomPoint::BannerPayloadRead);
-                    return self.gate_read(bp, Input::Banner(peer));
+                    return self.gate_read(bp, Input::Banner);
                 }
                 ReadStage::Frames => {
                     let reader = self.reader.as_mut().expect("set with the stage");
@@ -293,11 +295,6 @@ impl Link {
     pub fn send_control(&mut self, frame: &ControlFrame) -> Result<(), ProtocolError> {
         let payload = frame.payload();
         self.send_segments(frame.tag(), &[payload])
-    }
-
-    /// Queues a MESSAGE frame.
-    pub fn send_message(&mut self, frame: &MessageFrame) -> Result<(), ProtocolError> {
-        self.send_segments(Tag::MESSAGE, &frame.segments())
     }
 
     /// Queues a MESSAGE frame from its packed header and payload parts,

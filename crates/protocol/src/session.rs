@@ -45,17 +45,17 @@ pub enum Arrival {
 
 #[derive(Default)]
 pub struct Session {
-    pub client_cookie: u64,
-    pub server_cookie: u64,
-    pub connect_seq: u64,
+    pub(crate) client_cookie: u64,
+    pub(crate) server_cookie: u64,
+    pub(crate) connect_seq: u64,
     /// Ours, for the current connection attempt.
-    pub global_seq: u64,
+    pub(crate) global_seq: u64,
     /// The last the peer presented.
-    pub peer_global_seq: u64,
-    pub out_seq: u64,
-    pub in_seq: u64,
+    pub(crate) peer_global_seq: u64,
+    pub(crate) out_seq: u64,
+    pub(crate) in_seq: u64,
     /// Messages received since our last ack went out.
-    pub ack_left: u64,
+    pub(crate) ack_left: u64,
     /// Messages by priority, highest first, FIFO within a priority. Lists
     /// stay once created (few priorities are ever used), so queueing does
     /// not allocate in the steady state.
@@ -66,12 +66,34 @@ pub struct Session {
     sent: VecDeque<Message>,
     /// Their payload bytes.
     sent_bytes: usize,
-    pub keepalive_pending: Option<UTime>,
-    pub keepalive_ack_pending: Option<UTime>,
+    pub(crate) keepalive_pending: Option<UTime>,
+    pub(crate) keepalive_ack_pending: Option<UTime>,
+}
+
+/// The session's numbers, as the peer and we know them.
+impl Session {
+    /// The sequence number of the last message we numbered.
+    pub fn out_seq(&self) -> u64 {
+        self.out_seq
+    }
+
+    /// The sequence number of the last message delivered to us.
+    pub fn in_seq(&self) -> u64 {
+        self.in_seq
+    }
+
+    /// The session's cookies: (client's, server's); 0 until set.
+    pub fn cookies(&self) -> (u64, u64) {
+        (self.client_cookie, self.server_cookie)
+    }
+
+    pub fn connect_seq(&self) -> u64 {
+        self.connect_seq
+    }
 }
 
 impl Session {
-    pub fn enqueue(&mut self, msg: Message) {
+    pub(crate) fn enqueue(&mut self, msg: Message) {
         self.push(
             msg.priority,
             Queued {
@@ -135,7 +157,7 @@ impl Session {
         self.queued_bytes.saturating_add(self.sent_bytes)
     }
 
-    pub fn has_output(&self) -> bool {
+    pub(crate) fn has_output(&self) -> bool {
         self.queued_messages > 0
             || self.keepalive_pending.is_some()
             || self.keepalive_ack_pending.is_some()
@@ -145,7 +167,7 @@ impl Session {
     /// if no message will carry it, then the messages in priority order
     /// (IOHandler::sweep_out_pending_msgs_to_sent), all of them or, with a
     /// `room` in bytes, while the link's output is shorter than that.
-    pub fn write_pending(
+    pub(crate) fn write_pending(
         &mut self,
         link: &mut Link,
         lossy: bool,
@@ -193,7 +215,7 @@ impl Session {
 
     /// The peer received everything up to `seq` (ACK frame or a message's
     /// ack_seq): forget those messages.
-    pub fn acked(&mut self, seq: u64) {
+    pub(crate) fn acked(&mut self, seq: u64) {
         while self.sent.front().is_some_and(|m| m.seq <= seq) {
             if let Some(m) = self.sent.pop_front() {
                 self.sent_bytes = self.sent_bytes.saturating_sub(m.payload_len());
@@ -203,7 +225,7 @@ impl Session {
 
     /// Classifies a received message's sequence number and, if it is to be
     /// delivered, makes it the new `in_seq`.
-    pub fn arrived(&mut self, seq: u64, lossy: bool) -> Result<Arrival, ProtocolError> {
+    pub(crate) fn arrived(&mut self, seq: u64, lossy: bool) -> Result<Arrival, ProtocolError> {
         if seq <= self.in_seq {
             return Ok(Arrival::Duplicate);
         }
@@ -222,7 +244,7 @@ impl Session {
     /// After a fault: written but unacknowledged messages go back to the
     /// head of the queue, in their order, keeping their numbers
     /// (ProtocolV2::requeue_sent).
-    pub fn requeue_sent(&mut self) {
+    pub(crate) fn requeue_sent(&mut self) {
         // Sent messages are numbered up to out_seq, one each.
         self.out_seq = self.out_seq.saturating_sub(self.sent.len() as u64);
         self.sent_bytes = 0;
@@ -241,7 +263,7 @@ impl Session {
     /// On resuming the session: the peer received up to `peer_in_seq`;
     /// requeued messages it has are dropped, the rest are written again with
     /// their old numbers (discard_requeued_up_to / requeue_out_sent_up_to).
-    pub fn resume_from(&mut self, peer_in_seq: u64) {
+    pub(crate) fn resume_from(&mut self, peer_in_seq: u64) {
         let list = self.list(REQUEUE_PRIORITY);
         let mut dropped_bytes: usize = 0;
         let mut dropped: usize = 0;
@@ -262,7 +284,7 @@ impl Session {
     /// A new session with the peer (SERVER_IDENT): numbering restarts in
     /// both directions; unacknowledged messages are sent again as new ones
     /// (crimson's reset_peer_state; classic Ceph keeps its old `out_seq`).
-    pub fn restart_numbering(&mut self) {
+    pub(crate) fn restart_numbering(&mut self) {
         self.requeue_sent();
         for q in self.list(REQUEUE_PRIORITY).iter_mut() {
             q.requeued = false;
@@ -274,7 +296,7 @@ impl Session {
 
     /// A full reset (reset_session): everything queued or unacknowledged is
     /// dropped, cookies and counters start over.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         // ProtocolV2::reset_session clears sequences, cookies and queues but
         // not global_seq: the CLIENT_IDENT that follows a reset must still
         // carry our latest global_seq, or the peer's existing session (whose
@@ -287,7 +309,7 @@ impl Session {
     }
 
     /// A lossy session's end: drop everything queued (discard_out_queue).
-    pub fn discard_queue(&mut self) {
+    pub(crate) fn discard_queue(&mut self) {
         self.queue.clear();
         self.sent.clear();
         self.sent_bytes = 0;

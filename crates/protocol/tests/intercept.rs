@@ -177,5 +177,5 @@ fn a_stalled_write_is_delivered_before_the_socket_dies() {
     assert_eq!(net.state((0, c)), ConnState::Ready);
     assert_eq!(net.state((1, s)), ConnState::Ready);
     assert_eq!(net.delivered(1), vec![1]);
-    assert_eq!(net.conn((0, c)).stats.reconnects, 1);
+    assert_eq!(net.conn((0, c)).stats().reconnects, 1);
 }

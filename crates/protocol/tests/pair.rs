@@ -112,7 +112,7 @@ fn reconnect_after_socket_failure_replays_exactly_once() {
     );
     assert_eq!(net.delivered(1), (1..=9).collect::<Vec<_>>());
     assert_eq!(net.log(0, c), vec![Ev::Connected, Ev::Connected]);
-    assert_eq!(net.conn((0, c)).stats.reconnects, 1);
+    assert_eq!(net.conn((0, c)).stats().reconnects, 1);
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn lost_server_ident_restarts_establishment() {
         net.nodes[0].faults
     );
     assert_eq!(net.delivered(1), vec![1]);
-    assert_eq!(net.conn((0, c)).stats.client_idents, 2);
+    assert_eq!(net.conn((0, c)).stats().client_idents, 2);
     // The same server connection took the new socket (cookie matched).
     assert_eq!(
         net.log(1, s),
@@ -269,7 +269,7 @@ fn lost_client_ident_is_sent_again() {
         "{:?}",
         net.nodes[0].faults
     );
-    assert_eq!(net.conn((0, c)).stats.client_idents, 2);
+    assert_eq!(net.conn((0, c)).stats().client_idents, 2);
     assert_eq!(net.delivered(1), vec![1]);
     let s = net.registered(1, 0).unwrap();
     assert_eq!(net.log(1, s), vec![Ev::Accepted, Ev::Message(1)]);
@@ -386,10 +386,10 @@ fn standby_until_there_is_something_to_send() {
     net.run();
     // Nothing queued: both sides stand by instead of reconnecting.
     assert_eq!(net.state((0, a)), ConnState::Standby);
-    let connects = net.conn((0, a)).stats.connect_attempts;
+    let connects = net.conn((0, a)).stats().connect_attempts;
     net.advance(Duration::from_secs(30));
     assert_eq!(
-        net.conn((0, a)).stats.connect_attempts,
+        net.conn((0, a)).stats().connect_attempts,
         connects,
         "no reconnect while idle"
     );

@@ -201,3 +201,22 @@ fn an_unexpected_frame_says_what_was_expected_and_what_came() {
         "in state COMPRESSION_ACCEPTING the peer sent CLIENT_IDENT; expected COMPRESSION_REQUEST"
     );
 }
+
+/// What a driver read past a frame that ends its socket goes with the
+/// socket: the read buffer is left empty, and a partial frame read on a
+/// live socket stays for the next read.
+#[test]
+fn bytes_read_past_a_fault_are_dropped_with_the_socket() {
+    let mut s = Script::new(CompressionConfig::default());
+    let mut q = msgr_frames::WireQueue::new();
+    let sig = ControlFrame::from(AuthSignature { sha256: [0; 32] });
+    s.enc.encode(sig.tag(), &[sig.payload()], &mut q).unwrap();
+    let frame = q.take_all();
+    // Half a frame stays in the buffer while the socket lives.
+    s.bytes(&frame[..20]);
+    assert_eq!(s.input.len(), 20);
+    // The rest, and more: AUTH_SIGNATURE before AUTH_DONE is a fault.
+    s.bytes(&[&frame[20..], &b"more bytes of the dead socket"[..]].concat());
+    assert!(s.fault().is_some());
+    assert!(s.input.is_empty(), "{} bytes kept", s.input.len());
+}

@@ -160,8 +160,8 @@ impl Published {
             self.state = Some(state);
             self.keepalive_ack = ack;
         }
-        if self.stats != c.stats {
-            let s = c.stats;
+        if self.stats != *c.stats() {
+            let s = *c.stats();
             let all = [
                 s.connect_attempts,
                 s.client_idents,

@@ -69,7 +69,7 @@ impl Conn {
 
     /// The messenger's decision on the ident this connection is holding
     /// (anything but `Reuse`, which goes through [`Conn::take_for_reuse`]).
-    pub fn resolve(&mut self, decision: Decision, now: Instant) {
+    pub(crate) fn resolve(&mut self, decision: Decision, now: Instant) {
         let State::Deciding(req) = std::mem::replace(&mut self.state, State::Closed) else {
             return;
         };
@@ -169,7 +169,7 @@ impl Conn {
     /// withdrawn ([`Conn::end_replacing`]), other idents for this peer are
     /// answered as Ceph answers them during a replacement (WAIT, or
     /// RETRY_GLOBAL for a reconnect), and the old socket is not read.
-    pub fn begin_replacing(&mut self) {
+    pub(crate) fn begin_replacing(&mut self) {
         self.replacing = true;
     }
 
@@ -185,7 +185,7 @@ impl Conn {
 
     /// Takes this accepted socket (and what its handshake learned) to move
     /// it into an existing connection to the same peer.
-    pub fn take_for_reuse(&mut self) -> Option<Reuse> {
+    pub(crate) fn take_for_reuse(&mut self) -> Option<Reuse> {
         let State::Deciding(request) = std::mem::replace(&mut self.state, State::Closed) else {
             return None;
         };
@@ -202,7 +202,7 @@ impl Conn {
     /// (ProtocolV2::reuse_connection): the old socket, if any, is dropped;
     /// unacknowledged messages are queued again; the session answers with
     /// SERVER_IDENT (a new or reset session) or SESSION_RECONNECT_OK.
-    pub fn adopt(&mut self, reuse: Reuse, reset_session: bool, now: Instant) {
+    pub(crate) fn adopt(&mut self, reuse: Reuse, reset_session: bool, now: Instant) {
         self.replacing = false;
         if matches!(self.state, State::Closed) {
             return;

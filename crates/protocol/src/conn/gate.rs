@@ -5,14 +5,8 @@ use super::*;
 use crate::intercept::{Action, Breakpoint, CustomPoint, Tap};
 
 impl Conn {
-    /// Names this connection for the interceptor (the runtime's id).
-    pub fn set_id(&mut self, id: u64) {
-        self.id = id;
-        if let Some(l) = self.link.as_mut() {
-            l.tap.conn = id;
-        }
-    }
-
+    /// The id the runtime gave this connection (the interceptor's name
+    /// for it).
     pub fn id(&self) -> u64 {
         self.id
     }

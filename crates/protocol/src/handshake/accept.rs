@@ -66,7 +66,7 @@ impl Accepting {
         let state = self.name();
         match self {
             Accepting::Banner => match input {
-                Input::Banner(_) => {
+                Input::Banner => {
                     hello(cx, peer_socket)?;
                     Ok(AcceptStep::Next(Accepting::Hello))
                 }

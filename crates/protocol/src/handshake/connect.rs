@@ -56,7 +56,7 @@ impl Connecting {
         let state = self.name();
         match self {
             Connecting::Banner => match input {
-                Input::Banner(_) => {
+                Input::Banner => {
                     hello(cx, cx.peer.target_addr)?;
                     Ok(ConnectStep::Next(Connecting::Hello))
                 }

@@ -182,7 +182,14 @@ impl Script {
             }
             .into(),
         );
-        s.conn.resolve(msgr_protocol::Decision::NewSession, s.now);
+        let req = std::iter::from_fn(|| s.conn.poll_event())
+            .find_map(|e| match e {
+                Event::IdentReceived(req) => Some(req),
+                _ => None,
+            })
+            .expect("the ident reached the messenger");
+        let stamp = msgr_encoding::UTime::default();
+        msgr_protocol::registry::resolve(&mut s.conn, None, req, stamp, s.now);
         assert_eq!(s.conn.phase(), "READY");
         s
     }
