@@ -12,8 +12,14 @@
 //! registered, every open socket joining two live connections. The test
 //! prints how many distinct interleavings (trace hashes) its seeds explored.
 //!
+//! Each seed runs twice: with idents resolved at once (one messenger core,
+//! as Ceph's lock has it), and in the sharded runtime's separate steps
+//! (ask, verdict, adoption: each a delayed hop between connections that
+//! other events interleave with, `Sim::split_idents`).
+//!
 //! `MSGR_SIM_RUNS=20000 cargo test --release -p msgr-protocol --test simulation many -- --ignored --nocapture`
-//! explores more; `MSGR_SIM_SEED=N` replays one run.
+//! explores more; `MSGR_SIM_SEED=N` replays one run (`MSGR_SIM_SPLIT=1`:
+//! with split idents).
 
 mod harness;
 
@@ -63,12 +69,14 @@ fn stream_of(tid: u64) -> ((usize, usize), u64) {
 }
 
 impl Run {
-    fn new(seed: u64, a: Policy, b: Policy) -> Run {
+    fn new(seed: u64, a: Policy, b: Policy, split: bool) -> Run {
         let mut net = Net::new();
         net.add_node("osd.1", "v2:10.0.0.1:6800/11", policies(a), none());
         net.add_node("osd.2", "v2:10.0.0.2:6800/22", policies(b), none());
+        let mut sim = Sim::new(net, seed);
+        sim.split_idents = split;
         Run {
-            sim: Sim::new(net, seed),
+            sim,
             streams: BTreeMap::new(),
             sends: Vec::new(),
             dropped_sessions: HashSet::new(),
@@ -251,31 +259,35 @@ impl Run {
     }
 }
 
-fn lossless_peers(seed: u64, reuse: bool) -> Run {
+fn lossless_peers(seed: u64, reuse: bool, split: bool) -> Run {
     let p = if reuse {
         Policy::lossless_peer_reuse()
     } else {
         Policy::lossless_peer()
     };
-    Run::new(seed, p, p)
+    Run::new(seed, p, p, split)
 }
 
-fn client_server(seed: u64) -> Run {
-    Run::new(seed, Policy::lossless_client(), Policy::stateful_server())
+fn client_server(seed: u64, split: bool) -> Run {
+    Run::new(seed, Policy::lossless_client(), Policy::stateful_server(), split)
 }
 
-/// One run of scenario family `seed % 6`; returns its trace hash.
-fn simulate(seed: u64) -> Result<u64, String> {
+/// One run of scenario family `seed % 6`, idents resolved at once or
+/// `split`; returns its trace hash and how the split resolution went.
+fn simulate(seed: u64, split: bool) -> Result<(u64, IdentCounts), String> {
     let family = (seed % FAMILIES.len() as u64) as usize;
-    scenario(seed, family).map_err(|e| format!("seed {seed} ({}): {e}", FAMILIES[family]))
+    scenario(seed, family, split).map_err(|e| {
+        let how = if split { ", split idents" } else { "" };
+        format!("seed {seed} ({}{how}): {e}", FAMILIES[family])
+    })
 }
 
-fn scenario(seed: u64, family: usize) -> Result<u64, String> {
+fn scenario(seed: u64, family: usize, split: bool) -> Result<(u64, IdentCounts), String> {
     let ms = Duration::from_millis;
     let mut run = match family {
-        0 => lossless_peers(seed, false),
-        1 | 2 => lossless_peers(seed, true),
-        _ => client_server(seed),
+        0 => lossless_peers(seed, false, split),
+        1 | 2 => lossless_peers(seed, true, split),
+        _ => client_server(seed, split),
     };
     run.sim.cuts_left = run.sim.rng.below(4) as u32;
     run.sim.cut_one_in = 10 + run.sim.rng.below(40);
@@ -365,18 +377,28 @@ fn scenario(seed: u64, family: usize) -> Result<u64, String> {
     }
     run.settle();
     run.check()?;
-    Ok(run.sim.trace)
+    Ok((run.sim.trace, run.sim.ident_counts()))
 }
 
-fn explore(seeds: impl Iterator<Item = u64>) -> (usize, usize) {
+/// Runs `seeds`; returns how many ran, how many distinct interleavings
+/// they took, and (split) how many runs took each path of the split
+/// resolution.
+fn explore(seeds: impl Iterator<Item = u64>, split: bool) -> (usize, usize, IdentCounts) {
     let mut traces = HashSet::new();
     let mut runs = 0;
     let mut failures = Vec::new();
+    let mut took = IdentCounts::default();
     for seed in seeds {
         runs += 1;
-        match simulate(seed) {
-            Ok(t) => {
+        match simulate(seed, split) {
+            Ok((t, c)) => {
                 traces.insert(t);
+                took.asks += (c.asks > 0) as u64;
+                took.retries += (c.retries > 0) as u64;
+                took.deferred += (c.deferred > 0) as u64;
+                took.adopted += (c.adopted > 0) as u64;
+                took.cancelled += (c.cancelled > 0) as u64;
+                took.held += (c.held > 0) as u64;
             }
             Err(e) => failures.push(e),
         }
@@ -391,22 +413,36 @@ fn explore(seeds: impl Iterator<Item = u64>) -> (usize, usize) {
         "{runs} runs explored {} distinct interleavings",
         traces.len()
     );
-    (runs, traces.len())
+    if split {
+        println!("runs that took each path of the split resolution: {took:?}");
+    }
+    (runs, traces.len(), took)
 }
 
 /// The bounded exploration the test command runs.
 #[test]
 fn races_end_with_every_message_once_and_no_leaks() {
-    let (runs, distinct) = explore(0..1200);
+    let (runs, distinct, _) = explore(0..1200, false);
     // Nearly every seed takes its own path through the races.
     assert!(distinct * 10 >= runs * 9, "{distinct} distinct of {runs}");
+}
+
+/// The same races with idents resolved as the sharded runtime does: the
+/// ask, the verdict and the adoption each a separate, delayed step.
+#[test]
+fn races_with_idents_resolved_across_shards_end_the_same() {
+    let (runs, distinct, took) = explore(0..1200, true);
+    assert!(distinct * 10 >= runs * 9, "{distinct} distinct of {runs}");
+    // The interleavings the split steps allow are reached.
+    assert!(took.asks > 0 && took.adopted > 0 && took.held > 0, "{took:?}");
 }
 
 /// The same seed is the same run.
 #[test]
 fn a_seed_replays_exactly() {
     for seed in [3, 4, 5] {
-        assert_eq!(simulate(seed), simulate(seed));
+        assert_eq!(simulate(seed, false), simulate(seed, false));
+        assert_eq!(simulate(seed, true), simulate(seed, true));
     }
 }
 
@@ -416,7 +452,8 @@ fn replay() {
         .ok()
         .and_then(|s| s.parse().ok())
     {
-        explore(std::iter::once(seed));
+        let split = std::env::var("MSGR_SIM_SPLIT").is_ok_and(|v| v == "1");
+        explore(std::iter::once(seed), split);
     }
 }
 
@@ -427,5 +464,6 @@ fn many() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000u64);
-    explore(0..runs);
+    explore(0..runs, false);
+    explore(0..runs, true);
 }

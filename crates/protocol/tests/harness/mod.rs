@@ -20,7 +20,7 @@ use msgr_protocol::{Config, Conn, ConnState, Event, LinkId, Message, PolicySet};
 
 mod sim;
 #[allow(unused_imports)]
-pub use sim::Sim;
+pub use sim::{IdentCounts, Sim};
 
 /// Auth none, both sides.
 pub struct NoneAuth;

@@ -10,6 +10,10 @@ use std::collections::VecDeque;
 
 use super::*;
 
+mod idents;
+
+pub use idents::IdentCounts;
+
 /// splitmix64.
 pub struct SimRng(u64);
 
@@ -44,6 +48,10 @@ pub struct Sim {
     pub cut_one_in: u64,
     pub cuts: u32,
     pub max_delay: Duration,
+    /// Resolve idents in the sharded runtime's separate steps, each hop a
+    /// scheduled choice (sim/idents.rs), instead of at once.
+    pub split_idents: bool,
+    idents: idents::Idents,
 }
 
 impl Sim {
@@ -61,6 +69,8 @@ impl Sim {
             cut_one_in: 40,
             cuts: 0,
             max_delay: Duration::from_millis(3),
+            split_idents: false,
+            idents: Default::default(),
         }
     }
 
@@ -113,6 +123,7 @@ impl Sim {
                 let delay = self.delay();
                 self.connects.push((self.net.now + delay, c, addr));
             }
+            Event::IdentReceived(req) if self.split_idents => self.ident_received(c, req),
             other => self.net.on_event(c, other),
         }
     }
@@ -212,36 +223,51 @@ impl Sim {
                 }
             }
             let mut due: Vec<(usize, usize)> = Vec::new();
+            let mut held = 0;
             for (i, dirs) in self.wire.iter().enumerate() {
                 for (end, q) in dirs.iter().enumerate() {
                     if q.front().is_some_and(|(t, _)| *t <= now) {
-                        due.push((i, end));
+                        match self.blocked(i, end) {
+                            true => held += 1,
+                            false => due.push((i, end)),
+                        }
                     }
                 }
             }
+            self.idents.counts.held += held;
             let connects_due: Vec<usize> = (0..self.connects.len())
                 .filter(|&j| self.connects[j].0 <= now)
                 .collect();
-            let choices = due.len() + connects_due.len();
+            let hops_due = self.hops_due();
+            let choices = due.len() + connects_due.len() + hops_due.len();
             if choices > 0 {
                 let pick = self.rng.below(choices as u64) as usize;
                 if pick < due.len() {
                     let (i, end) = due[pick];
                     self.deliver(i, end);
-                } else {
+                } else if pick < due.len() + connects_due.len() {
                     let (_, from, addr) = self.connects.remove(connects_due[pick - due.len()]);
                     self.note(&[3, from.0 as u64, from.1 as u64]);
                     self.net.open_socket(from, addr);
+                } else {
+                    self.fire_hop(hops_due[pick - due.len() - connects_due.len()]);
                 }
                 continue;
             }
-            // Nothing due: on to the next thing that will be.
-            let next_wire = self
-                .wire
+            // Nothing due: on to the next thing that will be (what waits
+            // on a hop is due when the hop is).
+            let this = &*self;
+            let next_wire = this.wire.iter().enumerate().flat_map(|(i, dirs)| {
+                dirs.iter().enumerate().filter_map(move |(end, q)| {
+                    let t = q.front().map(|(t, _)| *t)?;
+                    (!this.blocked(i, end)).then_some(t)
+                })
+            });
+            let next_connect = self
+                .connects
                 .iter()
-                .flatten()
-                .filter_map(|q| q.front().map(|(t, _)| *t));
-            let next_connect = self.connects.iter().map(|c| c.0);
+                .map(|c| c.0)
+                .chain(self.idents.hops.iter().map(|h| h.0));
             let next_timer = self
                 .net
                 .nodes
@@ -263,6 +289,11 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// How often each path of the split ident resolution was taken.
+    pub fn ident_counts(&self) -> IdentCounts {
+        self.idents.counts
     }
 
     pub fn run_for(&mut self, d: Duration) {
