@@ -149,13 +149,14 @@ impl Interceptor for Traps {
         let mut t = self.inner();
         let round = {
             let n = t.hits.entry(bp).or_default();
-            *n += 1;
+            *n = n.saturating_add(1);
             *n
         };
         if !t.order.contains(&conn) {
             t.order.push(conn);
         }
-        *t.by_conn.entry((conn, bp)).or_default() += 1;
+        let hits = t.by_conn.entry((conn, bp)).or_default();
+        *hits = hits.saturating_add(1);
         let action = t.armed.get(&(bp, round)).copied().unwrap_or_default();
         if matches!(action, Action::Block | Action::Stall) {
             t.blocked = Some(conn);
