@@ -12,8 +12,10 @@ use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_protocol::{ConnState, ConnStats, Message};
 use tokio::sync::{mpsc, Notify};
 
+mod outbox;
 mod view;
 
+pub(crate) use outbox::Outbox;
 pub(crate) use view::{Published, View};
 
 /// What a handle (or another connection) asks of a connection's driver.
@@ -138,7 +140,15 @@ impl Connection {
     /// Tells the driver; a closed connection's driver is gone, and what
     /// it is told is dropped (as a closed Conn drops what it is sent).
     pub(crate) fn command(&self, c: Command) {
-        let _ = self.shared.tx.send(c);
+        let me = Arc::as_ptr(&self.shared) as usize;
+        if let Some(c) = outbox::offer(me, c) {
+            let _ = self.shared.tx.send(c);
+        }
+    }
+
+    /// The connection's identity for its outbox.
+    pub(crate) fn outbox_key(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
     }
 
     pub fn id(&self) -> u64 {

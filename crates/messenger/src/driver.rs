@@ -23,7 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::budget::Budget;
-use crate::connection::{Command, Connection, IncomingMessage, Published};
+use crate::connection::{Command, Connection, IncomingMessage, Outbox, Published};
 use crate::messenger::Inner;
 
 pub(crate) mod ident;
@@ -73,6 +73,8 @@ pub(crate) struct Driver<T: Transport> {
     /// Events taken from the connection, not yet handled: a message waiting
     /// for receive budget holds up the events after it.
     pending: VecDeque<Event>,
+    /// The outbox's buffer between dispatches (connection/outbox.rs).
+    given: Vec<Command>,
     budget: Budget,
     /// We stopped reading (receive budget, the queue limit): the frame
     /// being read gets its full time again when we resume.
@@ -144,6 +146,7 @@ impl<T: Transport> Driver<T> {
             io,
             connecting: None,
             pending: VecDeque::new(),
+            given: Vec::new(),
             budget,
             paused: false,
             closing: Vec::new(),
@@ -278,14 +281,16 @@ impl<T: Transport> Driver<T> {
         self.published.publish(&self.conn, view, self.inner.epoch);
     }
 
-    /// Commands from handles, in order (up to COMMANDS_PER_TURN).
-    fn take_commands(&mut self) {
+    /// Commands from handles, in order (up to COMMANDS_PER_TURN); returns
+    /// whether the queue is empty now.
+    fn take_commands(&mut self) -> bool {
         for _ in 0..COMMANDS_PER_TURN {
             match self.commands.try_recv() {
                 Ok(c) => self.on_command(c),
-                Err(_) => return,
+                Err(_) => return true,
             }
         }
+        false
     }
 
     fn on_command(&mut self, cmd: Command) {
@@ -322,7 +327,7 @@ impl<T: Transport> Driver<T> {
     /// Breaks when the connection closed.
     fn handle_events(&mut self) -> ControlFlow<()> {
         loop {
-            self.take_commands();
+            let emptied = self.take_commands();
             if self.handle.shared.view.marked_down() {
                 // At once, before anything more is dispatched: the user
                 // hears nothing of a connection after marking it down,
@@ -339,28 +344,50 @@ impl<T: Transport> Driver<T> {
             }
             // The dispatcher's calls see the state the events come from.
             self.publish();
-            while let Some(ev) = self.pending.pop_front() {
-                match ev {
-                    // Dispatched here, with its receive budget, or put back
-                    // to wait for it (the message moves once, into
-                    // IncomingMessage).
-                    Event::Message(msg) => match self.budget.take(msg.payload_len() as u64) {
-                        Some(permits) => self.inner.dispatcher.ms_dispatch(
-                            &self.handle,
-                            IncomingMessage {
-                                msg,
-                                _permits: permits,
-                            },
-                        ),
-                        None => {
-                            self.pending.push_front(Event::Message(msg));
-                            return ControlFlow::Continue(());
-                        }
-                    },
-                    ev => self.on_event(ev)?,
-                }
+            // What the dispatcher gives this connection from this thread
+            // skips the queue (connection/outbox.rs); it may only when
+            // nothing of this thread's is left in the queue.
+            let outbox = match emptied {
+                true => Outbox::open(self.handle.outbox_key(), std::mem::take(&mut self.given)),
+                false => Outbox::closed(),
+            };
+            let dispatched = self.dispatch_pending();
+            let mut given = outbox.close();
+            for c in given.drain(..) {
+                self.on_command(c);
+            }
+            self.given = given;
+            if !dispatched? {
+                return ControlFlow::Continue(());
             }
         }
+    }
+
+    /// Dispatches the pending events, in order; Continue(false) when a
+    /// message waits for receive budget.
+    fn dispatch_pending(&mut self) -> ControlFlow<(), bool> {
+        while let Some(ev) = self.pending.pop_front() {
+            match ev {
+                // Dispatched here, with its receive budget, or put back to
+                // wait for it (the message moves once, into
+                // IncomingMessage).
+                Event::Message(msg) => match self.budget.take(msg.payload_len() as u64) {
+                    Some(permits) => self.inner.dispatcher.ms_dispatch(
+                        &self.handle,
+                        IncomingMessage {
+                            msg,
+                            _permits: permits,
+                        },
+                    ),
+                    None => {
+                        self.pending.push_front(Event::Message(msg));
+                        return ControlFlow::Continue(false);
+                    }
+                },
+                ev => self.on_event(ev)?,
+            }
+        }
+        ControlFlow::Continue(true)
     }
 
     fn on_event(&mut self, ev: Event) -> ControlFlow<()> {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# conns.sh [ROUNDS] [SECONDS]
+#
+# Per-message cost against the number of connections: a `msgr serve` in one
+# process, `msgr bench --connect` with 1 (depth 128), 100, 1000 and 10000
+# connections (depth 1) in another (each process then holds at most 10000
+# sockets). The server's CPU per message is taken from its own
+# once-a-second statistics, over the seconds when every connection was up
+# and traffic flowed before and after: handshakes are not counted.
+# Servers: CONFIGS, space-separated LABEL=BINARY[,SERVE-ARGS...] (default:
+# this tree's server on 1 shard and on 2), e.g.
+#   CONFIGS="new=target/perf/msgr,--shards,1 old=/tmp/old-target/perf/msgr"
+# Connection counts and servers are interleaved, ROUNDS (3) times, SECONDS
+# (12) each; it prints each run, then per server the medians and their
+# ratios against 100 connections. No assertions: a benchmark, for
+# BENCHMARKS.md.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROUNDS=${1:-3}
+SECS=${2:-12}
+CONFIGS=${CONFIGS:-"shards1=target/perf/msgr,--shards,1 shards2=target/perf/msgr,--shards,2"}
+cargo build --profile perf -q -p msgr-cli
+OUT=$(mktemp)
+LOG=$(mktemp)
+trap 'rm -f "$OUT" "$LOG"' EXIT
+WORKLOADS=("1:128" "100:1" "1000:1" "10000:1")
+PORT=17100
+for r in $(seq "$ROUNDS"); do
+  for w in "${WORKLOADS[@]}"; do
+   for config in $CONFIGS; do
+    label=${config%%=*}
+    IFS=, read -r -a serve <<< "${config#*=}"
+    conns=${w%%:*}
+    depth=${w##*:}
+    PORT=$((PORT + 1))
+    "${serve[0]}" serve --bind "v2:127.0.0.1:$PORT" --stats 1 "${serve[@]:1}" \
+      > /dev/null 2> "$LOG" &
+    server=$!
+    sleep 0.5
+    line=$(target/perf/msgr bench --connect "v2:127.0.0.1:$PORT/0" --conns "$conns" \
+      --depth "$depth" --duration "$SECS" --json)
+    sleep 1.5
+    kill "$server"
+    wait "$server" 2> /dev/null || true
+    python3 - "$LOG" "$conns" "$line" "$label" >> "$OUT" <<'PY'
+import json, re, sys
+log, conns, run, label = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+ticks = []
+for l in open(log):
+    m = re.search(r"total (\d+) ops, (\d+) conns, \d+ pings, cpu ([\d.]+)s", l)
+    if m:
+        ticks.append((int(m[1]), int(m[2]), float(m[3])))
+# Ticks with every connection up and traffic on both sides of them.
+steady = [i for i in range(1, len(ticks) - 1)
+          if ticks[i - 1][1] >= conns
+          and ticks[i - 1][0] < ticks[i][0] < ticks[i + 1][0]]
+a, b = ticks[steady[0] - 1], ticks[steady[-1]]
+cpu_us = (b[2] - a[2]) * 1e6 / max(b[0] - a[0], 1)
+print(json.dumps({"server": label, "conns": conns, "depth": run["depth"],
+                  "msgs_per_sec": run["msgs_per_sec"], "server_cpu_us_per_msg": cpu_us,
+                  "steady_seconds": len(steady)}))
+PY
+    tail -1 "$OUT"
+   done
+  done
+done
+python3 - "$OUT" <<'PY'
+import json, statistics as st, sys
+all_runs = [json.loads(l) for l in open(sys.argv[1])]
+for server in dict.fromkeys(r["server"] for r in all_runs):
+    runs = [r for r in all_runs if r["server"] == server]
+    print(f"server {server}:")
+    med = {}
+    for c in dict.fromkeys(r["conns"] for r in runs):
+        rs = [r for r in runs if r["conns"] == c]
+        rate = st.median(r["msgs_per_sec"] for r in rs)
+        cpu = st.median(r["server_cpu_us_per_msg"] for r in rs)
+        med[c] = (rate, cpu)
+        txt = " ".join(f"{r['server_cpu_us_per_msg']:.2f}" for r in rs)
+        print(f"  {c:6} conns, depth {rs[0]['depth']:3}: msgs/s {rate:8.0f}  "
+              f"server cpu {cpu:5.2f} us/msg  (runs: {txt})")
+    base = med[100][1]
+    for c, (rate, cpu) in med.items():
+        print(f"  {c:6} conns: server cpu/msg x{cpu / base:.3f} against 100 connections")
+PY
