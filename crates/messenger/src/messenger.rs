@@ -226,12 +226,10 @@ impl<T: Transport> Inner<T> {
         fut: impl std::future::Future<Output = ()> + Send + 'static,
     ) {
         self.tasks.fetch_add(1, Ordering::AcqRel);
-        let inner = self.clone();
+        let done = TaskDone(self.clone());
         self.shards.spawn(shard, async move {
             fut.await;
-            if inner.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
-                inner.tasks_done.notify_waiters();
-            }
+            drop(done);
         });
     }
 
@@ -250,6 +248,18 @@ impl<T: Transport> Inner<T> {
             if reg.get(&k) == Some(conn) {
                 reg.remove(&k);
             }
+        }
+    }
+}
+
+/// Counts a tracked task done when it ends, or when its future is dropped
+/// (a shard's runtime gone, a panic): shutdown waits for every one.
+struct TaskDone<T: Transport>(Arc<Inner<T>>);
+
+impl<T: Transport> Drop for TaskDone<T> {
+    fn drop(&mut self) {
+        if self.0.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.tasks_done.notify_waiters();
         }
     }
 }
@@ -475,7 +485,9 @@ impl<T: Transport> Messenger<T> {
     /// Stops accepting, closes every connection, waits for every task,
     /// and lets the shards' threads end.
     pub async fn shutdown(&self) {
-        let _ = self.inner.shutdown.send(true);
+        // Stored even when nothing listens yet (`send` would drop it): a
+        // listener whose task has bound but not yet subscribed must see it.
+        self.inner.shutdown.send_replace(true);
         let all: Vec<Connection> = self.inner.all().values().cloned().collect();
         for c in all {
             c.mark_down();

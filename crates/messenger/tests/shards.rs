@@ -808,6 +808,32 @@ async fn every_shard_sends_while_both_sides_move() {
 // ---------------------------------------------------------------------------
 // One shard: the caller's runtime.
 
+/// Shutdown is remembered even when nothing listens for it yet: a
+/// listener's task that bound its socket but had not yet subscribed when
+/// shutdown came (crimson_races caught it: a case that shuts down right
+/// after binding hung 3 times in 160 runs under load) must see it and end,
+/// or the shutdown waiting for it never returns. Made deterministic here:
+/// the listener starts after the shutdown, and has closed by the time
+/// `bind` returns (one thread: its task ran to its end meanwhile).
+#[tokio::test(flavor = "current_thread")]
+async fn a_listener_that_starts_after_shutdown_sees_it() {
+    let net = MemoryNet::new();
+    let m = Messenger::new(
+        net.clone(),
+        options("osd.1", Policy::stateless_server(), (1, "late"), 0, 1, 1),
+        Recorder::new("late", Behaviour::default(), 1),
+    );
+    m.shutdown().await;
+    let addrs = bind(&m, "v2:10.0.0.1:6800/1").await;
+    let addr = addrs.msgr2().and_then(|a| a.addr).unwrap();
+    assert!(
+        net.connect(addr).await.is_err(),
+        "the listener did not see the shutdown: it still accepts"
+    );
+    let again = tokio::time::timeout(PATIENCE, m.shutdown()).await;
+    assert!(again.is_ok(), "shutdown did not finish");
+}
+
 /// With one shard a messenger makes no thread: its connections run, and
 /// its dispatcher is called, in the runtime it is used from (here the
 /// test's current-thread runtime, on the test's own thread).
