@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::BufMut;
+use bytes::{BufMut, BytesMut};
 use msgr_frames::WireQueue;
 use msgr_protocol::{Conn, Event};
 use msgr_transport::{Stream, Transport};
@@ -564,6 +564,13 @@ impl<T: Transport> Driver<T> {
                     None if c.link_id() == Some(link) => {
                         c.handle_input(&mut self.io.rbuf, now);
                         c.flush_acks(now);
+                        // Emptied: let the buffer go (what the frames
+                        // taken from it still use stays with them), and
+                        // make a fresh one for the next read; a connection
+                        // then holds no written pages between messages.
+                        if self.io.rbuf.is_empty() {
+                            self.io.rbuf = BytesMut::new();
+                        }
                     }
                     None => self.io.rbuf.clear(),
                 }
