@@ -228,8 +228,8 @@ pub struct Config {
     /// be written (the link's queue plus what the runtime holds, which it
     /// reports through [`crate::Conn::fill_output`]), so that each frame is
     /// built, and in secure mode encrypted, just before the socket takes
-    /// it, while its bytes are still in cache. None: frame every message at
-    /// once, for runtimes that drain [`crate::Conn::output`] themselves.
+    /// it, while its bytes are still in cache. None: frame every message as
+    /// it is sent.
     pub output_window: Option<usize>,
     /// Where session cookies come from: the system's random source
     /// (cookies name sessions; one guessed is a session resumed by

@@ -7,15 +7,15 @@
 //! a backoff), standing by, and closing (ProtocolV2::_fault; §7 of
 //! docs/research/protocol-v2-sessions.md). An accepted socket runs the
 //! acceptor handshake until the client's ident, which the messenger decides
-//! on ([`Event::IdentReceived`], [`Conn::resolve`]); the socket then either
-//! starts a session here or moves into the existing connection to the same
-//! peer ([`Conn::take_for_reuse`], [`Conn::adopt`]).
+//! on ([`Event::IdentReceived`], [`crate::registry`]); the socket then
+//! either starts a session here or moves into the existing connection to
+//! the same peer.
 //!
-//! The driver's loop: write [`Conn::output`] (or what
-//! [`Conn::fill_output`] moves out, framing queued messages just before the
-//! socket takes them), read into [`Conn::input`]
-//! (about [`Conn::want`] bytes), call [`Conn::handle_input`], drain
-//! [`Conn::poll_event`], and call [`Conn::handle_timeout`] at
+//! The driver's loop: write what [`Conn::fill_output`] moves out (framing
+//! queued messages just before the socket takes them), read into a buffer
+//! of its own (about [`Conn::want`] more bytes), call
+//! [`Conn::handle_input`] with it, drain [`Conn::poll_event`], and call
+//! [`Conn::handle_timeout`] at
 //! [`Conn::poll_timeout`]. Time is always passed in.
 
 use std::collections::VecDeque;
