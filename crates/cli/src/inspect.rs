@@ -347,7 +347,10 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                 // follows in rev0 framing.
                 let rev1 = own.negotiate(&peer).map(|n| n.rev1).unwrap_or(false);
                 let h = &mut c.halves[i];
-                h.reader = Some(FrameReader::new(FrameDecoder::new(rev1, FrameLimits::default())));
+                h.reader = Some(FrameReader::new(FrameDecoder::new(
+                    rev1,
+                    FrameLimits::default(),
+                )));
                 h.stage = Stage::Frames;
             }
             Stage::Frames => {

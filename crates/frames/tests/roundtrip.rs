@@ -136,7 +136,11 @@ fn frames_arrive_in_any_pieces() {
                 got.push(f);
             }
         }
-        assert_eq!(reader.bytes_needed(buf.len()), reader.decoder().head_len(), "{name}");
+        assert_eq!(
+            reader.bytes_needed(buf.len()),
+            reader.decoder().head_len(),
+            "{name}"
+        );
         assert_eq!(got.len(), frames.len(), "{name}");
         for (g, f) in got.iter().zip(&frames) {
             assert_eq!(&g.segments, f, "{name}");
@@ -216,14 +220,20 @@ fn aborted_frames_are_dropped() {
     let mut reader = FrameReader::new(dec);
     let mut buf = bytes::BytesMut::new();
     buf.extend_from_slice(&wire);
-    assert_eq!(reader.next_frame(&mut buf), Err(FrameError::BadLateStatus(0x05)));
+    assert_eq!(
+        reader.next_frame(&mut buf),
+        Err(FrameError::BadLateStatus(0x05))
+    );
     // The reserved high nibble is ignored.
     wire[epilogue] = 0xee;
     let (_, dec) = pair(WireFormat::CRC_REV1);
     let mut reader = FrameReader::new(dec);
     let mut buf = bytes::BytesMut::new();
     buf.extend_from_slice(&wire);
-    assert_eq!(reader.next_frame(&mut buf).unwrap().unwrap().tag, Tag::MESSAGE);
+    assert_eq!(
+        reader.next_frame(&mut buf).unwrap().unwrap().tag,
+        Tag::MESSAGE
+    );
 }
 
 #[test]
@@ -269,7 +279,10 @@ fn compressed_frame_without_negotiation_is_refused() {
     let mut reader = FrameReader::new(dec);
     let mut buf = bytes::BytesMut::new();
     buf.extend_from_slice(&q.take_all());
-    assert_eq!(reader.next_frame(&mut buf), Err(FrameError::UnexpectedCompression));
+    assert_eq!(
+        reader.next_frame(&mut buf),
+        Err(FrameError::UnexpectedCompression)
+    );
 }
 
 #[test]

@@ -269,7 +269,12 @@ fn lossless_peers(seed: u64, reuse: bool, split: bool) -> Run {
 }
 
 fn client_server(seed: u64, split: bool) -> Run {
-    Run::new(seed, Policy::lossless_client(), Policy::stateful_server(), split)
+    Run::new(
+        seed,
+        Policy::lossless_client(),
+        Policy::stateful_server(),
+        split,
+    )
 }
 
 /// One run of scenario family `seed % 6`, idents resolved at once or
@@ -434,7 +439,10 @@ fn races_with_idents_resolved_across_shards_end_the_same() {
     let (runs, distinct, took) = explore(0..1200, true);
     assert!(distinct * 10 >= runs * 9, "{distinct} distinct of {runs}");
     // The interleavings the split steps allow are reached.
-    assert!(took.asks > 0 && took.adopted > 0 && took.held > 0, "{took:?}");
+    assert!(
+        took.asks > 0 && took.adopted > 0 && took.held > 0,
+        "{took:?}"
+    );
 }
 
 /// The same seed is the same run.

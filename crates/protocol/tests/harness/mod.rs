@@ -14,8 +14,8 @@ use msgr_auth::{
     NoneServer, ServerAuth, ServerStep, SessionKey,
 };
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
-use msgr_protocol::registry::{self, Outcome, PeerKey};
 use msgr_frames::WireQueue;
+use msgr_protocol::registry::{self, Outcome, PeerKey};
 use msgr_protocol::{Config, Conn, ConnState, Event, LinkId, Message, PolicySet};
 
 mod sim;

@@ -110,7 +110,15 @@ impl Sim {
                 self.idents.deciding.insert(asker);
                 self.idents.counts.asks += 1;
                 let holder = (asker.0, h);
-                self.hop(now, Hop::Ask { asker, holder, key, ask });
+                self.hop(
+                    now,
+                    Hop::Ask {
+                        asker,
+                        holder,
+                        key,
+                        ask,
+                    },
+                );
             }
             (key, _) => {
                 let decision = registry::decide(&ask, None);
@@ -137,7 +145,14 @@ impl Sim {
         let node = &mut self.net.nodes[holder.0];
         if node.registry.get(&key) != Some(&holder.1) {
             self.idents.counts.retries += 1;
-            self.hop(now, Hop::Verdict { asker, ask, verdict: None });
+            self.hop(
+                now,
+                Hop::Verdict {
+                    asker,
+                    ask,
+                    verdict: None,
+                },
+            );
             return;
         }
         let existing = &mut node.conns[holder.1];
@@ -149,7 +164,14 @@ impl Sim {
         }
         let promise = (outcome == Outcome::MovedToExisting).then_some(holder);
         let verdict = Some((decision, promise));
-        self.hop(now, Hop::Verdict { asker, ask, verdict });
+        self.hop(
+            now,
+            Hop::Verdict {
+                asker,
+                ask,
+                verdict,
+            },
+        );
     }
 
     fn on_verdict(
@@ -166,7 +188,16 @@ impl Sim {
                 let now = self.net.now;
                 let (reuse, sock) = (None, None);
                 let from = asker;
-                self.hop(now, Hop::Adopt { to, from, reuse, decision, sock });
+                self.hop(
+                    now,
+                    Hop::Adopt {
+                        to,
+                        from,
+                        reuse,
+                        decision,
+                        sock,
+                    },
+                );
             }
             _ if closed => {}
             Some((decision, promise)) => self.conclude(asker, decision, promise),
@@ -197,7 +228,16 @@ impl Sim {
                 self.idents.in_transit.insert(i);
             }
             let from = asker;
-            self.hop(now, Hop::Adopt { to, from, reuse, decision, sock });
+            self.hop(
+                now,
+                Hop::Adopt {
+                    to,
+                    from,
+                    reuse,
+                    decision,
+                    sock,
+                },
+            );
         }
     }
 
@@ -249,15 +289,30 @@ impl Sim {
     pub(super) fn fire_hop(&mut self, j: usize) {
         let (_, hop) = self.idents.hops.remove(j);
         match hop {
-            Hop::Ask { asker, holder, key, ask } => {
+            Hop::Ask {
+                asker,
+                holder,
+                key,
+                ask,
+            } => {
                 self.note(&[5, asker.1 as u64, holder.1 as u64]);
                 self.on_ask(asker, holder, key, ask);
             }
-            Hop::Verdict { asker, ask, verdict } => {
+            Hop::Verdict {
+                asker,
+                ask,
+                verdict,
+            } => {
                 self.note(&[6, asker.1 as u64, verdict.is_some() as u64]);
                 self.on_verdict(asker, ask, verdict);
             }
-            Hop::Adopt { to, from, reuse, decision, sock } => {
+            Hop::Adopt {
+                to,
+                from,
+                reuse,
+                decision,
+                sock,
+            } => {
                 self.note(&[7, to.1 as u64, reuse.is_some() as u64]);
                 self.on_adopt(to, from, reuse, decision, sock);
             }
