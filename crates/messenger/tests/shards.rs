@@ -560,6 +560,16 @@ async fn eventually(mut done: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// The recorders of an echoing server and a client that only records.
+fn echo_pair_logs(seed: u64) -> (Arc<Recorder>, Arc<Recorder>) {
+    let echo = Behaviour {
+        echo: true,
+        ..Default::default()
+    };
+    let server = Recorder::new(SERVER, echo, seed);
+    (server, Recorder::new(CLIENT, Behaviour::default(), seed))
+}
+
 async fn bind<T: Transport>(m: &Messenger<T>, addr: &str) -> EntityAddrvec {
     m.bind(&addr.parse::<EntityAddrvec>().unwrap())
         .await
@@ -810,11 +820,11 @@ async fn every_shard_sends_while_both_sides_move() {
 
 /// Shutdown is remembered even when nothing listens for it yet: a
 /// listener's task that bound its socket but had not yet subscribed when
-/// shutdown came (crimson_races caught it: a case that shuts down right
-/// after binding hung 3 times in 160 runs under load) must see it and end,
-/// or the shutdown waiting for it never returns. Made deterministic here:
-/// the listener starts after the shutdown, and has closed by the time
-/// `bind` returns (one thread: its task ran to its end meanwhile).
+/// shutdown came (a messenger shut down right after binding) must see it
+/// and end, or the shutdown waiting for it never returns. Made
+/// deterministic here: the listener starts after the shutdown, and has
+/// closed by the time `bind` returns (one thread: its task ran to its end
+/// meanwhile).
 #[tokio::test(flavor = "current_thread")]
 async fn a_listener_that_starts_after_shutdown_sees_it() {
     let net = MemoryNet::new();
@@ -841,15 +851,7 @@ async fn a_listener_that_starts_after_shutdown_sees_it() {
 async fn single_shard_runs_in_callers_current_thread_runtime() {
     let seed = seed();
     let me = std::thread::current().id();
-    let server_log = Recorder::new(
-        SERVER,
-        Behaviour {
-            echo: true,
-            ..Default::default()
-        },
-        seed,
-    );
-    let client_log = Recorder::new(CLIENT, Behaviour::default(), seed);
+    let (server_log, client_log) = echo_pair_logs(seed);
     let mut so = options("osd.0", Policy::stateful_server(), (1, SERVER), 0, seed, 7);
     let mut co = options(
         "client.1",
@@ -1094,15 +1096,7 @@ async fn replacement_across_shards_keeps_the_session() {
     let (rounds, per) = (8u32, 200u32);
     let n = rounds * per;
     let net = MemoryNet::new();
-    let server_log = Recorder::new(
-        SERVER,
-        Behaviour {
-            echo: true,
-            ..Default::default()
-        },
-        seed,
-    );
-    let client_log = Recorder::new(CLIENT, Behaviour::default(), seed);
+    let (server_log, client_log) = echo_pair_logs(seed);
     let (server, client) = lossless_pair(net.clone(), shards, seed, &server_log, &client_log);
     let addrs = bind(&server, "v2:10.0.0.1:6800").await;
     let conn = client.connect(&addrs, EntityType::OSD);
