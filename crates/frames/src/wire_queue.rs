@@ -13,7 +13,10 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// Segments at least this long are queued by reference, not copied.
 pub const DEFAULT_COPY_THRESHOLD: usize = 1024;
-const ARENA_CHUNK: usize = 64 * 1024;
+/// The first arena's size: a handshake frame, a lone message's header.
+const MIN_ARENA: usize = 1024;
+/// The largest: the small pieces of a burst of many frames.
+const MAX_ARENA: usize = 64 * 1024;
 
 #[derive(Debug, Default)]
 pub struct WireQueue {
@@ -25,6 +28,11 @@ pub struct WireQueue {
     /// rather than wrap: a queue's buffers are far from usize::MAX bytes
     /// long together.
     chunks_len: usize,
+    /// The next arena's size (0: MIN_ARENA): it doubles, up to MAX_ARENA,
+    /// each time a burst of small pieces fills one, so a connection that
+    /// sends a frame at a time (a handshake, depth 1) allocates little and
+    /// a busy one cuts few chunks.
+    arena_size: usize,
 }
 
 impl WireQueue {
@@ -47,11 +55,19 @@ impl WireQueue {
         self.arena.extend_from_slice(data);
     }
 
-    /// Makes room for `n` more bytes in the arena, a chunk at a time.
+    /// Makes room for `n` more bytes in the arena. A full arena's bytes
+    /// become a chunk (not copied into a bigger one), and the next arena
+    /// is bigger.
     fn reserve(&mut self, n: usize) {
-        if self.arena.spare_capacity_mut().len() < n {
-            self.arena.reserve(n.max(ARENA_CHUNK));
+        if self.arena.spare_capacity_mut().len() >= n {
+            return;
         }
+        let size = self.arena_size.max(MIN_ARENA);
+        if !self.arena.is_empty() {
+            self.cut();
+            self.arena_size = size.saturating_mul(2).min(MAX_ARENA);
+        }
+        self.arena = BytesMut::with_capacity(n.max(size));
     }
 
     /// Appends `data` by reference (or by copy when it is short).
@@ -119,13 +135,22 @@ impl WireQueue {
             .count()
     }
 
+    /// The queued chunks, oldest first, in two runs (call
+    /// [`WireQueue::seal`] first, or the newest small bytes are left out).
+    pub fn as_slices(&self) -> (&[Bytes], &[Bytes]) {
+        self.chunks.as_slices()
+    }
+
     /// Makes every queued byte visible to [`WireQueue::slices`].
     pub fn seal(&mut self) {
         self.cut();
     }
 
     /// Moves everything queued in `other` to the end of this queue, without
-    /// copying.
+    /// copying. `other` lets its arena go (what was cut from it lives on in
+    /// this queue): a queue emptied this way, as a connection's frame
+    /// output is each time the runtime takes it, holds no memory between
+    /// frames.
     pub fn append(&mut self, other: &mut WireQueue) {
         if other.is_empty() {
             return;
@@ -135,6 +160,7 @@ impl WireQueue {
         self.chunks_len = self.chunks_len.saturating_add(other.chunks_len);
         other.chunks_len = 0;
         self.chunks.append(&mut other.chunks);
+        other.arena = BytesMut::new();
     }
 
     /// Drops everything queued.
@@ -144,7 +170,9 @@ impl WireQueue {
         self.chunks_len = 0;
     }
 
-    /// Drops the first `n` queued bytes (what a write consumed).
+    /// Drops the first `n` queued bytes (what a write consumed). Once all
+    /// is written the arena's memory goes too (the next frame makes a
+    /// fresh one): a connection with nothing to send holds none.
     pub fn advance(&mut self, mut n: usize) {
         self.cut();
         self.chunks_len = self
@@ -164,6 +192,9 @@ impl WireQueue {
                     self.chunks.pop_front();
                 }
             }
+        }
+        if self.chunks.is_empty() {
+            self.arena = BytesMut::new();
         }
     }
 
@@ -200,6 +231,38 @@ impl WireQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_written_out_holds_no_arena() {
+        let mut q = WireQueue::new();
+        q.put_slice(b"abc");
+        q.put_slice(b"def");
+        q.seal();
+        q.advance(4);
+        assert!(q.arena.capacity() > 0, "still in use: bytes are queued");
+        q.advance(2);
+        assert!(q.is_empty());
+        assert_eq!(q.arena.capacity(), 0);
+        q.put_slice(b"again");
+        assert_eq!(q.take_all(), Bytes::from_static(b"again"));
+
+        // A burst grows the next arena, without copying what was put.
+        let mut q = WireQueue::new();
+        for i in 0..100u8 {
+            q.put_slice(&[i; 50]);
+        }
+        assert!(q.arena_size > MIN_ARENA);
+        assert!(q.chunk_count() > 1);
+        let all = q.take_all();
+        assert!(all.chunks(50).enumerate().all(|(i, c)| c == [i as u8; 50]));
+
+        // Taken by another queue: the same.
+        let mut into = WireQueue::new();
+        q.put_slice(b"moved");
+        into.append(&mut q);
+        assert_eq!(q.arena.capacity(), 0);
+        assert_eq!(into.take_all(), Bytes::from_static(b"moved"));
+    }
 
     #[test]
     fn small_pieces_coalesce_and_big_ones_are_shared() {

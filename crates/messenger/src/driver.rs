@@ -9,17 +9,15 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::io::IoSlice;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use msgr_frames::WireQueue;
 use msgr_protocol::{Conn, Event};
-use msgr_transport::{Stream, Transport};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, Transport};
 use tokio::sync::mpsc;
 
 use crate::budget::Budget;
@@ -29,7 +27,7 @@ use crate::messenger::Inner;
 pub(crate) mod ident;
 mod io;
 
-use io::{flush_and_close, SocketIo, MAX_IOV};
+use io::{flush_and_close, SocketIo};
 pub(crate) use io::{Socket, SocketSlot};
 
 /// Queued messages are framed (and encrypted) only while the driver holds
@@ -104,7 +102,7 @@ pub(crate) struct Driver<T: Transport> {
 /// How the next wait may use the socket.
 struct Io {
     read: bool,
-    read_limit: usize,
+    room: ReadRoom,
 }
 
 enum Step<S> {
@@ -189,14 +187,13 @@ impl<T: Transport> Driver<T> {
                 continue;
             };
             self.io.out.seal();
-            let mut iov = [IoSlice::new(&[]); MAX_IOV];
-            let n_iov = self.io.out.slices(&mut iov);
+            let out = Outgoing::new(self.io.out.as_slices());
             let (reader, writer) = match self.io.socket.as_mut() {
                 Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
                 None => (None, None),
             };
             let has_reader = reader.is_some() && io.read;
-            let has_output = writer.is_some() && n_iov > 0;
+            let has_output = writer.is_some() && !out.is_empty();
             let delay = self.inner.injector.delay_now();
             let budget = self.budget.wait_mut();
             let waiting = budget.is_some();
@@ -213,12 +210,9 @@ impl<T: Transport> Driver<T> {
                     if let Some(d) = delay {
                         tokio::time::sleep(d).await;
                     }
-                    let slices = iov.get(..n_iov).unwrap_or_default();
-                    writer.expect("guarded").write_vectored(slices).await
+                    writer.expect("guarded").send(out).await
                 }, if has_output => Step::Wrote(w),
-                r = async {
-                    reader.expect("guarded").read_buf(&mut (&mut self.io.rbuf).limit(io.read_limit)).await
-                }, if has_reader => Step::Read(r),
+                r = async { reader.expect("guarded").recv(&mut self.io.rbuf, io.room).await }, if has_reader => Step::Read(r),
                 c = async { self.connecting.as_mut().expect("guarded").await }, if self.connecting.is_some() => Step::Connected(c),
                 (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
                 _ = async { self.timer.as_mut().expect("made on arrival").await }, if self.armed.is_some() => Step::Timer,
@@ -466,10 +460,11 @@ impl<T: Transport> Driver<T> {
     }
 
     /// Takes what the connection has written, publishes, reserves receive
-    /// budget for the message being read, decides whether to read (and
-    /// only then makes room in the read buffer: a frame waiting for its
-    /// budget gets no buffer), and arms the timer. `None`: framing raised a
-    /// fault to handle first.
+    /// budget for the message being read, decides whether to read (the
+    /// reader gives the read buffer room only once bytes are there: a
+    /// connection waiting for its peer, or a frame for its budget, holds
+    /// none), and arms the timer. `None`: framing raised a fault to handle
+    /// first.
     fn prepare(&mut self) -> Option<Io> {
         let mut raised = false;
         match self.io.link() {
@@ -513,10 +508,7 @@ impl<T: Transport> Driver<T> {
         // frozen).
         let can_read = self.io.socket.is_some() && !c.link_held();
         let read = can_read && !blocked;
-        let read_limit = match read {
-            true => self.io.prepare_read(&self.conn),
-            false => 0,
-        };
+        let room = self.io.read_room(&self.conn);
         if can_read && blocked {
             self.paused = true;
         } else if read && std::mem::take(&mut self.paused) {
@@ -527,7 +519,7 @@ impl<T: Transport> Driver<T> {
             return None;
         }
         self.arm(deadline);
-        Some(Io { read, read_limit })
+        Some(Io { read, room })
     }
 
     /// Moves the timer, only when the deadline gets earlier: one that fires
@@ -565,14 +557,15 @@ impl<T: Transport> Driver<T> {
                         c.handle_input(&mut self.io.rbuf, now);
                         c.flush_acks(now);
                         // Emptied: let the buffer go (what the frames
-                        // taken from it still use stays with them), and
-                        // make a fresh one for the next read; a connection
-                        // then holds no written pages between messages.
+                        // taken from it still use stays with them); the
+                        // next read makes a fresh one once bytes are
+                        // there, so a connection waiting for its peer
+                        // holds no read buffer.
                         if self.io.rbuf.is_empty() {
                             self.io.rbuf = BytesMut::new();
                         }
                     }
-                    None => self.io.rbuf.clear(),
+                    None => self.io.rbuf = BytesMut::new(),
                 }
             }
             Step::Wrote(r) => match r {

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
 
 use crate::{Listener, Stream, Transport};
@@ -44,31 +44,35 @@ pub struct PipeReader(Pipe);
 /// The writing end of a pipe.
 pub struct PipeWriter(Pipe);
 
-impl AsyncRead for PipeReader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let mut s = lock(&self.0);
-        if s.broken {
-            return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
-        }
-        if !s.buf.is_empty() {
-            let n = out.remaining().min(s.buf.len());
+impl crate::Receiver for PipeReader {
+    fn recv<'a>(
+        &'a mut self,
+        buf: &'a mut bytes::BytesMut,
+        room: crate::ReadRoom,
+    ) -> impl std::future::Future<Output = io::Result<usize>> + Send + 'a {
+        std::future::poll_fn(move |cx| {
+            let mut s = lock(&self.0);
+            if s.broken {
+                return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+            }
+            if s.buf.is_empty() {
+                if s.writer_closed {
+                    return Poll::Ready(Ok(0));
+                }
+                s.read_waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            // Bytes are there: only now does `buf` get room.
+            let limit = room.make(buf);
+            let n = limit.min(s.buf.len());
             let (a, b) = s.buf.as_slices();
             let first = n.min(a.len());
-            out.put_slice(&a[..first]);
-            out.put_slice(&b[..n - first]);
+            buf.extend_from_slice(&a[..first]);
+            buf.extend_from_slice(&b[..n - first]);
             s.buf.drain(..n);
             wake(&mut s.write_waker);
-            return Poll::Ready(Ok(()));
-        }
-        if s.writer_closed {
-            return Poll::Ready(Ok(()));
-        }
-        s.read_waker = Some(cx.waker().clone());
-        Poll::Pending
+            Poll::Ready(Ok(n))
+        })
     }
 }
 
@@ -299,7 +303,9 @@ fn local_ip(target: &SocketAddr) -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use crate::testing::recv_exact;
+    use crate::{ReadRoom, Receiver};
+    use tokio::io::AsyncWriteExt;
 
     #[tokio::test]
     async fn connect_send_break() {
@@ -311,15 +317,17 @@ mod tests {
         let (mut cr, mut cw) = c.into_split();
         let (mut sr, mut sw) = s.into_split();
         cw.write_all(b"ping").await.unwrap();
-        let mut buf = [0u8; 4];
-        sr.read_exact(&mut buf).await.unwrap();
-        assert_eq!(&buf, b"ping");
+        assert_eq!(&recv_exact(&mut sr, 4).await.unwrap()[..], b"ping");
         sw.write_all(b"pong").await.unwrap();
-        cr.read_exact(&mut buf).await.unwrap();
-        assert_eq!(&buf, b"pong");
+        assert_eq!(&recv_exact(&mut cr, 4).await.unwrap()[..], b"pong");
         assert_eq!(net.break_connections(Some(addr)), 1);
+        let room = ReadRoom {
+            want: 4,
+            min_read: 0,
+        };
+        let mut buf = bytes::BytesMut::new();
         assert_eq!(
-            cr.read(&mut buf).await.unwrap_err().kind(),
+            cr.recv(&mut buf, room).await.unwrap_err().kind(),
             io::ErrorKind::ConnectionReset
         );
         net.refuse_next(1);

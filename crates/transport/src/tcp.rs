@@ -69,6 +69,8 @@ fn set_reuseport(_: &TcpSocket) -> io::Result<bool> {
     Ok(false)
 }
 
+crate::recv::readiness_receiver!(OwnedReadHalf, TcpStream);
+
 impl Stream for TcpStream {
     type Reader = OwnedReadHalf;
     type Writer = OwnedWriteHalf;

@@ -33,6 +33,8 @@ impl Unix {
     }
 }
 
+crate::recv::readiness_receiver!(OwnedReadHalf, UnixStream);
+
 impl Stream for UnixStream {
     type Reader = OwnedReadHalf;
     type Writer = OwnedWriteHalf;

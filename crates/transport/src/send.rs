@@ -1,0 +1,110 @@
+//! Sending: a connection's writer is handed the runtime's queue of
+//! outgoing chunks, oldest first, and reports how many bytes from its
+//! front it sent; the runtime then drops them from the queue. The chunks
+//! are reference-counted (`Bytes`), so a completion-based transport can
+//! hold on to what it posted until the completion comes, however the
+//! runtime's wait on it ends.
+
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+
+use bytes::Bytes;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+/// Slices per vectored write (Linux takes up to 1024).
+pub const MAX_IOV: usize = 256;
+
+/// Bytes to send, oldest first, as the runtime's queue holds them: two
+/// runs of chunks (a ring buffer's two halves).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outgoing<'a> {
+    pub head: &'a [Bytes],
+    pub tail: &'a [Bytes],
+}
+
+impl<'a> Outgoing<'a> {
+    pub fn new((head, tail): (&'a [Bytes], &'a [Bytes])) -> Outgoing<'a> {
+        Outgoing { head, tail }
+    }
+
+    /// The chunks, oldest first.
+    pub fn chunks(&self) -> impl Iterator<Item = &'a Bytes> + 'a {
+        self.head.iter().chain(self.tail.iter())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks().all(Bytes::is_empty)
+    }
+
+    /// Fills `iov` with the first chunks; returns how many it filled.
+    pub fn io_slices(&self, iov: &mut [IoSlice<'a>]) -> usize {
+        iov.iter_mut()
+            .zip(self.chunks())
+            .map(|(slot, chunk)| *slot = IoSlice::new(chunk))
+            .count()
+    }
+}
+
+/// The sending half of a connection.
+pub trait Sender: Send + Unpin + 'static {
+    /// Sends bytes from the front of `out`, waiting until the transport
+    /// takes some; returns how many it took (at least one). The caller
+    /// drops them from its queue and calls again with what is left (and
+    /// whatever it added at the end).
+    ///
+    /// Cancel-safe in this sense: if the future is dropped before it is
+    /// ready, the next call is given the same front of the queue, and
+    /// reports any bytes an earlier call had already handed to the
+    /// transport (a completion-based transport keeps what it posted until
+    /// its completion and reports it then).
+    fn send<'a>(
+        &'a mut self,
+        out: Outgoing<'a>,
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a;
+
+    /// Sends what was given (a transport may buffer), then shuts the
+    /// sending direction down: the peer reads the end of the stream.
+    fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send + '_;
+}
+
+/// Byte-stream writers (tokio's socket halves, in-memory pipes) send with
+/// one vectored write of the first [`MAX_IOV`] chunks. The slices are
+/// made on the stack of each poll, not kept in the waiting future: an
+/// idle connection's task stays small.
+impl<W: AsyncWrite + Send + Unpin + 'static> Sender for W {
+    fn send<'a>(
+        &'a mut self,
+        out: Outgoing<'a>,
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        std::future::poll_fn(move |cx| {
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let n = out.io_slices(&mut iov);
+            let slices = iov.get(..n).unwrap_or_default();
+            Pin::new(&mut *self).poll_write_vectored(cx, slices)
+        })
+    }
+
+    fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send + '_ {
+        AsyncWriteExt::shutdown(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outgoing_lists_both_halves_in_order() {
+        let head = [Bytes::from_static(b"ab"), Bytes::from_static(b"c")];
+        let tail = [Bytes::from_static(b"de")];
+        let out = Outgoing::new((&head, &tail));
+        let mut iov = [IoSlice::new(&[]); 2];
+        assert_eq!(out.io_slices(&mut iov), 2);
+        assert_eq!(&*iov[1], b"c");
+        let all: Vec<u8> = out.chunks().flat_map(|c| c.to_vec()).collect();
+        assert_eq!(all, b"abcde");
+        assert!(!out.is_empty());
+        assert!(Outgoing::default().is_empty());
+    }
+}
