@@ -103,7 +103,8 @@ impl Received {
 /// The receive side of a connection's framing.
 pub struct FrameDecoder {
     rev1: bool,
-    cipher: Option<RxCipher>,
+    /// Boxed: crc-mode connections (most) do not carry its size.
+    cipher: Option<Box<RxCipher>>,
     decompression: Option<Algorithm>,
     limits: FrameLimits,
 }
@@ -136,7 +137,7 @@ impl FrameDecoder {
 
     /// Switches to secure mode: every later frame is decrypted.
     pub fn set_cipher(&mut self, cipher: RxCipher) {
-        self.cipher = Some(cipher);
+        self.cipher = Some(Box::new(cipher));
     }
 
     /// Accepts compressed frames in `algorithm` (after COMPRESSION_DONE).

@@ -163,6 +163,14 @@ impl WireQueue {
         other.arena = BytesMut::new();
     }
 
+    /// Lets go of the capacity an empty queue kept (its list of chunks).
+    pub fn trim(&mut self) {
+        if self.is_empty() {
+            self.chunks = VecDeque::new();
+            self.arena = BytesMut::new();
+        }
+    }
+
     /// Drops everything queued.
     pub fn clear(&mut self) {
         self.chunks.clear();

@@ -10,18 +10,19 @@ use std::sync::{Arc, Mutex};
 
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_protocol::{ConnState, ConnStats, Message};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
+mod inbox;
 mod outbox;
 mod view;
 
+pub(crate) use inbox::Inbox;
 pub(crate) use outbox::Outbox;
 pub(crate) use view::{Published, View};
 
 /// What a handle (or another connection) asks of a connection's driver.
 ///
-/// Small (a message is boxed): a connection's queue allocates its first
-/// block of 32 commands when it is made, idle or not.
+/// Small (a message is boxed): queued by value (connection/inbox.rs).
 pub(crate) enum Command {
     /// A message; `counted`: in `Shared::in_flight` until the driver
     /// takes it (sent by `send`, which waits on that count).
@@ -52,14 +53,14 @@ pub(crate) enum Command {
 mod tests {
     #[test]
     fn a_command_is_small() {
-        // 32 of them are allocated with every connection.
         assert!(std::mem::size_of::<super::Command>() <= 24);
     }
 }
 
 pub(crate) struct Shared {
     pub id: u64,
-    tx: mpsc::UnboundedSender<Command>,
+    /// Commands for the driver.
+    pub inbox: Inbox,
     pub view: View,
     /// Wakes senders waiting for the queue to drain.
     pub drained: Notify,
@@ -113,18 +114,12 @@ pub(crate) fn wall_clock() -> UTime {
 }
 
 impl Connection {
-    /// A handle on a new connection on `shard`, and the receiving end its
-    /// driver owns.
-    pub(crate) fn new(
-        id: u64,
-        shard: usize,
-        soft_limit: usize,
-    ) -> (Connection, mpsc::UnboundedReceiver<Command>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let c = Connection {
+    /// A handle on a new connection on `shard`.
+    pub(crate) fn new(id: u64, shard: usize, soft_limit: usize) -> Connection {
+        Connection {
             shared: Arc::new(Shared {
                 id,
-                tx,
+                inbox: Inbox::default(),
                 view: View::new(shard),
                 drained: Notify::new(),
                 senders_waiting: AtomicUsize::new(0),
@@ -133,8 +128,7 @@ impl Connection {
                 keepalive_acked: Notify::new(),
                 registered: Mutex::new(None),
             }),
-        };
-        (c, rx)
+        }
     }
 
     /// Tells the driver; a closed connection's driver is gone, and what
@@ -142,7 +136,8 @@ impl Connection {
     pub(crate) fn command(&self, c: Command) {
         let me = Arc::as_ptr(&self.shared) as usize;
         if let Some(c) = outbox::offer(me, c) {
-            let _ = self.shared.tx.send(c);
+            // A closed connection's: dropped.
+            let _ = self.shared.inbox.push(c);
         }
     }
 

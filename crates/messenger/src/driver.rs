@@ -18,7 +18,6 @@ use bytes::BytesMut;
 use msgr_frames::WireQueue;
 use msgr_protocol::{Conn, Event};
 use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, Transport};
-use tokio::sync::mpsc;
 
 use crate::budget::Budget;
 use crate::connection::{Command, Connection, IncomingMessage, Outbox, Published};
@@ -63,7 +62,6 @@ pub(crate) struct Driver<T: Transport> {
     inner: Arc<Inner<T>>,
     conn: Conn,
     handle: Connection,
-    commands: mpsc::UnboundedReceiver<Command>,
     /// The shard this task runs on.
     shard: usize,
     io: SocketIo<T>,
@@ -111,7 +109,7 @@ enum Step<S> {
     Connected(std::io::Result<S>),
     Budget(u64, crate::budget::Permits),
     Verdict(Option<ident::Verdict>),
-    Command(Option<Command>),
+    Command(Command),
     Timer,
     Stop,
 }
@@ -126,7 +124,7 @@ impl<T: Transport> Driver<T> {
     pub fn new(
         inner: Arc<Inner<T>>,
         conn: Conn,
-        (handle, commands): (Connection, mpsc::UnboundedReceiver<Command>),
+        handle: Connection,
         shard: usize,
         socket: Option<Socket<T>>,
     ) -> Driver<T> {
@@ -139,7 +137,6 @@ impl<T: Transport> Driver<T> {
             inner,
             conn,
             handle,
-            commands,
             shard,
             io,
             connecting: None,
@@ -217,7 +214,7 @@ impl<T: Transport> Driver<T> {
                 (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
                 _ = async { self.timer.as_mut().expect("made on arrival").await }, if self.armed.is_some() => Step::Timer,
                 v = async { verdict.expect("guarded").await.ok() }, if deciding => Step::Verdict(v),
-                c = self.commands.recv() => Step::Command(c),
+                c = self.handle.shared.inbox.pop() => Step::Command(c),
             };
             self.now = crate::now();
             self.on_step(step);
@@ -279,9 +276,9 @@ impl<T: Transport> Driver<T> {
     /// whether the queue is empty now.
     fn take_commands(&mut self) -> bool {
         for _ in 0..COMMANDS_PER_TURN {
-            match self.commands.try_recv() {
-                Ok(c) => self.on_command(c),
-                Err(_) => return true,
+            match self.handle.shared.inbox.try_pop() {
+                Some(c) => self.on_command(c),
+                None => return true,
             }
         }
         false
@@ -522,6 +519,18 @@ impl<T: Transport> Driver<T> {
         Some(Io { read, room })
     }
 
+    /// Lets go of what the driver's own queues grew to (the connection
+    /// trims its own when idle: Timeouts::trim; timers are rare enough to
+    /// do this at each).
+    fn trim(&mut self) {
+        if self.pending.is_empty() {
+            self.pending = VecDeque::new();
+        }
+        self.io.out.trim();
+        self.given = Vec::new();
+        self.handle.shared.inbox.trim();
+    }
+
     /// Moves the timer, only when the deadline gets earlier: one that fires
     /// before a later deadline finds nothing due and re-arms.
     fn arm(&mut self, deadline: Option<Instant>) {
@@ -593,15 +602,22 @@ impl<T: Transport> Driver<T> {
             }
             Step::Budget(bytes, permits) => self.budget.granted(bytes, permits),
             Step::Verdict(v) => self.on_verdict(v),
-            Step::Command(Some(cmd)) => self.on_command(cmd),
-            // The driver holds a handle: the channel never closes.
-            Step::Command(None) => {}
+            Step::Command(cmd) => self.on_command(cmd),
             Step::Timer => {
                 self.armed = None;
-                c.handle_timeout(now)
+                c.handle_timeout(now);
+                self.trim();
             }
             Step::Stop => c.mark_down(),
         }
+    }
+}
+
+/// The driver is gone (its connection closed, or its runtime shut down):
+/// commands sent to it from now on are dropped.
+impl<T: Transport> Drop for Driver<T> {
+    fn drop(&mut self) {
+        self.handle.shared.inbox.close();
     }
 }
 

@@ -13,7 +13,7 @@ use msgr_protocol::{CompressionConfig, Config, Conn, PolicySet, Timeouts};
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
 
-use crate::connection::{Command, Connection};
+use crate::connection::Connection;
 use crate::driver::Driver;
 use crate::inject::{InjectConfig, Injector};
 use crate::shard::Shards;
@@ -209,14 +209,10 @@ impl<T: Transport> Inner<T> {
     }
 
     /// A handle on a new connection `id` on `shard`, known to shutdown.
-    fn new_connection(
-        &self,
-        id: u64,
-        shard: usize,
-    ) -> (Connection, tokio::sync::mpsc::UnboundedReceiver<Command>) {
-        let (c, rx) = Connection::new(id, shard, self.config.queue_limits.soft);
+    fn new_connection(&self, id: u64, shard: usize) -> Connection {
+        let c = Connection::new(id, shard, self.config.queue_limits.soft);
         self.all().insert(id, c.clone());
-        (c, rx)
+        c
     }
 
     /// Runs `fut` on `shard` as a tracked task (shutdown waits for it).
@@ -420,7 +416,7 @@ impl<T: Transport> Messenger<T> {
         let id = self.inner.next_id();
         // Listed before the connection exists: whoever sees it start (an
         // interceptor) finds it among `connections()`.
-        let (handle, commands) = self.inner.new_connection(id, shard);
+        let handle = self.inner.new_connection(id, shard);
         let conn = Conn::connect(
             self.inner.config.clone(),
             addrs.clone(),
@@ -435,13 +431,7 @@ impl<T: Transport> Messenger<T> {
             self.inner.register(&mut reg, k, &handle);
         }
         drop(reg);
-        let d = Driver::new(
-            self.inner.clone(),
-            conn,
-            (handle.clone(), commands),
-            shard,
-            None,
-        );
+        let d = Driver::new(self.inner.clone(), conn, handle.clone(), shard, None);
         crate::driver::start(&self.inner, shard, Box::new(d));
         handle
     }

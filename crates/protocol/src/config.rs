@@ -37,6 +37,10 @@ pub struct Timeouts {
     /// reset: sessions of peers that vanished do not pile up. Ceph keeps
     /// them until the peer comes back or is marked down.
     pub standby: Duration,
+    /// A READY connection with no traffic for this long lets go of the
+    /// capacity its queues grew to (they grow again when traffic resumes),
+    /// so that idle connections stay small.
+    pub trim: Duration,
 }
 
 impl Default for Timeouts {
@@ -48,6 +52,7 @@ impl Default for Timeouts {
             backoff_max: Duration::from_secs(15),
             frame: Duration::from_secs(60),
             standby: Duration::from_secs(900),
+            trim: Duration::from_secs(1),
         }
     }
 }

@@ -136,6 +136,8 @@ pub struct Conn {
     /// decision) and has not arrived yet: Ceph's `replacing`. Other idents
     /// are told to wait, and the old socket is not read meanwhile.
     replacing: bool,
+    /// `last_active` when the queues were last trimmed (Timeouts::trim).
+    trimmed: Option<Instant>,
 }
 
 impl Conn {
@@ -163,6 +165,7 @@ impl Conn {
             connect_held: false,
             partial_since: None,
             replacing: false,
+            trimmed: None,
         }
     }
 
@@ -859,4 +862,15 @@ impl std::fmt::Debug for Conn {
 /// generate_random_number(1, 2^64-1)).
 pub(crate) fn new_cookie(config: &Config) -> u64 {
     config.random.u64().max(1)
+}
+#[cfg(test)]
+mod size {
+    /// Every connection holds one, idle or not (Conn, its Link): boxing
+    /// what few connections use (a secure-mode cipher, an interceptor's
+    /// held state) keeps it so.
+    #[test]
+    fn a_connection_is_small() {
+        assert!(std::mem::size_of::<super::Conn>() <= 1536);
+        assert!(std::mem::size_of::<crate::link::Link>() <= 640);
+    }
 }

@@ -183,21 +183,23 @@ pub(crate) struct Tap {
     gate: Gate,
 }
 
-// Held is rare (tests only) and short-lived: its size does not matter.
-#[allow(clippy::large_enum_variant)]
+/// Held is rare (tests only): boxed, so that every connection's link does
+/// not carry its size.
 #[derive(Default)]
 enum Gate {
     #[default]
     Open,
-    /// Held: output from the blocked write on (in the link's output queue;
-    /// `released` is what the driver may still write), and the input that
-    /// was read but not handed on.
-    Held {
-        released: WireQueue,
-        input: Option<Input>,
-        stall: bool,
-        shutdown_requested: bool,
-    },
+    Held(Box<Held>),
+}
+
+/// Output from the blocked write on (in the link's output queue;
+/// `released` is what the driver may still write), and the input that was
+/// read but not handed on.
+struct Held {
+    released: WireQueue,
+    input: Option<Input>,
+    stall: bool,
+    shutdown_requested: bool,
 }
 
 impl Tap {
@@ -219,7 +221,7 @@ impl Tap {
     }
 
     pub fn held(&self) -> bool {
-        matches!(self.gate, Gate::Held { .. })
+        matches!(self.gate, Gate::Held(_))
     }
 
     /// Closes the gate: what `output` holds now stays writable, later
@@ -228,18 +230,18 @@ impl Tap {
         if self.held() {
             return;
         }
-        self.gate = Gate::Held {
+        self.gate = Gate::Held(Box::new(Held {
             released: std::mem::take(output),
             input: None,
             stall,
             shutdown_requested: false,
-        };
+        }));
     }
 
     /// Keeps `input` for after the gate opens.
     pub fn hold_input(&mut self, held: Input) {
-        if let Gate::Held { input, .. } = &mut self.gate {
-            *input = Some(held);
+        if let Gate::Held(h) = &mut self.gate {
+            h.input = Some(held);
         }
     }
 
@@ -248,19 +250,15 @@ impl Tap {
     pub fn writable<'a>(&'a mut self, output: &'a mut WireQueue) -> &'a mut WireQueue {
         match &mut self.gate {
             Gate::Open => output,
-            Gate::Held { released, .. } => released,
+            Gate::Held(h) => &mut h.released,
         }
     }
 
     /// A stalled socket's shutdown, asked of the driver once.
     pub fn take_shutdown(&mut self) -> bool {
         match &mut self.gate {
-            Gate::Held {
-                stall: true,
-                shutdown_requested,
-                ..
-            } if !*shutdown_requested => {
-                *shutdown_requested = true;
+            Gate::Held(h) if h.stall && !h.shutdown_requested => {
+                h.shutdown_requested = true;
                 true
             }
             _ => false,
@@ -273,12 +271,13 @@ impl Tap {
     pub fn open(&mut self, output: &mut WireQueue) -> (Option<Input>, bool) {
         match std::mem::take(&mut self.gate) {
             Gate::Open => (None, false),
-            Gate::Held {
-                mut released,
-                input,
-                stall,
-                ..
-            } => {
+            Gate::Held(h) => {
+                let Held {
+                    mut released,
+                    input,
+                    stall,
+                    ..
+                } = *h;
                 released.append(output);
                 *output = released;
                 (input, stall)

@@ -58,7 +58,8 @@ pub struct Session {
     pub(crate) ack_left: u64,
     /// Messages by priority, highest first, FIFO within a priority. Lists
     /// stay once created (few priorities are ever used), so queueing does
-    /// not allocate in the steady state.
+    /// not allocate in the steady state, until the connection is idle
+    /// (Session::trim).
     queue: Vec<(u16, VecDeque<Queued>)>,
     queued_messages: usize,
     queued_bytes: usize,
@@ -93,6 +94,17 @@ impl Session {
 }
 
 impl Session {
+    /// Lets go of empty queues' capacity (an idle connection's).
+    pub(crate) fn trim(&mut self) {
+        self.queue.retain(|(_, l)| !l.is_empty());
+        if self.queue.is_empty() {
+            self.queue = Vec::new();
+        }
+        if self.sent.is_empty() {
+            self.sent = VecDeque::new();
+        }
+    }
+
     pub(crate) fn enqueue(&mut self, msg: Message) {
         self.push(
             msg.priority,

@@ -184,3 +184,31 @@ fn a_peer_that_never_reads_is_marked_down_at_the_hard_limit() {
     );
     assert!(ev.iter().any(|e| matches!(e, Event::Reset)));
 }
+
+#[test]
+fn an_idle_connection_trims_its_queues_once_and_stays_ready() {
+    let mut cfg = server_config(Policy::stateless_server());
+    cfg.timeouts.trim = Duration::from_secs(1);
+    let mut s = Script::accepted(cfg);
+    s.events();
+    let m = s.message(1, &[7; 100]);
+    s.bytes(&m);
+    assert_eq!(s.events().len(), 1);
+    // The trim comes first, a second after the last traffic, and once:
+    // then only the idle deadline is left.
+    let trim_at = s.now + Duration::from_secs(1);
+    assert_eq!(s.conn.poll_timeout(), Some(trim_at));
+    s.wait(Duration::from_secs(1));
+    assert_eq!(faults(&s.events()), vec![]);
+    assert_eq!(s.conn.state(), ConnState::Ready);
+    let idle = s.conn.poll_timeout().expect("the idle deadline");
+    assert!(idle > s.now + Duration::from_secs(60), "{idle:?}");
+    // Traffic resumes as before, and a new idle spell trims again.
+    let m = s.message(2, &[8; 100]);
+    s.bytes(&m);
+    assert!(s
+        .events()
+        .iter()
+        .any(|e| matches!(e, Event::Message(m) if m.data[..] == [8; 100])));
+    assert_eq!(s.conn.poll_timeout(), Some(s.now + Duration::from_secs(1)));
+}

@@ -219,7 +219,8 @@ async fn run(addr: EntityAddrvec, pid: u32, what: &str, a: &Args, net: &NetOpts)
         {
             eprintln!("not every write was answered");
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Idle: past the 1 s after which a connection trims its queues.
+        tokio::time::sleep(Duration::from_secs(2)).await;
         let rss = rss_kib(pid);
         let added = (n - last.0).max(1) as f64;
         println!(

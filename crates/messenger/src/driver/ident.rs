@@ -78,7 +78,8 @@ pub(crate) struct Adoption<T: Transport> {
 /// The accepting side's wait for a verdict, and asks that came meanwhile.
 #[derive(Default)]
 pub(crate) struct Pending {
-    waiting: Option<(oneshot::Receiver<Verdict>, Ask)>,
+    /// Boxed: few connections ever wait, all would carry its size.
+    waiting: Option<Box<(oneshot::Receiver<Verdict>, Ask)>>,
     /// Asks of other acceptors, answered once our own verdict is in (until
     /// then we are not what they should be decided against).
     deferred: Vec<Asking>,
@@ -90,7 +91,7 @@ impl Pending {
     }
 
     pub fn verdict_mut(&mut self) -> Option<&mut oneshot::Receiver<Verdict>> {
-        self.waiting.as_mut().map(|(rx, _)| rx)
+        self.waiting.as_mut().map(|w| &mut w.0)
     }
 }
 
@@ -119,7 +120,7 @@ impl<T: Transport> Driver<T> {
                     from: self.handle.clone(),
                     reply,
                 })));
-                self.ident.waiting = Some((rx, ask));
+                self.ident.waiting = Some(Box::new((rx, ask)));
             }
             (key, _) => {
                 let decision = registry::decide(&ask, None);
@@ -163,7 +164,7 @@ impl<T: Transport> Driver<T> {
 
     /// Our verdict (None: the connection asked closed before deciding).
     pub(super) fn on_verdict(&mut self, v: Option<Verdict>) {
-        let Some((_, ask)) = self.ident.waiting.take() else {
+        let Some(ask) = self.ident.waiting.take().map(|w| w.1) else {
             return;
         };
         match v {

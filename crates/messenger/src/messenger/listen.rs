@@ -148,7 +148,7 @@ fn accept<T: Transport>(
     let conn = Conn::accept(inner.config.clone(), me, peer, crate::now(), id);
     let Some(link) = conn.link_id() else {
         // Closed at birth (a test interceptor's fault): drop the socket.
-        inner.forget(&handle.0);
+        inner.forget(&handle);
         return;
     };
     let (reader, writer) = stream.into_split();

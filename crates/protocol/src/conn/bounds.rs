@@ -12,6 +12,7 @@ impl Conn {
             State::Backoff { until } => Some(until),
             State::Ready => {
                 let idle = later(self.last_active, t.idle);
+                let idle = self.trim_deadline().map_or(idle, |d| d.min(idle));
                 Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
             }
             State::Standby => Some(later(self.last_active, t.standby)),
@@ -29,6 +30,25 @@ impl Conn {
             .map(|p| later(p, self.config.timeouts.frame))
     }
 
+    /// When an idle READY connection trims its queues (once per idle
+    /// spell).
+    fn trim_deadline(&self) -> Option<Instant> {
+        (self.trimmed != Some(self.last_active))
+            .then(|| later(self.last_active, self.config.timeouts.trim))
+    }
+
+    /// Lets go of the capacity the queues grew to while busy.
+    fn trim(&mut self) {
+        self.trimmed = Some(self.last_active);
+        if self.events.is_empty() {
+            self.events = std::collections::VecDeque::new();
+        }
+        self.session.trim();
+        if let Some(l) = self.link.as_mut() {
+            l.output.trim();
+        }
+    }
+
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.link_held() {
             return; // frozen by an interceptor: no handshake timeout
@@ -42,6 +62,7 @@ impl Conn {
             State::Ready if now >= later(self.last_active, t.idle) => {
                 self.fault(ProtocolError::Timeout("idle connection"), now)
             }
+            State::Ready if self.trim_deadline().is_some_and(|d| now >= d) => self.trim(),
             State::Standby if now >= later(self.last_active, t.standby) => {
                 self.fail_closed(ProtocolError::Timeout("standby session"))
             }

@@ -1,0 +1,118 @@
+//! Commands on their way to a connection's driver, in order: the FIFO that
+//! keeps a sender's messages in order from any thread. A queue under a
+//! lock (commands from the driver's own thread mostly skip it: outbox.rs)
+//! that holds no memory while empty once the driver trims it, and a
+//! wake-up for the driver. Once the driver is gone what it is sent is
+//! dropped at once, as a closed channel would.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::Command;
+
+#[derive(Default)]
+pub(crate) struct Inbox {
+    queue: Mutex<Queue>,
+    ready: Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Command>,
+    /// The driver is gone.
+    closed: bool,
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `c` for the driver; gives it back when the driver is gone
+    /// (the caller drops it, outside the lock: a command may own what
+    /// sends to this connection when dropped).
+    pub fn push(&self, c: Command) -> Result<(), Command> {
+        {
+            let mut q = self.lock();
+            if q.closed {
+                return Err(c);
+            }
+            q.items.push_back(c);
+        }
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    pub fn try_pop(&self) -> Option<Command> {
+        self.lock().items.pop_front()
+    }
+
+    /// The next command, when one comes. Cancel-safe: a wake-up that
+    /// finds the queue empty (its command was taken by `try_pop`) waits
+    /// again.
+    pub async fn pop(&self) -> Command {
+        loop {
+            if let Some(c) = self.try_pop() {
+                return c;
+            }
+            // A push between the check and here leaves a permit: the wait
+            // ends at once.
+            self.ready.notified().await;
+        }
+    }
+
+    /// Lets go of an empty queue's capacity (an idle connection's).
+    pub fn trim(&self) {
+        let mut q = self.lock();
+        if q.items.is_empty() {
+            q.items = VecDeque::new();
+        }
+    }
+
+    /// The driver is gone: what is queued, and what comes later, is
+    /// dropped.
+    pub fn close(&self) {
+        let dropped = {
+            let mut q = self.lock();
+            q.closed = true;
+            std::mem::take(&mut q.items)
+        };
+        drop(dropped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn commands_come_out_in_order_and_none_after_close() {
+        let inbox = Inbox::default();
+        assert!(inbox.push(Command::MarkDisposable).is_ok());
+        assert!(inbox.push(Command::MarkDown).is_ok());
+        assert!(matches!(inbox.pop().await, Command::MarkDisposable));
+        assert!(matches!(inbox.try_pop(), Some(Command::MarkDown)));
+        assert!(inbox.try_pop().is_none());
+        inbox.trim();
+        assert_eq!(inbox.lock().items.capacity(), 0);
+        assert!(inbox.push(Command::Evict).is_ok());
+        inbox.close();
+        assert!(inbox.try_pop().is_none());
+        assert!(inbox.push(Command::Evict).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_wait_ends_with_a_push_from_another_thread() {
+        let inbox = std::sync::Arc::new(Inbox::default());
+        let other = inbox.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            other.push(Command::MarkDown).map_err(drop).unwrap();
+        });
+        let c = tokio::time::timeout(std::time::Duration::from_secs(10), inbox.pop()).await;
+        assert!(matches!(c, Ok(Command::MarkDown)));
+        t.join().unwrap();
+    }
+}
