@@ -232,16 +232,20 @@ pub struct RxCipher {
     key: LessSafeKey,
     /// AES-128-CTR under the same key, to read a msgr2.0 preamble before the
     /// frame's tag has arrived (GCM is CTR with the counter starting at 2).
-    ctr: DecryptingKey,
+    /// msgr2.1 has no use for it: not made (every secure connection would
+    /// carry its key schedule).
+    ctr: Option<DecryptingKey>,
     nonces: NonceSequence,
 }
 
 impl RxCipher {
     pub fn new(key: &[u8; KEY_LEN], nonce: [u8; NONCE_LEN], rev1: bool) -> Self {
-        let ctr = DecryptingKey::ctr(
-            UnboundCipherKey::new(&cipher::AES_128, key).expect("16-byte AES-128 key"),
-        )
-        .expect("AES-128-CTR key");
+        let ctr = (!rev1).then(|| {
+            DecryptingKey::ctr(
+                UnboundCipherKey::new(&cipher::AES_128, key).expect("16-byte AES-128 key"),
+            )
+            .expect("AES-128-CTR key")
+        });
         RxCipher {
             key: gcm_key(key),
             ctr,
@@ -273,7 +277,8 @@ impl RxCipher {
     /// start of the ciphertext the next [`RxCipher::open`] will see. msgr2.0
     /// secure mode needs this to learn a frame's length (msgr2 document,
     /// "msgr2.0-secure mode", issue 1); the frame is authenticated as a
-    /// whole afterwards.
+    /// whole afterwards. A msgr2.1 cipher has no CTR key (msgr2.1 frames
+    /// carry their length in an authenticated preamble): it copies.
     pub fn peek(&self, ciphertext: &[u8], out: &mut [u8]) {
         // The common prefix of the two.
         let n = ciphertext.len().min(out.len());
@@ -288,9 +293,9 @@ impl RxCipher {
         iv[..NONCE_LEN].copy_from_slice(&self.nonces.current);
         iv[15] = 2;
         // CTR decryption of any length with a 16-byte IV cannot fail.
-        let _ = self
-            .ctr
-            .decrypt(out, DecryptionContext::Iv128(FixedLength::from(iv)));
+        if let Some(ctr) = &self.ctr {
+            let _ = ctr.decrypt(out, DecryptionContext::Iv128(FixedLength::from(iv)));
+        }
     }
 }
 

@@ -49,10 +49,12 @@ type Connecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
 /// the driver twice (once as the future's capture, once in `run`'s state).
 pub(crate) fn start<T: Transport>(inner: &Arc<Inner<T>>, shard: usize, d: Box<Driver<T>>) {
     let again = inner.clone();
-    inner.spawn(shard, async move {
+    let done = inner.task_guard();
+    inner.shards.spawn(shard, async move {
         if let Some((d, to)) = d.run(shard).await {
             start(&again, to, d);
         }
+        drop(done);
     });
 }
 
@@ -205,7 +207,9 @@ impl<T: Transport> Driver<T> {
                 _ = stop.changed() => Step::Stop,
                 w = async {
                     if let Some(d) = delay {
-                        tokio::time::sleep(d).await;
+                        // Boxed: a timer is large, and only a test's
+                        // injected delay needs one here.
+                        Box::pin(tokio::time::sleep(d)).await;
                     }
                     writer.expect("guarded").send(out).await
                 }, if has_output => Step::Wrote(w),

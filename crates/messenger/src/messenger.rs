@@ -221,12 +221,21 @@ impl<T: Transport> Inner<T> {
         shard: usize,
         fut: impl std::future::Future<Output = ()> + Send + 'static,
     ) {
-        self.tasks.fetch_add(1, Ordering::AcqRel);
-        let done = TaskDone(self.clone());
+        let done = self.task_guard();
         self.shards.spawn(shard, async move {
             fut.await;
             drop(done);
         });
+    }
+
+    /// Counts a task done when the guard is dropped: shutdown waits for
+    /// it. A connection's task holds it in its own future rather than
+    /// being wrapped by `spawn`, whose future would store the task's twice
+    /// (once captured, once awaited): an idle connection's task stays half
+    /// the size.
+    pub fn task_guard(self: &Arc<Self>) -> TaskDone<T> {
+        self.tasks.fetch_add(1, Ordering::AcqRel);
+        TaskDone(self.clone())
     }
 
     /// A closed connection leaves the tables (the registry only where it
@@ -250,7 +259,7 @@ impl<T: Transport> Inner<T> {
 
 /// Counts a tracked task done when it ends, or when its future is dropped
 /// (a shard's runtime gone, a panic): shutdown waits for every one.
-struct TaskDone<T: Transport>(Arc<Inner<T>>);
+pub(crate) struct TaskDone<T: Transport>(Arc<Inner<T>>);
 
 impl<T: Transport> Drop for TaskDone<T> {
     fn drop(&mut self) {
