@@ -116,6 +116,11 @@ fn run() -> Res<ExitCode> {
         }
         Some(other) => return Err(other.unexpected().into()),
     };
+    if matches!(command.as_str(), "bench" | "serve") {
+        // Thousands of connections: as many files as the hard limit allows
+        // (a limit it cannot raise is left as it is).
+        let _ = msgr_sys::raise_fd_limit();
+    }
     match command.as_str() {
         "decode" => decode(parser),
         "bench" => bench(parser),

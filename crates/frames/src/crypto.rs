@@ -233,18 +233,21 @@ pub struct RxCipher {
     /// AES-128-CTR under the same key, to read a msgr2.0 preamble before the
     /// frame's tag has arrived (GCM is CTR with the counter starting at 2).
     /// msgr2.1 has no use for it: not made (every secure connection would
-    /// carry its key schedule).
-    ctr: Option<DecryptingKey>,
+    /// carry its key schedule), and boxed (its 500 bytes, inline, would be
+    /// carried anyway).
+    ctr: Option<Box<DecryptingKey>>,
     nonces: NonceSequence,
 }
 
 impl RxCipher {
     pub fn new(key: &[u8; KEY_LEN], nonce: [u8; NONCE_LEN], rev1: bool) -> Self {
         let ctr = (!rev1).then(|| {
-            DecryptingKey::ctr(
-                UnboundCipherKey::new(&cipher::AES_128, key).expect("16-byte AES-128 key"),
+            Box::new(
+                DecryptingKey::ctr(
+                    UnboundCipherKey::new(&cipher::AES_128, key).expect("16-byte AES-128 key"),
+                )
+                .expect("AES-128-CTR key"),
             )
-            .expect("AES-128-CTR key")
         });
         RxCipher {
             key: gcm_key(key),

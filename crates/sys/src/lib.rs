@@ -1,5 +1,6 @@
 //! Thread placement for the messenger's shards: which CPUs the process may
-//! run on, and pinning a thread to one of them.
+//! run on, and pinning a thread to one of them; and the open-file limit a
+//! process holding many connections raises.
 //!
 //! The messenger runs its connections on shards, threads each driving its
 //! own current-thread runtime. As crimson does (seastar's reactor pins one
@@ -55,6 +56,45 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "pinning a thread to a CPU is implemented for Linux only",
+        ))
+    }
+}
+
+/// Raises this process's limit on open files (RLIMIT_NOFILE) to its hard
+/// limit, as servers holding many connections do (Ceph's daemons raise it
+/// to `max_open_files`); returns the limit now in force. Unix only
+/// (`Unsupported` elsewhere).
+pub fn raise_fd_limit() -> io::Result<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit through a pointer to a live,
+        // properly aligned local of that type; nothing else is touched.
+        #[allow(unsafe_code)]
+        let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        if got != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            // SAFETY: setrlimit reads one rlimit from a live local; a limit
+            // within the hard limit needs no privilege.
+            #[allow(unsafe_code)]
+            let set = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+            if set != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(lim.rlim_cur)
+    }
+    #[cfg(not(unix))]
+    {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "raising the open-file limit is implemented for Unix only",
         ))
     }
 }
@@ -145,6 +185,22 @@ mod tests {
         #[allow(unsafe_code)]
         let cpu = unsafe { libc::sched_getcpu() };
         usize::try_from(cpu).expect("sched_getcpu failed")
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_fd_limit_is_raised_to_the_hard_limit() {
+        let now = raise_fd_limit().unwrap();
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: as in raise_fd_limit.
+        #[allow(unsafe_code)]
+        let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        assert_eq!(got, 0);
+        assert_eq!(lim.rlim_cur, lim.rlim_max);
+        assert_eq!(now, lim.rlim_cur);
     }
 
     #[test]

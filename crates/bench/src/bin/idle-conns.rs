@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! idle-conns [--shards S] [--mode crc|secure] [--cephx] [N ...]
-//! idle-conns --addr ADDR --pid PID [N ...]
+//! idle-conns --addr ADDR --pid PID [--mode M] [--keyring FILE] [N ...]
 //! ```
 //!
 //! The server is `msgr serve` (the binary beside this one, or `MSGR_BIN`)
@@ -67,6 +67,7 @@ struct Args {
     cephx: bool,
     addr: Option<String>,
     pid: Option<u32>,
+    keyring: Option<std::path::PathBuf>,
     steps: Vec<usize>,
 }
 
@@ -81,6 +82,7 @@ fn parse_args() -> Args {
             "--cephx" => a.cephx = true,
             "--addr" => a.addr = Some(value()),
             "--pid" => a.pid = Some(value().parse().expect("a pid")),
+            "--keyring" => a.keyring = Some(value().into()),
             n => a.steps.push(n.parse().expect("a number of connections")),
         }
     }
@@ -123,7 +125,10 @@ fn spawn_server(a: &Args, security: &[String]) -> (Child, EntityAddrvec, String)
 
 fn main() {
     let a = parse_args();
-    let keyring = std::env::temp_dir().join(format!("idle-conns-{}.keyring", std::process::id()));
+    let _ = msgr_sys::raise_fd_limit();
+    let keyring = a.keyring.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("idle-conns-{}.keyring", std::process::id()))
+    });
     let mut security = Vec::new();
     if a.cephx {
         security.extend(["--auth".into(), "cephx".into()]);
@@ -166,7 +171,9 @@ fn main() {
         .build()
         .expect("runtime");
     rt.block_on(run(addr, pid, &what, &a, &net));
-    let _ = std::fs::remove_file(&keyring);
+    if a.keyring.is_none() {
+        let _ = std::fs::remove_file(&keyring);
+    }
     if let Some(mut c) = child {
         let _ = c.kill();
         let _ = c.wait();
