@@ -11,6 +11,7 @@ pub mod common;
 pub mod decode_cmd;
 pub mod describe;
 pub mod identity;
+pub mod idle;
 pub mod inspect;
 pub mod json;
 pub mod mon;

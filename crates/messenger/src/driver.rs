@@ -7,7 +7,6 @@
 //! what handles may read. A connection moves to another shard by this
 //! task ending and the same driver starting there (`Exit::Move`).
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -68,9 +67,10 @@ pub(crate) struct Driver<T: Transport> {
     shard: usize,
     io: SocketIo<T>,
     connecting: Option<Connecting<T::Stream>>,
-    /// Events taken from the connection, not yet handled: a message waiting
-    /// for receive budget holds up the events after it.
-    pending: VecDeque<Event>,
+    /// A message taken from the connection that waits for receive budget:
+    /// the connection's later events wait behind it, in its queue. Boxed:
+    /// rare, and every driver would carry a message's size.
+    held: Option<Box<msgr_protocol::Message>>,
     /// The outbox's buffer between dispatches (connection/outbox.rs).
     given: Vec<Command>,
     budget: Budget,
@@ -142,7 +142,7 @@ impl<T: Transport> Driver<T> {
             shard,
             io,
             connecting: None,
-            pending: VecDeque::new(),
+            held: None,
             given: Vec::new(),
             budget,
             paused: false,
@@ -332,9 +332,8 @@ impl<T: Transport> Driver<T> {
             if self.move_to.is_some() && self.can_leave() {
                 return ControlFlow::Continue(());
             }
-            self.pending
-                .extend(std::iter::from_fn(|| self.conn.poll_event()));
-            if self.pending.is_empty() {
+            let batch = self.conn.queued_events();
+            if batch == 0 && self.held.is_none() {
                 return ControlFlow::Continue(());
             }
             // The dispatcher's calls see the state the events come from.
@@ -346,7 +345,7 @@ impl<T: Transport> Driver<T> {
                 true => Outbox::open(self.handle.outbox_key(), std::mem::take(&mut self.given)),
                 false => Outbox::closed(),
             };
-            let dispatched = self.dispatch_pending();
+            let dispatched = self.dispatch(batch);
             let mut given = outbox.close();
             for c in given.drain(..) {
                 self.on_command(c);
@@ -358,31 +357,46 @@ impl<T: Transport> Driver<T> {
         }
     }
 
-    /// Dispatches the pending events, in order; Continue(false) when a
-    /// message waits for receive budget.
-    fn dispatch_pending(&mut self) -> ControlFlow<(), bool> {
-        while let Some(ev) = self.pending.pop_front() {
-            match ev {
-                // Dispatched here, with its receive budget, or put back to
-                // wait for it (the message moves once, into
-                // IncomingMessage).
-                Event::Message(msg) => match self.budget.take(msg.payload_len() as u64) {
-                    Some(permits) => self.inner.dispatcher.ms_dispatch(
-                        &self.handle,
-                        IncomingMessage {
-                            msg,
-                            _permits: permits,
-                        },
-                    ),
-                    None => {
-                        self.pending.push_front(Event::Message(msg));
+    /// Dispatches the held message, then the next `batch` events of the
+    /// connection, in order; Continue(false) when a message waits for
+    /// receive budget (held; the events after it stay queued).
+    fn dispatch(&mut self, batch: usize) -> ControlFlow<(), bool> {
+        if let Some(msg) = self.held.take() {
+            if !self.dispatch_message(*msg) {
+                return ControlFlow::Continue(false);
+            }
+        }
+        for _ in 0..batch {
+            match self.conn.poll_event() {
+                Some(Event::Message(msg)) => {
+                    if !self.dispatch_message(msg) {
                         return ControlFlow::Continue(false);
                     }
-                },
-                ev => self.on_event(ev)?,
+                }
+                Some(ev) => self.on_event(ev)?,
+                None => break,
             }
         }
         ControlFlow::Continue(true)
+    }
+
+    /// Dispatches `msg` with its receive budget, or holds it until the
+    /// budget is there (false).
+    fn dispatch_message(&mut self, msg: msgr_protocol::Message) -> bool {
+        match self.budget.take(msg.payload_len() as u64) {
+            Some(permits) => {
+                let incoming = IncomingMessage {
+                    msg,
+                    _permits: permits,
+                };
+                self.inner.dispatcher.ms_dispatch(&self.handle, incoming);
+                true
+            }
+            None => {
+                self.held = Some(Box::new(msg));
+                false
+            }
+        }
     }
 
     fn on_event(&mut self, ev: Event) -> ControlFlow<()> {
@@ -433,7 +447,7 @@ impl<T: Transport> Driver<T> {
                 dispatcher.ms_handle_accept(conn, self.prev_shard, replaced);
                 self.prev_shard = self.shard;
             }
-            Event::Message(_) => unreachable!("dispatched by handle_events"),
+            Event::Message(_) => unreachable!("dispatched by dispatch"),
             // A reset queued before the user's mark_down is not reported
             // after it.
             Event::Reset if !conn.shared.view.marked_down() => dispatcher.ms_handle_reset(conn),
@@ -488,7 +502,7 @@ impl<T: Transport> Driver<T> {
             shared.drained.notify_waiters();
         }
         // Budget for the message whose preamble is in, before its bytes.
-        if self.pending.is_empty() {
+        if self.held.is_none() {
             if let Some(len) = c.pending_message_len() {
                 let peer = c.peer().entity_type;
                 let inner = &self.inner;
@@ -500,7 +514,7 @@ impl<T: Transport> Driver<T> {
         // budget, while we hold too much for a peer that does not read, and
         // while an ident waits for its verdict or a promised socket for
         // its arrival (the peer has nothing to say meanwhile).
-        let blocked = !self.pending.is_empty()
+        let blocked = self.held.is_some()
             || self.budget.waiting()
             || c.over_queue_limit()
             || c.is_replacing()
@@ -527,9 +541,6 @@ impl<T: Transport> Driver<T> {
     /// trims its own when idle: Timeouts::trim; timers are rare enough to
     /// do this at each).
     fn trim(&mut self) {
-        if self.pending.is_empty() {
-            self.pending = VecDeque::new();
-        }
         self.io.out.trim();
         self.given = Vec::new();
         self.handle.shared.inbox.trim();

@@ -329,6 +329,20 @@ impl Conn {
         }
     }
 
+    /// How many events are queued (an interceptor's socket shutdown that
+    /// is due is queued first). A runtime that takes them in batches (to
+    /// publish the state they come from before handling them) takes this
+    /// many with [`Conn::poll_event`]; what it leaves stays queued, in
+    /// order, ahead of later events.
+    pub fn queued_events(&mut self) -> usize {
+        if self.events.is_empty() {
+            if let Some(e) = self.poll_gate_event() {
+                self.events.push_back(e);
+            }
+        }
+        self.events.len()
+    }
+
     // ------------------------------------------------------------ user calls
 
     /// Queues a message; it is written when the session is READY (and a

@@ -1,0 +1,226 @@
+//! Memory a server holds per idle connection: connections opened to it in
+//! steps, each from a one-shard client messenger of its own; one counts
+//! once it is READY, a keepalive came back and one 4 KiB MOSDOp write was
+//! answered. After each step, once the connections have been idle for a
+//! while, the server's resident memory is read from /proc. Used by the
+//! `idle-conns` tool (msgr-bench) and by the test that holds 10000 idle
+//! connections.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use msgr_auth::ConMode;
+use msgr_encoding::{EntityAddrvec, EntityType};
+use msgr_messages::{MOSDOp, TypedMessage, MSG_OSD_OPREPLY};
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
+use msgr_transport::tcp::Tcp;
+
+use crate::common::{messenger, NetOpts};
+use crate::security::SecurityOpts;
+
+/// How long connections sit idle before the server is measured: past the
+/// second after which a connection trims its queues (Timeouts::trim).
+const SETTLE: Duration = Duration::from_secs(2);
+/// How long a step may take to come up and be answered.
+const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The server measured: `msgr serve` started here, or one already running.
+pub struct Server {
+    child: Option<Child>,
+    pub addr: EntityAddrvec,
+    pub pid: u32,
+    /// A keyring made for this run (removed when the server is dropped).
+    made_keyring: Option<PathBuf>,
+}
+
+impl Server {
+    /// Starts `bin serve` on loopback, on `shards` shards, in `mode` (secure
+    /// mode with cephx, and a keyring made for the run).
+    pub fn spawn(bin: &Path, shards: Option<usize>, mode: ConMode) -> Result<Server, String> {
+        let mut cmd = Command::new(bin);
+        cmd.args(["serve", "--bind", "v2:127.0.0.1:0"]);
+        let mut made_keyring = None;
+        if mode == ConMode::SECURE {
+            let k = keyring_path();
+            cmd.args(["--auth", "cephx", "--mode", "secure", "--keyring"])
+                .arg(&k);
+            made_keyring = Some(k);
+        }
+        if let Some(s) = shards {
+            cmd.args(["--shards", &s.to_string()]);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        let mut first = String::new();
+        let stdout = child.stdout.take().ok_or("serve's stdout")?;
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .map_err(|e| format!("serve's first line: {e}"))?;
+        let addr = first
+            .split_whitespace()
+            .find(|w| w.starts_with("v2:"))
+            .ok_or_else(|| format!("serve printed no address: {first:?}"))?
+            .parse()
+            .map_err(|e| format!("serve's address: {e}"))?;
+        Ok(Server {
+            pid: child.id(),
+            child: Some(child),
+            addr,
+            made_keyring,
+        })
+    }
+
+    /// A server already running (Ceph's, or ours under a profiler).
+    pub fn running(addr: EntityAddrvec, pid: u32) -> Server {
+        Server {
+            child: None,
+            addr,
+            pid,
+            made_keyring: None,
+        }
+    }
+
+    /// The keyring a client of this server uses, if the run made one.
+    pub fn keyring(&self) -> Option<&Path> {
+        self.made_keyring.as_deref()
+    }
+
+    /// The server's resident memory, in KiB (0 if it cannot be read).
+    pub fn rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(k) = &self.made_keyring {
+            let _ = std::fs::remove_file(k);
+        }
+    }
+}
+
+fn keyring_path() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("msgr-idle-{}-{n}.keyring", std::process::id()))
+}
+
+/// Client settings for `mode`: secure mode authenticates with cephx from
+/// `keyring` (the server's).
+pub fn client_net(mode: ConMode, keyring: Option<&Path>) -> Result<NetOpts, String> {
+    let secure = mode == ConMode::SECURE;
+    let opts = SecurityOpts {
+        cephx: secure || keyring.is_some(),
+        keyring: keyring.map(Path::to_path_buf),
+        mode: Some(mode),
+        ..Default::default()
+    };
+    Ok(NetOpts {
+        security: opts.resolve(false)?,
+        shards: Some(1),
+        ..Default::default()
+    })
+}
+
+/// The server's size after a step.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    pub conns: usize,
+    pub rss_kib: u64,
+}
+
+/// Counts the write replies that came back.
+#[derive(Default)]
+struct Replies {
+    count: AtomicUsize,
+    arrived: tokio::sync::Notify,
+}
+
+impl Dispatcher for Replies {
+    fn ms_dispatch(&self, _: &Connection, msg: IncomingMessage) {
+        if msg.msg_type == MSG_OSD_OPREPLY {
+            self.count.fetch_add(1, Ordering::AcqRel);
+            self.arrived.notify_waiters();
+        }
+    }
+}
+
+/// Opens connections to `server` up to each of `steps` in turn, measuring
+/// the server after each (`each` sees it at once); the connections are
+/// held until all steps are done. Errors if a connection does not come up
+/// or a write is not answered.
+pub async fn hold(
+    server: &Server,
+    net: &NetOpts,
+    steps: &[usize],
+    mut each: impl FnMut(Step),
+) -> Result<Vec<Step>, String> {
+    let replies = Arc::new(Replies::default());
+    let data = Bytes::from(vec![0x5a; 4096]);
+    let mut held: Vec<(Messenger<Tcp>, Connection)> = Vec::new();
+    let mut out = Vec::new();
+    let result = async {
+        for &n in steps {
+            let from = held.len();
+            while held.len() < n {
+                let name = format!("client.{}", held.len() + 1)
+                    .parse()
+                    .map_err(|e| format!("{e}"))?;
+                let m = messenger(name, 0, net, replies.clone());
+                let c = m.connect(&server.addr, EntityType::OSD);
+                held.push((m, c));
+            }
+            let answered = async {
+                for (_, c) in held.get(from..).unwrap_or_default() {
+                    if c.keepalive_roundtrip(STEP_TIMEOUT).await.is_none() {
+                        return Err(format!("connection {} did not come up", c.id()));
+                    }
+                    let op = MOSDOp::write(1, 1, "idle", 0, data.clone(), false);
+                    c.send_nowait(op.to_message(c.features()));
+                }
+                while replies.count.load(Ordering::Acquire) < n {
+                    let arrived = replies.arrived.notified();
+                    if replies.count.load(Ordering::Acquire) >= n {
+                        break;
+                    }
+                    arrived.await;
+                }
+                Ok(())
+            };
+            tokio::time::timeout(STEP_TIMEOUT, answered)
+                .await
+                .map_err(|_| format!("the writes of step {n} were not all answered"))??;
+            tokio::time::sleep(SETTLE).await;
+            let step = Step {
+                conns: n,
+                rss_kib: server.rss_kib(),
+            };
+            each(step);
+            out.push(step);
+        }
+        Ok(())
+    }
+    .await;
+    for (m, _) in &held {
+        m.shutdown().await;
+    }
+    result.map(|()| out)
+}
