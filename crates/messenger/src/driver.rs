@@ -71,6 +71,8 @@ pub(crate) struct Driver<T: Transport> {
     /// the connection's later events wait behind it, in its queue. Boxed:
     /// rare, and every driver would carry a message's size.
     held: Option<Box<msgr_protocol::Message>>,
+    /// Commands taken from the inbox in one go, not yet handled.
+    taken: std::collections::VecDeque<Command>,
     /// The outbox's buffer between dispatches (connection/outbox.rs).
     given: Vec<Command>,
     budget: Budget,
@@ -143,6 +145,7 @@ impl<T: Transport> Driver<T> {
             io,
             connecting: None,
             held: None,
+            taken: Default::default(),
             given: Vec::new(),
             budget,
             paused: false,
@@ -218,7 +221,13 @@ impl<T: Transport> Driver<T> {
                 (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
                 _ = async { self.timer.as_mut().expect("made on arrival").await }, if self.armed.is_some() => Step::Timer,
                 v = async { verdict.expect("guarded").await.ok() }, if deciding => Step::Verdict(v),
-                c = self.handle.shared.inbox.pop() => Step::Command(c),
+                // Commands already taken come before the inbox's.
+                c = async {
+                    match self.taken.pop_front() {
+                        Some(c) => c,
+                        None => self.handle.shared.inbox.pop().await,
+                    }
+                } => Step::Command(c),
             };
             self.now = crate::now();
             self.on_step(step);
@@ -280,7 +289,10 @@ impl<T: Transport> Driver<T> {
     /// whether the queue is empty now.
     fn take_commands(&mut self) -> bool {
         for _ in 0..COMMANDS_PER_TURN {
-            match self.handle.shared.inbox.try_pop() {
+            if self.taken.is_empty() {
+                self.handle.shared.inbox.take_all(&mut self.taken);
+            }
+            match self.taken.pop_front() {
                 Some(c) => self.on_command(c),
                 None => return true,
             }
@@ -544,6 +556,9 @@ impl<T: Transport> Driver<T> {
         self.io.out.trim();
         self.given = Vec::new();
         self.handle.shared.inbox.trim();
+        if self.taken.is_empty() {
+            self.taken = Default::default();
+        }
     }
 
     /// Moves the timer, only when the deadline gets earlier: one that fires

@@ -49,6 +49,19 @@ impl Inbox {
         self.lock().items.pop_front()
     }
 
+    /// Moves every queued command to the end of `into`, under one lock: a
+    /// driver takes a burst from another thread at once rather than
+    /// contending for the lock per command. When `into` is empty its
+    /// allocation and the queue's trade places.
+    pub fn take_all(&self, into: &mut VecDeque<Command>) {
+        let mut q = self.lock();
+        if into.is_empty() {
+            std::mem::swap(&mut q.items, into);
+        } else {
+            into.append(&mut q.items);
+        }
+    }
+
     /// The next command, when one comes. Cancel-safe: a wake-up that
     /// finds the queue empty (its command was taken by `try_pop`) waits
     /// again.
@@ -94,6 +107,16 @@ mod tests {
         assert!(inbox.push(Command::MarkDown).is_ok());
         assert!(matches!(inbox.pop().await, Command::MarkDisposable));
         assert!(matches!(inbox.try_pop(), Some(Command::MarkDown)));
+        assert!(inbox.try_pop().is_none());
+        let mut taken = VecDeque::new();
+        assert!(inbox.push(Command::MarkDown).is_ok());
+        inbox.take_all(&mut taken);
+        assert!(inbox.push(Command::Evict).is_ok());
+        inbox.take_all(&mut taken);
+        assert!(matches!(
+            taken.make_contiguous(),
+            [Command::MarkDown, Command::Evict]
+        ));
         assert!(inbox.try_pop().is_none());
         inbox.trim();
         assert_eq!(inbox.lock().items.capacity(), 0);
