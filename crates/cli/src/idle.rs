@@ -140,11 +140,13 @@ pub fn client_net(mode: ConMode, keyring: Option<&Path>) -> Result<NetOpts, Stri
     })
 }
 
-/// The server's size after a step.
+/// The server's size after a step, and how long the step's connections
+/// took to come up (connect, handshake, keepalive and write answered).
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
     pub conns: usize,
     pub rss_kib: u64,
+    pub up: Duration,
 }
 
 /// Counts the write replies that came back.
@@ -180,6 +182,7 @@ pub async fn hold(
     let result = async {
         for &n in steps {
             let from = held.len();
+            let started = std::time::Instant::now();
             while held.len() < n {
                 let name = format!("client.{}", held.len() + 1)
                     .parse()
@@ -208,10 +211,12 @@ pub async fn hold(
             tokio::time::timeout(STEP_TIMEOUT, answered)
                 .await
                 .map_err(|_| format!("the writes of step {n} were not all answered"))??;
+            let up = started.elapsed();
             tokio::time::sleep(SETTLE).await;
             let step = Step {
                 conns: n,
                 rss_kib: server.rss_kib(),
+                up,
             };
             each(step);
             out.push(step);

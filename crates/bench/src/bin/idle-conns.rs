@@ -18,7 +18,6 @@
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use msgr_auth::ConMode;
 use msgr_cli::idle::{client_net, hold, Server, Step};
@@ -88,17 +87,16 @@ fn main() {
             a.shards.map_or("default".into(), |s| s.to_string()),
         );
         let mut last = (0usize, base);
-        let start = Instant::now();
         let report = |s: Step| {
             let added = (s.conns - last.0).max(1) as f64;
             println!(
-                "{:6} connections: resident {} KiB; {:.2} KiB per connection over the last {} ({:.2} over all), {:.1} s",
+                "{:6} connections: resident {} KiB; {:.2} KiB per connection over the last {} ({:.2} over all); up in {:.2} s",
                 s.conns,
                 s.rss_kib,
                 (s.rss_kib as f64 - last.1 as f64) / added,
                 s.conns - last.0,
                 (s.rss_kib as f64 - base as f64) / s.conns as f64,
-                start.elapsed().as_secs_f64(),
+                s.up.as_secs_f64(),
             );
             last = (s.conns, s.rss_kib);
         };
