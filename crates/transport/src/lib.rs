@@ -5,26 +5,46 @@
 //! [`memory::MemoryNet`] (in-process pipes with fault hooks, for
 //! deterministic tests).
 //!
+//! # Receiving and sending
+//!
+//! A connection's halves are a [`Receiver`] and a [`Sender`], shaped for
+//! completion-based transports as much as for readiness-based sockets:
+//!
+//! - [`Receiver::recv`] appends what arrived to the runtime's read buffer,
+//!   which gets room ([`ReadRoom`]) only once bytes are there: nothing is
+//!   set aside for a connection while it waits. A socket waits for
+//!   readability and then reads; a completion-based transport receives
+//!   into memory of its own, shared by its connections, and moves what
+//!   arrived into the buffer.
+//! - [`Sender::send`] is given the runtime's queue of reference-counted
+//!   chunks ([`Outgoing`]) and reports how many bytes from its front it
+//!   took. A completion-based transport keeps the chunks it posted (a
+//!   clone of each `Bytes`) until the completion, however the runtime's
+//!   wait on it ends, and reports them then.
+//!
 //! # A message-oriented transport (RDMA verbs)
 //!
-//! msgr2 is a byte-stream protocol, and the trait keeps to that: a
-//! transport hands the runtime a reader and a writer. An RDMA transport
-//! implements them the way Ceph's RDMAStack does, on top of reliable
-//! connected queue pairs:
+//! msgr2 is a byte-stream protocol, and the traits keep to that. An RDMA
+//! transport implements them the way Ceph's RDMAStack does, on top of
+//! reliable connected queue pairs:
 //!
 //! - `connect`/`bind`/`accept` exchange queue-pair numbers, LIDs/GIDs and
 //!   initial PSNs over a side channel (a TCP socket, or RDMA-CM), then move
 //!   the QPs to RTS.
-//! - The writer copies (or, for buffers already inside a registered memory
-//!   region, posts directly) each `poll_write_vectored` slice into chunks of
-//!   a registered send pool, posts them as SEND work requests, and reports
-//!   them written; completions return chunks to the pool. Back-pressure is
-//!   the pool running dry (`Poll::Pending` until a completion frees a chunk).
-//! - The reader keeps a ring of receive buffers posted on a shared receive
-//!   queue; `poll_read` copies out of completed receives in order and
-//!   re-posts them. A runtime that wants zero copy can read whole frames:
-//!   the frame decoder tells how many bytes the next step needs
-//!   (`Conn::want`), which maps onto one receive of that size.
+//! - The sender posts each chunk of `Outgoing` as a SEND work request:
+//!   chunks already inside a registered memory region are posted as they
+//!   are (zero copy; the runtime's buffers would come from such a region),
+//!   others are copied into a registered send pool. It holds the chunks
+//!   until their completions and reports them sent then. Back-pressure is
+//!   the pool or the send queue running dry (`Pending` until a completion
+//!   frees room).
+//! - The receiver keeps a ring of registered receive buffers posted on a
+//!   shared receive queue (memory per shard, not per connection, as the
+//!   receiver's contract asks); `recv` moves the bytes of completed
+//!   receives, in order, into the read buffer and re-posts the buffers.
+//!   The `ReadRoom` tells how many bytes complete the frame at hand, which
+//!   a transport can use to receive a large frame's payload straight into
+//!   its own buffer.
 //! - Nothing above the transport changes: the protocol core is sans-IO and
 //!   only sees bytes in order; framing, crcs and encryption are the same.
 // Transports move bytes; they parse none (the protocol crates do, checked).
