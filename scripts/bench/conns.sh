@@ -23,7 +23,7 @@ cargo build --profile perf -q -p msgr-cli
 OUT=$(mktemp)
 LOG=$(mktemp)
 trap 'rm -f "$OUT" "$LOG"' EXIT
-WORKLOADS=("1:128" "100:1" "1000:1" "10000:1")
+read -r -a WORKLOADS <<< "${WORKLOADS:-1:128 100:1 1000:1 10000:1}"
 PORT=17100
 for r in $(seq "$ROUNDS"); do
   for w in "${WORKLOADS[@]}"; do

@@ -1,21 +1,27 @@
 //! Commands on their way to a connection's driver, in order: the FIFO that
 //! keeps a sender's messages in order from any thread. A queue under a
 //! lock (commands from the driver's own thread mostly skip it: outbox.rs)
-//! that holds no memory while empty once the driver trims it, and a
-//! wake-up for the driver. Once the driver is gone what it is sent is
-//! dropped at once, as a closed channel would.
+//! that holds no memory while empty once the driver trims it, a flag that
+//! lets the driver see it empty without the lock, and a waker slot for
+//! the driver. Once the driver is gone what it is sent is dropped at once,
+//! as a closed channel would.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::task::Poll;
 
-use tokio::sync::Notify;
+use atomic_waker::AtomicWaker;
 
 use super::Command;
 
 #[derive(Default)]
 pub(crate) struct Inbox {
     queue: Mutex<Queue>,
-    ready: Notify,
+    /// The queue holds commands (set and cleared under its lock): the
+    /// driver, which looks at every turn, takes the lock only then.
+    queued: AtomicBool,
+    waker: AtomicWaker,
 }
 
 #[derive(Default)]
@@ -40,13 +46,22 @@ impl Inbox {
                 return Err(c);
             }
             q.items.push_back(c);
+            self.queued.store(true, Ordering::Release);
         }
-        self.ready.notify_one();
+        self.waker.wake();
         Ok(())
     }
 
     pub fn try_pop(&self) -> Option<Command> {
-        self.lock().items.pop_front()
+        if !self.queued.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut q = self.lock();
+        let c = q.items.pop_front();
+        if q.items.is_empty() {
+            self.queued.store(false, Ordering::Release);
+        }
+        c
     }
 
     /// Moves every queued command to the end of `into`, under one lock: a
@@ -54,7 +69,11 @@ impl Inbox {
     /// contending for the lock per command. When `into` is empty its
     /// allocation and the queue's trade places.
     pub fn take_all(&self, into: &mut VecDeque<Command>) {
+        if !self.queued.load(Ordering::Acquire) {
+            return;
+        }
         let mut q = self.lock();
+        self.queued.store(false, Ordering::Release);
         if into.is_empty() {
             std::mem::swap(&mut q.items, into);
         } else {
@@ -62,18 +81,23 @@ impl Inbox {
         }
     }
 
-    /// The next command, when one comes. Cancel-safe: a wake-up that
-    /// finds the queue empty (its command was taken by `try_pop`) waits
-    /// again.
+    /// The next command, when one comes (one driver waits at a time).
+    /// Cancel-safe: a wake-up that finds the queue empty (its command was
+    /// taken by `try_pop`) waits again.
     pub async fn pop(&self) -> Command {
-        loop {
+        std::future::poll_fn(|cx| {
             if let Some(c) = self.try_pop() {
-                return c;
+                return Poll::Ready(c);
             }
-            // A push between the check and here leaves a permit: the wait
-            // ends at once.
-            self.ready.notified().await;
-        }
+            self.waker.register(cx.waker());
+            // A push between the first look and the registration set the
+            // flag before it woke: look again.
+            match self.try_pop() {
+                Some(c) => Poll::Ready(c),
+                None => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// Lets go of an empty queue's capacity (an idle connection's).
@@ -90,6 +114,7 @@ impl Inbox {
         let dropped = {
             let mut q = self.lock();
             q.closed = true;
+            self.queued.store(false, Ordering::Release);
             std::mem::take(&mut q.items)
         };
         drop(dropped);
