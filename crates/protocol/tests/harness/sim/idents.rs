@@ -184,21 +184,7 @@ impl Sim {
         let closed = self.net.state(asker) == ConnState::Closed;
         match verdict {
             // The asker is gone: its promise is dropped unkept.
-            Some((decision, Some(to))) if closed => {
-                let now = self.net.now;
-                let (reuse, sock) = (None, None);
-                let from = asker;
-                self.hop(
-                    now,
-                    Hop::Adopt {
-                        to,
-                        from,
-                        reuse,
-                        decision,
-                        sock,
-                    },
-                );
-            }
+            Some((decision, Some(to))) if closed => self.adopt(to, asker, None, decision, None),
             _ if closed => {}
             Some((decision, promise)) => self.conclude(asker, decision, promise),
             None => self.ask(asker, ask),
@@ -227,18 +213,29 @@ impl Sim {
             if let Some(i) = sock {
                 self.idents.in_transit.insert(i);
             }
-            let from = asker;
-            self.hop(
-                now,
-                Hop::Adopt {
-                    to,
-                    from,
-                    reuse,
-                    decision,
-                    sock,
-                },
-            );
+            self.adopt(to, asker, reuse, decision, sock);
         }
+    }
+
+    /// Sends `to` the accepting connection's socket (`sock`, for a Reuse)
+    /// or word that none comes.
+    fn adopt(
+        &mut self,
+        to: ConnRef,
+        from: ConnRef,
+        reuse: Option<Reuse>,
+        decision: Decision,
+        sock: Option<usize>,
+    ) {
+        let now = self.net.now;
+        let hop = Hop::Adopt {
+            to,
+            from,
+            reuse,
+            decision,
+            sock,
+        };
+        self.hop(now, hop);
     }
 
     fn on_adopt(
