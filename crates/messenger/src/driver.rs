@@ -5,7 +5,8 @@
 //! the frame decoder's buffer, writes the queued frames with vectored
 //! writes, connects when asked, dispatches, fires timers, and publishes
 //! what handles may read. A connection moves to another shard by this
-//! task ending and the same driver starting there (`Exit::Move`).
+//! task ending and the same driver starting there (`run` hands it back
+//! with the shard to go to).
 
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -115,7 +116,6 @@ enum Step<S> {
     Verdict(Option<ident::Verdict>),
     Command(Command),
     Timer,
-    Stop,
 }
 
 fn far() -> tokio::time::Instant {
@@ -165,8 +165,10 @@ impl<T: Transport> Driver<T> {
     /// (the driver and where to).
     async fn run(mut self: Box<Self>, shard: usize) -> Option<(Box<Driver<T>>, usize)> {
         self.arrive(shard);
-        let mut stop = self.inner.shutdown.subscribe();
-        if *stop.borrow_and_update() {
+        // Shutdown marks down every connection it lists; one made (or
+        // moved) after it listed them sees the flag here instead. No wait on
+        // the flag per turn.
+        if *self.inner.shutdown.borrow() {
             self.conn.mark_down();
         }
         // The steps are plain methods; the waits are here, in one body, so no
@@ -207,7 +209,6 @@ impl<T: Transport> Driver<T> {
             // the user queued, and a socket with room takes it at once.
             let step = tokio::select! {
                 biased;
-                _ = stop.changed() => Step::Stop,
                 w = async {
                     if let Some(d) = delay {
                         // Boxed: a timer is large, and only a test's
@@ -638,7 +639,6 @@ impl<T: Transport> Driver<T> {
                 c.handle_timeout(now);
                 self.trim();
             }
-            Step::Stop => c.mark_down(),
         }
     }
 }
