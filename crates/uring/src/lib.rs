@@ -1,0 +1,137 @@
+//! An io_uring transport for the messenger: TCP connections whose bytes
+//! move through one io_uring per shard thread instead of readiness and
+//! system calls per connection.
+//!
+//! - **Receives** are posted with `IOSQE_BUFFER_SELECT` against the
+//!   ring's pool of provided buffers (a buffer ring, registered memory the
+//!   kernel fills): a connection waiting for bytes holds no buffer, and
+//!   the kernel picks one only when bytes arrive. The rest of a large
+//!   frame is received straight into the runtime's read buffer
+//!   (`MSG_WAITALL`: one completion per frame), so large messages are not
+//!   copied out of the pool.
+//! - **Sends** post the runtime's own reference-counted chunks in one
+//!   `IORING_OP_SENDMSG` per burst, holding clones of them until the
+//!   completion; from [`Config::zero_copy_min`] bytes on, as
+//!   `IORING_OP_SENDMSG_ZC`, holding them until the kernel's notification
+//!   that it let go of the pages.
+//! - **Submission** is batched: a post queues an SQE and wakes the ring's
+//!   reaper task, which submits everything queued in one `io_uring_enter`
+//!   after the shard's other woken tasks ran, then hands out completions.
+//! - Connecting, binding and accepting are the TCP transport's
+//!   ([`msgr_transport::tcp::Tcp`]); an established socket then moves to
+//!   the ring.
+//!
+//! Each thread has one ring, made on first use with the [`Config`] of
+//! the stream that needed it; a stream moved to another shard
+//! ([`msgr_transport::Stream::rehome`]) posts on that shard's ring from
+//! then on.
+//!
+//! # Unsafe code
+//! The crate denies unsafe code and allows it block by block: posting
+//! SQEs (whose memory the ring's table owns until the last completion),
+//! the pool's raw memory and its tail, and the `Send` impls of the
+//! structures holding raw pointers. Each says why it is sound.
+#![deny(unsafe_code)]
+// The numbers here come from the kernel (completion results, buffer ids
+// within the pool we sized) and from the runtime, never from a peer.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+
+mod op;
+mod pool;
+mod ring;
+mod stream;
+
+use std::io;
+use std::net::SocketAddr;
+
+use msgr_transport::tcp::{Tcp, TcpAcceptor};
+use msgr_transport::{Listener, Transport};
+
+pub use stream::{UringReader, UringStream, UringWriter};
+
+/// The ring and its pool (per thread: the first stream on a thread sets
+/// them), and when sends are zero-copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// Submission queue entries (completion queue: four times as many).
+    pub entries: u32,
+    /// Buffers in the receive pool: a power of two.
+    pub pool_buffers: u16,
+    /// Bytes per pool buffer; a frame's rest larger than this is received
+    /// straight into the runtime's buffer.
+    pub buffer_size: u32,
+    /// Sends of at least this many bytes are zero-copy; None: never.
+    pub zero_copy_min: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            entries: 1024,
+            pool_buffers: 256,
+            buffer_size: 16 * 1024,
+            zero_copy_min: None,
+        }
+    }
+}
+
+/// The io_uring transport: TCP options for connecting and listening, and
+/// the ring's configuration.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Uring {
+    pub tcp: Tcp,
+    pub config: Config,
+}
+
+impl Uring {
+    /// Whether this system lets a process set up an io_uring (a kernel
+    /// without it, or one where `kernel.io_uring_disabled` forbids it).
+    pub fn available() -> bool {
+        io_uring::IoUring::new(2).is_ok()
+    }
+
+    fn stream(&self, s: tokio::net::TcpStream) -> io::Result<UringStream> {
+        UringStream::new(s.into_std()?, self.config)
+    }
+}
+
+pub struct UringListener {
+    tcp: TcpAcceptor,
+    uring: Uring,
+}
+
+impl Listener for UringListener {
+    type Stream = UringStream;
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+
+    async fn accept(&mut self) -> io::Result<(UringStream, SocketAddr)> {
+        let (s, peer) = self.tcp.accept().await?;
+        Ok((self.uring.stream(s)?, peer))
+    }
+}
+
+impl Transport for Uring {
+    type Stream = UringStream;
+    type Listener = UringListener;
+
+    async fn connect(&self, addr: SocketAddr) -> io::Result<UringStream> {
+        let s = self.tcp.connect(addr).await?;
+        self.stream(s)
+    }
+
+    async fn bind(&self, addr: SocketAddr) -> io::Result<UringListener> {
+        let tcp = self.tcp.bind(addr).await?;
+        Ok(UringListener { tcp, uring: *self })
+    }
+
+    async fn bind_shared(&self, addr: SocketAddr) -> io::Result<Option<UringListener>> {
+        let tcp = self.tcp.bind_shared(addr).await?;
+        Ok(tcp.map(|tcp| UringListener { tcp, uring: *self }))
+    }
+}
+
+#[cfg(test)]
+mod tests;

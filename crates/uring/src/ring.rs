@@ -1,0 +1,428 @@
+//! A shard's ring: one io_uring per thread, shared by every connection
+//! made on that thread, with the receive pool and the table of operations
+//! in flight.
+//!
+//! - **Batched submission.** Posting an operation only queues its SQE and
+//!   wakes the ring's reaper task, which tokio runs after the tasks
+//!   already woken on this thread: a turn of the shard that posts for a
+//!   hundred connections enters the kernel once.
+//! - **Completions.** The ring's fd is readable when completions wait;
+//!   the reaper (a task on the shard's runtime, woken through the
+//!   runtime's reactor) takes them, hands each to its operation's slot
+//!   and wakes the connection waiting on it.
+//! - **Ownership of memory.** Everything an SQE points at (a receive's
+//!   buffer, a send's chunks, iovecs and msghdr) is owned by the
+//!   operation's entry in the table from the post until its last
+//!   completion (for a zero-copy send, the notification that the kernel
+//!   let go of the pages), whatever happens to the connection meanwhile.
+//!   The ring, when dropped, cancels what is still in flight and waits for
+//!   it before that memory goes.
+
+use std::cell::RefCell;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use atomic_waker::AtomicWaker;
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use tokio::io::unix::AsyncFd;
+
+use crate::op::{Done, Keep, Slot};
+use crate::pool::{Pool, GROUP};
+use crate::Config;
+
+/// The user_data of cancel requests, whose completions say nothing we use.
+const CANCEL: u64 = u64::MAX;
+/// Reaper turns before it lets the shard's other tasks run.
+const TURNS: usize = 16;
+
+pub(crate) struct Ring {
+    state: Mutex<State>,
+    /// SQEs wait for the reaper to submit them.
+    flush: AtomicBool,
+    reaper: AtomicWaker,
+    /// The reaper task runs (its runtime is up).
+    alive: AtomicBool,
+}
+
+struct State {
+    // Declared (so dropped) before the pool: the kernel lets go of the
+    // pool's memory when the ring is closed.
+    uring: IoUring,
+    /// None only once leaked (see `Drop`).
+    pool: Option<Pool>,
+    ops: Vec<Entry>,
+    free: Vec<u32>,
+    in_flight: usize,
+    generation: u32,
+    /// Wakers of completed operations, woken once the lock is let go.
+    woken: Vec<Waker>,
+}
+
+/// An operation in the table: its slot and what its SQE points at.
+enum Entry {
+    Free,
+    Live {
+        generation: u32,
+        slot: Arc<Slot>,
+        keep: Keep,
+    },
+}
+
+thread_local! {
+    /// This thread's ring (its reaper runs in this thread's runtime).
+    static CURRENT: RefCell<Option<Arc<Ring>>> = const { RefCell::new(None) };
+}
+
+impl Ring {
+    /// The calling thread's ring, made (with `config`'s pool) on first use
+    /// in a runtime, or again if the runtime that ran its reaper is gone.
+    pub fn current(config: &Config) -> io::Result<Arc<Ring>> {
+        CURRENT.with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some(r) = c.as_ref().filter(|r| r.alive.load(Ordering::Acquire)) {
+                return Ok(r.clone());
+            }
+            let r = Ring::start(config)?;
+            *c = Some(r.clone());
+            Ok(r)
+        })
+    }
+
+    fn start(config: &Config) -> io::Result<Arc<Ring>> {
+        let rt = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
+        let uring = IoUring::builder()
+            .setup_cqsize(config.entries.saturating_mul(4))
+            .build(config.entries)?;
+        let pool = Pool::new(config.pool_buffers, config.buffer_size)?;
+        let (addr, count) = pool.ring();
+        // SAFETY: the descriptor ring is `count` entries of page-aligned
+        // memory owned by `pool`, which lives in the same State as `uring`
+        // and is dropped after it (the ring's close unregisters it).
+        #[allow(unsafe_code)]
+        unsafe {
+            uring
+                .submitter()
+                .register_buf_ring_with_flags(addr, count, GROUP, 0)?
+        };
+        let fd = uring.as_raw_fd();
+        let ring = Arc::new(Ring {
+            state: Mutex::new(State {
+                uring,
+                pool: Some(pool),
+                ops: Vec::new(),
+                free: Vec::new(),
+                in_flight: 0,
+                generation: 0,
+                woken: Vec::new(),
+            }),
+            flush: AtomicBool::new(false),
+            reaper: AtomicWaker::new(),
+            alive: AtomicBool::new(true),
+        });
+        let ring_fd = RingFd {
+            fd,
+            _ring: ring.clone(),
+        };
+        // SAFETY: `ring_fd` holds the ring, whose IoUring owns the fd and
+        // closes it only when the ring is dropped: the fd stays open, and
+        // the same, for the AsyncFd's whole life.
+        #[allow(unsafe_code)]
+        let ready =
+            unsafe { AsyncFd::register_with_interest(ring_fd, tokio::io::Interest::READABLE) }
+                .map_err(io::Error::from)?;
+        let alive = Alive(ring.clone());
+        rt.spawn(async move {
+            let alive = alive;
+            std::future::poll_fn(|cx| alive.0.poll_reap(cx, &ready)).await;
+        });
+        Ok(ring)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Posts `sqe`, whose memory `keep` owns, for `slot`; returns its
+    /// user_data (to cancel it). The slot must be idle; it is `Posted`
+    /// with `waker` after this.
+    ///
+    /// # Safety
+    /// Every pointer in `sqe` points into memory that `keep` owns (heap
+    /// memory, which does not move with `keep`) or into the ring's pool,
+    /// and the fd it names stays open until the operation completes (the
+    /// slot holds the socket).
+    #[allow(unsafe_code)]
+    pub unsafe fn post(
+        &self,
+        slot: &Arc<Slot>,
+        keep: Keep,
+        sqe: squeue::Entry,
+        waker: &Waker,
+    ) -> io::Result<u64> {
+        if !self.alive.load(Ordering::Acquire) {
+            return Err(io::Error::other("io_uring: the ring's runtime is gone"));
+        }
+        let mut st = self.lock();
+        st.generation = st.generation.wrapping_add(1);
+        let generation = st.generation;
+        let idx = match st.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = u32::try_from(st.ops.len())
+                    .ok()
+                    .filter(|&i| i != u32::MAX)
+                    .ok_or_else(|| io::Error::other("io_uring: too many operations"))?;
+                st.ops.push(Entry::Free);
+                i
+            }
+        };
+        let user_data = (u64::from(generation) << 32) | u64::from(idx);
+        // SAFETY: the caller vouches for the SQE's pointers, and `keep`
+        // now lives in the table until the last completion.
+        unsafe { st.push(&sqe.user_data(user_data))? };
+        slot.posted(waker);
+        if let Some(e) = st.ops.get_mut(idx as usize) {
+            *e = Entry::Live {
+                generation,
+                slot: slot.clone(),
+                keep,
+            };
+        }
+        st.in_flight += 1;
+        drop(st);
+        self.wake_reaper();
+        Ok(user_data)
+    }
+
+    /// Asks the kernel to cancel operation `user_data` (it completes with
+    /// ECANCELED, or as it would have if it was done already).
+    pub fn cancel(&self, user_data: u64) {
+        let sqe = opcode::AsyncCancel::new(user_data)
+            .build()
+            .user_data(CANCEL);
+        // SAFETY: a cancel points at no memory.
+        #[allow(unsafe_code)]
+        let pushed = unsafe { self.lock().push(&sqe) };
+        if pushed.is_ok() {
+            self.wake_reaper();
+        }
+    }
+
+    /// Runs `f` on bytes `off..off + len` of pool buffer `bid`, then gives
+    /// the buffer back if `done`.
+    pub fn with_buffer<R>(
+        &self,
+        bid: u16,
+        off: u32,
+        len: u32,
+        done: bool,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> io::Result<R> {
+        let mut st = self.lock();
+        let pool = st.pool.as_mut();
+        let r = pool.as_ref().and_then(|p| p.bytes(bid, off, len)).map(f);
+        if done {
+            if let Some(p) = pool {
+                p.give_back(bid);
+            }
+        }
+        r.ok_or_else(|| io::Error::other(format!("io_uring: buffer {bid} out of the pool")))
+    }
+
+    pub fn give_back(&self, bid: u16) {
+        if let Some(p) = self.lock().pool.as_mut() {
+            p.give_back(bid);
+        }
+    }
+
+    fn wake_reaper(&self) {
+        if !self.flush.swap(true, Ordering::AcqRel) {
+            self.reaper.wake();
+        }
+    }
+
+    /// The reaper's work: submit what was posted, hand out completions,
+    /// and wait for more of either.
+    fn poll_reap(&self, cx: &mut Context<'_>, ready: &AsyncFd<RingFd>) -> Poll<()> {
+        for _ in 0..TURNS {
+            self.reaper.register(cx.waker());
+            self.flush.store(false, Ordering::Release);
+            let woken = self.turn();
+            woken.iter().for_each(Waker::wake_by_ref);
+            self.lock().woken = recycle(woken);
+            match ready.poll_read_ready(cx) {
+                Poll::Ready(Ok(mut g)) => g.clear_ready(),
+                Poll::Ready(Err(_)) => return Poll::Ready(()),
+                Poll::Pending if !self.flush.load(Ordering::Acquire) => return Poll::Pending,
+                Poll::Pending => {}
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// Submits and takes every completion; returns the wakers to wake.
+    fn turn(&self) -> Vec<Waker> {
+        let mut st = self.lock();
+        // EBUSY/EAGAIN (completions overflowing): the SQEs stay queued and
+        // go next turn, after these completions are taken.
+        let _ = st.uring.submit();
+        let State {
+            uring,
+            ops,
+            free,
+            in_flight,
+            woken,
+            ..
+        } = &mut *st;
+        let mut woken = std::mem::take(woken);
+        for cqe in uring.completion() {
+            if let Some(w) = complete(ops, free, in_flight, &cqe) {
+                woken.push(w);
+            }
+        }
+        woken
+    }
+}
+
+fn recycle(mut v: Vec<Waker>) -> Vec<Waker> {
+    v.clear();
+    v
+}
+
+/// Hands `cqe` to its operation: the result to the slot (with the memory
+/// it owned, unless a zero-copy notification is still to come), and the
+/// entry back to the free list on its last completion.
+fn complete(
+    ops: &mut [Entry],
+    free: &mut Vec<u32>,
+    in_flight: &mut usize,
+    cqe: &cqueue::Entry,
+) -> Option<Waker> {
+    let user_data = cqe.user_data();
+    if user_data == CANCEL {
+        return None;
+    }
+    let idx = user_data as u32;
+    let generation = (user_data >> 32) as u32;
+    let entry = ops.get_mut(idx as usize)?;
+    if !matches!(entry, Entry::Live { generation: g, .. } if *g == generation) {
+        return None;
+    }
+    let flags = cqe.flags();
+    let last = !cqueue::more(flags);
+    let notif = cqueue::notif(flags);
+    let waker = if notif {
+        None
+    } else {
+        let Entry::Live { slot, keep, .. } = entry else {
+            return None;
+        };
+        let keep = if last {
+            std::mem::take(keep)
+        } else {
+            Keep::Nothing
+        };
+        slot.complete(Done {
+            res: cqe.result(),
+            flags,
+            keep,
+        })
+    };
+    if last {
+        *entry = Entry::Free;
+        free.push(idx);
+        *in_flight = in_flight.saturating_sub(1);
+    }
+    waker
+}
+
+impl State {
+    /// Queues `sqe`, submitting first if the queue is full.
+    ///
+    /// # Safety
+    /// As [`Ring::post`].
+    #[allow(unsafe_code)]
+    unsafe fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+        if self.uring.submission().is_full() {
+            self.uring.submit()?;
+        }
+        // SAFETY: as the caller vouches.
+        unsafe { self.uring.submission().push(sqe) }
+            .map_err(|_| io::Error::other("io_uring: submission queue full"))
+    }
+}
+
+impl Drop for State {
+    /// Cancels what is in flight and waits for it (a bounded wait), so the
+    /// memory the operations own outlives the kernel's use of it. What
+    /// does not complete in time is leaked rather than freed under the
+    /// kernel.
+    fn drop(&mut self) {
+        if self.in_flight > 0 {
+            let all = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+                .build()
+                .user_data(CANCEL);
+            // SAFETY: a cancel points at no memory.
+            #[allow(unsafe_code)]
+            let _ = unsafe { self.push(&all) };
+            let ts = types::Timespec::new().nsec(10_000_000);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            for _ in 0..100 {
+                if self.in_flight == 0 {
+                    break;
+                }
+                let _ = self.uring.submitter().submit_with_args(1, &args);
+                let State {
+                    uring,
+                    ops,
+                    free,
+                    in_flight,
+                    ..
+                } = self;
+                for cqe in uring.completion() {
+                    if let Some(w) = complete(ops, free, in_flight, &cqe) {
+                        w.wake();
+                    }
+                }
+            }
+        }
+        if self.in_flight > 0 {
+            std::mem::forget(std::mem::take(&mut self.ops));
+            std::mem::forget(self.pool.take());
+        }
+    }
+}
+
+/// Marks the ring dead when its reaper task ends (its runtime dropped it).
+struct Alive(Arc<Ring>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.alive.store(false, Ordering::Release);
+    }
+}
+
+/// The ring's fd, for the reactor; holding the ring keeps it open (the
+/// IoUring owns and closes it).
+struct RingFd {
+    fd: RawFd,
+    _ring: Arc<Ring>,
+}
+
+impl AsRawFd for RingFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd
+    }
+}
+
+#[cfg(test)]
+impl Ring {
+    /// Operations posted and not completed.
+    pub fn in_flight(&self) -> usize {
+        self.lock().in_flight
+    }
+}

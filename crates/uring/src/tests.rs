@@ -1,0 +1,264 @@
+//! Streams over the ring against plain tokio sockets on loopback.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use msgr_transport::{Listener, Outgoing, ReadRoom, Receiver, Sender, Stream, Transport, MIN_READ};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::*;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A stream over the ring (connected with `t`) and a plain socket peer.
+async fn pair(t: Uring) -> (UringStream, TcpStream) {
+    let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = plain.local_addr().unwrap();
+    let (s, peer) = tokio::join!(t.connect(addr), plain.accept());
+    (s.unwrap(), peer.unwrap().0)
+}
+
+async fn send_all(w: &mut UringWriter, data: Bytes) -> io::Result<()> {
+    let mut left = data;
+    while !left.is_empty() {
+        let chunks = [left.slice(..left.len() / 2), left.slice(left.len() / 2..)];
+        let n = w.send(Outgoing::new((&chunks, &[]))).await?;
+        let _ = left.split_to(n);
+    }
+    Ok(())
+}
+
+async fn recv_exact(r: &mut UringReader, buf: &mut BytesMut, n: usize) -> io::Result<Bytes> {
+    while buf.len() < n {
+        let room = ReadRoom {
+            want: n - buf.len(),
+            min_read: MIN_READ,
+        };
+        if r.recv(buf, room).await? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+    }
+    Ok(buf.split_to(n).freeze())
+}
+
+fn pattern(n: usize, seed: u8) -> Bytes {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+#[test]
+fn small_and_large_messages_both_ways() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let (mut r, mut w) = s.into_split();
+        let mut buf = BytesMut::new();
+        for (i, n) in [1usize, 100, 4096, 16 * 1024 + 1, 1 << 20, 4 << 20, 7]
+            .into_iter()
+            .enumerate()
+        {
+            let out = pattern(n, i as u8);
+            let (sent, got) = tokio::join!(send_all(&mut w, out.clone()), async {
+                let mut v = vec![0; n];
+                peer.read_exact(&mut v).await.map(|_| v)
+            });
+            sent.unwrap();
+            assert_eq!(got.unwrap(), out, "to the peer, {n} bytes");
+
+            let back = pattern(n, 100 + i as u8);
+            let (wrote, got) = tokio::join!(peer.write_all(&back), recv_exact(&mut r, &mut buf, n));
+            wrote.unwrap();
+            assert_eq!(got.unwrap(), back, "from the peer, {n} bytes");
+        }
+        AsyncWriteExt::shutdown(&mut peer).await.unwrap();
+        assert_eq!(
+            r.recv(
+                &mut buf,
+                ReadRoom {
+                    want: 1,
+                    min_read: 0
+                }
+            )
+            .await
+            .unwrap(),
+            0
+        );
+        w.shutdown().await.unwrap();
+        assert_eq!(peer.read(&mut [0; 8]).await.unwrap(), 0);
+    });
+}
+
+#[test]
+fn a_dropped_receive_loses_nothing() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let ring = s.ring();
+        let (mut r, _w) = s.into_split();
+        let mut buf = BytesMut::new();
+        let room = ReadRoom {
+            want: 5,
+            min_read: MIN_READ,
+        };
+        // Posted, then given up on: the receive stays in flight.
+        let waited = tokio::time::timeout(Duration::from_millis(20), r.recv(&mut buf, room)).await;
+        assert!(waited.is_err());
+        assert_eq!(ring.in_flight(), 1);
+        peer.write_all(b"hello").await.unwrap();
+        assert_eq!(r.recv(&mut buf, room).await.unwrap(), 5);
+        assert_eq!(&buf[..], b"hello");
+        assert_eq!(ring.in_flight(), 0);
+    });
+}
+
+#[test]
+fn a_half_dropped_in_flight_cancels_its_receive() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let ring = s.ring();
+        let (mut r, w) = s.into_split();
+        let mut buf = BytesMut::new();
+        let room = ReadRoom {
+            want: 1 << 20,
+            min_read: MIN_READ,
+        };
+        let waited = tokio::time::timeout(Duration::from_millis(20), r.recv(&mut buf, room)).await;
+        assert!(waited.is_err());
+        assert_eq!(ring.in_flight(), 1);
+        drop((r, w));
+        for _ in 0..100 {
+            if ring.in_flight() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(ring.in_flight(), 0);
+        // The socket is closed once the cancelled receive let go of it.
+        assert_eq!(peer.read(&mut [0; 8]).await.unwrap(), 0);
+    });
+}
+
+#[test]
+fn a_dry_pool_falls_back_to_the_runtimes_buffer() {
+    rt().block_on(async {
+        let t = Uring {
+            config: Config {
+                pool_buffers: 2,
+                buffer_size: 64,
+                ..Config::default()
+            },
+            ..Uring::default()
+        };
+        let mut conns = Vec::new();
+        for _ in 0..4 {
+            let (s, peer) = pair(t).await;
+            let (r, w) = s.into_split();
+            conns.push((r, w, peer, BytesMut::new()));
+        }
+        // Every connection posts a pool receive before any bytes arrive.
+        let room = ReadRoom {
+            want: 1,
+            min_read: 0,
+        };
+        for (r, _, _, buf) in &mut conns {
+            let _ = tokio::time::timeout(Duration::from_millis(5), r.recv(buf, room)).await;
+        }
+        for (i, (_, _, peer, _)) in conns.iter_mut().enumerate() {
+            peer.write_all(&pattern(1000, i as u8)).await.unwrap();
+        }
+        let dry = stream::DRY.load(std::sync::atomic::Ordering::Relaxed);
+        for (i, (r, _, _, buf)) in conns.iter_mut().enumerate() {
+            let got = recv_exact(r, buf, 1000).await.unwrap();
+            assert_eq!(got, pattern(1000, i as u8));
+        }
+        assert!(stream::DRY.load(std::sync::atomic::Ordering::Relaxed) >= dry + 2);
+    });
+}
+
+#[test]
+fn a_stream_moves_to_another_threads_ring() {
+    let a = rt();
+    let (s, mut peer) = a.block_on(async {
+        let (s, peer) = pair(Uring::default()).await;
+        (s, peer.into_std().unwrap())
+    });
+    peer.set_nonblocking(false).unwrap();
+    let first = s.ring();
+    let (r, w) = s.into_split();
+    let moved = std::thread::spawn(move || {
+        let b = rt();
+        b.block_on(async move {
+            let (mut r, mut w) = UringStream::rehome(r, w).unwrap();
+            assert!(!Arc::ptr_eq(&r.ring(), &first));
+            drop(first);
+            send_all(&mut w, Bytes::from_static(b"ping")).await.unwrap();
+            let mut buf = BytesMut::new();
+            recv_exact(&mut r, &mut buf, 4).await.unwrap()
+        })
+    });
+    drop(a);
+    use std::io::{Read, Write};
+    let mut got = [0; 4];
+    peer.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"ping");
+    peer.write_all(b"pong").unwrap();
+    assert_eq!(&moved.join().unwrap()[..], b"pong");
+}
+
+#[test]
+fn zero_copy_sends_arrive_whole() {
+    rt().block_on(async {
+        let t = Uring {
+            config: Config {
+                zero_copy_min: Some(64 * 1024),
+                ..Config::default()
+            },
+            ..Uring::default()
+        };
+        let (s, mut peer) = pair(t).await;
+        let (_r, mut w) = s.into_split();
+        for n in [100usize, 1 << 20] {
+            let out = pattern(n, 9);
+            let (sent, got) = tokio::join!(send_all(&mut w, out.clone()), async {
+                let mut v = vec![0; n];
+                peer.read_exact(&mut v).await.map(|_| v)
+            });
+            sent.unwrap();
+            assert_eq!(got.unwrap(), out);
+        }
+    });
+}
+
+#[test]
+fn a_listener_hands_out_ring_streams() {
+    rt().block_on(async {
+        let t = Uring::default();
+        let mut l = t.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (c, a) = tokio::join!(t.connect(addr), l.accept());
+        let (mut cr, mut cw) = c.unwrap().into_split();
+        let (mut ar, mut aw) = a.unwrap().0.into_split();
+        let (mut cb, mut ab) = (BytesMut::new(), BytesMut::new());
+        send_all(&mut cw, Bytes::from_static(b"hello"))
+            .await
+            .unwrap();
+        assert_eq!(
+            &recv_exact(&mut ar, &mut ab, 5).await.unwrap()[..],
+            b"hello"
+        );
+        send_all(&mut aw, Bytes::from_static(b"world"))
+            .await
+            .unwrap();
+        assert_eq!(
+            &recv_exact(&mut cr, &mut cb, 5).await.unwrap()[..],
+            b"world"
+        );
+    });
+}
