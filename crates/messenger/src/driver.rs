@@ -342,8 +342,14 @@ impl<T: Transport> Driver<T> {
                 // whatever its command queue still holds.
                 self.conn.mark_down();
             }
-            if self.move_to.is_some() && self.can_leave() {
-                return ControlFlow::Continue(());
+            if let Some((_, placed)) = self.move_to {
+                // A placed session's accept, and what follows it, is
+                // dispatched on the shard it was placed on: while it cannot
+                // leave yet (a connect of its own under way, an ident
+                // deciding), its events wait.
+                if placed || self.can_leave() {
+                    return ControlFlow::Continue(());
+                }
             }
             let batch = self.conn.queued_events();
             if batch == 0 && self.held.is_none() {
