@@ -7,6 +7,7 @@ use msgr_encoding::EntityName;
 use msgr_messenger::{Dispatcher, InjectConfig, Messenger, Options};
 use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
+use msgr_uring::{TcpOrUring, Uring};
 
 /// Messenger settings the commands take from their flags.
 #[derive(Debug, Clone)]
@@ -26,6 +27,8 @@ pub struct NetOpts {
     /// With several shards, one listener hands connections out instead of
     /// every shard accepting (SO_REUSEPORT).
     pub hand_out: bool,
+    /// Move bytes through io_uring rather than epoll.
+    pub uring: bool,
 }
 
 impl Default for NetOpts {
@@ -39,6 +42,7 @@ impl Default for NetOpts {
             shards: None,
             thread_name: None,
             hand_out: false,
+            uring: false,
         }
     }
 }
@@ -48,7 +52,7 @@ pub fn messenger(
     nonce: u32,
     net: &NetOpts,
     dispatcher: Arc<dyn Dispatcher>,
-) -> Messenger<Tcp> {
+) -> Messenger<TcpOrUring> {
     let mut o = Options::new(
         name,
         PolicySet::new(net.policy.policy()),
@@ -73,7 +77,11 @@ pub fn messenger(
         o.thread_name = t.clone();
     }
     o.accept_on_every_shard = !net.hand_out;
-    Messenger::new(Tcp::default(), o, dispatcher)
+    let transport = match net.uring {
+        true => TcpOrUring::Uring(Uring::default()),
+        false => TcpOrUring::Epoll(Tcp::default()),
+    };
+    Messenger::new(transport, o, dispatcher)
 }
 
 /// The value of the option just read by `parser`, as UTF-8 text.
@@ -337,5 +345,14 @@ mod tests {
         }
         assert!(w.on_fault(&closed("COMPRESSION_CONNECTING")));
         assert!(!w.on_fault(&reset));
+    }
+}
+
+/// `--transport tcp|uring`: whether bytes move through io_uring.
+pub fn parse_transport(v: &str) -> Result<bool, String> {
+    match v {
+        "tcp" | "epoll" => Ok(false),
+        "uring" | "io_uring" => Ok(true),
+        other => Err(format!("--transport {other}: want tcp or uring")),
     }
 }

@@ -18,7 +18,7 @@ use msgr_auth::ConMode;
 use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_messages::{MOSDOp, TypedMessage, MSG_OSD_OPREPLY};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
-use msgr_transport::tcp::Tcp;
+use msgr_uring::TcpOrUring;
 
 use crate::common::{messenger, NetOpts};
 use crate::security::SecurityOpts;
@@ -177,7 +177,7 @@ pub async fn hold(
 ) -> Result<Vec<Step>, String> {
     let replies = Arc::new(Replies::default());
     let data = Bytes::from(vec![0x5a; 4096]);
-    let mut held: Vec<(Messenger<Tcp>, Connection)> = Vec::new();
+    let mut held: Vec<(Messenger<TcpOrUring>, Connection)> = Vec::new();
     let mut out = Vec::new();
     let result = async {
         for &n in steps {

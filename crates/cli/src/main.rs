@@ -28,7 +28,7 @@ commands:
         [--duration S | --count N] [--policy P] [--server-policy P]
         [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
         [--name TYPE.N] [--vs-crc] [--shards S | --server-tokio-mt W]
-        [--foreign-sends] [--server-hand-out]
+        [--foreign-sends] [--server-hand-out] [--transport tcp|uring]
         [SECURITY OPTIONS]
       MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
       each of CONNS connections (1), for S seconds (5) or N messages; replies
@@ -44,13 +44,15 @@ commands:
       --foreign-sends: requests are sent from a thread of their own rather
       than from the dispatcher that took the reply. --server-hand-out: one
       listener hands connections to the server's shards in turn (rather
-      than every shard accepting on the port, SO_REUSEPORT).
+      than every shard accepting on the port, SO_REUSEPORT). --transport
+      uring: both sides move bytes through io_uring (default tcp: epoll).
 
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
-        [SECURITY OPTIONS]
+        [--transport tcp|uring] [SECURITY OPTIONS]
       Answers MOSDOp with MOSDOpReply and MPing with MPing, on S shards
-      (threads pinned to cores; default: the cores this process may use).
+      (threads pinned to cores; default: the cores this process may use),
+      moving bytes through epoll (tcp, the default) or io_uring.
 
 Security options (serve and bench):
   --auth none|cephx   --keyring FILE   --mode crc|secure
@@ -196,6 +198,10 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--shards" => o.server_net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
             "--foreign-sends" => o.foreign_sends = true,
             "--server-hand-out" => o.server_net.hand_out = true,
+            "--transport" => {
+                let uring = msgr_cli::common::parse_transport(&parser.value()?.string()?)?;
+                (o.net.uring, o.server_net.uring) = (uring, uring);
+            }
             "--server-tokio-mt" => o.server_workers = Some(parse::<usize>(&mut parser)?.max(1)),
             "--duration" => o.duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--count" => o.count = Some(parse(&mut parser)?),
@@ -275,6 +281,9 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--name" => name = parse(&mut parser)?,
             "--nonce" => nonce = parse(&mut parser)?,
             "--shards" => net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
+            "--transport" => {
+                net.uring = msgr_cli::common::parse_transport(&parser.value()?.string()?)?
+            }
             "--stats" => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--duration" => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--help" | "-h" => {

@@ -10,7 +10,7 @@ use msgr_encoding::{EntityAddrvec, EntityName};
 use msgr_frames::crc::ceph_crc32c;
 use msgr_messages::{MOSDOp, MOSDOpReply, MPing, TypedMessage};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
-use msgr_transport::tcp::Tcp;
+use msgr_uring::TcpOrUring;
 
 use crate::common::{cpu_time, messenger, NetOpts};
 
@@ -84,7 +84,7 @@ pub async fn start(
     name: EntityName,
     nonce: u32,
     net: &NetOpts,
-) -> std::io::Result<(Messenger<Tcp>, EntityAddrvec, Arc<ServeStats>)> {
+) -> std::io::Result<(Messenger<TcpOrUring>, EntityAddrvec, Arc<ServeStats>)> {
     let stats = Arc::new(ServeStats::default());
     let m = messenger(
         name,

@@ -1,7 +1,7 @@
 //! Ceph's crimson failover matrix (src/test/crimson/test_messenger.cc,
 //! `test_v2_protocol`; docs/research/crimson-v2-matrix.md), ported scenario
 //! by scenario with crimson's exact expected counters, each breakpoint a
-//! separate case, over the memory transport and TCP.
+//! separate case, over the memory transport, TCP and io_uring.
 //!
 //! A case: a Test messenger with the interceptor and a plain TestPeer; the
 //! body sends and connects; `wait_results` waits until every Test
@@ -14,7 +14,7 @@
 //! Every scenario of `test_v2_protocol` (#1 to #38 of the note's §4.1):
 //! the 51 fault cases, check_peer_wins, both branches of the connect and
 //! reconnect races (acceptor wins: 22 cases; acceptor loses: 20 cases; over
-//! memory both branches run, over TCP whichever the ephemeral ports call
+//! memory both branches run, over TCP and io_uring whichever the ephemeral ports call
 //! for), the connect/reconnect races, the 5 stale scenarios and the 8
 //! policy lifecycles.
 

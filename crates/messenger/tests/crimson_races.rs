@@ -263,7 +263,7 @@ async fn racing_connect() {
             let net = msgr_transport::memory::MemoryNet::new();
             racing_connect_case(net, "10.0.0.1", ports, round).await;
         }
-        // Over TCP, whichever the ephemeral ports make it.
+        // Over TCP and io_uring, whichever the ephemeral ports make it.
         racing_connect_case(
             msgr_transport::tcp::Tcp::default(),
             "127.0.0.1",
@@ -271,6 +271,7 @@ async fn racing_connect() {
             round,
         )
         .await;
+        racing_connect_case(msgr_uring::Uring::default(), "127.0.0.1", (0, 0), round).await;
     }
 }
 
@@ -351,6 +352,7 @@ async fn racing_reconnect() {
             case,
         )
         .await;
+        racing_reconnect_case(msgr_uring::Uring::default(), "127.0.0.1", (0, 0), case).await;
     }
 }
 

@@ -212,6 +212,11 @@ async fn request_reply_over_tcp() {
     request_reply(Tcp::default(), "v2:127.0.0.1:0").await;
 }
 
+#[tokio::test]
+async fn request_reply_over_uring() {
+    request_reply(msgr_uring::Uring::default(), "v2:127.0.0.1:0").await;
+}
+
 /// Lossless sessions under 1-in-30 injected socket failures on both sides:
 /// every message arrives exactly once, in order, and there were reconnects.
 #[tokio::test]
@@ -301,13 +306,18 @@ fn cephx_providers(
 /// message still arrives exactly once, in order, encrypted.
 #[tokio::test]
 async fn cephx_secure_lossless_under_injected_failures() {
+    secure_lossless_under_injected_failures(Tcp::default()).await;
+    secure_lossless_under_injected_failures(msgr_uring::Uring::default()).await;
+}
+
+async fn secure_lossless_under_injected_failures<T: Transport + Copy>(t: T) {
     for kind in [
         msgr_auth::cephx::KeyKind::Aes128,
         msgr_auth::cephx::KeyKind::Aes256k,
     ] {
         let (client_auth, server_auth) = cephx_providers(kind);
         let mut p = pair_auth(
-            Tcp::default(),
+            t,
             "v2:127.0.0.1:0",
             Policy::lossless_client(),
             Policy::stateful_server(),

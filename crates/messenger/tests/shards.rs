@@ -649,7 +649,7 @@ async fn send_all(
 /// mid-stream on both sides: the senders ask between their sends, a
 /// thread asks in a loop, and the server's dispatcher moves it every 500
 /// messages.
-async fn every_shard_sends(moving: bool) {
+async fn every_shard_sends<T: msgr_transport::Transport>(t: T, moving: bool) {
     let seed = seed();
     let shards = 4;
     let server_log = Recorder::new(
@@ -661,7 +661,7 @@ async fn every_shard_sends(moving: bool) {
         seed,
     );
     let client_log = Recorder::new(CLIENT, Behaviour::default(), seed);
-    let (server, client) = lossless_pair(Tcp::default(), shards, seed, &server_log, &client_log);
+    let (server, client) = lossless_pair(t, shards, seed, &server_log, &client_log);
     assert_eq!((server.shards(), client.shards()), (shards, shards));
     let addrs = bind(&server, "v2:127.0.0.1:0").await;
     let conn = client.connect(&addrs, EntityType::OSD);
@@ -804,7 +804,7 @@ async fn every_shard_sends(moving: bool) {
 /// one's 2000 messages arrive exactly once, in its order.
 #[tokio::test]
 async fn every_shard_sends_to_one_connection() {
-    every_shard_sends(false).await;
+    every_shard_sends(Tcp::default(), false).await;
 }
 
 /// The same while the connection moves between shards on both sides
@@ -812,7 +812,15 @@ async fn every_shard_sends_to_one_connection() {
 /// loop, and by the server's dispatcher every 500 messages.
 #[tokio::test]
 async fn every_shard_sends_while_both_sides_move() {
-    every_shard_sends(true).await;
+    every_shard_sends(Tcp::default(), true).await;
+}
+
+/// The same over io_uring: a connection moving between shards moves
+/// between their rings, with receives and sends in flight on the ring it
+/// leaves.
+#[tokio::test]
+async fn every_shard_sends_while_both_sides_move_over_uring() {
+    every_shard_sends(msgr_uring::Uring::default(), true).await;
 }
 
 // ---------------------------------------------------------------------------

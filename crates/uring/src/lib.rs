@@ -36,6 +36,7 @@
 // within the pool we sized) and from the runtime, never from a peer.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
+mod either;
 mod op;
 mod pool;
 mod ring;
@@ -47,6 +48,7 @@ use std::net::SocketAddr;
 use msgr_transport::tcp::{Tcp, TcpAcceptor};
 use msgr_transport::{Listener, Transport};
 
+pub use either::{EitherListener, EitherReader, EitherStream, EitherWriter, TcpOrUring};
 pub use stream::{UringReader, UringStream, UringWriter};
 
 /// The ring and its pool (per thread: the first stream on a thread sets

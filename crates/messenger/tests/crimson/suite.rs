@@ -525,7 +525,7 @@ pub enum Body {
     Keepalives,
 }
 
-/// Runs one case over memory and TCP: faults armed at round 1 for each of
+/// Runs one case over memory, TCP and io_uring: faults armed at round 1 for each of
 /// `faults`, the body, wait_results(expects.len()), and every result checked.
 pub async fn case(
     name: &str,
@@ -534,7 +534,7 @@ pub async fn case(
     body: Body,
     expects: &[Expect],
 ) {
-    for tcp in [false, true] {
+    for net in ["memory", "tcp", "uring"] {
         let traps = Traps::default();
         for bp in faults {
             traps.arm(*bp, 1, Action::Fault);
@@ -580,18 +580,18 @@ pub async fn case(
                 }
                 let results = s.wait_results(expects.len()).await;
                 for (i, (e, got)) in expects.iter().zip(&results).enumerate() {
-                    e.check(got, &format!("{name} tcp={tcp} r{i}"));
+                    e.check(got, &format!("{name} over {net} r{i}"));
                 }
                 for bp in faults {
-                    assert!(s.traps.hits(*bp) >= 1, "{bp} was missed: {name} tcp={tcp}");
+                    assert!(s.traps.hits(*bp) >= 1, "{bp} was missed: {name} over {net}");
                 }
                 s.finish().await;
             }};
         }
-        if tcp {
-            run!(Tcp::default(), "127.0.0.1");
-        } else {
-            run!(MemoryNet::new(), "10.0.0.1");
+        match net {
+            "memory" => run!(MemoryNet::new(), "10.0.0.1"),
+            "tcp" => run!(Tcp::default(), "127.0.0.1"),
+            _ => run!(msgr_uring::Uring::default(), "127.0.0.1"),
         }
     }
 }
@@ -635,7 +635,7 @@ pub fn stage(name: &str, stage: u32, results: &[Outcome], expects: &[Expect]) {
     }
 }
 
-/// Runs a lifecycle scenario over memory and TCP.
+/// Runs a lifecycle scenario over memory, TCP and io_uring.
 #[allow(unused_macros)]
 macro_rules! lifecycle {
     ($test:ident, $name:literal, $policies:expr, |$s:ident| $body:block) => {
@@ -649,12 +649,13 @@ macro_rules! lifecycle {
             }
             scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
             scenario(msgr_transport::tcp::Tcp::default(), "127.0.0.1").await;
+            scenario(msgr_uring::Uring::default(), "127.0.0.1").await;
         }
     };
 }
 
 /// Runs a scenario with breakpoints armed by (breakpoint, round, action)
-/// over memory and TCP.
+/// over memory, TCP and io_uring.
 #[allow(unused_macros)]
 macro_rules! armed {
     ($test:ident, $policies:expr, [$(($bp:expr, $round:expr, $action:expr)),*], |$s:ident| $body:block) => {
@@ -670,6 +671,7 @@ macro_rules! armed {
             }
             scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
             scenario(msgr_transport::tcp::Tcp::default(), "127.0.0.1").await;
+            scenario(msgr_uring::Uring::default(), "127.0.0.1").await;
         }
     };
 }

@@ -1,0 +1,174 @@
+//! TCP through the reactor (epoll) or through io_uring, chosen at run
+//! time: one messenger type whichever a program's flags pick.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+
+use bytes::BytesMut;
+use msgr_transport::tcp::{Tcp, TcpAcceptor};
+use msgr_transport::{Listener, Outgoing, ReadRoom, Receiver, Sender, Stream, Transport};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+use crate::{Uring, UringListener, UringReader, UringStream, UringWriter};
+
+/// TCP over epoll ([`Tcp`]) or over io_uring ([`Uring`]).
+#[derive(Debug, Clone, Copy)]
+pub enum TcpOrUring {
+    Epoll(Tcp),
+    Uring(Uring),
+}
+
+impl Default for TcpOrUring {
+    fn default() -> TcpOrUring {
+        TcpOrUring::Epoll(Tcp::default())
+    }
+}
+
+/// Generates an enum over the two transports' types, and a `match` that
+/// runs the same expression on either.
+macro_rules! either {
+    ($(#[$m:meta])* $name:ident, $epoll:ty, $uring:ty) => {
+        $(#[$m])*
+        pub enum $name {
+            Epoll($epoll),
+            Uring($uring),
+        }
+    };
+}
+
+macro_rules! on_either {
+    ($value:expr, $name:ident, |$x:ident| $body:expr) => {
+        match $value {
+            $name::Epoll($x) => $body,
+            $name::Uring($x) => $body,
+        }
+    };
+}
+
+either!(
+    /// A stream of either transport.
+    EitherStream, TcpStream, UringStream
+);
+either!(
+    /// A listener of either transport.
+    EitherListener, TcpAcceptor, UringListener
+);
+either!(
+    /// A receiving half of either transport.
+    EitherReader, OwnedReadHalf, UringReader
+);
+either!(
+    /// A sending half of either transport.
+    EitherWriter, OwnedWriteHalf, UringWriter
+);
+
+impl Stream for EitherStream {
+    type Reader = EitherReader;
+    type Writer = EitherWriter;
+
+    fn into_split(self) -> (EitherReader, EitherWriter) {
+        match self {
+            EitherStream::Epoll(s) => {
+                let (r, w) = s.into_split();
+                (EitherReader::Epoll(r), EitherWriter::Epoll(w))
+            }
+            EitherStream::Uring(s) => {
+                let (r, w) = s.into_split();
+                (EitherReader::Uring(r), EitherWriter::Uring(w))
+            }
+        }
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        on_either!(self, EitherStream, |s| Stream::local_addr(s))
+    }
+
+    fn rehome(r: EitherReader, w: EitherWriter) -> io::Result<(EitherReader, EitherWriter)> {
+        match (r, w) {
+            (EitherReader::Epoll(r), EitherWriter::Epoll(w)) => {
+                let (r, w) = TcpStream::rehome(r, w)?;
+                Ok((EitherReader::Epoll(r), EitherWriter::Epoll(w)))
+            }
+            (EitherReader::Uring(r), EitherWriter::Uring(w)) => {
+                let (r, w) = UringStream::rehome(r, w)?;
+                Ok((EitherReader::Uring(r), EitherWriter::Uring(w)))
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "rehome: reader and writer are halves of different streams",
+            )),
+        }
+    }
+}
+
+impl Receiver for EitherReader {
+    fn recv<'a>(
+        &'a mut self,
+        buf: &'a mut BytesMut,
+        room: ReadRoom,
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        async move { on_either!(self, EitherReader, |r| r.recv(buf, room).await) }
+    }
+}
+
+impl Sender for EitherWriter {
+    fn send<'a>(
+        &'a mut self,
+        out: Outgoing<'a>,
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        async move { on_either!(self, EitherWriter, |w| w.send(out).await) }
+    }
+
+    fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send + '_ {
+        async move { on_either!(self, EitherWriter, |w| Sender::shutdown(w).await) }
+    }
+}
+
+impl Listener for EitherListener {
+    type Stream = EitherStream;
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        on_either!(self, EitherListener, |l| l.local_addr())
+    }
+
+    async fn accept(&mut self) -> io::Result<(EitherStream, SocketAddr)> {
+        Ok(match self {
+            EitherListener::Epoll(l) => {
+                let (s, a) = l.accept().await?;
+                (EitherStream::Epoll(s), a)
+            }
+            EitherListener::Uring(l) => {
+                let (s, a) = l.accept().await?;
+                (EitherStream::Uring(s), a)
+            }
+        })
+    }
+}
+
+impl Transport for TcpOrUring {
+    type Stream = EitherStream;
+    type Listener = EitherListener;
+
+    async fn connect(&self, addr: SocketAddr) -> io::Result<EitherStream> {
+        Ok(match self {
+            TcpOrUring::Epoll(t) => EitherStream::Epoll(t.connect(addr).await?),
+            TcpOrUring::Uring(t) => EitherStream::Uring(t.connect(addr).await?),
+        })
+    }
+
+    async fn bind(&self, addr: SocketAddr) -> io::Result<EitherListener> {
+        Ok(match self {
+            TcpOrUring::Epoll(t) => EitherListener::Epoll(t.bind(addr).await?),
+            TcpOrUring::Uring(t) => EitherListener::Uring(t.bind(addr).await?),
+        })
+    }
+
+    async fn bind_shared(&self, addr: SocketAddr) -> io::Result<Option<EitherListener>> {
+        Ok(match self {
+            TcpOrUring::Epoll(t) => t.bind_shared(addr).await?.map(EitherListener::Epoll),
+            TcpOrUring::Uring(t) => t.bind_shared(addr).await?.map(EitherListener::Uring),
+        })
+    }
+}
