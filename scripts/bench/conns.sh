@@ -10,6 +10,9 @@
 # Servers: CONFIGS, space-separated LABEL=BINARY[,SERVE-ARGS...] (default:
 # this tree's server on 1 shard and on 2), e.g.
 #   CONFIGS="new=target/perf/msgr,--shards,1 old=/tmp/old-target/perf/msgr"
+# A server given --raw is the physical baseline (`msgr serve --raw`: plain
+# TCP, a 12-byte header, one thread), and its client `msgr bench --raw-only`:
+#   CONFIGS="raw=target/perf/msgr,--raw msgr=target/perf/msgr,--shards,1"
 # Connection counts and servers are interleaved, ROUNDS (3) times, SECONDS
 # (12) each; it prints each run, then per server the medians and their
 # ratios against 100 connections. No assertions: a benchmark, for
@@ -37,8 +40,10 @@ for r in $(seq "$ROUNDS"); do
       > /dev/null 2> "$LOG" &
     server=$!
     sleep 0.5
+    client=()
+    [[ " ${serve[*]} " == *" --raw "* ]] && client=(--raw-only)
     line=$(target/perf/msgr bench --connect "v2:127.0.0.1:$PORT/0" --conns "$conns" \
-      --depth "$depth" --duration "$SECS" --json)
+      --depth "$depth" --duration "$SECS" --json "${client[@]}")
     sleep 1.5
     kill "$server"
     wait "$server" 2> /dev/null || true

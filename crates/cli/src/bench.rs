@@ -39,6 +39,9 @@ pub struct BenchOpts {
     pub vs_crc: bool,
     pub verify: bool,
     pub raw: bool,
+    /// Only the raw TCP pattern: against `connect` (a `msgr serve --raw`)
+    /// when given, else against a raw server in this process.
+    pub raw_only: bool,
     pub json: bool,
     /// Run the in-process server's messenger (one shard) on tokio's
     /// multi-threaded runtime with this many workers, instead of on its
@@ -470,10 +473,20 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
     total
 }
 
-/// Runs the raw TCP baseline with the same shape.
-pub async fn run_raw(opts: &BenchOpts) -> std::io::Result<BenchResult> {
-    let server = crate::raw::server_thread()?;
-    let addr = server.addr;
+/// Runs the raw TCP baseline with the same shape: against a raw server
+/// started on a thread of this process, or the one at `external`.
+pub async fn run_raw(
+    opts: &BenchOpts,
+    external: Option<std::net::SocketAddr>,
+) -> std::io::Result<BenchResult> {
+    let server = match external {
+        Some(_) => None,
+        None => Some(crate::raw::server_thread()?),
+    };
+    let addr = match (&server, external) {
+        (Some(s), _) => s.addr,
+        (None, a) => a.expect("one of the two"),
+    };
     let start = Instant::now();
     let cpu0 = cpu_time();
     let until = opts.duration.map(|d| start + d);
@@ -494,9 +507,12 @@ pub async fn run_raw(opts: &BenchOpts) -> std::io::Result<BenchResult> {
         total.latencies.merge(r.latencies);
     }
     total.elapsed = start.elapsed();
-    let server_cpu = server.stop();
-    total.cpu = (cpu_time() - cpu0).saturating_sub(server_cpu);
-    total.server_cpu = Some(server_cpu);
+    total.cpu = cpu_time() - cpu0;
+    if let Some(server) = server {
+        let server_cpu = server.stop();
+        total.cpu = total.cpu.saturating_sub(server_cpu);
+        total.server_cpu = Some(server_cpu);
+    }
     Ok(total)
 }
 
@@ -511,8 +527,21 @@ fn server_shards(opts: &BenchOpts) -> usize {
 /// whether verification (if asked) found no problem.
 pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
     let opts = Arc::new(opts);
+    if opts.raw_only {
+        let external = match &opts.connect {
+            Some(a) => Some(
+                a.0.first()
+                    .and_then(|a| a.addr)
+                    .ok_or_else(|| std::io::Error::other("--connect: no IP address"))?,
+            ),
+            None => None,
+        };
+        let mut r = run_raw(&opts, external).await?;
+        report_raw_only(&opts, &mut r);
+        return Ok(true);
+    }
     let mut raw = if opts.raw {
-        Some(run_raw(&opts).await?)
+        Some(run_raw(&opts, None).await?)
     } else {
         None
     };
@@ -654,4 +683,31 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
         }
     }
     Ok(ok)
+}
+
+/// `--raw-only`'s result, as a msgr run's (text or one JSON object).
+fn report_raw_only(opts: &BenchOpts, r: &mut BenchResult) {
+    if opts.json {
+        let mut o = Object::new();
+        o.set("size", opts.size)
+            .set("depth", opts.depth)
+            .set("conns", opts.conns)
+            .set("raw", true);
+        r.json(&mut o, false);
+        println!("{}", o.into_value().to_json());
+    } else {
+        println!(
+            "raw TCP: {} B x depth {} x {} conn(s): {} msgs in {:.2}s, {:.0} msgs/s, {:.1} MB/s, p50 {} us, p99 {} us, client cpu {:.1} us/msg",
+            opts.size,
+            opts.depth,
+            opts.conns,
+            r.completed,
+            r.elapsed.as_secs_f64(),
+            r.msgs_per_sec(),
+            r.mb_per_sec(),
+            r.latencies.percentile(50.0),
+            r.latencies.percentile(99.0),
+            r.cpu_us(r.cpu),
+        );
+    }
 }

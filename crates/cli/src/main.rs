@@ -29,7 +29,7 @@ commands:
         [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
         [--name TYPE.N] [--vs-crc] [--shards S | --server-tokio-mt W]
         [--foreign-sends] [--server-hand-out] [--transport tcp|uring]
-        [SECURITY OPTIONS]
+        [--raw-only] [SECURITY OPTIONS]
       MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
       each of CONNS connections (1), for S seconds (5) or N messages; replies
       awaited. Without --connect, a server runs in this process on loopback.
@@ -46,13 +46,17 @@ commands:
       listener hands connections to the server's shards in turn (rather
       than every shard accepting on the port, SO_REUSEPORT). --transport
       uring: both sides move bytes through io_uring (default tcp: epoll).
+      --raw-only runs only the raw TCP pattern, against --connect's address
+      (a msgr serve --raw) when given.
 
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
-        [--transport tcp|uring] [SECURITY OPTIONS]
+        [--transport tcp|uring] [--raw] [SECURITY OPTIONS]
       Answers MOSDOp with MOSDOpReply and MPing with MPing, on S shards
       (threads pinned to cores; default: the cores this process may use),
-      moving bytes through epoll (tcp, the default) or io_uring.
+      moving bytes through epoll (tcp, the default) or io_uring. --raw
+      serves bench's raw TCP pattern instead, on one thread (the baseline
+      for msgr bench --raw-only --connect).
 
 Security options (serve and bench):
   --auth none|cephx   --keyring FILE   --mode crc|secure
@@ -176,6 +180,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
         vs_crc: false,
         verify: false,
         raw: false,
+        raw_only: false,
         json: false,
         server_workers: None,
         foreign_sends: false,
@@ -211,6 +216,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             }
             "--verify" => o.verify = true,
             "--raw" => o.raw = true,
+            "--raw-only" => o.raw_only = true,
             "--vs-crc" => o.vs_crc = true,
             "--json" => o.json = true,
             "--help" | "-h" => {
@@ -268,6 +274,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     };
     let mut interval = None;
     let mut duration = None;
+    let mut raw = false;
     let mut sec = msgr_cli::security::SecurityOpts::default();
     while let Some(flag) = next_flag(&mut parser)? {
         if sec.take(&flag, &mut parser)? {
@@ -285,6 +292,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
                 net.uring = msgr_cli::common::parse_transport(&parser.value()?.string()?)?
             }
             "--stats" => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
+            "--raw" => raw = true,
             "--duration" => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--help" | "-h" => {
                 print!("{USAGE}");
@@ -296,9 +304,25 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     net.security = sec.resolve(true)?;
     net.compress_all_peers = true;
     let bind = bind.ok_or("serve needs --bind v2:IP:PORT")?;
-    runtime()?.block_on(msgr_cli::serve::run(
-        bind, name, nonce, net, interval, duration,
-    ))?;
+    // One thread: with one shard the messenger runs here, in crimson's
+    // model (a shard is a thread; tokio's work-stealing runtime would move
+    // its connections' tasks between threads); with more, the shards are
+    // threads of their own and this one only prints statistics.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    if raw {
+        let addr = bind
+            .0
+            .first()
+            .and_then(|a| a.addr)
+            .ok_or("serve --raw needs an IP address")?;
+        rt.block_on(msgr_cli::serve::run_raw(addr, interval, duration))?;
+    } else {
+        rt.block_on(msgr_cli::serve::run(
+            bind, name, nonce, net, interval, duration,
+        ))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

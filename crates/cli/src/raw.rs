@@ -5,7 +5,9 @@
 //! one write.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use msgr_frames::WireQueue;
@@ -13,16 +15,27 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::Latencies;
+use crate::serve::ServeStats;
 
 const HEADER: usize = 12;
 
 /// Starts a raw echo server on loopback; returns its address.
 pub async fn start_server() -> std::io::Result<SocketAddr> {
-    let l = TcpListener::bind("127.0.0.1:0").await?;
+    start_server_on("127.0.0.1:0".parse().expect("literal"), Default::default()).await
+}
+
+/// Starts a raw echo server on `addr` (`msgr serve --raw`), counting
+/// requests and connections in `stats`; returns the bound address.
+pub async fn start_server_on(
+    addr: SocketAddr,
+    stats: Arc<ServeStats>,
+) -> std::io::Result<SocketAddr> {
+    let l = TcpListener::bind(addr).await?;
     let addr = l.local_addr()?;
     tokio::spawn(async move {
         while let Ok((s, _)) = l.accept().await {
-            tokio::spawn(serve_conn(s));
+            stats.connections.fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(serve_conn(s, stats.clone()));
         }
     });
     Ok(addr)
@@ -36,11 +49,14 @@ pub fn server_thread() -> std::io::Result<crate::common::ServerThread<SocketAddr
     })
 }
 
-async fn serve_conn(mut s: TcpStream) {
+async fn serve_conn(mut s: TcpStream, stats: Arc<ServeStats>) {
     let _ = s.set_nodelay(true);
-    let mut buf = BytesMut::with_capacity(1 << 20);
-    let mut out = BytesMut::with_capacity(4096);
+    let mut buf = BytesMut::new();
+    let mut out = BytesMut::new();
     loop {
+        // Room for many small requests per read (a large one reserves its
+        // size below).
+        buf.reserve(64 * 1024);
         match s.read_buf(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
@@ -57,6 +73,8 @@ async fn serve_conn(mut s: TcpStream) {
             }
             let tid = (&buf[4..12]).get_u64_le();
             buf.advance(HEADER + len);
+            stats.ops.fetch_add(1, Ordering::Relaxed);
+            stats.bytes.fetch_add(len as u64, Ordering::Relaxed);
             out.put_u32_le(0);
             out.put_u64_le(tid);
         }
@@ -128,6 +146,5 @@ pub async fn run_client(
             }
         }
     }
-    let _ = Duration::ZERO;
     Ok(res)
 }

@@ -113,6 +113,28 @@ pub async fn run(
         "msgr serve: {name} listening on {addrs} (policy {})",
         net.policy
     );
+    report(&stats, interval, duration).await;
+    m.shutdown().await;
+    Ok(())
+}
+
+/// `msgr serve --raw`: the raw TCP pattern of `msgr bench --raw` (the
+/// physical baseline) on `addr`, with the same statistics.
+pub async fn run_raw(
+    addr: std::net::SocketAddr,
+    interval: Option<Duration>,
+    duration: Option<Duration>,
+) -> std::io::Result<()> {
+    let stats = Arc::new(ServeStats::default());
+    let addr = crate::raw::start_server_on(addr, stats.clone()).await?;
+    println!("msgr serve: raw TCP listening on {addr}");
+    report(&stats, interval, duration).await;
+    Ok(())
+}
+
+/// Prints a line of statistics every `interval` (when set) until
+/// `duration` has passed (or forever), then the totals.
+async fn report(stats: &ServeStats, interval: Option<Duration>, duration: Option<Duration>) {
     let start = Instant::now();
     let cpu0 = cpu_time();
     let mut last = (0u64, 0u64, Instant::now());
@@ -154,6 +176,4 @@ pub async fn run(
             0.0
         }
     );
-    m.shutdown().await;
-    Ok(())
 }
