@@ -1,7 +1,6 @@
 //! TCP through the reactor (epoll) or through io_uring, chosen at run
 //! time: one messenger type whichever a program's flags pick.
 
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 
@@ -104,25 +103,18 @@ impl Stream for EitherStream {
 }
 
 impl Receiver for EitherReader {
-    fn recv<'a>(
-        &'a mut self,
-        buf: &'a mut BytesMut,
-        room: ReadRoom,
-    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
-        async move { on_either!(self, EitherReader, |r| r.recv(buf, room).await) }
+    async fn recv(&mut self, buf: &mut BytesMut, room: ReadRoom) -> io::Result<usize> {
+        on_either!(self, EitherReader, |r| r.recv(buf, room).await)
     }
 }
 
 impl Sender for EitherWriter {
-    fn send<'a>(
-        &'a mut self,
-        out: Outgoing<'a>,
-    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
-        async move { on_either!(self, EitherWriter, |w| w.send(out).await) }
+    async fn send(&mut self, out: Outgoing<'_>) -> io::Result<usize> {
+        on_either!(self, EitherWriter, |w| w.send(out).await)
     }
 
-    fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send + '_ {
-        async move { on_either!(self, EitherWriter, |w| Sender::shutdown(w).await) }
+    async fn shutdown(&mut self) -> io::Result<()> {
+        on_either!(self, EitherWriter, |w| Sender::shutdown(w).await)
     }
 }
 
