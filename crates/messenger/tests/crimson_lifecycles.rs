@@ -173,6 +173,9 @@ async fn peer_acceptor<T: msgr_transport::Transport>(s: &mut Suite<T>, n: &str, 
     stage(n, 2, &s.wait_results(2).await, &[r0, r1]);
     s.peer_connect_me();
     s.try_peer_send_me();
+    // The stage expects the message dispatched on the new connection, which
+    // the results could otherwise be read before (over real sockets).
+    s.wait_dispatched(2, 1).await;
     let r2 = ex(St::Established, NONE, [1, 1, 1, 1], [0, 0]);
     stage(n, 3, &s.wait_results(3).await, &[r0, r1, r2]);
 }

@@ -25,6 +25,11 @@
 //! selects in a fixed order and reads tokio's paused clock, so a seed
 //! replays event for event. Run many:
 //! `MSGR_WORKLOAD_SEEDS=2000 cargo test --release -p msgr-messenger --test workload many_seeds -- --ignored --nocapture`
+//!
+//! The same workloads run over real sockets on 127.0.0.1, epoll TCP and
+//! io_uring, in real time (`MSGR_WORKLOAD_NET=Tcp|Uring` for `replay` and
+//! `many_seeds`): the same checks, but the kernel's timing picks the
+//! interleavings, so a seed is run again rather than replayed.
 
 #[path = "workload/model.rs"]
 mod model;
@@ -39,6 +44,9 @@ use msgr_messenger::{
 };
 use msgr_protocol::PolicySet;
 use msgr_transport::memory::MemoryNet;
+use msgr_transport::tcp::Tcp;
+use msgr_transport::Transport;
+use msgr_uring::Uring;
 
 use model::{Model, Rng};
 
@@ -137,25 +145,78 @@ impl Dispatcher for Recorder {
     }
 }
 
-fn addr_of(i: usize) -> EntityAddrvec {
-    format!("v2:10.0.{}.{}:6800", i / 200, i % 200 + 1)
-        .parse()
-        .unwrap()
+/// The network a workload runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Net {
+    /// In-memory pipes in virtual time: a seed replays exactly.
+    Memory,
+    /// Sockets on 127.0.0.1 in real time (the kernel's timing decides the
+    /// interleavings: the same checks hold, a seed does not replay).
+    Tcp,
+    Uring,
 }
 
-/// Runs one workload; `Err` describes every broken promise.
+/// What a workload needs of its network beyond the messenger's transport:
+/// where messenger `i` binds, and how many sockets are still open.
+trait WorkloadNet: Transport + Sized {
+    fn addr_of(&self, i: usize) -> EntityAddrvec;
+    fn live(&self, msgrs: &[Messenger<Self>]) -> usize {
+        msgrs.iter().map(|m| m.live_sockets()).sum()
+    }
+}
+
+impl WorkloadNet for MemoryNet {
+    fn addr_of(&self, i: usize) -> EntityAddrvec {
+        format!("v2:10.0.{}.{}:6800", i / 200, i % 200 + 1)
+            .parse()
+            .unwrap()
+    }
+    /// Both ends of every pipe, whoever holds them.
+    fn live(&self, _: &[Messenger<Self>]) -> usize {
+        self.live_connections()
+    }
+}
+
+impl WorkloadNet for Tcp {
+    fn addr_of(&self, _: usize) -> EntityAddrvec {
+        "v2:127.0.0.1:0".parse().unwrap()
+    }
+}
+
+impl WorkloadNet for Uring {
+    fn addr_of(&self, _: usize) -> EntityAddrvec {
+        "v2:127.0.0.1:0".parse().unwrap()
+    }
+}
+
+/// Runs one workload over the memory network; `Err` describes every
+/// broken promise.
 pub fn run(seed: u64, setup: Setup, size: Size) -> Result<String, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    rt.block_on(run_async(seed, setup, size))
+    run_over(Net::Memory, seed, setup, size)
 }
 
-async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String> {
+/// Runs one workload over `net`.
+pub fn run_over(net: Net, seed: u64, setup: Setup, size: Size) -> Result<String, String> {
+    let mut rt = tokio::runtime::Builder::new_current_thread();
+    match net {
+        Net::Memory => rt.enable_time().start_paused(true),
+        Net::Tcp | Net::Uring => rt.enable_all(),
+    };
+    let rt = rt.build().unwrap();
+    match net {
+        Net::Memory => rt.block_on(run_async(MemoryNet::new(), seed, setup, size)),
+        Net::Tcp => rt.block_on(run_async(Tcp::default(), seed, setup, size)),
+        Net::Uring => rt.block_on(run_async(Uring::default(), seed, setup, size)),
+    }
+}
+
+async fn run_async<T: WorkloadNet>(
+    net: T,
+    seed: u64,
+    setup: Setup,
+    size: Size,
+) -> Result<String, String> {
     let mut rng = Rng::new(seed);
-    let net = MemoryNet::new();
     let total = size.servers + size.clients;
     let model = Arc::new(Mutex::new(Model::new(seed ^ 0x5eed, total)));
     let mut msgrs = Vec::new();
@@ -194,7 +255,10 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
         );
         let mut my_addrs = EntityAddrvec::default();
         if binds {
-            my_addrs = m.bind(&addr_of(i)).await.map_err(|e| e.to_string())?;
+            my_addrs = m
+                .bind(&net.addr_of(i))
+                .await
+                .map_err(|e| e.to_string())?;
             bound.push(i);
         }
         addrs.push(my_addrs);
@@ -249,16 +313,23 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
     for m in &msgrs {
         m.shutdown().await;
     }
-    // Sockets close as their tasks end.
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    // Sockets close as their tasks end (a real socket's task may need a
+    // turn of the reactor).
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if net.live(&msgrs) == 0 {
+            break;
+        }
+    }
     let mut m = model.lock().unwrap();
     for (i, msgr) in msgrs.iter().enumerate() {
         if !msgr.connections().is_empty() {
             m.fail(format!("messenger {i} holds connections after shutdown"));
         }
     }
-    if net.live_connections() != 0 {
-        m.fail(format!("{} sockets left open", net.live_connections()));
+    let live = net.live(&msgrs);
+    if live != 0 {
+        m.fail(format!("{live} sockets left open"));
     }
     let injected: u64 = msgrs.iter().map(|m| m.injected_failures()).sum();
     m.verdict(injected)
@@ -266,11 +337,11 @@ async fn run_async(seed: u64, setup: Setup, size: Size) -> Result<String, String
 
 /// Opens (or reuses) a connection from a random initiator to a random
 /// bound messenger.
-fn connect(
+fn connect<T: Transport>(
     rng: &mut Rng,
     setup: Setup,
     size: Size,
-    msgrs: &[Messenger<MemoryNet>],
+    msgrs: &[Messenger<T>],
     bound: &[usize],
     addrs: &[EntityAddrvec],
     model: &Arc<Mutex<Model>>,
@@ -352,6 +423,10 @@ fn setups() -> Vec<Setup> {
 }
 
 fn run_seeds(seeds: impl Iterator<Item = u64>, shards: usize) {
+    run_seeds_over(Net::Memory, seeds, shards)
+}
+
+fn run_seeds_over(net: Net, seeds: impl Iterator<Item = u64>, shards: usize) {
     let size = Size {
         shards,
         ..DEFAULT_SIZE
@@ -359,20 +434,21 @@ fn run_seeds(seeds: impl Iterator<Item = u64>, shards: usize) {
     let mut failures = Vec::new();
     for seed in seeds {
         for setup in setups() {
-            match run(seed, setup, size) {
-                Ok(summary) => {
-                    println!("seed {seed} {} ({shards} shards): {summary}", setup.name())
-                }
+            let what = format!("seed {seed} {} ({shards} shards, {net:?})", setup.name());
+            match run_over(net, seed, setup, size) {
+                Ok(summary) => println!("{what}: {summary}"),
                 Err(why) => {
-                    println!(
-                        "seed {seed} {} ({shards} shards) FAILED: {why}",
-                        setup.name()
-                    );
+                    println!("{what} FAILED: {why}");
+                    let replay = match net {
+                        Net::Memory => "replay",
+                        // Real time: the seed is run again, not replayed.
+                        Net::Tcp | Net::Uring => "again",
+                    };
                     failures.push(format!(
-                        "seed {seed} {} ({shards} shards): {why}\n  replay: MSGR_WORKLOAD_SEED={seed} \
+                        "{what}: {why}\n  {replay}: MSGR_WORKLOAD_SEED={seed} \
                          MSGR_WORKLOAD_SETUP={} MSGR_WORKLOAD_SHARDS={shards} \
+                         MSGR_WORKLOAD_NET={net:?} \
                          cargo test --release -p msgr-messenger --test workload replay -- --nocapture",
-                        setup.name(),
                         setup.name()
                     ));
                 }
@@ -380,6 +456,15 @@ fn run_seeds(seeds: impl Iterator<Item = u64>, shards: usize) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// MSGR_WORKLOAD_NET: Memory (the default), Tcp or Uring.
+fn net_from_env() -> Net {
+    match std::env::var("MSGR_WORKLOAD_NET").as_deref() {
+        Ok("Tcp" | "tcp") => Net::Tcp,
+        Ok("Uring" | "uring") => Net::Uring,
+        _ => Net::Memory,
+    }
 }
 
 /// The bounded set the test command runs: a few seeds, and the seeds that
@@ -401,6 +486,16 @@ fn seeded_workloads_on_shards() {
     run_seeds(5..=8, 4);
 }
 
+/// The same workloads over real sockets, epoll TCP and io_uring, in real
+/// time, on one shard and on two.
+#[test]
+fn seeded_workloads_over_tcp_and_uring() {
+    for net in [Net::Tcp, Net::Uring] {
+        run_seeds_over(net, 1..=2, 1);
+        run_seeds_over(net, 3..=3, 2);
+    }
+}
+
 /// The same seed gives the same run, event for event.
 #[test]
 fn a_seed_replays_exactly() {
@@ -420,7 +515,7 @@ fn a_seed_replays_exactly() {
 fn replay() {
     if let Some(seed) = env_u64("MSGR_WORKLOAD_SEED") {
         let shards = env_u64("MSGR_WORKLOAD_SHARDS").unwrap_or(1) as usize;
-        run_seeds(std::iter::once(seed), shards);
+        run_seeds_over(net_from_env(), std::iter::once(seed), shards);
     }
 }
 
@@ -432,5 +527,5 @@ fn many_seeds() {
     let n = env_u64("MSGR_WORKLOAD_SEEDS").unwrap_or(1000);
     let first = env_u64("MSGR_WORKLOAD_FIRST").unwrap_or(1000);
     let shards = env_u64("MSGR_WORKLOAD_SHARDS").unwrap_or(1) as usize;
-    run_seeds(first..first + n, shards);
+    run_seeds_over(net_from_env(), first..first + n, shards);
 }

@@ -387,6 +387,13 @@ impl<T: Transport> Suite<T> {
         self.peer_side.tracked.send();
     }
 
+    /// Waits (bounded) until Test connection `i` (oldest first) has
+    /// dispatched `n` messages: a send that is not counted against the
+    /// tracked connection (it goes to another) is waited for this way.
+    pub async fn wait_dispatched(&self, i: usize, n: u32) {
+        until(|| self.results().get(i).is_some_and(|r| r.accept[3] >= n)).await;
+    }
+
     /// Whether the tracked connection stands by.
     pub fn is_standby(&self) -> bool {
         self.test_side
