@@ -59,8 +59,9 @@ pub struct Config {
     pub entries: u32,
     /// Buffers in the receive pool: a power of two.
     pub pool_buffers: u16,
-    /// Bytes per pool buffer; a frame's rest larger than this is received
-    /// straight into the runtime's buffer.
+    /// Bytes per pool buffer (the TCP transport's smallest read once READY:
+    /// many small frames per receive); a frame's rest larger than this is
+    /// received straight into the runtime's buffer.
     pub buffer_size: u32,
     /// Sends of at least this many bytes are zero-copy; None: never.
     pub zero_copy_min: Option<usize>,
@@ -70,8 +71,8 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             entries: 1024,
-            pool_buffers: 256,
-            buffer_size: 16 * 1024,
+            pool_buffers: 128,
+            buffer_size: 64 * 1024,
             zero_copy_min: None,
         }
     }
