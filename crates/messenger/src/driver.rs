@@ -12,6 +12,7 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -191,48 +192,75 @@ impl<T: Transport> Driver<T> {
                 continue;
             };
             self.io.out.seal();
-            let out = Outgoing::new(self.io.out.as_slices());
-            let (reader, writer) = match self.io.socket.as_mut() {
-                Some(s) => (Some(&mut s.reader), Some(&mut s.writer)),
-                None => (None, None),
-            };
-            let has_reader = reader.is_some() && io.read;
-            let has_output = writer.is_some() && !out.is_empty();
-            let delay = self.inner.injector.delay_now();
-            let budget = self.budget.wait_mut();
-            let waiting = budget.is_some();
-            let verdict = self.ident.verdict_mut();
-            let deciding = verdict.is_some();
-            // Biased, in a fixed order, so a run on a paused single-threaded
-            // runtime repeats exactly (tokio's default picks the first branch
-            // at random). Writes come before reads: output is bounded by what
-            // the user queued, and a socket with room takes it at once.
-            let step = tokio::select! {
-                biased;
-                w = async {
-                    if let Some(d) = delay {
-                        // Boxed: a timer is large, and only a test's
-                        // injected delay needs one here.
-                        Box::pin(tokio::time::sleep(d)).await;
-                    }
-                    writer.expect("guarded").send(out).await
-                }, if has_output => Step::Wrote(w),
-                r = async { reader.expect("guarded").recv(&mut self.io.rbuf, io.room).await }, if has_reader => Step::Read(r),
-                c = async { self.connecting.as_mut().expect("guarded").await }, if self.connecting.is_some() => Step::Connected(c),
-                (b, p) = async { budget.expect("guarded").await }, if waiting => Step::Budget(b, p),
-                _ = async { self.timer.as_mut().expect("made on arrival").await }, if self.armed.is_some() => Step::Timer,
-                v = async { verdict.expect("guarded").await.ok() }, if deciding => Step::Verdict(v),
-                // Commands already taken come before the inbox's.
-                c = async {
-                    match self.taken.pop_front() {
-                        Some(c) => c,
-                        None => self.handle.shared.inbox.pop().await,
-                    }
-                } => Step::Command(c),
-            };
+            // An injected write delay (a test's), drawn per turn. Boxed: a
+            // timer is large, and only a test's injected delay needs one.
+            let mut delay = self
+                .inner
+                .injector
+                .delay_now()
+                .map(|d| Box::pin(tokio::time::sleep(d)));
+            let step = std::future::poll_fn(|cx| self.poll_step(cx, &io, &mut delay)).await;
             self.now = crate::now();
             self.on_step(step);
         }
+    }
+
+    /// Polls the connection's sources, in a fixed order so that a run on a
+    /// paused single-threaded runtime repeats exactly; the first ready one
+    /// is the step. Writes come before reads: output is bounded by what
+    /// the user queued, and a socket with room takes it at once. One poll
+    /// function rather than a future per source and turn: nothing is built
+    /// or dropped per turn, and the task holds no source's future.
+    fn poll_step(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: &Io,
+        delay: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+    ) -> Poll<Step<T::Stream>> {
+        let SocketIo { socket, out, rbuf } = &mut self.io;
+        if let Some(s) = socket.as_mut() {
+            let out = Outgoing::new(out.as_slices());
+            if !out.is_empty() {
+                if delay.as_mut().is_some_and(|d| d.as_mut().poll(cx).is_ready()) {
+                    *delay = None;
+                }
+                if delay.is_none() {
+                    if let Poll::Ready(w) = s.writer.poll_send(cx, out) {
+                        return Poll::Ready(Step::Wrote(w));
+                    }
+                }
+            }
+            if io.read {
+                if let Poll::Ready(r) = s.reader.poll_recv(cx, rbuf, io.room) {
+                    return Poll::Ready(Step::Read(r));
+                }
+            }
+        }
+        if let Some(c) = self.connecting.as_mut() {
+            if let Poll::Ready(r) = c.as_mut().poll(cx) {
+                return Poll::Ready(Step::Connected(r));
+            }
+        }
+        if let Some(w) = self.budget.wait_mut() {
+            if let Poll::Ready((b, p)) = w.as_mut().poll(cx) {
+                return Poll::Ready(Step::Budget(b, p));
+            }
+        }
+        if let (Some(_), Some(t)) = (self.armed, self.timer.as_mut()) {
+            if t.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Step::Timer);
+            }
+        }
+        if let Some(v) = self.ident.verdict_mut() {
+            if let Poll::Ready(v) = Pin::new(v).poll(cx) {
+                return Poll::Ready(Step::Verdict(v.ok()));
+            }
+        }
+        // Commands already taken come before the inbox's.
+        if let Some(c) = self.taken.pop_front() {
+            return Poll::Ready(Step::Command(c));
+        }
+        self.handle.shared.inbox.poll_pop(cx).map(Step::Command)
     }
 
     /// Settles on `shard`: a timer of its runtime, and the socket

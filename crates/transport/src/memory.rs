@@ -45,13 +45,13 @@ pub struct PipeReader(Pipe);
 pub struct PipeWriter(Pipe);
 
 impl crate::Receiver for PipeReader {
-    fn recv<'a>(
-        &'a mut self,
-        buf: &'a mut bytes::BytesMut,
+    fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut bytes::BytesMut,
         room: crate::ReadRoom,
-    ) -> impl std::future::Future<Output = io::Result<usize>> + Send + 'a {
-        std::future::poll_fn(move |cx| {
-            let mut s = lock(&self.0);
+    ) -> Poll<io::Result<usize>> {
+        let mut s = lock(&self.0);
             if s.broken {
                 return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
             }
@@ -72,7 +72,6 @@ impl crate::Receiver for PipeReader {
             s.buf.drain(..n);
             wake(&mut s.write_waker);
             Poll::Ready(Ok(n))
-        })
     }
 }
 

@@ -11,9 +11,9 @@ use bytes::{BufMut, BytesMut};
 
 /// The receiving half of a connection.
 pub trait Receiver: Send + Unpin + 'static {
-    /// Waits until the peer has sent bytes (or closed), then appends what
-    /// is there to `buf`, as much as `room` allows; `Ok(0)`: the peer
-    /// closed.
+    /// Polls for bytes: once the peer has sent some (or closed), appends
+    /// what is there to `buf`, as much as `room` allows; `Ok(0)`: the
+    /// peer closed. `Pending` registers `cx`'s waker for when bytes come.
     ///
     /// Nothing is set aside for this connection while it waits: `buf`,
     /// which the runtime empties and lets go between reads, is given room
@@ -22,12 +22,26 @@ pub trait Receiver: Send + Unpin + 'static {
     /// transport receives into memory of its own (a pool its connections
     /// share) and moves what arrived into `buf`.
     ///
-    /// Cancel-safe: a future dropped before it is ready has taken nothing.
+    /// Poll-based, so that a runtime's driver polls its sources in one
+    /// step of its own rather than building a future per source and turn.
+    /// A `Pending` poll has taken nothing; the next poll may pass another
+    /// `room` (and the same `buf`).
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+        room: ReadRoom,
+    ) -> Poll<io::Result<usize>>;
+
+    /// [`Receiver::poll_recv`] as a future (cancel-safe: dropped before it
+    /// is ready, it has taken nothing).
     fn recv<'a>(
         &'a mut self,
         buf: &'a mut BytesMut,
         room: ReadRoom,
-    ) -> impl Future<Output = io::Result<usize>> + Send + 'a;
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        std::future::poll_fn(move |cx| self.poll_recv(cx, buf, room))
+    }
 }
 
 /// Smallest read once a session is READY (many small frames per read).
@@ -118,21 +132,20 @@ pub(crate) fn poll_recv_ready(
 macro_rules! readiness_receiver {
     ($half:ty, $socket:ty) => {
         impl $crate::Receiver for $half {
-            fn recv<'a>(
-                &'a mut self,
-                buf: &'a mut bytes::BytesMut,
+            fn poll_recv(
+                &mut self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut bytes::BytesMut,
                 room: $crate::ReadRoom,
-            ) -> impl std::future::Future<Output = std::io::Result<usize>> + Send + 'a {
+            ) -> std::task::Poll<std::io::Result<usize>> {
                 let s: &$socket = (*self).as_ref();
-                std::future::poll_fn(move |cx| {
-                    $crate::recv::poll_recv_ready(
-                        cx,
-                        buf,
-                        room,
-                        |cx| s.poll_read_ready(cx),
-                        |b| s.try_read_buf(b),
-                    )
-                })
+                $crate::recv::poll_recv_ready(
+                    cx,
+                    buf,
+                    room,
+                    |cx| s.poll_read_ready(cx),
+                    |b| s.try_read_buf(b),
+                )
             }
         }
     };

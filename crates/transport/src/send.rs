@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -48,20 +49,25 @@ impl<'a> Outgoing<'a> {
 
 /// The sending half of a connection.
 pub trait Sender: Send + Unpin + 'static {
-    /// Sends bytes from the front of `out`, waiting until the transport
-    /// takes some; returns how many it took (at least one). The caller
-    /// drops them from its queue and calls again with what is left (and
-    /// whatever it added at the end).
+    /// Polls to send bytes from the front of `out`: Ready with how many the
+    /// transport took (at least one), once it takes some. The caller drops
+    /// them from its queue and polls again with what is left (and whatever
+    /// it added at the end).
     ///
-    /// Cancel-safe in this sense: if the future is dropped before it is
-    /// ready, the next call is given the same front of the queue, and
-    /// reports any bytes an earlier call had already handed to the
-    /// transport (a completion-based transport keeps what it posted until
-    /// its completion and reports it then).
+    /// After a `Pending`, the next poll is given the same front of the
+    /// queue (perhaps with more behind it), and reports any bytes an
+    /// earlier poll had already handed to the transport (a
+    /// completion-based transport keeps what it posted until its
+    /// completion and reports it then).
+    fn poll_send(&mut self, cx: &mut Context<'_>, out: Outgoing<'_>) -> Poll<io::Result<usize>>;
+
+    /// [`Sender::poll_send`] as a future (cancel-safe in the same sense).
     fn send<'a>(
         &'a mut self,
         out: Outgoing<'a>,
-    ) -> impl Future<Output = io::Result<usize>> + Send + 'a;
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        std::future::poll_fn(move |cx| self.poll_send(cx, out))
+    }
 
     /// Sends what was given (a transport may buffer), then shuts the
     /// sending direction down: the peer reads the end of the stream.
@@ -73,16 +79,11 @@ pub trait Sender: Send + Unpin + 'static {
 /// made on the stack of each poll, not kept in the waiting future: an
 /// idle connection's task stays small.
 impl<W: AsyncWrite + Send + Unpin + 'static> Sender for W {
-    fn send<'a>(
-        &'a mut self,
-        out: Outgoing<'a>,
-    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
-        std::future::poll_fn(move |cx| {
-            let mut iov = [IoSlice::new(&[]); MAX_IOV];
-            let n = out.io_slices(&mut iov);
-            let slices = iov.get(..n).unwrap_or_default();
-            Pin::new(&mut *self).poll_write_vectored(cx, slices)
-        })
+    fn poll_send(&mut self, cx: &mut Context<'_>, out: Outgoing<'_>) -> Poll<io::Result<usize>> {
+        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+        let n = out.io_slices(&mut iov);
+        let slices = iov.get(..n).unwrap_or_default();
+        Pin::new(&mut *self).poll_write_vectored(cx, slices)
     }
 
     fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send + '_ {

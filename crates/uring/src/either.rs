@@ -3,6 +3,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::task::{Context, Poll};
 
 use bytes::BytesMut;
 use msgr_transport::tcp::{Tcp, TcpAcceptor};
@@ -103,14 +104,19 @@ impl Stream for EitherStream {
 }
 
 impl Receiver for EitherReader {
-    async fn recv(&mut self, buf: &mut BytesMut, room: ReadRoom) -> io::Result<usize> {
-        on_either!(self, EitherReader, |r| r.recv(buf, room).await)
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+        room: ReadRoom,
+    ) -> Poll<io::Result<usize>> {
+        on_either!(self, EitherReader, |r| r.poll_recv(cx, buf, room))
     }
 }
 
 impl Sender for EitherWriter {
-    async fn send(&mut self, out: Outgoing<'_>) -> io::Result<usize> {
-        on_either!(self, EitherWriter, |w| w.send(out).await)
+    fn poll_send(&mut self, cx: &mut Context<'_>, out: Outgoing<'_>) -> Poll<io::Result<usize>> {
+        on_either!(self, EitherWriter, |w| w.poll_send(cx, out))
     }
 
     async fn shutdown(&mut self) -> io::Result<()> {

@@ -160,7 +160,7 @@ pub struct UringReader {
     direct_next: bool,
 }
 
-impl UringReader {
+impl Receiver for UringReader {
     fn poll_recv(
         &mut self,
         cx: &mut Context<'_>,
@@ -187,6 +187,9 @@ impl UringReader {
         }
     }
 
+}
+
+impl UringReader {
     /// Posts a receive: of a large frame's rest (or when the pool ran
     /// dry), straight into `buf`, which the operation owns until it
     /// completes; otherwise into a pool buffer the kernel picks when bytes
@@ -307,23 +310,13 @@ impl Drop for UringReader {
     }
 }
 
-impl Receiver for UringReader {
-    fn recv<'a>(
-        &'a mut self,
-        buf: &'a mut BytesMut,
-        room: ReadRoom,
-    ) -> impl std::future::Future<Output = io::Result<usize>> + Send + 'a {
-        std::future::poll_fn(move |cx| self.poll_recv(cx, buf, room))
-    }
-}
-
 pub struct UringWriter {
     half: Half,
     /// The vectors of the last send, reused.
     bufs: Option<Box<SendBufs>>,
 }
 
-impl UringWriter {
+impl Sender for UringWriter {
     fn poll_send(&mut self, cx: &mut Context<'_>, out: Outgoing<'_>) -> Poll<io::Result<usize>> {
         loop {
             match self.half.look(cx) {
@@ -338,6 +331,23 @@ impl UringWriter {
         }
     }
 
+    /// Waits for a send in flight, then shuts the socket's sending side.
+    fn shutdown(&mut self) -> impl std::future::Future<Output = io::Result<()>> + Send + '_ {
+        std::future::poll_fn(move |cx| {
+            if let Some(Some((done, _))) = self.half.look(cx) {
+                let _ = self.on_done(done);
+            } else if self.half.slot.posted_now() {
+                return Poll::Pending;
+            }
+            Poll::Ready(match self.half.sock.shutdown(Shutdown::Write) {
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+                r => r,
+            })
+        })
+    }
+}
+
+impl UringWriter {
     /// Posts a vectored send of the first chunks of `out`; zero-copy when
     /// they are large enough and the configuration asks for it.
     fn post(&mut self, cx: &Context<'_>, out: Outgoing<'_>) -> io::Result<()> {
@@ -375,30 +385,6 @@ impl UringWriter {
             Ok(n) => Ok(n),
             Err(_) => Err(os_error(done.res)),
         }
-    }
-}
-
-impl Sender for UringWriter {
-    fn send<'a>(
-        &'a mut self,
-        out: Outgoing<'a>,
-    ) -> impl std::future::Future<Output = io::Result<usize>> + Send + 'a {
-        std::future::poll_fn(move |cx| self.poll_send(cx, out))
-    }
-
-    /// Waits for a send in flight, then shuts the socket's sending side.
-    fn shutdown(&mut self) -> impl std::future::Future<Output = io::Result<()>> + Send + '_ {
-        std::future::poll_fn(move |cx| {
-            if let Some(Some((done, _))) = self.half.look(cx) {
-                let _ = self.on_done(done);
-            } else if self.half.slot.posted_now() {
-                return Poll::Pending;
-            }
-            Poll::Ready(match self.half.sock.shutdown(Shutdown::Write) {
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
-                r => r,
-            })
-        })
     }
 }
 

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use atomic_waker::AtomicWaker;
 
@@ -81,23 +81,25 @@ impl Inbox {
         }
     }
 
-    /// The next command, when one comes (one driver waits at a time).
-    /// Cancel-safe: a wake-up that finds the queue empty (its command was
+    /// The next command, or `cx` woken when one comes (one driver waits
+    /// at a time). A wake-up that finds the queue empty (its command was
     /// taken by `try_pop`) waits again.
-    pub async fn pop(&self) -> Command {
-        std::future::poll_fn(|cx| {
-            if let Some(c) = self.try_pop() {
-                return Poll::Ready(c);
-            }
-            self.waker.register(cx.waker());
-            // A push between the first look and the registration set the
-            // flag before it woke: look again.
-            match self.try_pop() {
-                Some(c) => Poll::Ready(c),
-                None => Poll::Pending,
-            }
-        })
-        .await
+    pub fn poll_pop(&self, cx: &mut Context<'_>) -> Poll<Command> {
+        if let Some(c) = self.try_pop() {
+            return Poll::Ready(c);
+        }
+        self.waker.register(cx.waker());
+        // A push between the first look and the registration set the flag
+        // before it woke: look again.
+        match self.try_pop() {
+            Some(c) => Poll::Ready(c),
+            None => Poll::Pending,
+        }
+    }
+
+    #[cfg(test)]
+    async fn pop(&self) -> Command {
+        std::future::poll_fn(|cx| self.poll_pop(cx)).await
     }
 
     /// Lets go of an empty queue's capacity (an idle connection's).
