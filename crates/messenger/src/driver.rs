@@ -221,7 +221,10 @@ impl<T: Transport> Driver<T> {
         if let Some(s) = socket.as_mut() {
             let out = Outgoing::new(out.as_slices());
             if !out.is_empty() {
-                if delay.as_mut().is_some_and(|d| d.as_mut().poll(cx).is_ready()) {
+                if delay
+                    .as_mut()
+                    .is_some_and(|d| d.as_mut().poll(cx).is_ready())
+                {
                     *delay = None;
                 }
                 if delay.is_none() {
@@ -337,7 +340,7 @@ impl<T: Transport> Driver<T> {
                     let in_flight = &self.handle.shared.in_flight;
                     in_flight.fetch_sub(msg.payload_len(), std::sync::atomic::Ordering::AcqRel);
                 }
-                self.conn.send(*msg, now);
+                self.conn.send(msg, now);
             }
             Command::Keepalive(stamp) => self.conn.send_keepalive(stamp, now),
             Command::MarkDown => self.conn.mark_down(),
@@ -409,7 +412,7 @@ impl<T: Transport> Driver<T> {
     /// receive budget (held; the events after it stay queued).
     fn dispatch(&mut self, batch: usize) -> ControlFlow<(), bool> {
         if let Some(msg) = self.held.take() {
-            if !self.dispatch_message(*msg) {
+            if !self.dispatch_message(msg) {
                 return ControlFlow::Continue(false);
             }
         }
@@ -429,18 +432,18 @@ impl<T: Transport> Driver<T> {
 
     /// Dispatches `msg` with its receive budget, or holds it until the
     /// budget is there (false).
-    fn dispatch_message(&mut self, msg: msgr_protocol::Message) -> bool {
+    fn dispatch_message(&mut self, msg: Box<msgr_protocol::Message>) -> bool {
         match self.budget.take(msg.payload_len() as u64) {
             Some(permits) => {
                 let incoming = IncomingMessage {
-                    msg,
+                    msg: *msg,
                     _permits: permits,
                 };
                 self.inner.dispatcher.ms_dispatch(&self.handle, incoming);
                 true
             }
             None => {
-                self.held = Some(Box::new(msg));
+                self.held = Some(msg);
                 false
             }
         }

@@ -255,10 +255,7 @@ async fn run_async<T: WorkloadNet>(
         );
         let mut my_addrs = EntityAddrvec::default();
         if binds {
-            my_addrs = m
-                .bind(&net.addr_of(i))
-                .await
-                .map_err(|e| e.to_string())?;
+            my_addrs = m.bind(&net.addr_of(i)).await.map_err(|e| e.to_string())?;
             bound.push(i);
         }
         addrs.push(my_addrs);

@@ -347,7 +347,8 @@ impl Conn {
 
     /// Queues a message; it is written when the session is READY (and a
     /// standby lossless connection reconnects for it).
-    pub fn send(&mut self, msg: Message, now: Instant) {
+    pub fn send(&mut self, msg: impl Into<Box<Message>>, now: Instant) {
+        let msg = msg.into();
         if matches!(self.state, State::Closed) {
             return;
         }
@@ -699,7 +700,7 @@ impl Conn {
                     self.session.acked(ack_seq);
                 }
                 self.events
-                    .push_back(Event::Message(Message::from_frame(m, source)));
+                    .push_back(Event::Message(Box::new(Message::from_frame(m, source))));
             }
         }
         Ok(())

@@ -73,8 +73,9 @@ pub enum Event {
     Connected,
     /// ms_handle_accept: an accepted connection became READY.
     Accepted,
-    /// A message arrived, in order.
-    Message(Message),
+    /// A message arrived, in order (boxed: the event queue moves a
+    /// pointer, not the message).
+    Message(Box<Message>),
     /// ms_handle_reset: the connection closed by fault; queued messages lost.
     Reset,
     /// ms_handle_remote_reset: the peer reset the session; ours was reset.

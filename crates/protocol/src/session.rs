@@ -29,7 +29,11 @@ use crate::message::Message;
 const REQUEUE_PRIORITY: u16 = u16::MAX;
 
 struct Queued {
-    msg: Message,
+    /// Boxed from the sender's hands to the peer's acknowledgement: the
+    /// session's queues move pointers, and a message's 150 bytes are
+    /// written once, where they were made, not into each queue in turn
+    /// (per-connection memory that is cold when connections are many).
+    msg: Box<Message>,
     /// Sent before a fault; its `seq` is the number it was sent with.
     requeued: bool,
 }
@@ -64,7 +68,7 @@ pub struct Session {
     queued_messages: usize,
     queued_bytes: usize,
     /// Written, not yet acknowledged (lossless only), oldest first.
-    sent: VecDeque<Message>,
+    sent: VecDeque<Box<Message>>,
     /// Their payload bytes.
     sent_bytes: usize,
     pub(crate) keepalive_pending: Option<UTime>,
@@ -105,7 +109,7 @@ impl Session {
         }
     }
 
-    pub(crate) fn enqueue(&mut self, msg: Message) {
+    pub(crate) fn enqueue(&mut self, msg: Box<Message>) {
         self.push(
             msg.priority,
             Queued {
@@ -337,11 +341,11 @@ mod tests {
     use msgr_frames::banner::Banner;
     use msgr_frames::{FrameLimits, MessageFrame, Tag};
 
-    fn msg(tid: u64, prio: u16) -> Message {
+    fn msg(tid: u64, prio: u16) -> Box<Message> {
         let mut m = Message::new(42, Bytes::from(vec![tid as u8; 10]));
         m.tid = tid;
         m.priority = prio;
-        m
+        Box::new(m)
     }
 
     /// A link whose banner exchange is done, so frames can be written.

@@ -52,26 +52,26 @@ impl crate::Receiver for PipeReader {
         room: crate::ReadRoom,
     ) -> Poll<io::Result<usize>> {
         let mut s = lock(&self.0);
-            if s.broken {
-                return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+        if s.broken {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+        }
+        if s.buf.is_empty() {
+            if s.writer_closed {
+                return Poll::Ready(Ok(0));
             }
-            if s.buf.is_empty() {
-                if s.writer_closed {
-                    return Poll::Ready(Ok(0));
-                }
-                s.read_waker = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-            // Bytes are there: only now does `buf` get room.
-            let limit = room.make(buf);
-            let n = limit.min(s.buf.len());
-            let (a, b) = s.buf.as_slices();
-            let first = n.min(a.len());
-            buf.extend_from_slice(&a[..first]);
-            buf.extend_from_slice(&b[..n - first]);
-            s.buf.drain(..n);
-            wake(&mut s.write_waker);
-            Poll::Ready(Ok(n))
+            s.read_waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        // Bytes are there: only now does `buf` get room.
+        let limit = room.make(buf);
+        let n = limit.min(s.buf.len());
+        let (a, b) = s.buf.as_slices();
+        let first = n.min(a.len());
+        buf.extend_from_slice(&a[..first]);
+        buf.extend_from_slice(&b[..n - first]);
+        s.buf.drain(..n);
+        wake(&mut s.write_waker);
+        Poll::Ready(Ok(n))
     }
 }
 

@@ -186,7 +186,6 @@ impl Receiver for UringReader {
             }
         }
     }
-
 }
 
 impl UringReader {
