@@ -566,7 +566,7 @@ impl<T: Transport> Driver<T> {
         // its arrival (the peer has nothing to say meanwhile).
         let blocked = self.held.is_some()
             || self.budget.waiting()
-            || c.over_queue_limit()
+            || c.reading_paused()
             || c.is_replacing()
             || self.ident.deciding();
         // A socket an interceptor holds is not read (its handshake is

@@ -7,6 +7,8 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use msgr_frames::control::Ack;
+use msgr_frames::WireQueue;
 use msgr_protocol::{ConnState, Event, Message, Policy, ProtocolError, QueueLimits, Timeouts};
 
 mod script;
@@ -183,6 +185,40 @@ fn a_peer_that_never_reads_is_marked_down_at_the_hard_limit() {
         }]
     );
     assert!(ev.iter().any(|e| matches!(e, Event::Reset)));
+}
+
+/// What the peer took and has yet to acknowledge makes senders wait but
+/// does not stop reading: the acknowledgements come in what we read. (A
+/// client with 16 writes of 4 MiB in flight, over the 64 MiB soft limit,
+/// stopped reading and waited for them forever.)
+#[test]
+fn unacknowledged_bytes_do_not_stop_reading() {
+    let mut cfg = server_config(Policy::stateful_server());
+    cfg.queue_limits = QueueLimits {
+        soft: 10_000,
+        hard: 100_000,
+    };
+    let mut s = Script::accepted(cfg);
+    s.events();
+    for _ in 0..4 {
+        s.conn
+            .send(Message::new(43, Bytes::from(vec![0; 4000])), s.now);
+    }
+    // Framed and not yet taken by the runtime: the peer has not read them.
+    assert!(s.conn.reading_paused());
+    // The runtime takes them and the socket takes them all.
+    let mut out = WireQueue::new();
+    s.conn.fill_output(&mut out, s.now);
+    out.advance(out.len());
+    s.conn.fill_output(&mut out, s.now);
+    assert_eq!(s.conn.session().unacked(), 4);
+    assert!(s.conn.over_queue_limit(), "{} held", s.conn.held_bytes());
+    assert!(!s.conn.reading_paused());
+    // The peer's acknowledgement is read, and lets them go.
+    s.frame(Ack { seq: 4 }.into());
+    assert_eq!(s.conn.session().unacked(), 0);
+    assert!(!s.conn.over_queue_limit());
+    assert_eq!(faults(&s.events()), vec![]);
 }
 
 #[test]

@@ -83,11 +83,34 @@ impl Conn {
             .saturating_add(self.writer_backlog)
     }
 
-    /// Whether the connection holds so much for the peer that it should
-    /// stop reading from it (QueueLimits::soft: back pressure on a peer
-    /// that sends requests and does not read the replies).
+    /// Whether the connection holds so much for the peer that senders
+    /// should wait (QueueLimits::soft), counting what waits for the peer's
+    /// acknowledgement.
     pub fn over_queue_limit(&self) -> bool {
         self.held_bytes() >= self.config.queue_limits.soft
+    }
+
+    /// Bytes the peer has not taken yet: queued, framed and not yet taken
+    /// by the runtime, and taken but not yet written.
+    fn untaken_bytes(&self) -> usize {
+        let framed = self.link.as_ref().map_or(0, |l| l.output_len());
+        self.session
+            .queued()
+            .1
+            .saturating_add(framed)
+            .saturating_add(self.writer_backlog)
+    }
+
+    /// Whether the runtime should stop reading from the peer: back
+    /// pressure on a peer that sends requests and does not read the
+    /// replies (QueueLimits::soft), so only once READY (before, what is
+    /// queued waits for the handshake, which needs reading). Only what the
+    /// peer has not taken counts: what it took and has yet to acknowledge
+    /// is released by reading (acknowledgements come in what we read).
+    /// Either way, a client that queued 16 writes of 4 MiB (over the
+    /// default 64 MiB) waited forever.
+    pub fn reading_paused(&self) -> bool {
+        matches!(self.state, State::Ready) && self.untaken_bytes() >= self.config.queue_limits.soft
     }
 
     /// The runtime reads again after a pause of its own (waiting for
