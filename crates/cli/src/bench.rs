@@ -50,6 +50,9 @@ pub struct BenchOpts {
     /// Refill each connection's window from a thread of its own instead of
     /// from the dispatcher (the cost of a send from a foreign thread).
     pub foreign_sends: bool,
+    /// The process id of the server at `connect`: its CPU time over the
+    /// steady part of the run is reported (see [`Steady`]).
+    pub server_pid: Option<u32>,
 }
 
 /// The outcome of one run.
@@ -75,6 +78,81 @@ pub struct BenchResult {
     pub cpu: Duration,
     /// CPU time of the in-process server's thread, when there is one.
     pub server_cpu: Option<Duration>,
+    /// The steady part of a timed run, when it had one.
+    pub steady: Option<Steady>,
+}
+
+/// The steady part of a timed run: from a second after every connection
+/// had its first reply to a second before the end. Handshakes and the ramp
+/// up and down are left out, so per-message costs at many connections are
+/// not the handshakes'.
+#[derive(Debug, Clone, Copy)]
+pub struct Steady {
+    pub msgs: u64,
+    pub elapsed: Duration,
+    pub client_cpu: Duration,
+    /// The server's (the whole process's, given its pid).
+    pub server_cpu: Option<Duration>,
+}
+
+impl Steady {
+    fn json(&self) -> crate::json::Value {
+        let per_msg = |d: Duration| d.as_secs_f64() * 1e6 / self.msgs.max(1) as f64;
+        let mut o = Object::new();
+        o.set("msgs", self.msgs)
+            .set("seconds", self.elapsed.as_secs_f64())
+            .set(
+                "msgs_per_sec",
+                self.msgs as f64 / self.elapsed.as_secs_f64().max(1e-9),
+            )
+            .set("client_cpu_us_per_msg", per_msg(self.client_cpu));
+        if let Some(s) = self.server_cpu {
+            o.set("server_cpu_us_per_msg", per_msg(s));
+        }
+        o.into_value()
+    }
+}
+
+/// Measures the steady part of a run that ends at `until` (see
+/// [`Steady`]); None if the run has none (connections never all up, or
+/// too short).
+async fn sample_steady(
+    progress: Arc<Progress>,
+    conns: u64,
+    until: Instant,
+    server_pid: Option<u32>,
+) -> Option<Steady> {
+    const MARGIN: Duration = Duration::from_secs(1);
+    let server_cpu = || server_pid.map(|p| crate::common::stat_cpu(&format!("/proc/{p}/stat")));
+    while progress.up.load(Ordering::Relaxed) < conns {
+        if Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(MARGIN).await;
+    let end = until.checked_sub(MARGIN)?;
+    let t0 = Instant::now();
+    if t0 + MARGIN > end {
+        return None;
+    }
+    let (n0, c0, s0) = (
+        progress.completed.load(Ordering::Relaxed),
+        cpu_time(),
+        server_cpu(),
+    );
+    tokio::time::sleep_until(end.into()).await;
+    let (n1, c1, s1) = (
+        progress.completed.load(Ordering::Relaxed),
+        cpu_time(),
+        server_cpu(),
+    );
+    Some(Steady {
+        msgs: n1.saturating_sub(n0),
+        elapsed: t0.elapsed(),
+        client_cpu: c1.saturating_sub(c0),
+        server_cpu: s0.zip(s1).map(|(a, b)| b.saturating_sub(a)),
+    })
 }
 
 impl BenchResult {
@@ -111,6 +189,9 @@ impl BenchResult {
             o.set("con_mode", mode.as_str())
                 .set("msgr2_rev1", *rev1)
                 .set("compression", compression.clone());
+        }
+        if let Some(st) = &self.steady {
+            o.set("steady", st.json());
         }
         // Requests never answered are counted whether or not we verify.
         o.set("lost", self.lost);
@@ -232,6 +313,9 @@ impl Loop {
                 st.res.latencies.record(at - sent_at);
                 st.res.completed += 1;
                 self.progress.completed.fetch_add(1, Ordering::Relaxed);
+                if st.res.completed == 1 {
+                    self.progress.up.fetch_add(1, Ordering::Relaxed);
+                }
                 if self.opts.verify && checksum != sum {
                     st.res.corrupted += 1;
                 }
@@ -300,8 +384,10 @@ impl Dispatcher for LoopDispatcher {
 
 /// Shared progress counters.
 #[derive(Default)]
-struct Progress {
-    completed: AtomicU64,
+pub(crate) struct Progress {
+    pub completed: AtomicU64,
+    /// Connections that had their first reply.
+    pub up: AtomicU64,
 }
 
 async fn run_conn(
@@ -437,6 +523,14 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
             progress.clone(),
         )));
     }
+    let steady = until.map(|u| {
+        tokio::spawn(sample_steady(
+            progress.clone(),
+            opts.conns as u64,
+            u,
+            opts.server_pid,
+        ))
+    });
     let ticker = show.then(|| {
         let p = progress.clone();
         let size = opts.size;
@@ -466,6 +560,9 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
     }
     total.elapsed = start.elapsed();
     total.cpu = cpu_time() - cpu0;
+    if let Some(s) = steady {
+        total.steady = s.await.ok().flatten();
+    }
     if let Some(t) = ticker {
         t.abort();
         eprintln!();
@@ -491,12 +588,21 @@ pub async fn run_raw(
     let cpu0 = cpu_time();
     let until = opts.duration.map(|d| start + d);
     let per_conn = opts.count.map(|c| c.div_ceil(opts.conns as u64));
+    let progress = Arc::new(Progress::default());
     let mut handles = Vec::new();
     for _ in 0..opts.conns {
         handles.push(tokio::spawn(crate::raw::run_client(
-            addr, opts.size, opts.depth, per_conn, until,
+            addr,
+            opts.size,
+            opts.depth,
+            per_conn,
+            until,
+            progress.clone(),
         )));
     }
+    let pid = opts.server_pid.filter(|_| external.is_some());
+    let steady =
+        until.map(|u| tokio::spawn(sample_steady(progress.clone(), opts.conns as u64, u, pid)));
     let mut total = BenchResult {
         size: opts.size,
         ..Default::default()
@@ -508,6 +614,9 @@ pub async fn run_raw(
     }
     total.elapsed = start.elapsed();
     total.cpu = cpu_time() - cpu0;
+    if let Some(s) = steady {
+        total.steady = s.await.ok().flatten();
+    }
     if let Some(server) = server {
         let server_cpu = server.stop();
         total.cpu = total.cpu.saturating_sub(server_cpu);

@@ -219,7 +219,9 @@ pub fn threads_cpu(prefixes: &[&str]) -> std::time::Duration {
         .sum()
 }
 
-fn stat_cpu(path: &str) -> std::time::Duration {
+/// CPU time (user and system) of the process or thread whose /proc stat
+/// file is `path`.
+pub fn stat_cpu(path: &str) -> std::time::Duration {
     let stat = std::fs::read_to_string(path).unwrap_or_default();
     // Fields after the parenthesised command name: state is field 3;
     // utime and stime are fields 14 and 15, in clock ticks (100 Hz).

@@ -29,7 +29,7 @@ commands:
         [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
         [--name TYPE.N] [--vs-crc] [--shards S | --server-tokio-mt W]
         [--foreign-sends] [--server-hand-out] [--transport tcp|uring]
-        [--raw-only] [SECURITY OPTIONS]
+        [--raw-only] [--server-pid PID] [SECURITY OPTIONS]
       MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
       each of CONNS connections (1), for S seconds (5) or N messages; replies
       awaited. Without --connect, a server runs in this process on loopback.
@@ -47,7 +47,10 @@ commands:
       than every shard accepting on the port, SO_REUSEPORT). --transport
       uring: both sides move bytes through io_uring (default tcp: epoll).
       --raw-only runs only the raw TCP pattern, against --connect's address
-      (a msgr serve --raw) when given.
+      (a msgr serve --raw) when given. A timed run also reports its steady
+      part (from a second after every connection's first reply to a second
+      before the end: msgs/s and CPU per message without the handshakes),
+      with the CPU of the server process --server-pid when given.
 
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
@@ -184,6 +187,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
         json: false,
         server_workers: None,
         foreign_sends: false,
+        server_pid: None,
     };
     let mut server_policy_set = false;
     let mut sec = msgr_cli::security::SecurityOpts::default();
@@ -217,6 +221,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--verify" => o.verify = true,
             "--raw" => o.raw = true,
             "--raw-only" => o.raw_only = true,
+            "--server-pid" => o.server_pid = Some(parse(&mut parser)?),
             "--vs-crc" => o.vs_crc = true,
             "--json" => o.json = true,
             "--help" | "-h" => {

@@ -94,12 +94,13 @@ pub struct RawResult {
 
 /// Runs `depth` requests in flight of `size` bytes against `addr` until
 /// `stop` says so.
-pub async fn run_client(
+pub(crate) async fn run_client(
     addr: SocketAddr,
     size: usize,
     depth: usize,
     count: Option<u64>,
     until: Option<Instant>,
+    progress: Arc<crate::bench::Progress>,
 ) -> std::io::Result<RawResult> {
     let s = TcpStream::connect(addr).await?;
     s.set_nodelay(true)?;
@@ -143,6 +144,10 @@ pub async fn run_client(
                 debug_assert_eq!(t, tid);
                 res.latencies.record(at.elapsed());
                 res.completed += 1;
+                progress.completed.fetch_add(1, Ordering::Relaxed);
+                if res.completed == 1 {
+                    progress.up.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
     }
