@@ -1,6 +1,7 @@
 //! Thread placement for the messenger's shards: which CPUs the process may
-//! run on, and pinning a thread to one of them; and the open-file limit a
-//! process holding many connections raises.
+//! run on, and pinning a thread to one of them; the open-file limit a
+//! process holding many connections raises; and the one socket option the
+//! standard library and socket2 lack (SO_RCVLOWAT).
 //!
 //! The messenger runs its connections on shards, threads each driving its
 //! own current-thread runtime. As crimson does (seastar's reactor pins one
@@ -95,6 +96,45 @@ pub fn raise_fd_limit() -> io::Result<u64> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "raising the open-file limit is implemented for Unix only",
+        ))
+    }
+}
+
+/// Sets a socket's receive low-water mark (SO_RCVLOWAT): readiness, and
+/// the wake-up of a reader, wait until that many bytes are queued (Linux
+/// caps it at half the largest receive buffer, and grows the buffer to
+/// hold it). A reader of a large frame asks for the frame's rest: one
+/// wake-up when it is all there instead of one per segment, and a peer
+/// whose sends do not each wake us. Unix only (`Unsupported` elsewhere).
+pub fn set_recv_lowat(fd: &impl std::os::fd::AsFd, bytes: usize) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: the fd is borrowed open for the call; setsockopt reads
+        // `optlen` bytes from a pointer to a live, aligned c_int local, as
+        // SO_RCVLOWAT takes.
+        #[allow(unsafe_code)]
+        let r = unsafe {
+            libc::setsockopt(
+                fd.as_fd().as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                std::ptr::from_ref(&v).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (fd, bytes);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "SO_RCVLOWAT is set on Unix only",
         ))
     }
 }

@@ -8,19 +8,26 @@
 //! # Receiving and sending
 //!
 //! A connection's halves are a [`Receiver`] and a [`Sender`], shaped for
-//! completion-based transports as much as for readiness-based sockets:
+//! completion-based transports as much as for readiness-based sockets.
+//! Both are polled (`poll_recv`, `poll_send`), so that a runtime's driver
+//! polls a connection's sources in one step of its own; `recv` and `send`
+//! are the same as futures.
 //!
-//! - [`Receiver::recv`] appends what arrived to the runtime's read buffer,
+//! - [`Receiver::poll_recv`] appends what arrived to the runtime's read buffer,
 //!   which gets room ([`ReadRoom`]) only once bytes are there: nothing is
 //!   set aside for a connection while it waits. A socket waits for
 //!   readability and then reads; a completion-based transport receives
 //!   into memory of its own, shared by its connections, and moves what
 //!   arrived into the buffer.
-//! - [`Sender::send`] is given the runtime's queue of reference-counted
+//! - [`Sender::poll_send`] is given the runtime's queue of reference-counted
 //!   chunks ([`Outgoing`]) and reports how many bytes from its front it
 //!   took. A completion-based transport keeps the chunks it posted (a
 //!   clone of each `Bytes`) until the completion, however the runtime's
 //!   wait on it ends, and reports them then.
+//!
+//! The `msgr-uring` crate is such a completion-based transport: io_uring
+//! receives into a per-shard ring of provided buffers, and sends that hold
+//! the posted chunks until their completions.
 //!
 //! # A message-oriented transport (RDMA verbs)
 //!
@@ -40,7 +47,7 @@
 //!   frees room).
 //! - The receiver keeps a ring of registered receive buffers posted on a
 //!   shared receive queue (memory per shard, not per connection, as the
-//!   receiver's contract asks); `recv` moves the bytes of completed
+//!   receiver's contract asks); `poll_recv` moves the bytes of completed
 //!   receives, in order, into the read buffer and re-posts the buffers.
 //!   The `ReadRoom` tells how many bytes complete the frame at hand, which
 //!   a transport can use to receive a large frame's payload straight into

@@ -2,11 +2,13 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::task::{Context, Poll};
 
+use bytes::BytesMut;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
-use crate::{Listener, Stream, Transport};
+use crate::{Listener, ReadRoom, Receiver, Stream, Transport};
 
 /// TCP options (ms_tcp_nodelay, ms_tcp_rcvbuf / sndbuf).
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,14 +71,66 @@ fn set_reuseport(_: &TcpSocket) -> io::Result<bool> {
     Ok(false)
 }
 
-crate::recv::readiness_receiver!(OwnedReadHalf, TcpStream);
+/// A TCP connection's receiving half. Reading a large frame's rest, it
+/// sets the socket's receive low-water mark to what the frame lacks: the
+/// kernel then wakes it once the bytes are there (up to half the largest
+/// receive buffer) rather than at every segment, and the sender's writes
+/// do not each pay for waking it. 1 MiB frames, depth 16: the sending
+/// client's CPU per MiB went down (BENCHMARKS.md, Scale).
+pub struct TcpReader {
+    half: OwnedReadHalf,
+    /// The low-water mark set on the socket (1, the default, until a large
+    /// frame's rest is read).
+    lowat: usize,
+}
+
+impl TcpReader {
+    fn new(half: OwnedReadHalf) -> TcpReader {
+        TcpReader { half, lowat: 1 }
+    }
+
+    /// Sets the low-water mark for `room`: a large frame's rest, which the
+    /// peer is committed to sending, else 1 byte. The mark never exceeds
+    /// what the frame at hand lacks, so no wake-up that reading needs is
+    /// held back. Best effort: where it cannot be set the reader wakes per
+    /// segment, as without it.
+    fn set_lowat(&mut self, room: ReadRoom) {
+        let want = match room.want > room.min_read {
+            true => room.want,
+            false => 1,
+        };
+        if want != self.lowat && msgr_sys::set_recv_lowat(self.half.as_ref(), want).is_ok() {
+            self.lowat = want;
+        }
+    }
+}
+
+impl Receiver for TcpReader {
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+        room: ReadRoom,
+    ) -> Poll<io::Result<usize>> {
+        self.set_lowat(room);
+        let s: &TcpStream = self.half.as_ref();
+        crate::recv::poll_recv_ready(
+            cx,
+            buf,
+            room,
+            |cx| s.poll_read_ready(cx),
+            |b| s.try_read_buf(b),
+        )
+    }
+}
 
 impl Stream for TcpStream {
-    type Reader = OwnedReadHalf;
+    type Reader = TcpReader;
     type Writer = OwnedWriteHalf;
 
-    fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
-        TcpStream::into_split(self)
+    fn into_split(self) -> (TcpReader, OwnedWriteHalf) {
+        let (r, w) = TcpStream::into_split(self);
+        (TcpReader::new(r), w)
     }
 
     fn local_addr(&self) -> Option<SocketAddr> {
@@ -87,15 +141,18 @@ impl Stream for TcpStream {
     /// the current runtime's. Socket options (nodelay, buffers) are the
     /// socket's own and stay.
     fn rehome(
-        reader: OwnedReadHalf,
+        reader: TcpReader,
         writer: OwnedWriteHalf,
-    ) -> io::Result<(OwnedReadHalf, OwnedWriteHalf)> {
+    ) -> io::Result<(TcpReader, OwnedWriteHalf)> {
         crate::check_in_runtime()?;
+        let lowat = reader.lowat;
         let stream = reader
+            .half
             .reunite(writer)
             .map_err(|_| crate::not_one_stream())?;
         let stream = TcpStream::from_std(stream.into_std()?)?;
-        Ok(TcpStream::into_split(stream))
+        let (r, w) = TcpStream::into_split(stream);
+        Ok((TcpReader { half: r, lowat }, w))
     }
 }
 
@@ -211,6 +268,50 @@ mod tests {
             }
         }
         assert!(to_a > 0 && to_b > 0, "a got {to_a}, b got {to_b}");
+    }
+
+    /// Reading a large frame's rest, a waiting reader is not woken by part
+    /// of it (the low-water mark) and takes it in one read once it is all
+    /// there; the next frame's few bytes wake it again (the mark is back
+    /// at 1). Without the mark, the first half would wake it during the
+    /// writer's pause and that read would return 100 000 bytes.
+    #[tokio::test]
+    async fn a_large_frames_rest_wakes_the_reader_once() {
+        use tokio::io::AsyncWriteExt;
+        let tcp = Tcp::default();
+        let mut l = tcp.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let mut w = tcp.connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        let (mut r, _w) = Stream::into_split(s);
+        let room = |want| ReadRoom {
+            want,
+            min_read: crate::MIN_READ,
+        };
+        let mut buf = BytesMut::new();
+        // The frame's head: read, and the socket found empty after it.
+        w.write_all(&[1; 32]).await.unwrap();
+        assert_eq!(r.recv(&mut buf, room(32)).await.unwrap(), 32);
+        buf.clear();
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            w.write_all(&[2; 100_000]).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            w.write_all(&[3; 100_000]).await.unwrap();
+            w
+        });
+        let n = tokio::time::timeout(Duration::from_secs(10), r.recv(&mut buf, room(200_000)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((n, buf.len()), (200_000, 200_000));
+        let mut w = writer.await.unwrap();
+        buf.clear();
+        w.write_all(&[4; 10]).await.unwrap();
+        let n = tokio::time::timeout(Duration::from_secs(10), r.recv(&mut buf, room(32)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 10);
     }
 
     /// Without a runtime to move to, rehome fails instead of panicking.

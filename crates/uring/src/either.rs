@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::task::{Context, Poll};
 
 use bytes::BytesMut;
-use msgr_transport::tcp::{Tcp, TcpAcceptor};
+use msgr_transport::tcp::{Tcp, TcpAcceptor, TcpReader};
 use msgr_transport::{Listener, Outgoing, ReadRoom, Receiver, Sender, Stream, Transport};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
 use crate::{Uring, UringListener, UringReader, UringStream, UringWriter};
@@ -57,7 +57,7 @@ either!(
 );
 either!(
     /// A receiving half of either transport.
-    EitherReader, OwnedReadHalf, UringReader
+    EitherReader, TcpReader, UringReader
 );
 either!(
     /// A sending half of either transport.
@@ -71,7 +71,7 @@ impl Stream for EitherStream {
     fn into_split(self) -> (EitherReader, EitherWriter) {
         match self {
             EitherStream::Epoll(s) => {
-                let (r, w) = s.into_split();
+                let (r, w) = Stream::into_split(s);
                 (EitherReader::Epoll(r), EitherWriter::Epoll(w))
             }
             EitherStream::Uring(s) => {
