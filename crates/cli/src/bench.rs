@@ -733,21 +733,7 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
         }
         println!("{}", o.into_value().to_json());
     } else {
-        let line = |label: &str, r: &mut BenchResult| {
-            let server = r
-                .server_cpu
-                .map_or(String::new(), |s| format!(" / server {:.1}", r.cpu_us(s)));
-            println!(
-                "{label:5} {:>10} msgs in {:6.2}s  {:10.0} msgs/s  {:9.1} MB/s  p50 {:6} us  p99 {:6} us  cpu us/msg: client {:.1}{server}",
-                r.completed,
-                r.elapsed.as_secs_f64(),
-                r.msgs_per_sec(),
-                r.mb_per_sec(),
-                r.latencies.percentile(50.0),
-                r.latencies.percentile(99.0),
-                r.cpu_us(r.cpu),
-            )
-        };
+        let line = |label: &str, r: &mut BenchResult| print_line(label, r);
         println!(
             "msgr bench: {} B x depth {} x {} conn(s), policy {}{}",
             opts.size,
@@ -806,17 +792,26 @@ fn report_raw_only(opts: &BenchOpts, r: &mut BenchResult) {
         println!("{}", o.into_value().to_json());
     } else {
         println!(
-            "raw TCP: {} B x depth {} x {} conn(s): {} msgs in {:.2}s, {:.0} msgs/s, {:.1} MB/s, p50 {} us, p99 {} us, client cpu {:.1} us/msg",
-            opts.size,
-            opts.depth,
-            opts.conns,
-            r.completed,
-            r.elapsed.as_secs_f64(),
-            r.msgs_per_sec(),
-            r.mb_per_sec(),
-            r.latencies.percentile(50.0),
-            r.latencies.percentile(99.0),
-            r.cpu_us(r.cpu),
+            "msgr bench --raw-only: {} B x depth {} x {} conn(s)",
+            opts.size, opts.depth, opts.conns
         );
+        print_line("raw", r);
     }
+}
+
+/// One run's line of the text report.
+fn print_line(label: &str, r: &mut BenchResult) {
+    let server = r
+        .server_cpu
+        .map_or(String::new(), |s| format!(" / server {:.1}", r.cpu_us(s)));
+    println!(
+        "{label:5} {:>10} msgs in {:6.2}s  {:10.0} msgs/s  {:9.1} MB/s  p50 {:6} us  p99 {:6} us  cpu us/msg: client {:.1}{server}",
+        r.completed,
+        r.elapsed.as_secs_f64(),
+        r.msgs_per_sec(),
+        r.mb_per_sec(),
+        r.latencies.percentile(50.0),
+        r.latencies.percentile(99.0),
+        r.cpu_us(r.cpu),
+    )
 }
