@@ -10,7 +10,7 @@ use std::time::Duration;
 struct Quiet;
 impl Dispatcher for Quiet {
     fn ms_dispatch(&self, _: &Connection, m: IncomingMessage) {
-        eprintln!("msg type {}", m.msg.msg_type);
+        eprintln!("msg type {}", m.msg_type);
     }
 }
 

@@ -348,16 +348,18 @@ impl Connection {
     }
 }
 
-/// A received message, holding throttle budget until dropped.
+/// A received message (read through `Deref`), holding throttle budget
+/// until dropped.
 #[derive(Debug)]
 pub struct IncomingMessage {
-    pub msg: Message,
+    /// As the connection boxed it when it arrived.
+    pub(crate) msg: Box<Message>,
     pub(crate) _permits: crate::budget::Permits,
 }
 
 impl IncomingMessage {
     pub fn into_message(self) -> Message {
-        self.msg
+        *self.msg
     }
 }
 

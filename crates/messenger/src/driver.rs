@@ -436,7 +436,7 @@ impl<T: Transport> Driver<T> {
         match self.budget.take(msg.payload_len() as u64) {
             Some(permits) => {
                 let incoming = IncomingMessage {
-                    msg: *msg,
+                    msg,
                     _permits: permits,
                 };
                 self.inner.dispatcher.ms_dispatch(&self.handle, incoming);

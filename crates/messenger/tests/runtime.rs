@@ -210,11 +210,10 @@ async fn request_reply<T: Transport>(t: T, bind: &str) {
     p.server.shutdown().await;
 }
 
-/// A client with more in flight than its soft queue limit gets every
-/// reply: what waits for the server's acknowledgement does not stop it
-/// reading. (It did: `msgr bench` with 16 writes of 4 MiB in flight, over
-/// the default 64 MiB, waited forever for acknowledgements it no longer
-/// read. Here: 16 of 256 KiB over 1 MiB.)
+/// A client that queues more than its soft queue limit before its
+/// handshake (16 writes of 256 KiB over 1 MiB) gets every reply: neither
+/// the queued bytes nor, once written, the ones awaiting the server's
+/// acknowledgement stop it reading.
 #[tokio::test]
 async fn more_in_flight_than_the_soft_limit_is_answered() {
     let mut client = options("client.1", Policy::lossless_client(), 0, 9);

@@ -188,9 +188,7 @@ fn a_peer_that_never_reads_is_marked_down_at_the_hard_limit() {
 }
 
 /// What the peer took and has yet to acknowledge makes senders wait but
-/// does not stop reading: the acknowledgements come in what we read. (A
-/// client with 16 writes of 4 MiB in flight, over the 64 MiB soft limit,
-/// stopped reading and waited for them forever.)
+/// does not stop reading: the acknowledgements come in what we read.
 #[test]
 fn unacknowledged_bytes_do_not_stop_reading() {
     let mut cfg = server_config(Policy::stateful_server());

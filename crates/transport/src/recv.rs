@@ -127,31 +127,6 @@ pub(crate) fn poll_recv_ready(
     }
 }
 
-/// Implements [`Receiver`] for a tokio socket's owned read half (`$half`,
-/// whose socket is `$socket`) with [`poll_recv_ready`].
-macro_rules! readiness_receiver {
-    ($half:ty, $socket:ty) => {
-        impl $crate::Receiver for $half {
-            fn poll_recv(
-                &mut self,
-                cx: &mut std::task::Context<'_>,
-                buf: &mut bytes::BytesMut,
-                room: $crate::ReadRoom,
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                let s: &$socket = (*self).as_ref();
-                $crate::recv::poll_recv_ready(
-                    cx,
-                    buf,
-                    room,
-                    |cx| s.poll_read_ready(cx),
-                    |b| s.try_read_buf(b),
-                )
-            }
-        }
-    };
-}
-pub(crate) use readiness_receiver;
-
 #[cfg(test)]
 mod tests {
     use super::*;

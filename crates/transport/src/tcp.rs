@@ -75,8 +75,7 @@ fn set_reuseport(_: &TcpSocket) -> io::Result<bool> {
 /// sets the socket's receive low-water mark to what the frame lacks: the
 /// kernel then wakes it once the bytes are there (up to half the largest
 /// receive buffer) rather than at every segment, and the sender's writes
-/// do not each pay for waking it. 1 MiB frames, depth 16: the sending
-/// client's CPU per MiB went down (BENCHMARKS.md, Scale).
+/// do not each pay for waking it.
 pub struct TcpReader {
     half: OwnedReadHalf,
     /// The low-water mark set on the socket (1, the default, until a large

@@ -7,11 +7,13 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use bytes::BytesMut;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::{Listener, Stream, Transport};
+use crate::{Listener, ReadRoom, Receiver, Stream, Transport};
 
 #[derive(Debug, Clone)]
 pub struct Unix {
@@ -33,7 +35,23 @@ impl Unix {
     }
 }
 
-crate::recv::readiness_receiver!(OwnedReadHalf, UnixStream);
+impl Receiver for OwnedReadHalf {
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+        room: ReadRoom,
+    ) -> Poll<io::Result<usize>> {
+        let s: &UnixStream = (*self).as_ref();
+        crate::recv::poll_recv_ready(
+            cx,
+            buf,
+            room,
+            |cx| s.poll_read_ready(cx),
+            |b| s.try_read_buf(b),
+        )
+    }
+}
 
 impl Stream for UnixStream {
     type Reader = OwnedReadHalf;

@@ -107,8 +107,6 @@ impl Conn {
     /// queued waits for the handshake, which needs reading). Only what the
     /// peer has not taken counts: what it took and has yet to acknowledge
     /// is released by reading (acknowledgements come in what we read).
-    /// Either way, a client that queued 16 writes of 4 MiB (over the
-    /// default 64 MiB) waited forever.
     pub fn reading_paused(&self) -> bool {
         matches!(self.state, State::Ready) && self.untaken_bytes() >= self.config.queue_limits.soft
     }
