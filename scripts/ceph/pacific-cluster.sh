@@ -52,6 +52,9 @@
 #   CEPH_TEST_MIN_MON_RELEASE (pacific)  monmap min_mon_release; a mon refuses one more
 #                             than 2 releases older than itself (Tentacle uses tentacle)
 #   CEPH_TEST_STOP_TIMEOUT (20)
+#   CEPH_TEST_MSGR1_ONLY (0)  1: the daemons speak msgr1 only (the mon's monmap entry is
+#                             [v1:127.0.0.1:V1_PORT], ms_bind_msgr2 = false), so Ceph's own
+#                             clients speak msgr1 end to end (they pick v2 whenever offered)
 #   CEPH_TEST_STOP_HINT       the stop command to print (tentacle.sh sets its own)
 set -euo pipefail
 
@@ -187,11 +190,11 @@ print_exports() {
   for id in "${OSD_IDS[@]}"; do osds+="${osds:+, }osd.$id"; done
   size="$(c osd pool get "$POOL" size 2>/dev/null | sed -n 's/^size: //p' || true)"
   cat <<EOT
-# Ceph test cluster in $DIR is up: mon.a at [v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT], $osds (memstore), pool '$POOL' (size ${size:-$POOL_SIZE})
+# Ceph test cluster in $DIR is up: mon.a at [$MON_ADDRS], $osds (memstore), pool '$POOL' (size ${size:-$POOL_SIZE})
 export CEPH_CONF=$CONF
 export CEPH_TEST_DIR=$DIR
 export CEPH_TEST_KEYRING=$KEYRING
-export CEPH_TEST_MON_ADDRS='v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT'
+export CEPH_TEST_MON_ADDRS='$MON_ADDRS'
 export CEPH_TEST_FSID=$fsid
 export CEPH_TEST_ENTITY=client.admin
 export CEPH_TEST_KEY=$key
@@ -206,11 +209,11 @@ write_conf() {
 # written by $PROG; throw-away test cluster
 [global]
 fsid = $fsid
-mon_host = [v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT]
+mon_host = [$MON_ADDRS]
 public_addr = 127.0.0.1
 cluster_addr = 127.0.0.1
 public_network = 127.0.0.0/8
-ms_bind_msgr2 = true
+ms_bind_msgr2 = $BIND_MSGR2
 ms_bind_msgr1 = true
 auth_cluster_required = cephx
 auth_service_required = cephx
@@ -275,6 +278,11 @@ cmd_start() {
   DIR="$(cd "$DIR" && pwd -P)"
   V2_PORT="${CEPH_TEST_MON_V2_PORT:-3300}"
   V1_PORT="${CEPH_TEST_MON_V1_PORT:-6789}"
+  if [[ "${CEPH_TEST_MSGR1_ONLY:-0}" == 1 ]]; then
+    MON_ADDRS="v1:127.0.0.1:$V1_PORT" BIND_MSGR2=false
+  else
+    MON_ADDRS="v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT" BIND_MSGR2=true
+  fi
   TIMEOUT="${CEPH_TEST_TIMEOUT:-90}"
   MEMSTORE_BYTES="${CEPH_TEST_MEMSTORE_BYTES:-1073741824}"
   PG_NUM="${CEPH_TEST_PG_NUM:-8}"
@@ -358,7 +366,7 @@ cmd_start() {
     # monmap + mon store
     monmaptool --create --fsid "$fsid" --enable-all-features \
       --set-min-mon-release "${CEPH_TEST_MIN_MON_RELEASE:-pacific}" \
-      --addv "$MON_ID" "[v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT]" "$DIR/tmp/monmap" >/dev/null
+      --addv "$MON_ID" "[$MON_ADDRS]" "$DIR/tmp/monmap" >/dev/null
     mkdir -p "$DIR/mon/ceph-$MON_ID"
     ceph-mon --conf "$CONF" --mkfs -i "$MON_ID" --monmap "$DIR/tmp/monmap" \
       --keyring "$DIR/tmp/mon.keyring" >"$DIR/log/mon-mkfs.log" 2>&1 ||
