@@ -1,9 +1,10 @@
-//! `msgr decode CAPTURE [--json] [--keys FILE]`: prints every msgr2 frame of
-//! a pcap or pcapng capture, per connection and direction.
+//! `msgr decode CAPTURE [--json] [--keys FILE]`: prints every msgr2 frame
+//! and msgr1 item of a pcap or pcapng capture, per connection and
+//! direction.
 
 use std::io::Write;
 
-use crate::describe::frame_fields;
+use crate::describe::{frame_fields, msgr1_fields};
 use crate::inspect::{analyze, KeyLog, Record};
 use crate::json::Object;
 
@@ -78,7 +79,8 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             summary.frames += 1;
             let p = &f.frame.preamble;
             let lens: Vec<u32> = p.used().iter().map(|s| s.len).collect();
-            o.set("conn", f.conn)
+            o.set("protocol", "msgr2")
+                .set("conn", f.conn)
                 .set("dir", f.dir.short())
                 .set("tag", f.frame.tag.to_string())
                 .set("encrypted", f.format.secure)
@@ -115,9 +117,33 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             }
             line
         }
+        Record::Msgr1 {
+            conn,
+            dir,
+            event,
+            raw,
+        } => {
+            summary.frames += 1;
+            o.set("protocol", "msgr1")
+                .set("conn", *conn)
+                .set("dir", dir.short())
+                .set("tag", event.tag_name())
+                .set("bytes", raw.len());
+            let fixed = o.0.len();
+            msgr1_fields(event, &mut o);
+            let mut line = format!("conn {conn} {} msgr1 {}", dir.short(), event.tag_name());
+            for (k, v) in &o.0[fixed..] {
+                if matches!(v, crate::json::Value::Null) {
+                    continue;
+                }
+                line.push_str(&format!(" {k}={}", v.to_text()));
+            }
+            line
+        }
         Record::Encrypted { conn, dir, bytes } => {
             summary.encrypted_chunks += 1;
-            o.set("conn", *conn)
+            o.set("protocol", "msgr2")
+                .set("conn", *conn)
                 .set("dir", dir.short())
                 .set("tag", None::<&str>)
                 .set("encrypted", true)

@@ -187,3 +187,81 @@ pub fn frame_fields(frame: &Received, o: &mut Object) {
         }
     }
 }
+
+/// The fields of an msgr1 event, appended to `o`.
+pub fn msgr1_fields(event: &crate::inspect::v1::Event, o: &mut Object) {
+    use crate::inspect::v1::Event;
+    use msgr_frames::v1::{header::footer_flags, Item};
+    match event {
+        Event::Banner => {}
+        Event::ServerHello(h) => {
+            o.set("addr", h.addr.to_string())
+                .set("peer_addr", h.peer_addr.to_string());
+        }
+        Event::ClientAddr(a) => {
+            o.set("addr", a.to_string());
+        }
+        Event::Connect {
+            connect: c,
+            authorizer,
+        } => {
+            o.set("features", hex(c.features))
+                .set("host_type", entity_type_name(EntityType(c.host_type as u8)))
+                .set("global_seq", c.global_seq)
+                .set("connect_seq", c.connect_seq)
+                .set("protocol_version", c.protocol_version)
+                .set(
+                    "authorizer_protocol",
+                    auth_method_name(c.authorizer_protocol),
+                )
+                .set("authorizer_len", authorizer.len())
+                .set("lossy", c.lossy());
+        }
+        Event::ConnectReply {
+            reply: r,
+            authorizer,
+            in_seq,
+        } => {
+            o.set("reply_tag", r.tag.name())
+                .set("features", hex(r.features))
+                .set("global_seq", r.global_seq)
+                .set("connect_seq", r.connect_seq)
+                .set("protocol_version", r.protocol_version)
+                .set("authorizer_len", authorizer.len())
+                .set("lossy", r.lossy())
+                .set("in_seq", *in_seq);
+        }
+        Event::Seq(s) => {
+            o.set("in_seq", *s);
+        }
+        Event::Item(Item::Msg(m)) => {
+            let h = &m.header;
+            o.set("seq", h.seq)
+                .set("tid", h.tid)
+                .set("msg_type", h.msg_type)
+                .set("msg_type_name", message_type_name(h.msg_type))
+                .set("priority", h.priority)
+                .set("version", h.version)
+                .set("compat_version", h.compat_version)
+                .set("src", h.src.to_string())
+                .set("front_len", h.front_len)
+                .set("middle_len", h.middle_len)
+                .set("data_len", h.data_len)
+                .set("data_off", h.data_off)
+                .set("footer_flags", m.footer.flags)
+                .set("signed", m.footer.flags & footer_flags::SIGNED != 0)
+                .set("complete", m.complete());
+            match m.check_crcs() {
+                Ok(()) => o.set("crc_ok", true),
+                Err(e) => o.set("crc_ok", false).set("crc_error", e.to_string()),
+            };
+        }
+        Event::Item(Item::Ack(seq)) => {
+            o.set("seq", *seq);
+        }
+        Event::Item(Item::Keepalive2(t) | Item::Keepalive2Ack(t)) => {
+            o.set("stamp", format!("{}.{:09}", t.sec, t.nsec));
+        }
+        Event::Item(Item::Keepalive | Item::Close) => {}
+    }
+}

@@ -1,8 +1,9 @@
-//! Follows the msgr2 conversations in a packet capture: reassembles each
-//! TCP connection, reads both banners, then frames in each direction,
-//! switching to secure mode after AUTH_DONE picked it (decrypting when the
-//! connection secret is known) and to compressed frames after
-//! COMPRESSION_DONE enabled them.
+//! Follows the msgr2 and msgr1 conversations in a packet capture:
+//! reassembles each TCP connection, reads both banners, then, for msgr2,
+//! frames in each direction, switching to secure mode after AUTH_DONE
+//! picked it (decrypting when the connection secret is known) and to
+//! compressed frames after COMPRESSION_DONE enabled them; for msgr1
+//! (`ceph v027`), the handshake and the streams ([`v1`]).
 //!
 //! The analyzer is callback driven: each [`Record`] is handed out as soon as
 //! the capture reveals it, so captures of any size stream through.
@@ -16,10 +17,13 @@ use msgr_frames::banner::Banner;
 use msgr_frames::compression::Algorithm;
 use msgr_frames::control::con_mode;
 use msgr_frames::crypto::{Role, SecureKeys};
+use msgr_frames::v1::{WireError, BANNER as MSGR1_BANNER};
 use msgr_frames::{
     read_banner, ControlFrame, FrameDecoder, FrameError, FrameLimits, FrameReader, Received,
     WireFormat,
 };
+
+pub mod v1;
 
 /// Connection secrets for decrypting secure-mode connections.
 #[derive(Debug, Default, Clone)]
@@ -82,6 +86,13 @@ pub enum Record {
         banner: Banner,
     },
     Frame(FrameRecord),
+    /// What an msgr1 connection's direction said, with its wire bytes.
+    Msgr1 {
+        conn: usize,
+        dir: Direction,
+        event: v1::Event,
+        raw: Bytes,
+    },
     /// Secure-mode bytes that could not be decrypted (no key).
     Encrypted {
         conn: usize,
@@ -101,8 +112,11 @@ pub enum Record {
 pub enum Problem {
     /// The capture file itself is unreadable from some point.
     Capture(CaptureError),
-    /// Not msgr2 (msgr1 or something else).
+    /// Neither msgr2 nor msgr1 (`msgr1: true` is not produced since msgr1
+    /// is decoded too; kept for the kind's name).
     NotMsgr2 { msgr1: bool },
+    /// An msgr1 wire error (bad crc, a tag out of place, ...).
+    Msgr1(WireError),
     /// A frame error (bad crc, failed decryption, ...).
     Frame(FrameError),
     /// Bytes are missing from the capture.
@@ -118,6 +132,7 @@ impl std::fmt::Display for Problem {
             Problem::NotMsgr2 { msgr1: true } => f.write_str("not msgr2: msgr1 banner (ceph v027)"),
             Problem::NotMsgr2 { msgr1: false } => f.write_str("not msgr2: no \"ceph v2\" banner"),
             Problem::Frame(e) => write!(f, "{e}"),
+            Problem::Msgr1(e) => write!(f, "msgr1: {e}"),
             Problem::Gap { missing: 0 } => f.write_str("capture cut the stream (snapshot length)"),
             Problem::Gap { missing } => write!(f, "{missing} bytes missing from the capture"),
             Problem::Truncated { pending } => {
@@ -134,7 +149,7 @@ impl Problem {
             Problem::Capture(_) => "capture",
             Problem::NotMsgr2 { msgr1: true } => "msgr1",
             Problem::NotMsgr2 { msgr1: false } => "not_msgr2",
-            Problem::Frame(_) => "frame",
+            Problem::Frame(_) | Problem::Msgr1(_) => "frame",
             Problem::Gap { .. } => "gap",
             Problem::Truncated { .. } => "truncated",
         }
@@ -161,6 +176,8 @@ enum Stage {
     PeerBanner,
     Frames,
     Encrypted,
+    /// The connection speaks msgr1: its `Conn::v1` decodes this direction.
+    Msgr1,
     Stopped,
 }
 
@@ -191,6 +208,8 @@ struct Conn {
     client: SocketAddr,
     server: SocketAddr,
     halves: [Half; 2],
+    /// Set once either direction starts with msgr1's banner.
+    v1: Option<v1::Session>,
 }
 
 const DIRS: [Direction; 2] = [Direction::ClientToServer, Direction::ServerToClient];
@@ -213,7 +232,11 @@ pub fn analyze(capture: &[u8], keys: &KeyLog, mut emit: impl FnMut(Record)) {
         for dir in DIRS {
             let h = &c.halves[dir.index()];
             let pending = h.buf.len();
-            if pending > 0 && matches!(h.stage, Stage::Banner | Stage::PeerBanner | Stage::Frames) {
+            let open = matches!(
+                h.stage,
+                Stage::Banner | Stage::PeerBanner | Stage::Frames | Stage::Msgr1
+            );
+            if pending > 0 && open {
                 emit(Record::Problem {
                     conn: Some(conn),
                     dir: Some(dir),
@@ -243,6 +266,7 @@ fn handle(ev: StreamEvent, conns: &mut Vec<Conn>, keys: &KeyLog, emit: &mut impl
                 client,
                 server,
                 halves: [Half::new(), Half::new()],
+                v1: None,
             });
             emit(Record::Connection {
                 conn,
@@ -298,7 +322,10 @@ fn progress(
     } else {
         Direction::ClientToServer
     };
-    if matches!(c.halves[other.index()].stage, Stage::PeerBanner) {
+    if matches!(
+        c.halves[other.index()].stage,
+        Stage::PeerBanner | Stage::Msgr1
+    ) {
         step(conn, c, other, keys, emit);
     }
 }
@@ -323,6 +350,15 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
     loop {
         match c.halves[i].stage {
             Stage::Banner => {
+                if c.halves[i].buf.starts_with(MSGR1_BANNER) {
+                    c.v1 = Some(v1::Session::default());
+                    for h in &mut c.halves {
+                        if matches!(h.stage, Stage::Banner) {
+                            h.stage = Stage::Msgr1;
+                        }
+                    }
+                    continue;
+                }
                 let h = &mut c.halves[i];
                 match read_banner(&mut h.buf) {
                     Ok(None) => return,
@@ -386,6 +422,22 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                     let bytes = h.buf.len();
                     h.buf.clear();
                     emit(Record::Encrypted { conn, dir, bytes });
+                }
+                return;
+            }
+            Stage::Msgr1 => {
+                let Some(session) = c.v1.as_mut() else { return };
+                let h = &mut c.halves[i];
+                let r = session.step(dir, &mut h.buf, &mut |event, raw| {
+                    emit(Record::Msgr1 {
+                        conn,
+                        dir,
+                        event,
+                        raw,
+                    })
+                });
+                if let Err(e) = r {
+                    stop(conn, c, dir, Problem::Msgr1(e), emit);
                 }
                 return;
             }

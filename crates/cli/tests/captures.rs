@@ -444,7 +444,7 @@ fn json_lines_carry_the_required_keys() {
     for line in text.lines() {
         assert!(line.starts_with('{') && line.ends_with('}'), "{line}");
         if line.contains(r#""tag":"#) {
-            assert!(line.starts_with(r#"{"conn":"#), "{line}");
+            assert!(line.starts_with(r#"{"protocol":"msgr2","conn":"#), "{line}");
             assert!(line.contains(r#""dir":"c2s""#) || line.contains(r#""dir":"s2c""#));
             assert!(line.contains(r#""encrypted":false"#));
         }
@@ -646,13 +646,33 @@ fn keys_decrypt_secure_mode() {
 }
 
 #[test]
-fn msgr1_and_garbage_streams_are_reported() {
+fn a_bad_msgr1_answer_and_garbage_streams_are_reported() {
+    // An msgr1 banner answered by something that is not msgr1's: the
+    // answer is a typed msgr1 error; the connector's half-sent address is
+    // a truncated stream.
     let mut conv = Conversation::new();
     conv.send(Direction::ClientToServer, b"ceph v027\x00\x00\x00\x00\x00");
-    conv.send(
-        Direction::ServerToClient,
-        b"\x00\x01garbage garbage garbage",
+    let mut answer = b"\x00\x01garbage garbage garbage".to_vec();
+    answer.resize(msgr_frames::v1::ServerHello::LEN, b'x');
+    conv.send(Direction::ServerToClient, &answer);
+    let recs = records(&conv.pcap(), &KeyLog::default());
+    let problems: Vec<&Problem> = recs
+        .iter()
+        .filter_map(|r| match r {
+            Record::Problem { problem, .. } => Some(problem),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            &Problem::Msgr1(msgr_frames::v1::WireError::NotMsgr1 { msgr2: false }),
+            &Problem::Truncated { pending: 5 }
+        ]
     );
+
+    let mut conv = Conversation::new();
+    conv.send(Direction::ClientToServer, b"GET / HTTP/1.1\r\n\r\n");
     let recs = records(&conv.pcap(), &KeyLog::default());
     let kinds: Vec<&str> = recs
         .iter()
@@ -661,6 +681,6 @@ fn msgr1_and_garbage_streams_are_reported() {
             _ => None,
         })
         .collect();
-    assert_eq!(kinds, vec!["msgr1", "not_msgr2"]);
+    assert_eq!(kinds, vec!["not_msgr2"]);
     assert_eq!(records(b"not a capture", &KeyLog::default()).len(), 1);
 }

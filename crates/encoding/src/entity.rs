@@ -342,6 +342,30 @@ impl EntityAddr {
         }
     }
 
+    /// The legacy form's length: le32 0 (the marker and what was once a
+    /// type), le32 nonce, a 128-byte `sockaddr_storage`.
+    pub const LEGACY_LEN: usize = 8 + SOCKADDR_STORAGE_LEN;
+
+    /// The legacy form (`entity_addr_t::encode` without MSG_ADDR2), as
+    /// msgr1's banner exchange always writes it: the sockaddr as it sits
+    /// in memory but for its family, which is in network order.
+    pub fn encode_legacy(&self) -> [u8; EntityAddr::LEGACY_LEN] {
+        let mut b = [0u8; EntityAddr::LEGACY_LEN];
+        let image = self.memory_image();
+        b[4..8].copy_from_slice(&self.nonce.to_le_bytes());
+        let family = u16::from_le_bytes([image[8], image[9]]);
+        b[8..10].copy_from_slice(&family.to_be_bytes());
+        b[10..36].copy_from_slice(&image[10..36]);
+        b
+    }
+
+    /// Decodes the legacy form (any marker: Ceph ignores its first four
+    /// bytes); the type is LEGACY, or NONE for a blank address.
+    pub fn decode_legacy(b: &[u8; EntityAddr::LEGACY_LEN]) -> DecodeResult<Self> {
+        let mut d = Decoder::new(&b[1..]);
+        Self::decode_legacy_after_marker(&mut d)
+    }
+
     /// The legacy form after its marker byte (`decode_legacy_addr_after_marker`).
     fn decode_legacy_after_marker(d: &mut Decoder<'_>) -> DecodeResult<Self> {
         d.skip(3, "legacy entity_addr_t type")?;
@@ -565,6 +589,29 @@ mod tests {
         assert_eq!(&a.to_bytes()[..], &wire[..]);
         assert_eq!(EntityAddr::decode_exact(&wire, "a").unwrap(), a);
         assert_eq!(a.to_string(), "v2:10.0.0.1:3300/305419896");
+    }
+
+    #[test]
+    fn legacy_form_matches_a_ceph_v1_banner() {
+        // The acceptor's address in tentacle-v1-perf-msgr.pcap's banner
+        // (ceph_perf_msgr_server at v1:127.0.0.1:26901, nonce 0) and the
+        // connector's (nonce 0x119a, port 0: as the acceptor saw it, no port).
+        let server = hex("00000000 00000000 0002 6915 7f000001");
+        let client = hex("00000000 9a110000 0002 0000 7f000001");
+        for (head, text) in [
+            (server, "v1:127.0.0.1:26901/0"),
+            (client, "v1:127.0.0.1:0/4506"),
+        ] {
+            let mut wire = [0u8; EntityAddr::LEGACY_LEN];
+            wire[..head.len()].copy_from_slice(&head);
+            let a: EntityAddr = text.parse().unwrap();
+            assert_eq!(a.encode_legacy(), wire);
+            assert_eq!(EntityAddr::decode_legacy(&wire).unwrap(), a);
+        }
+        let v6: EntityAddr = "v1:[fe80::1]:6789/7".parse().unwrap();
+        assert_eq!(EntityAddr::decode_legacy(&v6.encode_legacy()).unwrap(), v6);
+        let blank = EntityAddr::decode_legacy(&[0; EntityAddr::LEGACY_LEN]).unwrap();
+        assert_eq!((blank.kind, blank.addr), (EntityAddrType::NONE, None));
     }
 
     #[test]

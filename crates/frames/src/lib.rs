@@ -1,4 +1,4 @@
-//! msgr2 frames, sans-IO: the banner, the 32-byte preamble, segments and
+//! msgr2 frames (and msgr1's wire, in [`v1`]), sans-IO: the banner, the 32-byte preamble, segments and
 //! epilogues in the four framings (msgr2.0 / msgr2.1 × crc / secure), on-wire
 //! compression, and the typed payload of every control frame.
 //!
@@ -30,6 +30,7 @@ pub mod message;
 pub mod preamble;
 mod reader;
 mod tag;
+pub mod v1;
 mod wire_queue;
 
 pub use banner::{Banner, Negotiated};

@@ -19,6 +19,7 @@ mod auth;
 mod config;
 mod gcm;
 mod mon;
+mod msgr1;
 mod osd;
 mod session;
 
@@ -26,6 +27,7 @@ pub use auth::cephx;
 pub use config::config;
 pub use gcm::gcm_pieces;
 pub use mon::mon_messages;
+pub use msgr1::msgr1;
 pub use osd::osd_messages;
 pub use session::session;
 
@@ -47,6 +49,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("frame_stream", frame_stream),
     ("decompress", decompress),
     ("capture", capture),
+    ("msgr1", msgr1),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {

@@ -288,6 +288,66 @@ fn more_seeds() {
             }
         });
     }
+    msgr1_seeds();
+}
+
+/// msgr1 seeds from Ceph's msgr1 captures: each handshake struct under its
+/// mode, and the first KiBs of each direction's stream (both footer forms:
+/// the captures' sessions have MSG_AUTH, mode bit 4).
+fn msgr1_seeds() {
+    use msgr_cli::inspect::v1::Event;
+    for name in ["tentacle-v1-perf-msgr", "pacific-v1-rados-put-get"] {
+        let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
+        let mut streams: [Vec<u8>; 2] = Default::default();
+        let mut n = 0;
+        msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
+            let msgr_cli::inspect::Record::Msgr1 {
+                dir, event, raw, ..
+            } = r
+            else {
+                return;
+            };
+            n += 1;
+            let mode = match event {
+                Event::ServerHello(_) | Event::Connect { .. } => Some(0u8),
+                Event::ConnectReply { .. } => Some(1),
+                Event::Item(_) => {
+                    let s = &mut streams[dir.index()];
+                    if s.len() < 8000 {
+                        s.extend_from_slice(&raw);
+                    }
+                    if matches!(event, Event::Item(msgr_frames::v1::Item::Msg(_))) {
+                        write(
+                            "msgr1",
+                            &format!("{name}-{n}-header"),
+                            &[&[2u8, 0][..], &raw[1..54]].concat(),
+                        );
+                    }
+                    None
+                }
+                _ => None,
+            };
+            if let Some(mode) = mode {
+                write(
+                    "msgr1",
+                    &format!("{name}-{n}"),
+                    &[&[mode, 0][..], &raw].concat(),
+                );
+            }
+        });
+        for (d, s) in streams.iter().enumerate() {
+            write(
+                "msgr1",
+                &format!("{name}-stream{d}"),
+                &[&[3u8 | 4, 200][..], s].concat(),
+            );
+            write(
+                "msgr1",
+                &format!("{name}-stream{d}-old"),
+                &[&[3u8, 0][..], s].concat(),
+            );
+        }
+    }
 }
 
 /// Calls `f` with every MESSAGE frame of capture `name` (testdata/captures).

@@ -1,0 +1,258 @@
+//! The msgr1 side of the capture analyzer: follows one connection's
+//! handshake in both directions (the connector's banner, address and
+//! CONNECTs; the acceptor's banner with addresses and its replies) and
+//! then each direction's stream of messages, acks and keepalives.
+//!
+//! The connector's bytes after a CONNECT depend on the reply to it (another
+//! CONNECT after a retry, its in_seq after SEQ, its stream after READY), so
+//! its direction waits for the acceptor's reply before going on.
+
+use bytes::{Bytes, BytesMut};
+use msgr_capture::Direction;
+use msgr_encoding::EntityAddr;
+use msgr_frames::v1::{
+    check_banner, decode_addr, Connect, ConnectReply, Item, ServerHello, StreamReader, Tag,
+    WireError, ADDR_LEN, BANNER,
+};
+use msgr_frames::FrameLimits;
+
+/// `CEPH_FEATURE_MSG_AUTH`: footers carry a signature.
+pub const FEATURE_MSG_AUTH: u64 = 1 << 35;
+
+/// What one direction of an msgr1 connection said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The connector's banner.
+    Banner,
+    /// The acceptor's banner and addresses.
+    ServerHello(ServerHello),
+    /// The connector's own address.
+    ClientAddr(EntityAddr),
+    Connect {
+        connect: Connect,
+        authorizer: Bytes,
+    },
+    ConnectReply {
+        reply: ConnectReply,
+        authorizer: Bytes,
+        /// After SEQ: the acceptor's in_seq.
+        in_seq: Option<u64>,
+    },
+    /// The connector's in_seq, its answer to SEQ.
+    Seq(u64),
+    Item(Item),
+}
+
+impl Event {
+    /// The tag as `msgr decode` names it (msgr.h's, without its prefix).
+    pub fn tag_name(&self) -> &'static str {
+        match self {
+            Event::Banner | Event::ServerHello(_) => "BANNER",
+            Event::ClientAddr(_) => "ADDR",
+            Event::Connect { .. } => "CONNECT",
+            Event::ConnectReply { .. } => "CONNECT_REPLY",
+            Event::Seq(_) => "SEQ",
+            Event::Item(i) => i.tag().name(),
+        }
+    }
+}
+
+#[derive(Default)]
+enum ClientStage {
+    #[default]
+    Banner,
+    Addr,
+    Connect,
+    /// Waiting for the reply to CONNECT number `.0`.
+    AwaitReply(usize),
+    SeqAck,
+    Stream(StreamReader),
+}
+
+#[derive(Default)]
+enum ServerStage {
+    #[default]
+    Hello,
+    Reply,
+    Stream(StreamReader),
+}
+
+/// Both directions of one msgr1 connection.
+#[derive(Default)]
+pub struct Session {
+    client: ClientStage,
+    server: ServerStage,
+    connects: Vec<Connect>,
+    replies: Vec<ConnectReply>,
+}
+
+/// The longest authorizer we follow (Ceph's are a few hundred bytes).
+const MAX_AUTHORIZER: u32 = 64 << 10;
+
+fn take(buf: &mut BytesMut, n: usize) -> Option<BytesMut> {
+    (buf.len() >= n).then(|| buf.split_to(n))
+}
+
+fn authorizer_len(len: u32) -> Result<usize, WireError> {
+    if len > MAX_AUTHORIZER {
+        return Err(WireError::AuthorizerTooLarge {
+            len,
+            max: MAX_AUTHORIZER,
+        });
+    }
+    Ok(len as usize)
+}
+
+impl Session {
+    /// Decodes what `dir` has in `buf`, handing out each event with its
+    /// raw bytes; an error stops that direction.
+    pub fn step(
+        &mut self,
+        dir: Direction,
+        buf: &mut BytesMut,
+        emit: &mut impl FnMut(Event, Bytes),
+    ) -> Result<(), WireError> {
+        match dir {
+            Direction::ClientToServer => self.step_client(buf, emit),
+            Direction::ServerToClient => self.step_server(buf, emit),
+        }
+    }
+
+    /// The session's features once the handshake settled: the last
+    /// CONNECT's and its reply's in common.
+    fn msg_auth(&self) -> bool {
+        let reply = self.replies.last().map_or(0, |r| r.features);
+        let connect = self.connects.last().map_or(u64::MAX, |c| c.features);
+        reply & connect & FEATURE_MSG_AUTH != 0
+    }
+
+    fn stream(&self) -> StreamReader {
+        StreamReader::new(FrameLimits::default(), self.msg_auth()).without_crc_check()
+    }
+
+    fn step_client(
+        &mut self,
+        buf: &mut BytesMut,
+        emit: &mut impl FnMut(Event, Bytes),
+    ) -> Result<(), WireError> {
+        loop {
+            match &mut self.client {
+                ClientStage::Banner => {
+                    let Some(b) = take(buf, BANNER.len()) else {
+                        return Ok(());
+                    };
+                    check_banner(b[..].try_into().unwrap_or(&[0; 9]))?;
+                    emit(Event::Banner, b.freeze());
+                    self.client = ClientStage::Addr;
+                }
+                ClientStage::Addr => {
+                    let Some(b) = take(buf, ADDR_LEN) else {
+                        return Ok(());
+                    };
+                    let addr = decode_addr(b[..].try_into().unwrap_or(&[0; ADDR_LEN]))?;
+                    emit(Event::ClientAddr(addr), b.freeze());
+                    self.client = ClientStage::Connect;
+                }
+                ClientStage::Connect => {
+                    let Some(head) = buf.first_chunk::<{ Connect::LEN }>() else {
+                        return Ok(());
+                    };
+                    let connect = Connect::decode(head);
+                    let auth = authorizer_len(connect.authorizer_len)?;
+                    let Some(raw) = take(buf, Connect::LEN + auth) else {
+                        return Ok(());
+                    };
+                    let raw = raw.freeze();
+                    let authorizer = raw.slice(Connect::LEN..);
+                    self.connects.push(connect);
+                    emit(
+                        Event::Connect {
+                            connect,
+                            authorizer,
+                        },
+                        raw,
+                    );
+                    self.client = ClientStage::AwaitReply(self.connects.len() - 1);
+                }
+                ClientStage::AwaitReply(n) => {
+                    let Some(reply) = self.replies.get(*n) else {
+                        return Ok(());
+                    };
+                    self.client = match reply.tag {
+                        Tag::Ready => ClientStage::Stream(self.stream()),
+                        Tag::Seq => ClientStage::SeqAck,
+                        _ => ClientStage::Connect,
+                    };
+                }
+                ClientStage::SeqAck => {
+                    let Some(b) = take(buf, 8) else { return Ok(()) };
+                    let seq = u64::from_le_bytes(b[..].try_into().unwrap_or_default());
+                    emit(Event::Seq(seq), b.freeze());
+                    self.client = ClientStage::Stream(self.stream());
+                }
+                ClientStage::Stream(r) => return stream(r, buf, emit),
+            }
+        }
+    }
+
+    fn step_server(
+        &mut self,
+        buf: &mut BytesMut,
+        emit: &mut impl FnMut(Event, Bytes),
+    ) -> Result<(), WireError> {
+        loop {
+            match &mut self.server {
+                ServerStage::Hello => {
+                    let Some(b) = take(buf, ServerHello::LEN) else {
+                        return Ok(());
+                    };
+                    let b = b.freeze();
+                    let hello =
+                        ServerHello::decode(b[..].try_into().unwrap_or(&[0; ServerHello::LEN]))?;
+                    emit(Event::ServerHello(hello), b);
+                    self.server = ServerStage::Reply;
+                }
+                ServerStage::Reply => {
+                    let Some(head) = buf.first_chunk::<{ ConnectReply::LEN }>() else {
+                        return Ok(());
+                    };
+                    let reply = ConnectReply::decode(head)?;
+                    let auth = authorizer_len(reply.authorizer_len)?;
+                    let seq = if reply.tag == Tag::Seq { 8 } else { 0 };
+                    let Some(raw) = take(buf, ConnectReply::LEN + auth + seq) else {
+                        return Ok(());
+                    };
+                    let raw = raw.freeze();
+                    let after = ConnectReply::LEN + auth;
+                    let authorizer = raw.slice(ConnectReply::LEN..after);
+                    let in_seq = raw
+                        .get(after..)
+                        .and_then(|b| b.try_into().ok())
+                        .map(u64::from_le_bytes);
+                    self.replies.push(reply);
+                    let event = Event::ConnectReply {
+                        reply,
+                        authorizer,
+                        in_seq,
+                    };
+                    emit(event, raw);
+                    if matches!(reply.tag, Tag::Ready | Tag::Seq) {
+                        self.server = ServerStage::Stream(self.stream());
+                    }
+                }
+                ServerStage::Stream(r) => return stream(r, buf, emit),
+            }
+        }
+    }
+}
+
+fn stream(
+    r: &mut StreamReader,
+    buf: &mut BytesMut,
+    emit: &mut impl FnMut(Event, Bytes),
+) -> Result<(), WireError> {
+    while let Some((item, raw)) = r.next_raw(buf)? {
+        emit(Event::Item(item), raw);
+    }
+    Ok(())
+}
