@@ -10,6 +10,12 @@ pub const RESEND_ON_SPLIT: u64 = (1 << 21) | (1 << 57);
 /// `CEPH_FEATUREMASK_SERVER_SQUID` (bit 49, incarnation 2): the peer can
 /// read MOSDOp v9.
 pub const SERVER_SQUID: u64 = (1 << 49) | (1 << 57);
+/// `CEPH_FEATURE_RECONNECT_SEQ`: an msgr1 acceptor answers SEQ (and the
+/// last sequence number it received) rather than READY.
+pub const RECONNECT_SEQ: u64 = 1 << 6;
+/// `CEPH_FEATURE_MSG_AUTH`: msgr1 footers carry a signature (21 bytes,
+/// not 13).
+pub const MSG_AUTH: u64 = 1 << 23;
 /// `CEPH_FEATURE_MSGR_KEEPALIVE2`.
 pub const MSGR_KEEPALIVE2: u64 = 1 << 42;
 /// `CEPH_FEATURE_CEPHX_V2`.

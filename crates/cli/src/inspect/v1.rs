@@ -16,9 +16,6 @@ use msgr_frames::v1::{
 };
 use msgr_frames::FrameLimits;
 
-/// `CEPH_FEATURE_MSG_AUTH`: footers carry a signature.
-pub const FEATURE_MSG_AUTH: u64 = 1 << 35;
-
 /// What one direction of an msgr1 connection said.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -123,7 +120,7 @@ impl Session {
     fn msg_auth(&self) -> bool {
         let reply = self.replies.last().map_or(0, |r| r.features);
         let connect = self.connects.last().map_or(u64::MAX, |c| c.features);
-        reply & connect & FEATURE_MSG_AUTH != 0
+        reply & connect & msgr_protocol::features::MSG_AUTH != 0
     }
 
     fn stream(&self) -> StreamReader {
