@@ -329,3 +329,156 @@ fn a_bad_data_crc_is_reported_and_decoding_goes_on() {
         20
     );
 }
+
+/// One direction's events of a capture's connection `conn`, in order.
+fn direction(name: &str, conn: usize, c2s: bool) -> Vec<(Event, Bytes)> {
+    events(name)
+        .into_iter()
+        .filter(|e| e.0 == conn && e.1 == c2s)
+        .map(|e| (e.2, e.3))
+        .collect()
+}
+
+fn config(name: &str, policy: msgr_protocol::Policy) -> std::sync::Arc<msgr_protocol::Config> {
+    std::sync::Arc::new(msgr_protocol::Config::new(
+        name.parse().unwrap(),
+        std::sync::Arc::new(msgr_auth::NoneProvider),
+        msgr_protocol::PolicySet::new(policy),
+    ))
+}
+
+/// Feeds `bytes` to `conn` and returns the tids of the messages it
+/// delivered, failing on any fault.
+fn feed(conn: &mut msgr_protocol::Conn, bytes: &[u8], now: std::time::Instant) -> Vec<u64> {
+    let mut input = bytes::BytesMut::from(bytes);
+    conn.handle_input(&mut input, now);
+    assert!(input.is_empty(), "{} bytes left unread", input.len());
+    let mut seqs = Vec::new();
+    while let Some(e) = conn.poll_event() {
+        match e {
+            msgr_protocol::Event::Fault(f) => panic!("fault: {f}"),
+            msgr_protocol::Event::Message(m) => seqs.push(m.seq),
+            _ => {}
+        }
+    }
+    seqs
+}
+
+/// Our msgr1 connector, fed what Ceph 20's ceph_perf_msgr_server sent
+/// (its banner and addresses, its SEQ reply, its MOSDOpReplies): it
+/// answers with its address and a CONNECT Ceph would take, its in_seq
+/// after SEQ, and delivers every reply in order.
+#[test]
+fn our_connector_takes_a_ceph_servers_bytes() {
+    let name = "tentacle-v1-perf-msgr";
+    let server = direction(name, 0, false);
+    let now = std::time::Instant::now();
+    let mut conn = msgr_protocol::Conn::connect(
+        config("client.0", msgr_protocol::Policy::lossless_client()),
+        "[v1:127.0.0.1:26901/0]".parse().unwrap(),
+        msgr_encoding::EntityType::OSD,
+        "[v1:127.0.0.1:0/4506]".parse().unwrap(),
+        now,
+        1,
+    );
+    assert!(matches!(
+        conn.poll_event(),
+        Some(msgr_protocol::Event::Connect { .. })
+    ));
+    assert!(conn.socket_connected(None, now));
+    let mut out = msgr_frames::WireQueue::new();
+    conn.fill_output(&mut out, now);
+    assert_eq!(&out.take_all()[..], b"ceph v027");
+
+    let (hello, reply) = (&server[0], &server[1]);
+    assert!(matches!(hello.0, Event::ServerHello(_)));
+    assert!(matches!(&reply.0, Event::ConnectReply { reply, .. } if reply.tag == Tag::Seq));
+    feed(&mut conn, &hello.1, now);
+    conn.fill_output(&mut out, now);
+    let ours = out.take_all();
+    // Our address (as the acceptor's banner saw us: 127.0.0.1, port 0,
+    // our nonce), then a CONNECT to an OSD as a client.
+    let addr = msgr_encoding::EntityAddr::decode_legacy(ours[..136].try_into().unwrap()).unwrap();
+    assert_eq!(addr.to_string(), "v1:127.0.0.1:0/4506");
+    let connect = msgr_frames::v1::Connect::decode(ours[136..169].try_into().unwrap());
+    assert_eq!((connect.host_type, connect.protocol_version), (8, 24));
+    assert_eq!((connect.global_seq > 0, connect.connect_seq), (true, 0));
+    assert_eq!(ours.len(), 169 + connect.authorizer_len as usize);
+
+    feed(&mut conn, &reply.1, now);
+    conn.fill_output(&mut out, now);
+    assert_eq!(
+        &out.take_all()[..],
+        &0u64.to_le_bytes(),
+        "our in_seq after SEQ"
+    );
+    assert_eq!(conn.state(), msgr_protocol::ConnState::Ready);
+    let rest: Vec<u8> = server[2..].iter().flat_map(|e| e.1.to_vec()).collect();
+    let seqs = feed(&mut conn, &rest, now);
+    assert_eq!(seqs, (1..=18).collect::<Vec<_>>());
+    // The server's reply made the session lossy (its policy decides,
+    // whatever ours asked): nothing is acknowledged.
+    assert!(conn.peer().policy.lossy);
+    conn.flush_acks(now);
+    conn.fill_output(&mut out, now);
+    assert!(out.is_empty());
+}
+
+/// Our msgr1 acceptor, fed what Ceph 20's ceph_perf_msgr_client sent: its
+/// CONNECT (no authorizer) is decided on, answered SEQ with our in_seq,
+/// and its 20 MOSDOps are delivered in order.
+#[test]
+fn our_acceptor_takes_a_ceph_clients_bytes() {
+    let name = "tentacle-v1-perf-msgr";
+    let client = direction(name, 0, true);
+    let now = std::time::Instant::now();
+    let mut conn = msgr_protocol::Conn::accept_v1(
+        config("osd.0", msgr_protocol::Policy::stateless_server()),
+        "[v1:127.0.0.1:26901/0]"
+            .parse::<msgr_encoding::EntityAddrvec>()
+            .unwrap(),
+        "127.0.0.1:41024".parse().unwrap(),
+        now,
+        1,
+    );
+    let mut out = msgr_frames::WireQueue::new();
+    conn.fill_output(&mut out, now);
+    let hello = out.take_all();
+    let server = direction(name, 0, false);
+    assert_eq!(
+        &hello[..],
+        &server[0].1[..],
+        "our banner and addresses are Ceph's, byte for byte"
+    );
+
+    // Banner, address, CONNECT: then the messenger decides.
+    let handshake: Vec<u8> = client[..3].iter().flat_map(|e| e.1.to_vec()).collect();
+    let mut input = bytes::BytesMut::from(&handshake[..]);
+    conn.handle_input(&mut input, now);
+    let req = std::iter::from_fn(|| conn.poll_event())
+        .find_map(|e| match e {
+            msgr_protocol::Event::IdentReceived(r) => Some(r),
+            msgr_protocol::Event::Fault(f) => panic!("fault: {f}"),
+            _ => None,
+        })
+        .expect("the CONNECT goes to the messenger");
+    assert!(
+        msgr_protocol::registry::lookup_key(&conn, &req).is_none(),
+        "a lossy server keeps clients anonymous"
+    );
+    msgr_protocol::registry::resolve(&mut conn, None, req, Default::default(), now);
+    conn.fill_output(&mut out, now);
+    let reply = out.take_all();
+    let r = msgr_frames::v1::ConnectReply::decode(reply[..26].try_into().unwrap()).unwrap();
+    assert_eq!(
+        (r.tag, r.connect_seq, r.protocol_version, r.lossy()),
+        (Tag::Seq, 1, 24, true)
+    );
+    assert_eq!(&reply[26..], &0u64.to_le_bytes());
+
+    let rest: Vec<u8> = client[3..].iter().flat_map(|e| e.1.to_vec()).collect();
+    assert!(matches!(client[3].0, Event::Seq(0)));
+    let seqs = feed(&mut conn, &rest, now);
+    assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
+    assert_eq!(conn.state(), msgr_protocol::ConnState::Ready);
+}

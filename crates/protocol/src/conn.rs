@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use msgr_encoding::{EntityAddr, EntityAddrvec, EntityName, EntityType, UTime};
+use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::control::*;
 use msgr_frames::{ControlFrame, MessageFrame, Received, Tag, WireQueue};
 
@@ -32,7 +32,7 @@ use crate::config::{later, Config};
 use crate::decide::{Decision, ExistingInfo};
 use crate::error::{ProtocolError, Wire};
 use crate::handshake::{AcceptStep, Accepting, ConnectStep, Connecting, Cx, IdentRequest};
-use crate::link::{Input, Link, LinkId};
+use crate::link::{Input, Input1, Link, LinkId};
 use crate::message::Message;
 use crate::peer::{MyAddrs, PeerInfo};
 use crate::session::{Arrival, Session};
@@ -42,6 +42,7 @@ mod accept;
 mod bounds;
 mod gate;
 mod io;
+mod v1;
 
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +139,9 @@ pub struct Conn {
     replacing: bool,
     /// `last_active` when the queues were last trimmed (Timeouts::trim).
     trimmed: Option<Instant>,
+    /// The connection speaks msgr1 (its target or listener is a `v1:`
+    /// address).
+    msgr1: bool,
 }
 
 impl Conn {
@@ -166,6 +170,7 @@ impl Conn {
             partial_since: None,
             replacing: false,
             trimmed: None,
+            msgr1: false,
         }
     }
 
@@ -195,7 +200,9 @@ impl Conn {
             identity: None,
         };
         let me = MyAddrs::new(my_addrs);
+        let msgr1 = peer.target_addr.kind == EntityAddrType::LEGACY;
         let mut c = Conn::new(config, Side::Connector, peer, me, now);
+        c.msgr1 = msgr1;
         c.id = id;
         c.known = true;
         c.request_socket(now);
@@ -213,6 +220,17 @@ impl Conn {
         now: Instant,
         id: u64,
     ) -> Conn {
+        Conn::accept_on(config, me.into(), peer_socket, now, id, false)
+    }
+
+    fn accept_on(
+        config: Arc<Config>,
+        me: MyAddrs,
+        peer_socket: SocketAddr,
+        now: Instant,
+        id: u64,
+        msgr1: bool,
+    ) -> Conn {
         let policy = config.policies.default;
         let peer = PeerInfo {
             entity_type: EntityType::ANY,
@@ -223,11 +241,15 @@ impl Conn {
             policy,
             identity: None,
         };
-        let mut c = Conn::new(config, Side::Acceptor, peer, me.into(), now);
+        let mut c = Conn::new(config, Side::Acceptor, peer, me, now);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
         c.id = id;
+        c.msgr1 = msgr1;
         c.notify_accepted();
-        c.state = State::Accepting(Accepting::Banner);
+        c.state = State::Accepting(match msgr1 {
+            true => Accepting::V1(crate::handshake::v1::Accepting1::Hello),
+            false => Accepting::Banner,
+        });
         c.new_link(now);
         c
     }
@@ -411,7 +433,10 @@ impl Conn {
                 return false;
             }
         };
-        self.state = State::Connecting(Connecting::Banner);
+        self.state = State::Connecting(match self.msgr1 {
+            true => Connecting::V1(crate::handshake::v1::Connecting1::Hello),
+            false => Connecting::Banner,
+        });
         self.new_link(now);
         true
     }
@@ -543,6 +568,7 @@ impl Conn {
                     .inspect_err(|_| self.state = State::Accepting(Accepting::Banner))?;
                 match step {
                     AcceptStep::Next(next) => self.state = State::Accepting(next),
+                    AcceptStep::Ready => self.ready_v1(now)?,
                     AcceptStep::Ident(req) => self
                         .on_ident(req)
                         .inspect_err(|_| self.state = State::Accepting(Accepting::Banner))?,
@@ -555,10 +581,7 @@ impl Conn {
             other => {
                 // Waiting for a socket, a decision or the peer's close:
                 // nothing is expected.
-                let got = match &input {
-                    Input::Frame(f) => Wire::Frame(f.tag),
-                    Input::Banner => Wire::Banner,
-                };
+                let got = input.wire();
                 self.state = other;
                 return Err(ProtocolError::UnexpectedFrame {
                     state: self.phase(),
@@ -624,7 +647,7 @@ impl Conn {
                 }
             }
             State::Standby if !self.peer.policy.server => {
-                if self.session.server_cookie != 0 && !self.next_connect_seq() {
+                if self.has_session() && !self.next_connect_seq() {
                     return;
                 }
                 self.request_socket(now);
@@ -640,12 +663,16 @@ impl Conn {
             Wire::Frame(Tag::KEEPALIVE2),
             Wire::Frame(Tag::KEEPALIVE2_ACK),
         ];
-        let Input::Frame(frame) = input else {
-            return Err(ProtocolError::UnexpectedFrame {
-                state: "READY",
-                expected: READY,
-                got: Wire::Banner,
-            });
+        let frame = match input {
+            Input::Frame(f) => f,
+            Input::V1(Input1::Item(item)) => return self.on_item_v1(item, now),
+            other => {
+                return Err(ProtocolError::UnexpectedFrame {
+                    state: "READY",
+                    expected: READY,
+                    got: other.wire(),
+                })
+            }
         };
         match frame.tag {
             Tag::MESSAGE => self.on_message(frame),
@@ -732,6 +759,12 @@ impl Conn {
         self.drop_link();
         let id = self.next_link;
         self.next_link = self.next_link.saturating_add(1);
+        self.handshake_deadline = Some(later(now, self.config.timeouts.connect));
+        self.last_active = now;
+        if self.msgr1 {
+            self.link = Some(self.msgr1_link(id));
+            return;
+        }
         let tap = self.tap();
         self.link = Some(Link::with_tap(
             id,
@@ -739,8 +772,6 @@ impl Conn {
             self.config.handshake_limits,
             tap,
         ));
-        self.handshake_deadline = Some(later(now, self.config.timeouts.connect));
-        self.last_active = now;
         if let Err(e) = self.link.as_mut().map_or(Ok(()), |l| l.send_banner()) {
             self.fault(e, now);
         }
@@ -812,7 +843,10 @@ impl Conn {
             self.last_active = now;
             return;
         }
-        if self.session.server_cookie != 0 && !policy.lossy && !self.next_connect_seq() {
+        // A session goes on with the next connect_seq (msgr1: only once
+        // it was established; a connecting msgr1 session keeps its own).
+        let resumes = self.has_session() && (!self.msgr1 || was_established);
+        if resumes && !policy.lossy && !self.next_connect_seq() {
             return;
         }
         if was_established {

@@ -224,6 +224,74 @@ pub fn on_reconnect(
     }
 }
 
+/// An msgr1 CONNECT (ProtocolV1::handle_connect_message_2, from its
+/// existing-connection lookup on; docs/research/msgr1-wire.md §4.3), from
+/// `newcomer`. The rows' names are the note's.
+pub fn on_connect_v1(
+    c: &msgr_frames::v1::Connect,
+    existing: Option<&ExistingInfo>,
+    newcomer: &Owner,
+    peer_addr: &EntityAddr,
+    my_addr: &EntityAddr,
+    resetcheck: bool,
+) -> Decision {
+    let (gs, cs) = (u64::from(c.global_seq), u64::from(c.connect_seq));
+    let Some(ex) = existing.filter(|e| !e.closed) else {
+        // N1: the peer resumes a session we do not have (we reset); N2.
+        return match cs {
+            0 => Decision::NewSession,
+            _ => Decision::Reset { full: true },
+        };
+    };
+    if let Some(refuse) = foreign(ex, newcomer) {
+        return refuse;
+    }
+    // E2, E3: being replaced already, or an older connection attempt.
+    if ex.replacing || gs < ex.peer_global_seq {
+        return Decision::RetryGlobal {
+            global_seq: ex.peer_global_seq,
+        };
+    }
+    if ex.lossy {
+        return Decision::ReplaceLossy; // E4
+    }
+    let reuse = Decision::Reuse {
+        reconnect: true,
+        reset_session: false,
+    };
+    let retry = Decision::Retry {
+        connect_seq: ex.connect_seq.saturating_add(1),
+    };
+    if cs == 0 && ex.connect_seq > 0 {
+        // E5: the peer reset its side of the session.
+        return Decision::Reuse {
+            reconnect: false,
+            reset_session: resetcheck,
+        };
+    }
+    if cs < ex.connect_seq {
+        return retry; // E6
+    }
+    if cs == ex.connect_seq {
+        if ex.established {
+            // E7
+            return match resetcheck && ex.connect_seq == 0 {
+                true => reuse,
+                false => retry,
+            };
+        }
+        // E8, E9: both sides connecting at once.
+        return match peer_wins(peer_addr, my_addr, ex.server) {
+            true => reuse,
+            false => Decision::Wait,
+        };
+    }
+    if resetcheck && ex.connect_seq == 0 {
+        return Decision::Reset { full: true }; // E10
+    }
+    reuse // E11
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,5 +569,103 @@ mod tests {
                 owner: dialed.owner.clone()
             }
         );
+    }
+
+    /// msgr1's CONNECT table (msgr1-wire.md §4.3), row by row.
+    #[test]
+    fn msgr1_connect_decisions() {
+        let connect = |gs: u32, cs: u32| msgr_frames::v1::Connect {
+            global_seq: gs,
+            connect_seq: cs,
+            ..Default::default()
+        };
+        let low = addr("v1:10.0.0.1:6800/1");
+        let high = addr("v1:10.0.0.2:6800/1");
+        let d = |c, ex: Option<&ExistingInfo>, resetcheck| {
+            on_connect_v1(&c, ex, &peer(), &low, &high, resetcheck)
+        };
+        let reuse = Decision::Reuse {
+            reconnect: true,
+            reset_session: false,
+        };
+        // N2, N1: no session here.
+        assert_eq!(d(connect(1, 0), None, true), Decision::NewSession);
+        assert_eq!(d(connect(1, 3), None, true), Decision::Reset { full: true });
+        let ex = ExistingInfo {
+            peer_global_seq: 5,
+            connect_seq: 2,
+            established: true,
+            ..existing()
+        };
+        // E2, E3: replacing, or an older attempt.
+        let replacing = ExistingInfo {
+            replacing: true,
+            ..ex.clone()
+        };
+        let retry_global = Decision::RetryGlobal { global_seq: 5 };
+        assert_eq!(d(connect(9, 3), Some(&replacing), false), retry_global);
+        assert_eq!(d(connect(4, 3), Some(&ex), false), retry_global);
+        // E4: a lossy session is replaced.
+        let lossy = ExistingInfo {
+            lossy: true,
+            ..ex.clone()
+        };
+        assert_eq!(
+            d(connect(6, 3), Some(&lossy), false),
+            Decision::ReplaceLossy
+        );
+        // E5: the peer reset (connect_seq 0); the session resets with resetcheck.
+        assert_eq!(
+            d(connect(6, 0), Some(&ex), true),
+            Decision::Reuse {
+                reconnect: false,
+                reset_session: true
+            }
+        );
+        // E6, E7: behind or equal to an established session: retry past it.
+        assert_eq!(
+            d(connect(6, 1), Some(&ex), false),
+            Decision::Retry { connect_seq: 3 }
+        );
+        assert_eq!(
+            d(connect(6, 2), Some(&ex), false),
+            Decision::Retry { connect_seq: 3 }
+        );
+        // E8, E9: a race between two connecting sides.
+        let connecting = ExistingInfo {
+            established: false,
+            ..ex.clone()
+        };
+        assert_eq!(d(connect(6, 2), Some(&connecting), false), reuse);
+        assert_eq!(
+            on_connect_v1(
+                &connect(6, 2),
+                Some(&connecting),
+                &peer(),
+                &high,
+                &low,
+                false
+            ),
+            Decision::Wait
+        );
+        // E10, E11: ahead of ours: a reconnect, unless ours never had one.
+        let fresh = ExistingInfo {
+            connect_seq: 0,
+            ..connecting.clone()
+        };
+        assert_eq!(
+            d(connect(6, 1), Some(&fresh), true),
+            Decision::Reset { full: true }
+        );
+        assert_eq!(d(connect(6, 3), Some(&ex), true), reuse);
+        // Another entity's session is left alone.
+        let foreign = ExistingInfo {
+            owner: who("osd.7", 1, true),
+            ..ex
+        };
+        assert!(matches!(
+            d(connect(6, 3), Some(&foreign), false),
+            Decision::Refuse { .. }
+        ));
     }
 }

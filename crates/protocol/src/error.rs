@@ -9,11 +9,22 @@ use msgr_frames::{Fault, FrameError, Tag};
 
 use crate::decide::Owner;
 
-/// What arrives on a socket: the banner, then frames.
+/// What arrives on a socket: the banner, then frames; on an msgr1
+/// socket, its handshake's parts, then tagged items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
     Banner,
     Frame(Tag),
+    /// msgr1: the banner and address(es) of the exchange that opens a socket.
+    Hello1,
+    /// msgr1: a CONNECT.
+    Connect1,
+    /// msgr1: a CONNECT_REPLY with this tag.
+    Reply1(msgr_frames::v1::Tag),
+    /// msgr1: the connector's in_seq after SEQ.
+    Seq1,
+    /// msgr1: an item of an open session's stream.
+    Item1(msgr_frames::v1::Tag),
 }
 
 impl fmt::Display for Wire {
@@ -21,6 +32,11 @@ impl fmt::Display for Wire {
         match self {
             Wire::Banner => f.write_str("banner"),
             Wire::Frame(t) => write!(f, "{t}"),
+            Wire::Hello1 => f.write_str("msgr1 banner"),
+            Wire::Connect1 => f.write_str("CONNECT"),
+            Wire::Reply1(t) => write!(f, "CONNECT_REPLY {t}"),
+            Wire::Seq1 => f.write_str("in_seq"),
+            Wire::Item1(t) => write!(f, "{t}"),
         }
     }
 }
@@ -111,6 +127,14 @@ pub enum ProtocolError {
     Wait,
     /// A fault injected for testing.
     Injected,
+    /// msgr1 framing failed (bad crc, a tag out of place, ...).
+    Msgr1(msgr_frames::v1::WireError),
+    /// msgr1: the two sides' protocol versions for this pair of entity
+    /// types differ (BADPROTOVER).
+    ProtocolVersion { ours: u32, theirs: u32 },
+    /// msgr1: RETRY_SESSION with a connect_seq that does not move ours
+    /// forward (Ceph's connector asserts it does).
+    RetryBackwards { ours: u64, got: u64 },
 }
 
 impl ProtocolError {
@@ -133,6 +157,9 @@ impl ProtocolError {
             | ProtocolError::QueueOverflow { .. }
             | ProtocolError::HandshakeTooLong { .. }
             | ProtocolError::TooManyAuthRounds { .. } => Fault::PeerMisbehaved,
+            ProtocolError::Msgr1(e) => e.fault(),
+            ProtocolError::ProtocolVersion { .. } => Fault::PeerIncompatible,
+            ProtocolError::RetryBackwards { .. } => Fault::PeerMisbehaved,
             ProtocolError::Timeout(_)
             | ProtocolError::Transport { .. }
             | ProtocolError::ClosedInHandshake { .. }
@@ -165,6 +192,7 @@ impl ProtocolError {
                 | ProtocolError::PeerTypeMismatch { .. }
                 | ProtocolError::NotOffered { .. }
                 | ProtocolError::BadSignature
+                | ProtocolError::ProtocolVersion { .. }
         )
     }
 }
@@ -172,6 +200,12 @@ impl ProtocolError {
 impl From<FrameError> for ProtocolError {
     fn from(e: FrameError) -> Self {
         ProtocolError::Frame(e)
+    }
+}
+
+impl From<msgr_frames::v1::WireError> for ProtocolError {
+    fn from(e: msgr_frames::v1::WireError) -> Self {
+        ProtocolError::Msgr1(e)
     }
 }
 
@@ -285,6 +319,15 @@ impl fmt::Display for ProtocolError {
                 f.write_str("the peer said WAIT (its own connection to us wins the race)")
             }
             ProtocolError::Injected => f.write_str("injected fault"),
+            ProtocolError::Msgr1(e) => write!(f, "{e}"),
+            ProtocolError::ProtocolVersion { ours, theirs } => write!(
+                f,
+                "msgr1 protocol versions differ: ours {ours}, the peer's {theirs} (BADPROTOVER)"
+            ),
+            ProtocolError::RetryBackwards { ours, got } => write!(
+                f,
+                "RETRY_SESSION with connect_seq {got}, not past ours ({ours})"
+            ),
         }
     }
 }

@@ -10,6 +10,11 @@ pub const RESEND_ON_SPLIT: u64 = (1 << 21) | (1 << 57);
 /// `CEPH_FEATUREMASK_SERVER_SQUID` (bit 49, incarnation 2): the peer can
 /// read MOSDOp v9.
 pub const SERVER_SQUID: u64 = (1 << 49) | (1 << 57);
+/// `CEPH_FEATURE_NOSRCADDR`: the 53-byte `ceph_msg_header` (the only one
+/// msgr1 here speaks; Ceph's kernel client requires it too).
+pub const NOSRCADDR: u64 = 1 << 1;
+/// The features msgr1 here requires of every peer.
+pub const MSGR1_REQUIRED: u64 = NOSRCADDR;
 /// `CEPH_FEATURE_RECONNECT_SEQ`: an msgr1 acceptor answers SEQ (and the
 /// last sequence number it received) rather than READY.
 pub const RECONNECT_SEQ: u64 = 1 << 6;

@@ -80,10 +80,7 @@ fn unexpected(state: &'static str, expected: &'static [Wire], got: Wire) -> Prot
 }
 
 fn wire(input: &Input) -> Wire {
-    match input {
-        Input::Frame(f) => Wire::Frame(f.tag),
-        Input::Banner => Wire::Banner,
-    }
+    input.wire()
 }
 
 /// The `$variant` control frame `$input` must carry in `$state`, which
@@ -186,6 +183,7 @@ fn hello(cx: &mut Cx<'_>, peer_addr: EntityAddr) -> Result<(), ProtocolError> {
 
 mod accept;
 mod connect;
+pub(crate) mod v1;
 
 pub use accept::IdentRequest;
 pub(crate) use accept::{AcceptStep, Accepting};

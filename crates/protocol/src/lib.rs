@@ -24,6 +24,7 @@ pub mod intercept;
 #[allow(dead_code)]
 mod intercept;
 mod link;
+mod link1;
 mod message;
 mod peer;
 pub mod policy;

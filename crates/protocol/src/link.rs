@@ -1,6 +1,6 @@
 //! One socket's worth of msgr2: the banner exchange, the framing in each
 //! direction, the bytes waiting to be written, and the pre-auth record
-//! AUTH_SIGNATURE signs.
+//! AUTH_SIGNATURE signs; or, on an msgr1 socket, msgr1's ([`Link1`]).
 //!
 //! A link does no I/O: the driver keeps what it read in its own buffer,
 //! which [`Link::poll_input`] takes banners and frames from, and writes
@@ -15,6 +15,7 @@ use msgr_frames::{
 
 use crate::error::ProtocolError;
 use crate::intercept::{Action, Breakpoint, CustomPoint, Direction, Tap};
+pub(crate) use crate::link1::{Input1, Link1};
 
 /// Identifies a link (a socket) within its connection; a driver holding a
 /// socket of an older link must drop it.
@@ -26,6 +27,26 @@ pub enum Input {
     /// The peer's banner, which the link negotiated with ours.
     Banner,
     Frame(Received),
+    /// What an msgr1 peer sent.
+    V1(Input1),
+}
+
+impl Input {
+    /// What arrived, for errors that say what was expected against it.
+    pub fn wire(&self) -> crate::error::Wire {
+        use crate::error::Wire;
+        match self {
+            Input::Banner => Wire::Banner,
+            Input::Frame(f) => Wire::Frame(f.tag),
+            Input::V1(i) => match i {
+                Input1::ServerHello(_) | Input1::ClientHello(_) => Wire::Hello1,
+                Input1::Connect { .. } => Wire::Connect1,
+                Input1::Reply { reply, .. } => Wire::Reply1(reply.tag),
+                Input1::Seq(_) => Wire::Seq1,
+                Input1::Item(i) => Wire::Item1(i.tag()),
+            },
+        }
+    }
 }
 
 /// Bytes of the handshake in each direction, from the first banner byte
@@ -80,6 +101,9 @@ pub struct Link {
     pub(crate) linger: bool,
     /// Auth frames the peer sent on this socket (handshake::auth_round).
     pub(crate) auth_rounds: u32,
+    /// Set on an msgr1 socket: its framing, in place of msgr2's. Boxed:
+    /// few connections speak msgr1.
+    pub(crate) v1: Option<Box<Link1>>,
 }
 
 impl Link {
@@ -103,7 +127,23 @@ impl Link {
             tap,
             linger: false,
             auth_rounds: 0,
+            v1: None,
         }
+    }
+
+    /// An msgr1 link: a connector's (`connector`) or an acceptor's, whose
+    /// messages come from `src`.
+    pub(crate) fn msgr1(
+        id: LinkId,
+        connector: bool,
+        src: msgr_encoding::EntityName,
+        limits: FrameLimits,
+        tap: Tap,
+    ) -> Link {
+        let mut link = Link::with_tap(id, Banner::DEFAULT, limits, tap);
+        link.record = None;
+        link.v1 = Some(Box::new(Link1::new(connector, src, limits)));
+        link
     }
 
     /// Queues our banner (the first thing a link writes).
@@ -190,6 +230,9 @@ impl Link {
     /// Bytes the next step of reading needs, `input` holding what was
     /// read and not yet taken (a runtime may read more).
     pub fn want(&self, input: &[u8]) -> usize {
+        if let Some(v1) = &self.v1 {
+            return v1.want(input);
+        }
         let target = match (&self.stage, &self.reader) {
             (ReadStage::Frames, Some(r)) => return r.bytes_needed(input.len()).max(1),
             (ReadStage::Banner, _) => banner_len(input),
@@ -207,6 +250,9 @@ impl Link {
 
     pub fn set_limits(&mut self, limits: FrameLimits) {
         self.limits = limits;
+        if let Some(v1) = self.v1.as_mut() {
+            v1.set_limits(limits);
+        }
         if let Some(d) = self.decoder_mut() {
             d.set_limits(limits);
         }
@@ -229,7 +275,11 @@ impl Link {
     /// Whether part of a frame (or banner) has been read and not yet
     /// decoded, `input` holding what was read and not yet taken.
     pub fn has_partial(&self, input: &[u8]) -> bool {
-        self.pending_head().is_some() || !input.is_empty()
+        let v1_header = self
+            .v1
+            .as_ref()
+            .is_some_and(|v| v.pending_header().is_some());
+        self.pending_head().is_some() || v1_header || !input.is_empty()
     }
 
     /// Stops recording and returns what was recorded.
@@ -242,6 +292,9 @@ impl Link {
     pub fn poll_input(&mut self, input: &mut BytesMut) -> Result<Option<Input>, ProtocolError> {
         if self.tap.held() {
             return Ok(None);
+        }
+        if let Some(v1) = self.v1.as_mut() {
+            return Ok(v1.poll(input)?.map(Input::V1));
         }
         loop {
             match self.stage {

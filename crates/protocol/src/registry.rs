@@ -48,11 +48,11 @@ pub fn lookup_key(accepting: &Conn, req: &IdentRequest) -> Option<PeerKey> {
     if policy.server && policy.lossy && !policy.register_lossy_clients {
         return None;
     }
-    let addrs = match req {
-        IdentRequest::New(c) => &c.addrs,
-        IdentRequest::Reconnect(r) => &r.addrs,
-    };
-    PeerKey::of(addrs)
+    match req {
+        IdentRequest::New(c) => PeerKey::of(&c.addrs),
+        IdentRequest::Reconnect(r) => PeerKey::of(&r.addrs),
+        IdentRequest::V1(c) => PeerKey::of(&c.addrs()),
+    }
 }
 
 /// What an accepting connection holding `req` brings to the decision: the
@@ -63,7 +63,8 @@ pub fn lookup_key(accepting: &Conn, req: &IdentRequest) -> Option<PeerKey> {
 pub struct Ask {
     pub req: IdentRequest,
     newcomer: Owner,
-    /// Our msgr2 address on the accepting socket.
+    /// Our address on the accepting socket (msgr2's; msgr1's for a
+    /// CONNECT), which a race compares with the peer's.
     me: EntityAddr,
     /// The peer's address, as its ident gave it.
     peer: EntityAddr,
@@ -72,10 +73,14 @@ pub struct Ask {
 
 impl Ask {
     pub fn of(accepting: &Conn, req: IdentRequest) -> Ask {
+        let me = match &req {
+            IdentRequest::V1(_) => crate::handshake::v1::my_legacy_addr(accepting.my_addrs()),
+            _ => accepting.my_msgr2_addr(),
+        };
         Ask {
             req,
             newcomer: accepting.peer().owner(),
-            me: accepting.my_msgr2_addr(),
+            me,
             peer: accepting.peer().target_addr,
             resetcheck: accepting.peer().policy.resetcheck,
         }
@@ -93,6 +98,9 @@ pub fn decide(ask: &Ask, existing: Option<&Conn>) -> Decision {
         }
         IdentRequest::Reconnect(r) => {
             decide::on_reconnect(r, info.as_ref(), newcomer, peer, me, resetcheck)
+        }
+        IdentRequest::V1(c) => {
+            decide::on_connect_v1(&c.connect, info.as_ref(), newcomer, peer, me, resetcheck)
         }
     }
 }

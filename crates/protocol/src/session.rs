@@ -22,8 +22,9 @@ use msgr_frames::control::{Ack, Keepalive2, Keepalive2Ack};
 use msgr_frames::ControlFrame;
 
 use crate::error::ProtocolError;
-use crate::link::Link;
+use crate::link::{Link, Link1};
 use crate::message::Message;
+use msgr_frames::WireQueue;
 
 /// Priority of requeued messages: they go before everything else.
 const REQUEUE_PRIORITY: u16 = u16::MAX;
@@ -189,6 +190,14 @@ impl Session {
         lossy: bool,
         room: Option<usize>,
     ) -> Result<usize, ProtocolError> {
+        if let Link {
+            v1: Some(v1),
+            output,
+            ..
+        } = link
+        {
+            return self.write_pending_v1(v1, output, lossy, room);
+        }
         if let Some(stamp) = self.keepalive_pending.take() {
             link.send_control(&ControlFrame::Keepalive2(Keepalive2 { timestamp: stamp }))?;
         }
@@ -224,6 +233,46 @@ impl Session {
             }
             written?;
             self.ack_left = 0;
+            n = n.saturating_add(1);
+        }
+        Ok(n)
+    }
+
+    /// msgr1's write_pending (ProtocolV1::write_event): the same order,
+    /// but an ACK goes out whenever one is owed, since msgr1's messages
+    /// carry none.
+    fn write_pending_v1(
+        &mut self,
+        v1: &Link1,
+        out: &mut WireQueue,
+        lossy: bool,
+        room: Option<usize>,
+    ) -> Result<usize, ProtocolError> {
+        if let Some(stamp) = self.keepalive_pending.take() {
+            v1.write_keepalive(stamp, out);
+        }
+        if let Some(stamp) = self.keepalive_ack_pending.take() {
+            v1.write_keepalive_ack(stamp, out);
+        }
+        if self.ack_left > 0 && !lossy {
+            v1.write_ack(self.in_seq, out);
+            self.ack_left = 0;
+        }
+        let mut n: usize = 0;
+        while room.is_none_or(|r| out.len() < r) && self.queued_messages > 0 {
+            self.out_seq = self
+                .out_seq
+                .checked_add(1)
+                .ok_or(ProtocolError::CounterOverflow { counter: "out_seq" })?;
+            let Some(Queued { mut msg, .. }) = self.pop() else {
+                break;
+            };
+            msg.seq = self.out_seq;
+            v1.write_message(&msg, self.out_seq, out);
+            if !lossy {
+                self.sent_bytes = self.sent_bytes.saturating_add(msg.payload_len());
+                self.sent.push_back(msg);
+            }
             n = n.saturating_add(1);
         }
         Ok(n)

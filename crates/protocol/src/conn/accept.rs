@@ -23,7 +23,7 @@ impl Conn {
             // the seeded workloads, seeds 392 and 903). It races instead.
             established: match self.state {
                 State::Ready => true,
-                State::Standby => self.session.server_cookie != 0,
+                State::Standby => self.has_session(),
                 _ => false,
             },
             peer_global_seq: self.session.peer_global_seq,
@@ -73,11 +73,37 @@ impl Conn {
         let State::Deciding(req) = std::mem::replace(&mut self.state, State::Closed) else {
             return;
         };
-        let result = match decision {
+        let result = match (req, decision) {
+            (IdentRequest::V1(c), decision) => self.resolve_v1(c, decision, now),
+            (req, decision) => self.resolve_v2(req, decision, now),
+        };
+        if let Err(e) = result {
+            if matches!(self.state, State::Closed) {
+                // The decision failed before the state moved on. Once the
+                // session exists (accept dispatched, SERVER_IDENT being
+                // written: crimson's ESTABLISHING) the fault is a session's
+                // (lossy: reset; lossless: standby); before, it is an
+                // accepted socket that never became a session.
+                self.state = match self.known {
+                    true => State::Ready,
+                    false => State::Accepting(Accepting::Banner),
+                };
+            }
+            self.fault(e, now);
+        }
+    }
+
+    fn resolve_v2(
+        &mut self,
+        req: IdentRequest,
+        decision: Decision,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        match decision {
             Decision::NewSession | Decision::ReplaceLossy => self.start_server_session(&req, now),
             Decision::Reuse { .. } => {
                 self.state = State::Deciding(req);
-                return;
+                Ok(())
             }
             Decision::Wait => self.reply_and_wait(Wait {}.into()),
             Decision::Reset { full } => self.reply_and_continue(SessionReset { full }.into()),
@@ -99,20 +125,6 @@ impl Conn {
                     newcomer,
                 })
             }
-        };
-        if let Err(e) = result {
-            if matches!(self.state, State::Closed) {
-                // The decision failed before the state moved on. Once the
-                // session exists (accept dispatched, SERVER_IDENT being
-                // written: crimson's ESTABLISHING) the fault is a session's
-                // (lossy: reset; lossless: standby); before, it is an
-                // accepted socket that never became a session.
-                self.state = match self.known {
-                    true => State::Ready,
-                    false => State::Accepting(Accepting::Banner),
-                };
-            }
-            self.fault(e, now);
         }
     }
 
@@ -207,6 +219,9 @@ impl Conn {
         if matches!(self.state, State::Closed) {
             return;
         }
+        // msgr1: the peer reset its side (CONNECT with connect_seq 0 to a
+        // session that had one): READY, not SEQ.
+        let reset_from_peer = self.session.connect_seq > 0;
         self.drop_link();
         self.session.requeue_sent();
         if reset_session {
@@ -241,6 +256,10 @@ impl Conn {
                 self.session.client_cookie = c.cookie;
                 self.session.peer_global_seq = c.global_seq;
                 self.send_server_ident(now)
+            }
+            IdentRequest::V1(c) => {
+                let from_peer = reset_from_peer && c.connect.connect_seq == 0;
+                self.open_v1(&c, from_peer, now)
             }
             IdentRequest::Reconnect(r) => {
                 self.session.connect_seq = r.connect_seq;

@@ -44,7 +44,12 @@ impl Conn {
     /// its preamble is in: a driver takes receive budget for it before
     /// reading the rest.
     pub fn pending_message_len(&self) -> Option<usize> {
-        let head = self.link.as_ref()?.pending_head()?;
+        let link = self.link.as_ref()?;
+        if let Some(v1) = &link.v1 {
+            let h = v1.pending_header()?;
+            return Some(usize::try_from(h.payload_len()).unwrap_or(usize::MAX));
+        }
+        let head = link.pending_head()?;
         if head.tag() != Tag::MESSAGE {
             return None;
         }

@@ -28,6 +28,8 @@ pub(crate) enum Accepting {
     },
     /// Awaiting CLIENT_IDENT or SESSION_RECONNECT.
     Session,
+    /// An msgr1 handshake's phase.
+    V1(v1::Accepting1),
 }
 
 /// An ident for the messenger to decide on.
@@ -35,11 +37,15 @@ pub(crate) enum Accepting {
 pub enum IdentRequest {
     New(ClientIdent),
     Reconnect(SessionReconnect),
+    /// An msgr1 CONNECT.
+    V1(v1::ConnectRequest),
 }
 
 pub(crate) enum AcceptStep {
     Next(Accepting),
     Ident(IdentRequest),
+    /// msgr1: the connector's in_seq after SEQ; the session is open.
+    Ready,
 }
 
 impl Accepting {
@@ -52,6 +58,7 @@ impl Accepting {
             Accepting::Signature { .. } => "AUTH_ACCEPTING_SIGN",
             Accepting::Compression { .. } => "COMPRESSION_ACCEPTING",
             Accepting::Session => "SESSION_ACCEPTING",
+            Accepting::V1(p) => p.name(),
         }
     }
 
@@ -65,6 +72,11 @@ impl Accepting {
     ) -> Result<AcceptStep, ProtocolError> {
         let state = self.name();
         match self {
+            Accepting::V1(p) => Ok(match p.on_input(input, cx, peer_socket)? {
+                v1::AcceptStep1::Next(n) => AcceptStep::Next(Accepting::V1(n)),
+                v1::AcceptStep1::Ident(r) => AcceptStep::Ident(IdentRequest::V1(r)),
+                v1::AcceptStep1::Ready => AcceptStep::Ready,
+            }),
             Accepting::Banner => match input {
                 Input::Banner => {
                     hello(cx, peer_socket)?;

@@ -26,6 +26,8 @@ pub(crate) enum Connecting {
     Ident,
     /// SESSION_RECONNECT is out.
     Reconnect,
+    /// An msgr1 handshake's phase.
+    V1(v1::Connecting1),
 }
 
 /// Where a connector phase leads.
@@ -49,12 +51,18 @@ impl Connecting {
             Connecting::Compression { .. } => "COMPRESSION_CONNECTING",
             Connecting::Ident => "SESSION_CONNECTING",
             Connecting::Reconnect => "SESSION_RECONNECTING",
+            Connecting::V1(p) => p.name(),
         }
     }
 
     pub fn on_input(self, input: Input, cx: &mut Cx<'_>) -> Result<ConnectStep, ProtocolError> {
         let state = self.name();
         match self {
+            Connecting::V1(p) => Ok(match p.on_input(input, cx)? {
+                v1::ConnectStep1::Next(n) => ConnectStep::Next(Connecting::V1(n)),
+                v1::ConnectStep1::Ready { reconnected } => ConnectStep::Ready { reconnected },
+                v1::ConnectStep1::Wait => ConnectStep::Wait,
+            }),
             Connecting::Banner => match input {
                 Input::Banner => {
                     hello(cx, cx.peer.target_addr)?;

@@ -473,7 +473,14 @@ impl Net {
         let peer_socket = SocketAddr::new(from_ip, self.next_port);
         let node = &mut self.nodes[to];
         let acc_id = node.conns.len();
-        let acc = Conn::accept(
+        // The listener speaks what its address says.
+        let msgr1 = node
+            .addrs
+            .0
+            .iter()
+            .any(|a| a.addr == Some(addr) && a.kind == msgr_encoding::EntityAddrType::LEGACY);
+        let accept = if msgr1 { Conn::accept_v1 } else { Conn::accept };
+        let acc = accept(
             node.config.clone(),
             node.addrs.clone(),
             peer_socket,

@@ -1,0 +1,239 @@
+//! The msgr1 side of a connection (ProtocolV1): its socket's first bytes,
+//! the acceptor's answers to the messenger's decision on a CONNECT
+//! (`open()`: READY or SEQ; RETRY_SESSION, RETRY_GLOBAL, RESETSESSION,
+//! WAIT), and an open session's items. Sessions, policies, faults and the
+//! registry's decisions are the connection's, shared with msgr2.
+
+use msgr_frames::v1::{ConnectReply, Item, Msg, Tag, FLAG_LOSSY};
+
+use super::*;
+use crate::handshake::v1::{my_legacy_addr, proto_version, send_reply, Accepting1, ConnectRequest};
+use crate::link::Link1;
+
+impl Conn {
+    /// A connection for a socket accepted on an msgr1 listener (see
+    /// [`Conn::accept`]).
+    pub fn accept_v1(
+        config: Arc<Config>,
+        me: impl Into<MyAddrs>,
+        peer_socket: SocketAddr,
+        now: Instant,
+        id: u64,
+    ) -> Conn {
+        Conn::accept_on(config, me.into(), peer_socket, now, id, true)
+    }
+
+    /// Whether this connection speaks msgr1.
+    pub fn is_msgr1(&self) -> bool {
+        self.msgr1
+    }
+
+    /// A new msgr1 link as link `id`, with its first bytes queued.
+    pub(super) fn msgr1_link(&mut self, id: LinkId) -> Link {
+        let connector = self.side == Side::Connector;
+        let mut link = Link::msgr1(
+            id,
+            connector,
+            self.config.my_name,
+            self.config.handshake_limits,
+            self.tap(),
+        );
+        let mut peer = self.peer_socket;
+        peer.kind = EntityAddrType::LEGACY;
+        peer.nonce = 0;
+        Link1::hello(
+            connector,
+            &my_legacy_addr(&self.me.addrs),
+            &peer,
+            &mut link.output,
+        );
+        link
+    }
+
+    /// Whether a session was established (a connector's connect_seq is
+    /// set by its first READY; msgr2's sessions have a server cookie).
+    pub(super) fn has_session(&self) -> bool {
+        match self.msgr1 {
+            true => self.session.connect_seq > 0,
+            false => self.session.server_cookie != 0,
+        }
+    }
+
+    /// The messenger's decision on an msgr1 CONNECT.
+    pub(super) fn resolve_v1(
+        &mut self,
+        req: ConnectRequest,
+        decision: Decision,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        let c = req.connect;
+        let reply = |conn: &mut Conn, tag: Tag, gs: u64, cs: u64| {
+            let gs = u32::try_from(gs).unwrap_or(u32::MAX);
+            let cs = u32::try_from(cs).unwrap_or(u32::MAX);
+            conn.with_cx(|cx| send_reply(cx, tag, &c, gs, cs, &[]));
+        };
+        match decision {
+            Decision::NewSession | Decision::ReplaceLossy => return self.open_v1(&req, false, now),
+            Decision::Reuse { .. } => {
+                // Carried out by take_for_reuse and adopt.
+                self.state = State::Deciding(IdentRequest::V1(req));
+                return Ok(());
+            }
+            Decision::Wait => {
+                reply(self, Tag::Wait, 0, 0);
+                self.state = State::ServerWait;
+            }
+            Decision::Reset { .. } => reply(self, Tag::ResetSession, 0, 0),
+            Decision::Retry { connect_seq } => reply(self, Tag::RetrySession, 0, connect_seq),
+            Decision::RetryGlobal { global_seq } => reply(self, Tag::RetryGlobal, global_seq, 0),
+            Decision::CloseStale => self.close(false),
+            Decision::Refuse { owner } => {
+                let newcomer = Box::new(self.peer.owner());
+                self.state = State::Deciding(IdentRequest::V1(req));
+                return Err(ProtocolError::NotSessionOwner {
+                    owner: Box::new(owner),
+                    newcomer,
+                });
+            }
+        }
+        if matches!(self.state, State::Closed) && self.link.is_some() {
+            // A redirecting reply: the connector's next CONNECT follows.
+            self.state = State::Accepting(Accepting::V1(Accepting1::Connect { auth: None }));
+        }
+        Ok(())
+    }
+
+    /// open(): the session on this socket, answered READY or, to a peer
+    /// with RECONNECT_SEQ whose side of the session was not reset
+    /// (`reset_from_peer`), SEQ with our in_seq (msgr1-wire.md §2.6, §4.4).
+    pub(super) fn open_v1(
+        &mut self,
+        req: &ConnectRequest,
+        reset_from_peer: bool,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        let c = &req.connect;
+        let policy = self.peer.policy;
+        self.session.connect_seq = u64::from(c.connect_seq).saturating_add(1);
+        self.session.peer_global_seq = u64::from(c.global_seq);
+        let seq = c.features & features::RECONNECT_SEQ != 0 && !reset_from_peer;
+        if !seq {
+            self.session.in_seq = 0;
+        }
+        let global_seq = self.config.global_seq.next(0)?;
+        let u32_of = |v: u64, counter| {
+            u32::try_from(v).map_err(|_| ProtocolError::CounterOverflow { counter })
+        };
+        let reply = ConnectReply {
+            tag: if seq { Tag::Seq } else { Tag::Ready },
+            features: policy.features_supported,
+            global_seq: u32_of(global_seq, "global_seq")?,
+            connect_seq: u32_of(self.session.connect_seq, "connect_seq")?,
+            protocol_version: proto_version(self.config.my_name.kind, self.peer.entity_type, false),
+            authorizer_len: u32::try_from(req.authorizer_reply.len()).unwrap_or(u32::MAX),
+            flags: if policy.lossy { FLAG_LOSSY } else { 0 },
+        };
+        self.peer.features = c.features & policy.features_supported;
+        let in_seq = self.session.in_seq;
+        let link = self.link.as_mut().ok_or(ProtocolError::Transport {
+            kind: std::io::ErrorKind::NotConnected,
+            message: "no socket".into(),
+        })?;
+        link.output.put_slice(&reply.encode());
+        link.output.put_slice(&req.authorizer_reply);
+        self.events.push_back(Event::Accepted);
+        self.known = true;
+        if seq {
+            link.output.put_slice(&in_seq.to_le_bytes());
+            if let Some(l) = link.v1.as_mut() {
+                l.expect_seq();
+            }
+            self.state = State::Accepting(Accepting::V1(Accepting1::Seq));
+            return Ok(());
+        }
+        self.ready_v1(now)
+    }
+
+    /// The acceptor's session is open: READY sent, or SEQ answered.
+    pub(super) fn ready_v1(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        let features = self.peer.features;
+        if let Some(l) = self.link.as_mut().and_then(|l| l.v1.as_mut()) {
+            l.open_stream(features);
+        }
+        self.become_ready(now)
+    }
+
+    /// An item of an open session (ProtocolV1::handle_tag and the message
+    /// reads after it).
+    pub(super) fn on_item_v1(&mut self, item: Item, now: Instant) -> Result<(), ProtocolError> {
+        let lossy = self.peer.policy.lossy;
+        match item {
+            Item::Msg(m) => self.on_message_v1(*m),
+            Item::Ack(seq) => {
+                if !lossy {
+                    self.session.acked(seq);
+                }
+                Ok(())
+            }
+            Item::Keepalive => Ok(()),
+            Item::Keepalive2(stamp) => {
+                self.session.keepalive_ack_pending = Some(stamp);
+                self.flush()
+            }
+            Item::Keepalive2Ack(stamp) => {
+                self.last_keepalive_ack = Some(stamp);
+                self.events.push_back(Event::KeepaliveAck(stamp));
+                Ok(())
+            }
+            Item::Close => {
+                // The peer ends the session (ProtocolV1 stops on CLOSE).
+                let _ = now;
+                self.close(true);
+                Ok(())
+            }
+        }
+    }
+
+    fn on_message_v1(&mut self, m: Msg) -> Result<(), ProtocolError> {
+        if !m.complete() {
+            // Aborted by its sender: dropped, as Ceph drops it.
+            return Ok(());
+        }
+        let h = m.header;
+        self.check_budget(h.payload_len())?;
+        let lossy = self.peer.policy.lossy;
+        match self.session.arrived(h.seq, lossy)? {
+            Arrival::Duplicate => {
+                self.stats.duplicates_dropped = self.stats.duplicates_dropped.saturating_add(1);
+            }
+            Arrival::Deliver => {
+                self.stats.messages_in = self.stats.messages_in.saturating_add(1);
+                // msgr1 names the sender in each header, not in a handshake.
+                if self.peer.name.is_none() {
+                    self.peer.name = Some(h.src);
+                }
+                let Msg {
+                    front,
+                    middle,
+                    data,
+                    ..
+                } = m;
+                let msg = Message {
+                    msg_type: h.msg_type,
+                    priority: h.priority,
+                    version: h.version,
+                    compat_version: h.compat_version,
+                    tid: h.tid,
+                    data_off: h.data_off,
+                    front,
+                    middle,
+                    data,
+                    seq: h.seq,
+                    source: Some(h.src),
+                };
+                self.events.push_back(Event::Message(Box::new(msg)));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,495 @@
+//! msgr1's two handshakes (ProtocolV1; docs/research/msgr1-wire.md §1, §2,
+//! §4), as state types like msgr2's.
+//!
+//! Connector: `Hello → Reply ⟲ (CHALLENGE_AUTHORIZER, RETRY_SESSION,
+//! RETRY_GLOBAL, RESETSESSION) → READY | SEQ`, or WAIT.
+//! Acceptor: `Hello → Connect ⟲ (BADPROTOVER, FEATURES, BADAUTHORIZER,
+//! CHALLENGE_AUTHORIZER)`, which ends in a request for the messenger to
+//! decide on (a new session, a replacement, a retry, a reset, WAIT);
+//! after SEQ, `Seq`.
+//!
+//! Authorizers go through the same [`ClientAuth`] / [`ServerAuth`] as
+//! msgr2's AUTH_REQUEST: the CONNECT's authorizer is a request's payload,
+//! CHALLENGE_AUTHORIZER a server's `More`, and the authorizer of the final
+//! reply its `Done`. A connector sends none to a monitor (clients
+//! authenticate to monitors with MAuth messages over an open session).
+
+use bytes::Bytes;
+use msgr_auth::{AuthPeer, ClientAuth, ConMode, ServerAuth, ServerStep};
+use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityType};
+use msgr_frames::control::auth_method;
+use msgr_frames::v1::{Connect, ConnectReply, ServerHello, Tag, FLAG_LOSSY};
+
+use super::Cx;
+use crate::error::{ProtocolError, Wire};
+use crate::features;
+use crate::link::{Input, Input1};
+
+/// `CEPH_OSD_PROTOCOL`, `CEPH_MON_PROTOCOL`: between two daemons of a type.
+const OSD_PROTOCOL: u32 = 10;
+const MON_PROTOCOL: u32 = 13;
+/// `CEPH_OSDC_PROTOCOL`, `CEPH_MDSC_PROTOCOL`, `CEPH_MONC_PROTOCOL`: a
+/// client (any other type) with a daemon.
+const OSDC_PROTOCOL: u32 = 24;
+const MDSC_PROTOCOL: u32 = 32;
+const MONC_PROTOCOL: u32 = 15;
+
+/// The protocol version two entity types speak
+/// (AsyncMessenger::get_proto_version): the daemon's type decides, the
+/// peer's for a connector and our own for an acceptor.
+pub(crate) fn proto_version(me: EntityType, peer: EntityType, connector: bool) -> u32 {
+    if me == peer {
+        return match me {
+            EntityType::OSD => OSD_PROTOCOL,
+            EntityType::MON => MON_PROTOCOL,
+            _ => 0,
+        };
+    }
+    match if connector { peer } else { me } {
+        EntityType::OSD => OSDC_PROTOCOL,
+        EntityType::MDS => MDSC_PROTOCOL,
+        EntityType::MON => MONC_PROTOCOL,
+        _ => 0,
+    }
+}
+
+/// An msgr1 CONNECT the acceptor's checks let through, for the messenger
+/// to decide on, with what the acceptor learned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectRequest {
+    /// The connector's address as it claimed it (a blank IP filled in
+    /// from the socket).
+    pub addr: EntityAddr,
+    pub connect: Connect,
+    /// The authorizer reply that goes with the final CONNECT_REPLY.
+    pub authorizer_reply: Bytes,
+}
+
+impl ConnectRequest {
+    pub fn addrs(&self) -> EntityAddrvec {
+        EntityAddrvec::single(self.addr)
+    }
+}
+
+fn unexpected(state: &'static str, expected: &'static [Wire], got: Wire) -> ProtocolError {
+    ProtocolError::UnexpectedFrame {
+        state,
+        expected,
+        got,
+    }
+}
+
+fn u32_of(v: u64, counter: &'static str) -> Result<u32, ProtocolError> {
+    u32::try_from(v).map_err(|_| ProtocolError::CounterOverflow { counter })
+}
+
+// ------------------------------------------------------------ connector
+
+/// The connector's phases.
+pub(crate) enum Connecting1 {
+    /// Our banner is out; awaiting the acceptor's banner and addresses.
+    Hello,
+    /// A CONNECT is out; awaiting the verdict. `auth` (with the method
+    /// of its authorizer) answers a challenge and checks the final
+    /// authorizer reply; none: no authorizer was sent.
+    Reply {
+        auth: Option<(Box<dyn ClientAuth>, u32)>,
+    },
+}
+
+pub(crate) enum ConnectStep1 {
+    Next(Connecting1),
+    Ready { reconnected: bool },
+    Wait,
+}
+
+const EXPECT_HELLO: &[Wire] = &[Wire::Hello1];
+const EXPECT_REPLY: &[Wire] = &[
+    Wire::Reply1(Tag::Ready),
+    Wire::Reply1(Tag::Seq),
+    Wire::Reply1(Tag::Wait),
+    Wire::Reply1(Tag::RetrySession),
+    Wire::Reply1(Tag::RetryGlobal),
+    Wire::Reply1(Tag::ResetSession),
+    Wire::Reply1(Tag::ChallengeAuthorizer),
+];
+
+impl Connecting1 {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Connecting1::Hello => "CONNECTING_WAIT_BANNER_AND_IDENTIFY",
+            Connecting1::Reply { .. } => "CONNECTING_SEND_CONNECT_MSG",
+        }
+    }
+
+    pub fn on_input(self, input: Input, cx: &mut Cx<'_>) -> Result<ConnectStep1, ProtocolError> {
+        let state = self.name();
+        match (self, input) {
+            (Connecting1::Hello, Input::V1(Input1::ServerHello(h))) => on_server_hello(cx, h),
+            (
+                Connecting1::Reply { auth },
+                Input::V1(Input1::Reply {
+                    reply,
+                    authorizer,
+                    in_seq,
+                }),
+            ) => on_reply(cx, auth, reply, &authorizer, in_seq),
+            (Connecting1::Hello, other) => Err(unexpected(state, EXPECT_HELLO, other.wire())),
+            (Connecting1::Reply { .. }, other) => {
+                Err(unexpected(state, EXPECT_REPLY, other.wire()))
+            }
+        }
+    }
+}
+
+/// The acceptor's hello (handle_server_banner_and_identify): it must be
+/// the address we dialled (or a blank one with its port and nonce); we
+/// may learn our IP from what it saw; our address, then a CONNECT.
+fn on_server_hello(cx: &mut Cx<'_>, h: ServerHello) -> Result<ConnectStep1, ProtocolError> {
+    let target = cx.peer.target_addr;
+    let same = h.addr.addr == target.addr && h.addr.nonce == target.nonce;
+    let blank_same =
+        h.addr.is_blank_ip() && h.addr.port() == target.port() && h.addr.nonce == target.nonce;
+    if !same && !blank_same {
+        return Err(ProtocolError::WrongServer);
+    }
+    if cx.config.learn_addr_from_peer {
+        if let Some(a) = cx.me.learn(&h.peer_addr) {
+            cx.events.push_back(crate::Event::LearnedAddr(a));
+        }
+    }
+    let mine = my_legacy_addr(&cx.me.addrs);
+    cx.link.output.put_slice(&mine.encode_legacy());
+    let auth = wants_authorizer(cx).then(|| cx.config.auth.client(&cx.config.my_name));
+    send_connect(cx, auth)
+}
+
+/// Our address as msgr1 gives it: the legacy entry of our addresses, or
+/// the first one as legacy (a client's blank address with its nonce).
+pub(crate) fn my_legacy_addr(addrs: &EntityAddrvec) -> EntityAddr {
+    let mut a = addrs
+        .legacy()
+        .or(addrs.0.first())
+        .copied()
+        .unwrap_or_default();
+    a.kind = EntityAddrType::LEGACY;
+    a
+}
+
+/// No authorizer to a monitor unless we are one (send_connect_message).
+fn wants_authorizer(cx: &Cx<'_>) -> bool {
+    cx.peer.entity_type != EntityType::MON || cx.config.my_name.kind == EntityType::MON
+}
+
+fn auth_peer(cx: &Cx<'_>) -> AuthPeer {
+    AuthPeer {
+        entity_type: cx.peer.entity_type,
+    }
+}
+
+/// A CONNECT with `authorizer` (of `method`; 0: none).
+fn send_connect_with(cx: &mut Cx<'_>, method: u32, authorizer: &[u8]) -> Result<(), ProtocolError> {
+    let c = Connect {
+        features: cx.peer.policy.features_supported,
+        host_type: u32::from(cx.config.my_name.kind.0),
+        global_seq: u32_of(cx.session.global_seq, "global_seq")?,
+        connect_seq: u32_of(cx.session.connect_seq, "connect_seq")?,
+        protocol_version: proto_version(cx.config.my_name.kind, cx.peer.entity_type, true),
+        authorizer_protocol: method,
+        authorizer_len: u32::try_from(authorizer.len()).unwrap_or(u32::MAX),
+        flags: if cx.peer.policy.lossy { FLAG_LOSSY } else { 0 },
+    };
+    cx.link.output.put_slice(&c.encode());
+    cx.link.output.put_slice(authorizer);
+    Ok(())
+}
+
+/// A CONNECT with a fresh authorizer from `auth` (each CONNECT of a
+/// socket has its own, as Ceph builds a new one per attempt).
+fn send_connect(
+    cx: &mut Cx<'_>,
+    auth: Option<Box<dyn ClientAuth>>,
+) -> Result<ConnectStep1, ProtocolError> {
+    let peer = auth_peer(cx);
+    let auth = match auth {
+        Some(mut a) => {
+            let r = a.request(&peer, &[])?;
+            send_connect_with(cx, r.method, &r.payload)?;
+            Some((a, r.method))
+        }
+        None => {
+            send_connect_with(cx, 0, &[])?;
+            None
+        }
+    };
+    Ok(ConnectStep1::Next(Connecting1::Reply { auth }))
+}
+
+/// The acceptor's verdict (handle_connect_reply_1/_2; msgr1-wire.md §4.1).
+fn on_reply(
+    cx: &mut Cx<'_>,
+    mut auth: Option<(Box<dyn ClientAuth>, u32)>,
+    reply: ConnectReply,
+    authorizer: &[u8],
+    in_seq: Option<u64>,
+) -> Result<ConnectStep1, ProtocolError> {
+    let ours = cx.peer.policy.features_supported;
+    match reply.tag {
+        Tag::ChallengeAuthorizer => {
+            let (a, method) =
+                auth.as_mut()
+                    .ok_or(ProtocolError::Auth(msgr_auth::AuthError::Malformed(
+                        "a challenge to a CONNECT without an authorizer".into(),
+                    )))?;
+            let answer = a.reply_more(authorizer)?;
+            let method = *method;
+            send_connect_with(cx, method, &answer)?;
+            return Ok(ConnectStep1::Next(Connecting1::Reply { auth }));
+        }
+        Tag::Features => {
+            return Err(ProtocolError::MissingFeatures {
+                missing: reply.features & !ours,
+            })
+        }
+        Tag::BadProtoVer => {
+            return Err(ProtocolError::ProtocolVersion {
+                ours: proto_version(cx.config.my_name.kind, cx.peer.entity_type, true),
+                theirs: reply.protocol_version,
+            })
+        }
+        Tag::BadAuthorizer => {
+            return Err(ProtocolError::Auth(msgr_auth::AuthError::Denied(
+                "the peer refused our authorizer (BADAUTHORIZER)".into(),
+            )))
+        }
+        Tag::ResetSession => {
+            // session_reset: what was queued is lost; numbering restarts.
+            cx.session.reset();
+            cx.events.push_back(crate::Event::RemoteReset);
+            return send_connect(cx, auth.map(|a| a.0));
+        }
+        Tag::RetryGlobal => {
+            cx.session.global_seq = cx.config.global_seq.next(u64::from(reply.global_seq))?;
+            return send_connect(cx, auth.map(|a| a.0));
+        }
+        Tag::RetrySession => {
+            let got = u64::from(reply.connect_seq);
+            if got <= cx.session.connect_seq {
+                return Err(ProtocolError::RetryBackwards {
+                    ours: cx.session.connect_seq,
+                    got,
+                });
+            }
+            cx.session.connect_seq = got;
+            return send_connect(cx, auth.map(|a| a.0));
+        }
+        Tag::Wait => return Ok(ConnectStep1::Wait),
+        _ => {}
+    }
+    // READY or SEQ.
+    let missing = cx.peer.policy.features_required & !reply.features;
+    if missing != 0 {
+        return Err(ProtocolError::MissingFeatures { missing });
+    }
+    if let Some((mut a, _)) = auth {
+        let outcome = a.done(0, ConMode::CRC, authorizer)?;
+        if cx.peer.identity.is_none() {
+            cx.peer.identity = outcome.peer;
+        }
+    }
+    if let Some(peer_in_seq) = in_seq {
+        // The acceptor got up to its in_seq: what we requeued up to there
+        // is dropped; ours goes back.
+        cx.session.resume_from(peer_in_seq);
+        cx.link.output.put_slice(&cx.session.in_seq.to_le_bytes());
+    }
+    let reconnected = cx.session.connect_seq > 0;
+    cx.session.peer_global_seq = u64::from(reply.global_seq);
+    cx.session.connect_seq = u64::from(reply.connect_seq);
+    // The acceptor decides whether the session is lossy.
+    cx.peer.policy.lossy = reply.flags & FLAG_LOSSY != 0;
+    cx.peer.features = reply.features & ours;
+    if let Some(l) = cx.link.v1.as_mut() {
+        l.open_stream(cx.peer.features);
+    }
+    Ok(ConnectStep1::Ready { reconnected })
+}
+
+// ------------------------------------------------------------ acceptor
+
+/// The acceptor's phases.
+pub(crate) enum Accepting1 {
+    /// Our banner and addresses are out; awaiting the connector's.
+    Hello,
+    /// Awaiting a CONNECT. `auth` is set once an authorizer was
+    /// challenged (the next CONNECT answers it).
+    Connect { auth: Option<Box<dyn ServerAuth>> },
+    /// SEQ is out; awaiting the connector's in_seq.
+    Seq,
+}
+
+pub(crate) enum AcceptStep1 {
+    Next(Accepting1),
+    Ident(ConnectRequest),
+    /// The connector's in_seq arrived: the session is open.
+    Ready,
+}
+
+const EXPECT_CONNECT: &[Wire] = &[Wire::Connect1];
+const EXPECT_SEQ: &[Wire] = &[Wire::Seq1];
+
+impl Accepting1 {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Accepting1::Hello => "ACCEPTING",
+            Accepting1::Connect { .. } => "ACCEPTING_WAIT_CONNECT_MSG_AUTH",
+            Accepting1::Seq => "ACCEPTING_HANDLED_CONNECT_MSG",
+        }
+    }
+
+    /// `peer_socket`: the connector's address as our socket sees it.
+    pub fn on_input(
+        self,
+        input: Input,
+        cx: &mut Cx<'_>,
+        peer_socket: EntityAddr,
+    ) -> Result<AcceptStep1, ProtocolError> {
+        let state = self.name();
+        match (self, input) {
+            (Accepting1::Hello, Input::V1(Input1::ClientHello(mut addr))) => {
+                // handle_client_banner: a blank IP is the socket's, with
+                // the port the connector claimed.
+                if addr.is_blank_ip() {
+                    addr.addr = peer_socket
+                        .addr
+                        .map(|s| std::net::SocketAddr::new(s.ip(), addr.port()));
+                }
+                addr.kind = EntityAddrType::LEGACY;
+                cx.peer.addrs = EntityAddrvec::single(addr);
+                cx.peer.target_addr = addr;
+                Ok(AcceptStep1::Next(Accepting1::Connect { auth: None }))
+            }
+            (
+                Accepting1::Connect { auth },
+                Input::V1(Input1::Connect {
+                    connect,
+                    authorizer,
+                }),
+            ) => on_connect(cx, auth, connect, &authorizer),
+            (Accepting1::Seq, Input::V1(Input1::Seq(peer_in_seq))) => {
+                cx.session.resume_from(peer_in_seq);
+                Ok(AcceptStep1::Ready)
+            }
+            (Accepting1::Hello, other) => Err(unexpected(state, EXPECT_HELLO, other.wire())),
+            (Accepting1::Connect { .. }, other) => {
+                Err(unexpected(state, EXPECT_CONNECT, other.wire()))
+            }
+            (Accepting1::Seq, other) => Err(unexpected(state, EXPECT_SEQ, other.wire())),
+        }
+    }
+}
+
+/// A reply that refuses or redirects this CONNECT (send_connect_message_reply):
+/// features and protocol version as the final reply would give them.
+pub(crate) fn send_reply(
+    cx: &mut Cx<'_>,
+    tag: Tag,
+    connect: &Connect,
+    global_seq: u32,
+    connect_seq: u32,
+    authorizer: &[u8],
+) {
+    let policy = &cx.peer.policy;
+    let reply = ConnectReply {
+        tag,
+        features: (connect.features & policy.features_supported) | policy.features_required,
+        global_seq,
+        connect_seq,
+        protocol_version: proto_version(cx.config.my_name.kind, cx.peer.entity_type, false),
+        authorizer_len: u32::try_from(authorizer.len()).unwrap_or(u32::MAX),
+        flags: 0,
+    };
+    cx.link.output.put_slice(&reply.encode());
+    cx.link.output.put_slice(authorizer);
+    if let Some(l) = cx.link.v1.as_mut() {
+        l.expect_connect();
+    }
+}
+
+fn again(auth: Option<Box<dyn ServerAuth>>) -> Result<AcceptStep1, ProtocolError> {
+    Ok(AcceptStep1::Next(Accepting1::Connect { auth }))
+}
+
+/// handle_connect_message_2's checks before any session is looked up:
+/// protocol version, features, the authorizer.
+fn on_connect(
+    cx: &mut Cx<'_>,
+    auth: Option<Box<dyn ServerAuth>>,
+    connect: Connect,
+    authorizer: &[u8],
+) -> Result<AcceptStep1, ProtocolError> {
+    let peer_type =
+        u8::try_from(connect.host_type).map_err(|_| ProtocolError::UnexpectedFrame {
+            state: "ACCEPTING_WAIT_CONNECT_MSG_AUTH",
+            expected: EXPECT_CONNECT,
+            got: Wire::Connect1,
+        })?;
+    cx.peer.entity_type = EntityType(peer_type);
+    cx.peer.policy = cx.config.policies.get(cx.peer.entity_type);
+    let ours = proto_version(cx.config.my_name.kind, cx.peer.entity_type, false);
+    if connect.protocol_version != ours {
+        send_reply(cx, Tag::BadProtoVer, &connect, 0, 0, &[]);
+        return again(auth);
+    }
+    let required = cx.peer.policy.features_required | features::MSGR1_REQUIRED;
+    if required & !connect.features != 0 {
+        send_reply(cx, Tag::Features, &connect, 0, 0, &[]);
+        return again(auth);
+    }
+    let challenged = auth.is_some();
+    let mut auth = auth.unwrap_or_else(|| cx.config.auth.server());
+    let peer = AuthPeer {
+        entity_type: cx.peer.entity_type,
+    };
+    let authorizer_reply = if connect.authorizer_len == 0 && tolerates_no_authorizer(cx, &*auth) {
+        Bytes::new()
+    } else {
+        let method = match connect.authorizer_protocol {
+            0 => auth_method::NONE,
+            m => m,
+        };
+        match auth.handle(&peer, method, ConMode::CRC, challenged, authorizer) {
+            Ok(ServerStep::More(challenge)) => {
+                send_reply(cx, Tag::ChallengeAuthorizer, &connect, 0, 0, &challenge);
+                return again(Some(auth));
+            }
+            Ok(ServerStep::Done { payload, outcome }) => {
+                cx.peer.identity = outcome.peer;
+                payload
+            }
+            Err(_) => {
+                send_reply(cx, Tag::BadAuthorizer, &connect, 0, 0, &[]);
+                return again(None);
+            }
+        }
+    };
+    Ok(AcceptStep1::Ident(ConnectRequest {
+        addr: cx.peer.target_addr,
+        connect,
+        authorizer_reply,
+    }))
+}
+
+/// A CONNECT without an authorizer is let through by a monitor from a
+/// non-monitor (it authenticates with MAuth messages next), and by a
+/// server whose auth allows method none.
+fn tolerates_no_authorizer(cx: &Cx<'_>, auth: &dyn ServerAuth) -> bool {
+    let me = cx.config.my_name.kind;
+    if me == EntityType::MON && cx.peer.entity_type != EntityType::MON {
+        return true;
+    }
+    let peer = AuthPeer {
+        entity_type: cx.peer.entity_type,
+    };
+    auth.allowed_methods(&peer).contains(&auth_method::NONE)
+}

@@ -1,0 +1,303 @@
+//! One socket's worth of msgr1 (msgr_frames::v1): what the link reads next
+//! (the acceptor's banner and addresses and its connect replies on a
+//! connector; the connector's banner and address, its CONNECTs and its
+//! in_seq on an acceptor; then each side's stream), and how messages,
+//! acks and keepalives are written.
+//!
+//! The handshake phases (handshake/v1.rs) tell the link when the stream
+//! starts ([`Link1::open_stream`]) and when an acceptor awaits the
+//! connector's in_seq ([`Link1::expect_seq`]); everything else follows
+//! from the bytes.
+
+use bytes::{Bytes, BytesMut};
+use msgr_encoding::{EntityAddr, EntityName, UTime};
+use msgr_frames::v1::{
+    check_banner, decode_addr, write, Connect, ConnectReply, Item, MsgHeader, ServerHello,
+    StreamReader, Tag, WireError, ADDR_LEN, BANNER,
+};
+use msgr_frames::{FrameLimits, WireQueue};
+
+use crate::error::ProtocolError;
+use crate::features;
+use crate::message::Message;
+
+/// The longest authorizer we read, in a CONNECT or its reply (Ceph's
+/// connector asserts a reply's is shorter than this; cephx authorizers
+/// take a few hundred bytes).
+pub const MAX_AUTHORIZER: u32 = 4096;
+
+/// What the peer sent next, on an msgr1 link.
+#[derive(Debug)]
+pub enum Input1 {
+    /// To a connector: the acceptor's banner and addresses.
+    ServerHello(ServerHello),
+    /// To an acceptor: the connector's banner and the address it claims.
+    ClientHello(EntityAddr),
+    Connect {
+        connect: Connect,
+        authorizer: Bytes,
+    },
+    Reply {
+        reply: ConnectReply,
+        authorizer: Bytes,
+        /// After SEQ: the acceptor's in_seq.
+        in_seq: Option<u64>,
+    },
+    /// The connector's in_seq, after SEQ.
+    Seq(u64),
+    Item(Item),
+}
+
+enum Read {
+    ServerHello,
+    Reply,
+    ClientHello,
+    Connect,
+    Seq,
+    Stream(StreamReader),
+}
+
+pub(crate) struct Link1 {
+    read: Read,
+    limits: FrameLimits,
+    /// Our name: every message header's source.
+    src: EntityName,
+    /// Footers carry a signature field (MSG_AUTH).
+    msg_auth: bool,
+    /// The peer reads KEEPALIVE2 (else plain KEEPALIVE).
+    keepalive2: bool,
+}
+
+fn too_large(len: u32) -> ProtocolError {
+    ProtocolError::Msgr1(WireError::AuthorizerTooLarge {
+        len,
+        max: MAX_AUTHORIZER,
+    })
+}
+
+/// The banner and a legacy address: what a connector sends first.
+const CLIENT_HELLO_LEN: usize = BANNER.len() + ADDR_LEN;
+
+/// The bytes of `n` in front of `input`, if they are all in.
+fn take(input: &mut BytesMut, n: usize) -> Option<Bytes> {
+    (input.len() >= n).then(|| input.split_to(n).freeze())
+}
+
+fn le64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b.first_chunk::<8>().copied().unwrap_or_default())
+}
+
+impl Link1 {
+    /// A connector's link (`connector`) or an acceptor's.
+    pub fn new(connector: bool, src: EntityName, limits: FrameLimits) -> Link1 {
+        Link1 {
+            read: if connector {
+                Read::ServerHello
+            } else {
+                Read::ClientHello
+            },
+            limits,
+            src,
+            msg_auth: false,
+            keepalive2: false,
+        }
+    }
+
+    /// The first bytes the link writes: a connector's banner (its address
+    /// follows once the acceptor's hello is in), or an acceptor's banner,
+    /// address, and the connector's address as it sees it.
+    pub fn hello(connector: bool, me: &EntityAddr, peer: &EntityAddr, out: &mut WireQueue) {
+        if connector {
+            out.put_slice(BANNER);
+        } else {
+            let hello = ServerHello {
+                addr: *me,
+                peer_addr: *peer,
+            };
+            out.put_slice(&hello.encode());
+        }
+    }
+
+    /// The handshake is done: both sides' items follow, framed as the
+    /// session's features say.
+    pub fn open_stream(&mut self, session_features: u64) {
+        self.msg_auth = session_features & features::MSG_AUTH != 0;
+        self.keepalive2 = session_features & features::MSGR_KEEPALIVE2 != 0;
+        self.read = Read::Stream(StreamReader::new(self.limits, self.msg_auth));
+    }
+
+    /// An acceptor answered SEQ: the connector's in_seq comes next.
+    pub fn expect_seq(&mut self) {
+        self.read = Read::Seq;
+    }
+
+    /// After a refused CONNECT (a retry, a reset), another comes.
+    pub fn expect_connect(&mut self) {
+        self.read = Read::Connect;
+    }
+
+    pub fn set_limits(&mut self, limits: FrameLimits) {
+        self.limits = limits;
+    }
+
+    /// Bytes the next item needs in all, `input` holding what is read.
+    pub fn want(&self, input: &[u8]) -> usize {
+        let len_at = |at: usize| -> usize {
+            let b = input.get(at..at.saturating_add(4)).unwrap_or_default();
+            let len = u32::from_le_bytes(b.try_into().unwrap_or_default());
+            len.min(MAX_AUTHORIZER) as usize
+        };
+        let total = match &self.read {
+            Read::ServerHello => ServerHello::LEN,
+            Read::ClientHello => CLIENT_HELLO_LEN,
+            Read::Seq => 8,
+            Read::Connect if input.len() >= Connect::LEN => Connect::LEN.saturating_add(len_at(28)),
+            Read::Connect => Connect::LEN,
+            Read::Reply if input.len() >= ConnectReply::LEN => {
+                let seq = if input.first() == Some(&(Tag::Seq as u8)) {
+                    8
+                } else {
+                    0
+                };
+                ConnectReply::LEN
+                    .saturating_add(len_at(21))
+                    .saturating_add(seq)
+            }
+            Read::Reply => ConnectReply::LEN,
+            Read::Stream(r) => return r.bytes_needed(input).max(1),
+        };
+        total.saturating_sub(input.len()).max(1)
+    }
+
+    /// The header of the message being read, once it is in.
+    pub fn pending_header(&self) -> Option<&MsgHeader> {
+        match &self.read {
+            Read::Stream(r) => r.pending_header(),
+            _ => None,
+        }
+    }
+
+    /// Takes the next item from the front of `input`, if it is all there.
+    pub fn poll(&mut self, input: &mut BytesMut) -> Result<Option<Input1>, ProtocolError> {
+        match &mut self.read {
+            Read::ServerHello => {
+                let Some(b) = input.first_chunk::<{ ServerHello::LEN }>() else {
+                    return Ok(None);
+                };
+                let hello = ServerHello::decode(b)?;
+                let _ = input.split_to(ServerHello::LEN);
+                self.read = Read::Reply;
+                Ok(Some(Input1::ServerHello(hello)))
+            }
+            Read::ClientHello => {
+                const LEN: usize = CLIENT_HELLO_LEN;
+                let Some(b) = input.first_chunk::<LEN>() else {
+                    return Ok(None);
+                };
+                let (banner, addr) = b.split_first_chunk::<9>().unwrap_or((BANNER, &[]));
+                check_banner(banner)?;
+                let addr = decode_addr(addr.try_into().unwrap_or(&[0; ADDR_LEN]))?;
+                let _ = input.split_to(LEN);
+                self.read = Read::Connect;
+                Ok(Some(Input1::ClientHello(addr)))
+            }
+            Read::Connect => {
+                let Some(head) = input.first_chunk::<{ Connect::LEN }>() else {
+                    return Ok(None);
+                };
+                let connect = Connect::decode(head);
+                if connect.authorizer_len > MAX_AUTHORIZER {
+                    return Err(too_large(connect.authorizer_len));
+                }
+                // Capped at MAX_AUTHORIZER just above.
+                let len = Connect::LEN.saturating_add(connect.authorizer_len as usize);
+                let Some(raw) = take(input, len) else {
+                    return Ok(None);
+                };
+                let authorizer = raw.slice(Connect::LEN..);
+                Ok(Some(Input1::Connect {
+                    connect,
+                    authorizer,
+                }))
+            }
+            Read::Reply => {
+                let Some(head) = input.first_chunk::<{ ConnectReply::LEN }>() else {
+                    return Ok(None);
+                };
+                let reply = ConnectReply::decode(head)?;
+                if reply.authorizer_len > MAX_AUTHORIZER {
+                    return Err(too_large(reply.authorizer_len));
+                }
+                let after = ConnectReply::LEN.saturating_add(reply.authorizer_len as usize);
+                let seq = if reply.tag == Tag::Seq { 8 } else { 0 };
+                let Some(raw) = take(input, after.saturating_add(seq)) else {
+                    return Ok(None);
+                };
+                let authorizer = raw.slice(ConnectReply::LEN..after);
+                let in_seq = (seq == 8).then(|| le64(raw.get(after..).unwrap_or_default()));
+                Ok(Some(Input1::Reply {
+                    reply,
+                    authorizer,
+                    in_seq,
+                }))
+            }
+            Read::Seq => {
+                let Some(b) = take(input, 8) else {
+                    return Ok(None);
+                };
+                Ok(Some(Input1::Seq(le64(&b))))
+            }
+            Read::Stream(r) => Ok(r.next(input)?.map(Input1::Item)),
+        }
+    }
+
+    // ------------------------------------------------------------ writing
+
+    /// A message as sequence number `seq` (ProtocolV1::write_message):
+    /// tag, header, the sections as they are (no copy), the footer with
+    /// their crcs.
+    pub fn write_message(&self, m: &Message, seq: u64, out: &mut WireQueue) {
+        let len = |b: &Bytes| u32::try_from(b.len()).unwrap_or(u32::MAX);
+        let header = MsgHeader {
+            seq,
+            tid: m.tid,
+            msg_type: m.msg_type,
+            priority: m.priority,
+            version: m.version,
+            front_len: len(&m.front),
+            middle_len: len(&m.middle),
+            data_len: len(&m.data),
+            data_off: m.data_off,
+            src: self.src,
+            compat_version: m.compat_version,
+            reserved: 0,
+            crc: 0,
+        };
+        out.put_slice(&write::msg_head(&header));
+        for section in [&m.front, &m.middle, &m.data] {
+            if !section.is_empty() {
+                out.put_shared(section);
+            }
+        }
+        let (_, footer) = write::footer(&m.front, &m.middle, &m.data, None, self.msg_auth);
+        out.put_slice(&footer);
+    }
+
+    pub fn write_ack(&self, seq: u64, out: &mut WireQueue) {
+        out.put_slice(&write::tagged_u64(Tag::Ack, seq));
+    }
+
+    /// KEEPALIVE2 stamped `stamp`, or a plain KEEPALIVE to a peer without
+    /// MSGR_KEEPALIVE2.
+    pub fn write_keepalive(&self, stamp: UTime, out: &mut WireQueue) {
+        if self.keepalive2 {
+            out.put_slice(&write::tagged_u64(Tag::Keepalive2, write::stamp(stamp)));
+        } else {
+            out.put_slice(&[Tag::Keepalive as u8]);
+        }
+    }
+
+    pub fn write_keepalive_ack(&self, stamp: UTime, out: &mut WireQueue) {
+        out.put_slice(&write::tagged_u64(Tag::Keepalive2Ack, write::stamp(stamp)));
+    }
+}
