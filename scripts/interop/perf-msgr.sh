@@ -3,8 +3,9 @@
 #
 # Interop of our messenger with Ceph 20's own messenger tools (AsyncMessenger,
 # from the Tentacle chroot, auth none, crc mode), MOSDOp writes of 4 KiB and
-# 1 MiB, with our side offering msgr2.1 and, separately, msgr2.0 only, over
-# each of our transports (TRANSPORTS, default "tcp uring": epoll and io_uring):
+# 1 MiB, with our side offering msgr2.1, msgr2.0 only, and msgr1 (both sides
+# at v1: addresses), over each of our transports (TRANSPORTS, default
+# "tcp uring": epoll and io_uring):
 #  1. ceph_perf_msgr_client -> `msgr serve`: every op answered (the client
 #     prints its total), and our server counted every op.
 #  2. `msgr bench --connect` -> ceph_perf_msgr_server: every request answered
@@ -25,18 +26,19 @@ fail() { echo "perf-msgr: FAIL: $*" >&2; echo "logs in $LOG" >&2; exit 1; }
 
 read -r -a TRANSPORTS <<< "${TRANSPORTS:-tcp uring}"
 for tr in "${TRANSPORTS[@]}"; do
- for rev in rev1 rev0; do
+ for rev in rev1 rev0 v1; do
   flag="--transport $tr"; [[ $rev == rev0 ]] && flag+=" --rev0"
+  proto=v2; [[ $rev == v1 ]] && proto=v1
   for size in 4096 1048576; do
     what="$rev, $size B, $tr"
     tag="$rev-$size-$tr"
     ops=$(( size > 65536 ? 300 : 3000 ))
     # 1. Ceph's client against our server.
     port=$((PORT++))
-    "$MSGR" serve --bind "v2:127.0.0.1:$port" --name osd.0 $flag --duration 600 >"$LOG/serve-$tag.log" 2>&1 &
+    "$MSGR" serve --bind "$proto:127.0.0.1:$port" --name osd.0 $flag --duration 600 >"$LOG/serve-$tag.log" 2>&1 &
     sp=$!; PIDS+=("$sp")
     wait_port "$port" || fail "msgr serve did not listen on $port"
-    if ! timeout 120 "$T" run ceph_perf_msgr_client "127.0.0.1:$port" 1 16 "$ops" 0 "$size" \
+    if ! timeout 120 "$T" run ceph_perf_msgr_client "$proto:127.0.0.1:$port" 1 16 "$ops" 0 "$size" \
         >"$LOG/client-$tag.log" 2>&1; then
       fail "ceph_perf_msgr_client -> msgr serve ($what): $(tail -3 "$LOG/client-$tag.log")"
     fi
@@ -48,10 +50,10 @@ for tr in "${TRANSPORTS[@]}"; do
 
     # 2. Our client against Ceph's server.
     port=$((PORT++))
-    "$T" run ceph_perf_msgr_server "127.0.0.1:$port" 1 0 >"$LOG/cserver-$tag.log" 2>&1 &
+    "$T" run ceph_perf_msgr_server "$proto:127.0.0.1:$port" 1 0 >"$LOG/cserver-$tag.log" 2>&1 &
     cp=$!; PIDS+=("$cp")
     wait_port "$port" || fail "ceph_perf_msgr_server did not listen on $port"
-    out=$(timeout 120 "$MSGR" bench --connect "v2:127.0.0.1:$port/0" --size "$size" --depth 16 \
+    out=$(timeout 120 "$MSGR" bench --connect "$proto:127.0.0.1:$port/0" --size "$size" --depth 16 \
           --count "$ops" --policy lossless-client $flag --json 2>"$LOG/bench-$tag.err") ||
       fail "msgr bench -> ceph_perf_msgr_server ($what): $(tail -3 "$LOG/bench-$tag.err")"
     echo "$out" >"$LOG/bench-$tag.json"

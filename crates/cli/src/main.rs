@@ -55,7 +55,8 @@ commands:
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
         [--transport tcp|uring] [--raw] [SECURITY OPTIONS]
-      Answers MOSDOp with MOSDOpReply and MPing with MPing, on S shards
+      Answers MOSDOp with MOSDOpReply and MPing with MPing on each ADDR
+      (msgr2 on v2:IP:PORT, msgr1 on v1:IP:PORT; --bind repeats), on S shards
       (threads pinned to cores; default: the cores this process may use),
       moving bytes through epoll (tcp, the default) or io_uring. --raw
       serves bench's raw TCP pattern instead, on one thread (the baseline
@@ -289,7 +290,14 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--policy" => net.policy = parse(&mut parser)?,
             "--inject-socket-failures" => net.inject_socket_failures = parse(&mut parser)?,
             "--rev0" => net.rev1 = false,
-            "--bind" => bind = Some(parse(&mut parser)?),
+            // Repeated, the addresses add up: `--bind v2:IP:P --bind v1:IP:Q`
+            // listens for both protocols and advertises both.
+            "--bind" => {
+                let more: EntityAddrvec = parse(&mut parser)?;
+                bind.get_or_insert_with(EntityAddrvec::default)
+                    .0
+                    .extend(more.0);
+            }
             "--name" => name = parse(&mut parser)?,
             "--nonce" => nonce = parse(&mut parser)?,
             "--shards" => net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
@@ -308,7 +316,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     }
     net.security = sec.resolve(true)?;
     net.compress_all_peers = true;
-    let bind = bind.ok_or("serve needs --bind v2:IP:PORT")?;
+    let bind = bind.ok_or("serve needs --bind v2:IP:PORT (or v1:IP:PORT for msgr1)")?;
     // One thread: with one shard the messenger runs here, in crimson's
     // model (a shard is a thread; tokio's work-stealing runtime would move
     // its connections' tasks between threads); with more, the shards are

@@ -363,8 +363,10 @@ impl<T: Transport> Messenger<T> {
         self.inner.config.my_name
     }
 
-    /// Binds each msgr2 address of `addrs` (port 0: any) and starts
-    /// accepting; returns the bound addresses. With several shards, every
+    /// Binds each address of `addrs` (port 0: any) and starts accepting,
+    /// msgr1 on a `v1:` address and msgr2 on any other; returns the bound
+    /// addresses, which the messenger advertises (both, as Ceph's daemons
+    /// do with `[v2:IP:PORT,v1:IP:PORT]`). With several shards, every
     /// shard accepts on the address where the transport can share a port
     /// (SO_REUSEPORT); elsewhere one listener hands connections out to the
     /// shards in turn.
@@ -375,8 +377,15 @@ impl<T: Transport> Messenger<T> {
             let sock = a
                 .addr
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "address without IP"))?;
-            let local = self.listen(sock).await?;
-            bound.push(EntityAddr::new(EntityAddrType::MSGR2, local, nonce));
+            // A `v1:` address listens for msgr1; any other for msgr2.
+            let msgr1 = a.kind == EntityAddrType::LEGACY;
+            let local = self.listen(sock, msgr1).await?;
+            let kind = if msgr1 {
+                EntityAddrType::LEGACY
+            } else {
+                EntityAddrType::MSGR2
+            };
+            bound.push(EntityAddr::new(kind, local, nonce));
         }
         let bound = EntityAddrvec(bound);
         *self

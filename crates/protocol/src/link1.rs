@@ -138,6 +138,9 @@ impl Link1 {
 
     pub fn set_limits(&mut self, limits: FrameLimits) {
         self.limits = limits;
+        if let Read::Stream(r) = &mut self.read {
+            r.set_limits(limits);
+        }
     }
 
     /// Bytes the next item needs in all, `input` holding what is read.

@@ -38,8 +38,8 @@ fn client_server(auth: std::sync::Arc<dyn msgr_auth::AuthProvider>) -> (Net, usi
 
 /// The handshake opens a session both ways, with auth none and with an
 /// authorizer the server challenges once (CHALLENGE_AUTHORIZER, then a
-/// second CONNECT); messages flow in order both ways and acks empty the
-/// senders' unacknowledged lists.
+/// second CONNECT); messages (one of 4 MiB) flow in order both ways and
+/// acks empty the senders' unacknowledged lists.
 #[test]
 fn handshake_and_messages_both_ways() {
     for auth in [none(), shared_key(&[ConMode::CRC])] {
@@ -58,9 +58,11 @@ fn handshake_and_messages_both_ways() {
         for t in 1..=5 {
             net.send((0, c), t, 100 * t as usize);
         }
+        // Larger than any handshake frame: the session's caps apply.
+        net.send((0, c), 6, 4 << 20);
         net.send((1, s), 100, 10);
         net.run();
-        assert_eq!(net.delivered(1), vec![1, 2, 3, 4, 5]);
+        assert_eq!(net.delivered(1), vec![1, 2, 3, 4, 5, 6]);
         assert_eq!(net.delivered(0), vec![100]);
         assert_eq!(net.conn((0, c)).session().unacked(), 0);
         assert_eq!(net.conn((1, s)).session().unacked(), 0);

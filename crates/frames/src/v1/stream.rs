@@ -129,6 +129,12 @@ impl StreamReader {
         self
     }
 
+    /// New caps, from the next message on (a session's, once its
+    /// handshake is done).
+    pub fn set_limits(&mut self, limits: FrameLimits) {
+        self.limits = limits;
+    }
+
     /// The length of the footers this reader expects.
     pub fn footer_len(&self) -> usize {
         self.footer_len

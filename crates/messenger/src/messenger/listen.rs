@@ -1,6 +1,7 @@
 //! Listening: every shard accepting on a bound port, or one listener
-//! handing connections out; a new connection for each accepted stream;
-//! room made at the connection limit by evicting the idlest.
+//! handing connections out; a new connection for each accepted stream,
+//! speaking the listener's protocol (msgr1 on a `v1:` address, else
+//! msgr2); room made at the connection limit by evicting the idlest.
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -14,23 +15,26 @@ use crate::connection::{Command, Connection};
 use crate::driver::{Driver, Socket, SocketSlot};
 
 impl<T: Transport> Messenger<T> {
-    /// Listens on `addr` from every shard, or from shard 0 handing out.
+    /// Listens on `addr` (for msgr1 connections if `msgr1`) from every
+    /// shard, or from shard 0 handing out.
     pub(super) async fn listen(
         &self,
         addr: std::net::SocketAddr,
+        msgr1: bool,
     ) -> io::Result<std::net::SocketAddr> {
         let n = self.inner.shards.len();
         if n > 1 && self.inner.accept_on_every_shard {
-            if let Some(first) = self.listen_on(0, addr, Accept::Shared).await? {
+            let shared = Accept::Shared { msgr1 };
+            if let Some(first) = self.listen_on(0, addr, shared).await? {
                 for shard in 1..n {
-                    self.listen_on(shard, first, Accept::Shared).await?;
+                    self.listen_on(shard, first, shared).await?;
                 }
                 return Ok(first);
             }
         }
         let how = match n {
-            1 => Accept::Shared,
-            _ => Accept::HandOut,
+            1 => Accept::Shared { msgr1 },
+            _ => Accept::HandOut { msgr1 },
         };
         match self.listen_on(0, addr, how).await? {
             Some(local) => Ok(local),
@@ -51,7 +55,7 @@ impl<T: Transport> Messenger<T> {
         let inner = self.inner.clone();
         self.inner.spawn(shard, async move {
             let listener = match (how, inner.shards.len()) {
-                (Accept::Shared, n) if n > 1 => inner.transport.bind_shared(addr).await,
+                (Accept::Shared { .. }, n) if n > 1 => inner.transport.bind_shared(addr).await,
                 _ => inner.transport.bind(addr).await.map(Some),
             };
             let mut listener = match listener {
@@ -72,14 +76,15 @@ impl<T: Transport> Messenger<T> {
     }
 }
 
-/// How a listener's connections are shared out.
+/// How a listener's connections are shared out, and which protocol they
+/// speak.
 #[derive(Debug, Clone, Copy)]
 enum Accept {
     /// Each shard has its own listener (or there is one shard): a
     /// connection stays where it was accepted.
-    Shared,
+    Shared { msgr1: bool },
     /// One listener: connections go to the shards in turn.
-    HandOut,
+    HandOut { msgr1: bool },
 }
 
 async fn accept_loop<T: Transport>(
@@ -98,11 +103,11 @@ async fn accept_loop<T: Transport>(
             _ = stop.changed() => return,
             r = listener.accept() => match r {
                 Ok((stream, peer)) => {
-                    let to = match how {
-                        Accept::Shared => shard,
-                        Accept::HandOut => inner.shards.next(),
+                    let (to, msgr1) = match how {
+                        Accept::Shared { msgr1 } => (shard, msgr1),
+                        Accept::HandOut { msgr1 } => (inner.shards.next(), msgr1),
                     };
-                    accept(inner, shard, to, stream, peer);
+                    accept(inner, shard, to, stream, peer, msgr1);
                 }
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
             },
@@ -111,13 +116,14 @@ async fn accept_loop<T: Transport>(
 }
 
 /// A stream accepted on shard `here`: a new connection that runs the
-/// acceptor handshake on shard `to`.
+/// acceptor handshake (msgr1's if `msgr1`) on shard `to`.
 fn accept<T: Transport>(
     inner: &Arc<Inner<T>>,
     here: usize,
     to: usize,
     stream: T::Stream,
     peer: std::net::SocketAddr,
+    msgr1: bool,
 ) {
     if *inner.shutdown.borrow() {
         return;
@@ -145,7 +151,8 @@ fn accept<T: Transport>(
     // Listed before the connection exists: whoever sees it start (an
     // interceptor) finds it among `connections()`.
     let handle = inner.new_connection(id, here);
-    let conn = Conn::accept(inner.config.clone(), me, peer, crate::now(), id);
+    let accept = if msgr1 { Conn::accept_v1 } else { Conn::accept };
+    let conn = accept(inner.config.clone(), me, peer, crate::now(), id);
     let Some(link) = conn.link_id() else {
         // Closed at birth (a test interceptor's fault): drop the socket.
         inner.forget(&handle);
