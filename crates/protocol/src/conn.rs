@@ -815,8 +815,17 @@ impl Conn {
             self.state,
             State::NeedSocket | State::Backoff { .. } | State::Connecting(_)
         );
+        // msgr1: the session opened here and awaits the connector's in_seq
+        // (SEQ went out): an established session's fault, not a refused
+        // socket's (ProtocolV1::fault closes only up to
+        // ACCEPTING_WAIT_CONNECT_MSG_AUTH).
+        let seq_pending = matches!(
+            self.state,
+            State::Accepting(Accepting::V1(crate::handshake::v1::Accepting1::Seq))
+        );
         match self.state {
             State::Closed => return,
+            _ if seq_pending => {}
             // An accepted socket that never became a session: just close.
             State::Accepting(_) | State::Deciding(_) | State::ServerWait => {
                 return self.close(false)
@@ -828,7 +837,7 @@ impl Conn {
         }
         self.drop_link();
         self.session.requeue_sent();
-        let was_established = matches!(self.state, State::Ready | State::Standby);
+        let was_established = matches!(self.state, State::Ready | State::Standby) || seq_pending;
         if policy.server
             || (policy.standby
                 && !self.session.has_output()

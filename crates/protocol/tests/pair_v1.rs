@@ -193,3 +193,40 @@ fn keepalive_is_acknowledged() {
     net.run();
     assert_eq!(net.conn((0, c)).last_keepalive_ack(), Some(stamp));
 }
+
+/// The socket fails while the server's session awaits the client's in_seq
+/// (SEQ is out, nothing more came): that is an open session's fault, not
+/// a refused socket's. The server stands by with the session, the client's
+/// next CONNECT resumes it, and nothing is lost or reset. (Closing it made
+/// the server answer that CONNECT with RESETSESSION, found by Ceph's
+/// client with injected socket failures.)
+#[test]
+fn a_fault_awaiting_the_in_seq_keeps_the_session() {
+    let (mut net, c) = client_server(none());
+    net.send((0, c), 1, 10);
+    net.run();
+    let s = net.registered(1, 0).unwrap();
+    // Lose what the client writes once READY again: its in_seq, message 2.
+    net.drop_in_phase = Some((0, "READY"));
+    net.cut((0, c));
+    net.send((0, c), 2, 10);
+    net.run();
+    assert_eq!(net.conn((1, s)).phase(), "ACCEPTING_HANDLED_CONNECT_MSG");
+    net.stop_dropping();
+    net.cut((1, s));
+    net.run();
+    net.advance(Duration::from_secs(1));
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
+    assert_eq!(net.delivered(1), vec![1, 2]);
+    assert!(
+        !net.log(0, c).contains(&Ev::RemoteReset),
+        "{:?}",
+        net.log(0, c)
+    );
+    assert_eq!(net.registered(1, 0), Some(s));
+}
