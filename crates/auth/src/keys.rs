@@ -125,6 +125,36 @@ impl SessionKey {
     pub fn verify<'a>(&self, parts: impl IntoIterator<Item = &'a [u8]>, signature: &[u8]) -> bool {
         ct_eq(&self.signature(parts), signature)
     }
+
+    /// An msgr1 message signature (CephxSessionHandler::_calc_signature)
+    /// over `block`, the message's crcs and lengths as msgr1 lays them out
+    /// (docs/research/msgr1-wire.md §5.2). With CEPHX_V2 (`v2`): the XOR
+    /// of the four little-endian words of the block's first 32 encrypted
+    /// bytes (an AES-128 key: AES-128-CBC with Ceph's IV), or of its
+    /// HMAC-SHA256 (an aes256k key, 32 bytes). Before CEPHX_V2: the first
+    /// 8 encrypted bytes. `None` without a cephx key.
+    pub fn msgr1_signature(&self, block: &[u8], v2: bool) -> Option<u64> {
+        use crate::cephx::{CryptoKey, KeyKind};
+        let secret = self.0.expose();
+        let kind = match secret.len() {
+            16 => KeyKind::Aes128,
+            32 => KeyKind::Aes256k,
+            _ => return None,
+        };
+        let key = CryptoKey::new(kind, Default::default(), secret.to_vec()).ok()?;
+        let bytes: Vec<u8> = match kind {
+            KeyKind::Aes256k => key.hmac_sha256(&[block]).to_vec(),
+            _ => key.encrypt_with_confounder(0, block, &Default::default()),
+        };
+        let word = |i: usize| {
+            let w = bytes.get(i..i.saturating_add(8)).unwrap_or_default();
+            u64::from_le_bytes(w.try_into().unwrap_or_default())
+        };
+        Some(match v2 {
+            true => word(0) ^ word(8) ^ word(16) ^ word(24),
+            false => word(0),
+        })
+    }
 }
 
 impl std::fmt::Debug for SessionKey {
@@ -162,5 +192,37 @@ mod tests {
         assert!(!k.verify([&b"what do ya want for nothing?"[..]], &sig[..31]));
         let bytes = a.to_bytes();
         assert_eq!(Secret::decode_exact(&bytes, "secret").unwrap(), a);
+    }
+}
+
+#[cfg(test)]
+mod msgr1_tests {
+    use super::SessionKey;
+
+    fn h(s: &str) -> Vec<u8> {
+        msgr_encoding::hex::decode(&s.replace(' ', "")).unwrap()
+    }
+
+    /// The signatures of the first MOSDOp of pacific-v1-rados-put-get.pcap
+    /// (AES-128 session key) and tentacle-v1-rados-put-get.pcap (aes256k),
+    /// with the keys recovered from those captures
+    /// (docs/research/msgr1-wire.md §5.2).
+    #[test]
+    fn msgr1_signatures_match_ceph_16_and_20() {
+        let aes = SessionKey::new(h("219cc025d193c8c36e7d20950fe176cc"));
+        let block = h("095f80fc a7881b32 d4000000 00000000 00000000 9f71aaf4 00280000 01000000");
+        assert_eq!(
+            aes.msgr1_signature(&block, true),
+            Some(0xe2c9_a317_cb67_6404)
+        );
+        let aes256k = SessionKey::new(h(
+            "9cd968d97a52cb99534ddbb319d709153295f87e4ad34e4a91bd708cf60853dc",
+        ));
+        let block = h("4cbf0b77 81c2553d db000000 00000000 00000000 9f71aaf4 00280000 01000000");
+        assert_eq!(
+            aes256k.msgr1_signature(&block, true),
+            Some(0x2176_da76_feab_dc66)
+        );
+        assert_eq!(SessionKey::default().msgr1_signature(&block, true), None);
     }
 }

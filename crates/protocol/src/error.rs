@@ -135,6 +135,9 @@ pub enum ProtocolError {
     /// msgr1: RETRY_SESSION with a connect_seq that does not move ours
     /// forward (Ceph's connector asserts it does).
     RetryBackwards { ours: u64, got: u64 },
+    /// msgr1: a message on a signing session whose cephx signature does
+    /// not match it (or that has none).
+    MessageSignature { seq: u64 },
 }
 
 impl ProtocolError {
@@ -159,7 +162,9 @@ impl ProtocolError {
             | ProtocolError::TooManyAuthRounds { .. } => Fault::PeerMisbehaved,
             ProtocolError::Msgr1(e) => e.fault(),
             ProtocolError::ProtocolVersion { .. } => Fault::PeerIncompatible,
-            ProtocolError::RetryBackwards { .. } => Fault::PeerMisbehaved,
+            ProtocolError::RetryBackwards { .. } | ProtocolError::MessageSignature { .. } => {
+                Fault::PeerMisbehaved
+            }
             ProtocolError::Timeout(_)
             | ProtocolError::Transport { .. }
             | ProtocolError::ClosedInHandshake { .. }
@@ -323,6 +328,10 @@ impl fmt::Display for ProtocolError {
             ProtocolError::ProtocolVersion { ours, theirs } => write!(
                 f,
                 "msgr1 protocol versions differ: ours {ours}, the peer's {theirs} (BADPROTOVER)"
+            ),
+            ProtocolError::MessageSignature { seq } => write!(
+                f,
+                "message {seq} fails its cephx signature check (altered, or signed with another key)"
             ),
             ProtocolError::RetryBackwards { ours, got } => write!(
                 f,

@@ -10,10 +10,12 @@
 //! from the bytes.
 
 use bytes::{Bytes, BytesMut};
+use msgr_auth::SessionKey;
 use msgr_encoding::{EntityAddr, EntityName, UTime};
+use msgr_frames::v1::header::{footer_flags, section_crc, signature_block};
 use msgr_frames::v1::{
-    check_banner, decode_addr, write, Connect, ConnectReply, Item, MsgHeader, ServerHello,
-    StreamReader, Tag, WireError, ADDR_LEN, BANNER,
+    check_banner, decode_addr, write, Connect, ConnectReply, Footer, Item, Msg, MsgHeader,
+    ServerHello, StreamReader, Tag, WireError, ADDR_LEN, BANNER,
 };
 use msgr_frames::{FrameLimits, WireQueue};
 
@@ -66,6 +68,11 @@ pub(crate) struct Link1 {
     msg_auth: bool,
     /// The peer reads KEEPALIVE2 (else plain KEEPALIVE).
     keepalive2: bool,
+    /// The session key the handshake's authorizer set up (cephx).
+    key: Option<SessionKey>,
+    /// Signing and checking messages, once the stream is open with
+    /// MSG_AUTH: the key, and whether the format is CEPHX_V2's.
+    signer: Option<(SessionKey, bool)>,
 }
 
 fn too_large(len: u32) -> ProtocolError {
@@ -100,7 +107,20 @@ impl Link1 {
             src,
             msg_auth: false,
             keepalive2: false,
+            key: None,
+            signer: None,
         }
+    }
+
+    /// The authorizer's session key: messages are signed with it once the
+    /// stream is open (an empty key, auth none's, signs nothing).
+    pub fn set_key(&mut self, key: SessionKey) {
+        self.key = (!key.is_empty()).then_some(key);
+    }
+
+    /// Whether messages are signed and checked.
+    pub fn signs(&self) -> bool {
+        self.signer.is_some()
     }
 
     /// The first bytes the link writes: a connector's banner (its address
@@ -123,6 +143,13 @@ impl Link1 {
     pub fn open_stream(&mut self, session_features: u64) {
         self.msg_auth = session_features & features::MSG_AUTH != 0;
         self.keepalive2 = session_features & features::MSGR_KEEPALIVE2 != 0;
+        // cephx signs with the session key when both sides have MSG_AUTH
+        // (CephxSessionHandler, cephx_sign_messages).
+        let v2 = features::has(session_features, features::CEPHX_V2);
+        self.signer = match (&self.key, self.msg_auth) {
+            (Some(k), true) if k.msgr1_signature(&[], v2).is_some() => Some((k.clone(), v2)),
+            _ => None,
+        };
         self.read = Read::Stream(StreamReader::new(self.limits, self.msg_auth));
     }
 
@@ -261,7 +288,7 @@ impl Link1 {
     /// their crcs.
     pub fn write_message(&self, m: &Message, seq: u64, out: &mut WireQueue) {
         let len = |b: &Bytes| u32::try_from(b.len()).unwrap_or(u32::MAX);
-        let header = MsgHeader {
+        let mut header = MsgHeader {
             seq,
             tid: m.tid,
             msg_type: m.msg_type,
@@ -276,14 +303,47 @@ impl Link1 {
             reserved: 0,
             crc: 0,
         };
-        out.put_slice(&write::msg_head(&header));
+        let head = write::msg_head(&header);
+        header.crc = MsgHeader::decode(head[1..].try_into().unwrap_or(&[0; MsgHeader::LEN]))
+            .map_or(0, |h| h.crc);
+        out.put_slice(&head);
         for section in [&m.front, &m.middle, &m.data] {
             if !section.is_empty() {
                 out.put_shared(section);
             }
         }
-        let (_, footer) = write::footer(&m.front, &m.middle, &m.data, None, self.msg_auth);
-        out.put_slice(&footer);
+        let mut footer = Footer {
+            front_crc: section_crc(&m.front),
+            middle_crc: section_crc(&m.middle),
+            data_crc: section_crc(&m.data),
+            sig: 0,
+            flags: footer_flags::COMPLETE,
+        };
+        if let Some(sig) = self.signature(&header, &footer) {
+            footer.sig = sig;
+            footer.flags |= footer_flags::SIGNED;
+        }
+        match self.msg_auth {
+            true => out.put_slice(&footer.encode()),
+            false => out.put_slice(&footer.encode_old()),
+        }
+    }
+
+    fn signature(&self, header: &MsgHeader, footer: &Footer) -> Option<u64> {
+        let (key, v2) = self.signer.as_ref()?;
+        key.msgr1_signature(&signature_block(header, footer, *v2), *v2)
+    }
+
+    /// Checks a received message's signature, on a signing session
+    /// (CephxSessionHandler::check_message_signature: a message without
+    /// one there is refused too).
+    pub fn check_signature(&self, m: &Msg) -> Result<(), ProtocolError> {
+        match self.signature(&m.header, &m.footer) {
+            Some(sig) if !msgr_auth::ct_eq(&sig.to_le_bytes(), &m.footer.sig.to_le_bytes()) => {
+                Err(ProtocolError::MessageSignature { seq: m.header.seq })
+            }
+            _ => Ok(()),
+        }
     }
 
     pub fn write_ack(&self, seq: u64, out: &mut WireQueue) {
@@ -302,5 +362,58 @@ impl Link1 {
 
     pub fn write_keepalive_ack(&self, stamp: UTime, out: &mut WireQueue) {
         out.put_slice(&write::tagged_u64(Tag::Keepalive2Ack, write::stamp(stamp)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message signed by one end checks at the other; one whose
+    /// signature is not its own, or missing, is refused.
+    #[test]
+    fn signed_messages_check_and_forgeries_do_not() {
+        let features = features::MSG_AUTH | features::CEPHX_V2;
+        let key = SessionKey::new(b"0123456789abcdef".to_vec());
+        let mut tx = Link1::new(true, "client.1".parse().unwrap(), FrameLimits::default());
+        tx.set_key(key.clone());
+        tx.open_stream(features);
+        let mut rx = Link1::new(false, "osd.0".parse().unwrap(), FrameLimits::default());
+        rx.set_key(key);
+        rx.open_stream(features);
+        assert!(tx.signs() && rx.signs());
+        let mut m = Message::new(42, Bytes::from_static(b"front"));
+        m.data = Bytes::from(vec![7u8; 100]);
+        let mut out = WireQueue::new();
+        tx.write_message(&m, 1, &mut out);
+        let wire = out.take_all();
+        let read = |bytes: &[u8]| {
+            let mut rx2 = Link1::new(false, "osd.0".parse().unwrap(), FrameLimits::default());
+            rx2.open_stream(features);
+            let mut input = BytesMut::from(bytes);
+            match rx2.poll(&mut input).unwrap() {
+                Some(Input1::Item(Item::Msg(m))) => *m,
+                other => panic!("{other:?}"),
+            }
+        };
+        let good = read(&wire);
+        assert_ne!(good.footer.sig, 0);
+        assert_eq!(rx.check_signature(&good), Ok(()));
+        // The signature covers the sequence number: the same bytes as
+        // message 2 do not check.
+        let mut replayed = good.clone();
+        replayed.header.seq = 2;
+        assert_eq!(
+            rx.check_signature(&replayed),
+            Err(ProtocolError::MessageSignature { seq: 2 })
+        );
+        let mut unsigned = good;
+        unsigned.footer.sig = 0;
+        assert!(rx.check_signature(&unsigned).is_err());
+        // Without a key (auth none) nothing is signed or checked.
+        let mut plain = Link1::new(true, "client.1".parse().unwrap(), FrameLimits::default());
+        plain.set_key(SessionKey::default());
+        plain.open_stream(features);
+        assert!(!plain.signs());
     }
 }

@@ -38,13 +38,19 @@ fn client_server(auth: std::sync::Arc<dyn msgr_auth::AuthProvider>) -> (Net, usi
 
 /// The handshake opens a session both ways, with auth none and with an
 /// authorizer the server challenges once (CHALLENGE_AUTHORIZER, then a
-/// second CONNECT); messages (one of 4 MiB) flow in order both ways and
-/// acks empty the senders' unacknowledged lists.
+/// second CONNECT, then messages signed with its session key); messages
+/// (one of 4 MiB) flow in order both ways and acks empty the senders'
+/// unacknowledged lists.
 #[test]
 fn handshake_and_messages_both_ways() {
     for auth in [none(), shared_key(&[ConMode::CRC])] {
+        let keyed = auth.server().allowed_methods(&msgr_auth::AuthPeer {
+            entity_type: msgr_encoding::EntityType::CLIENT,
+        }) != [1];
         let (mut net, c) = client_server(auth);
         assert!(net.conn((0, c)).is_msgr1());
+        // A session key (the shared-key method's) signs every message.
+        assert_eq!(net.conn((0, c)).msgr1_signs(), keyed);
         assert_eq!(
             net.state((0, c)),
             ConnState::Ready,

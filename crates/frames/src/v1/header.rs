@@ -216,6 +216,45 @@ impl Footer {
     }
 }
 
+/// `AUTH_ENC_MAGIC`, the head of a cephx encryption envelope.
+const AUTH_ENC_MAGIC: u64 = 0xff00_9cad_8826_aa55;
+
+/// What a cephx signature of a message covers (CephxSessionHandler::
+/// _calc_signature; docs/research/msgr1-wire.md §5.2): with CEPHX_V2,
+/// the header crc, each section's crc and length, and the low word of the
+/// sequence number (32 bytes); before it, an encryption envelope of the
+/// four crcs (29 bytes).
+pub fn signature_block(header: &MsgHeader, footer: &Footer, cephx_v2: bool) -> Vec<u8> {
+    let mut b = Vec::with_capacity(32);
+    if cephx_v2 {
+        for w in [
+            header.crc,
+            footer.front_crc,
+            header.front_len,
+            footer.middle_crc,
+            header.middle_len,
+            footer.data_crc,
+            header.data_len,
+            header.seq as u32,
+        ] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+    } else {
+        b.push(1);
+        b.extend_from_slice(&AUTH_ENC_MAGIC.to_le_bytes());
+        b.extend_from_slice(&16u32.to_le_bytes());
+        for w in [
+            header.crc,
+            footer.front_crc,
+            footer.middle_crc,
+            footer.data_crc,
+        ] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+    b
+}
+
 /// A section's crc as msgr1 computes it (`bufferlist::crc32c(0)`).
 pub fn section_crc(bytes: &[u8]) -> u32 {
     ceph_crc32c(0, bytes)

@@ -28,6 +28,14 @@ impl Conn {
         self.msgr1
     }
 
+    /// Whether its current msgr1 socket signs and checks messages (cephx).
+    pub fn msgr1_signs(&self) -> bool {
+        self.link
+            .as_ref()
+            .and_then(|l| l.v1.as_ref())
+            .is_some_and(|l| l.signs())
+    }
+
     /// A new msgr1 link as link `id`, with its first bytes queued.
     pub(super) fn msgr1_link(&mut self, id: LinkId) -> Link {
         let connector = self.side == Side::Connector;
@@ -200,6 +208,9 @@ impl Conn {
             return Ok(());
         }
         let h = m.header;
+        if let Some(l) = self.link.as_ref().and_then(|l| l.v1.as_ref()) {
+            l.check_signature(&m)?;
+        }
         self.check_budget(h.payload_len())?;
         let lossy = self.peer.policy.lossy;
         match self.session.arrived(h.seq, lossy)? {

@@ -296,6 +296,9 @@ fn on_reply(
         if cx.peer.identity.is_none() {
             cx.peer.identity = outcome.peer;
         }
+        if let Some(l) = cx.link.v1.as_mut() {
+            l.set_key(outcome.session_key);
+        }
     }
     if let Some(peer_in_seq) = in_seq {
         // The acceptor got up to its in_seq: what we requeued up to there
@@ -465,6 +468,9 @@ fn on_connect(
             }
             Ok(ServerStep::Done { payload, outcome }) => {
                 cx.peer.identity = outcome.peer;
+                if let Some(l) = cx.link.v1.as_mut() {
+                    l.set_key(outcome.session_key);
+                }
                 payload
             }
             Err(_) => {
