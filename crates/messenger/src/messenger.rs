@@ -35,6 +35,9 @@ pub struct Options {
     pub auth: Arc<dyn AuthProvider>,
     /// Announce msgr2.1 (REVISION_1); false speaks msgr2.0 only.
     pub rev1: bool,
+    /// Dial peers' msgr2 addresses (ms_bind_msgr2); false: their msgr1
+    /// (`v1:`) addresses only.
+    pub msgr2: bool,
     pub timeouts: Timeouts,
     pub compression: CompressionConfig,
     /// Caps on frames of READY sessions (segment, frame, decompressed sizes).
@@ -93,6 +96,7 @@ impl Options {
             policies,
             auth,
             rev1: true,
+            msgr2: true,
             timeouts: Timeouts::default(),
             compression: CompressionConfig::default(),
             frame_limits: msgr_frames::FrameLimits::default(),
@@ -288,6 +292,7 @@ impl<T: Transport> Messenger<T> {
         if !opts.rev1 {
             config = config.rev0_only();
         }
+        config.msgr2 = opts.msgr2;
         config.timeouts = opts.timeouts;
         config.compression = opts.compression.clone();
         config.frame_limits = opts.frame_limits;

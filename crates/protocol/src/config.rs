@@ -228,6 +228,9 @@ pub struct Config {
     /// Take our own IP from the peer's HELLO when we do not know it
     /// (ms_learn_addr_from_peer).
     pub learn_addr_from_peer: bool,
+    /// Dial peers' msgr2 addresses (ms_bind_msgr2; false: msgr1 only, as
+    /// a Ceph messenger bound without msgr2 drops them).
+    pub msgr2: bool,
     pub global_seq: Arc<GlobalSeq>,
     /// Frame queued messages only while fewer than this many bytes wait to
     /// be written (the link's queue plus what the runtime holds, which it
@@ -266,6 +269,7 @@ impl Config {
             queue_limits: QueueLimits::default(),
             compression: CompressionConfig::default(),
             learn_addr_from_peer: true,
+            msgr2: true,
             global_seq: Arc::new(GlobalSeq::default()),
             output_window: None,
             random: Arc::new(msgr_auth::SystemRandom),

@@ -185,11 +185,7 @@ impl Conn {
         id: u64,
     ) -> Conn {
         let policy = config.policies.get(peer_type);
-        let target_addr = target
-            .msgr2()
-            .or(target.0.first())
-            .copied()
-            .unwrap_or_default();
+        let target_addr = crate::peer::target_addr(&target, config.msgr2).unwrap_or_default();
         let peer = PeerInfo {
             entity_type: peer_type,
             addrs: target,

@@ -40,7 +40,7 @@ pub use error::{Claim, ProtocolError, Wire};
 pub use handshake::{IdentRequest, MAX_AUTH_ROUNDS};
 pub use link::{LinkId, MAX_PRE_AUTH};
 pub use message::Message;
-pub use peer::{MyAddrs, PeerInfo};
+pub use peer::{target_addr, MyAddrs, PeerInfo};
 pub use policy::{Policy, PolicyName, ThrottleLimits};
 pub use session::Session;
 

@@ -28,6 +28,27 @@ pub struct PeerInfo {
     pub identity: Option<Identity>,
 }
 
+/// The address a connector dials in `addrs` (AsyncMessenger::
+/// create_connect: "always prefer the first one"): the first msgr2 or
+/// msgr1 one, msgr2 ones only if `msgr2` (a messenger bound without msgr2
+/// drops them, _filter_addrs); an `any:` address speaks either. Else the
+/// first address, whatever it is.
+pub fn target_addr(addrs: &EntityAddrvec, msgr2: bool) -> Option<EntityAddr> {
+    let usable = |a: &&EntityAddr| match a.kind {
+        EntityAddrType::LEGACY => true,
+        EntityAddrType::MSGR2 | EntityAddrType::ANY => msgr2,
+        _ => false,
+    };
+    let mut a = addrs.0.iter().find(usable).or(addrs.0.first()).copied()?;
+    if a.kind == EntityAddrType::ANY {
+        a.kind = match msgr2 {
+            true => EntityAddrType::MSGR2,
+            false => EntityAddrType::LEGACY,
+        };
+    }
+    Some(a)
+}
+
 impl PeerInfo {
     /// Who holds a session with this peer, for the rule that only its
     /// owner may resume, reuse or replace it.
@@ -133,6 +154,23 @@ impl MyAddrs {
 
 #[cfg(test)]
 mod tests {
+    /// The first msgr2 or msgr1 address is dialled, as Ceph's
+    /// create_connect does; without msgr2, the first msgr1 one.
+    #[test]
+    fn target_is_the_first_usable_address() {
+        let v: msgr_encoding::EntityAddrvec =
+            "[v2:10.0.0.1:3300/0,v1:10.0.0.1:6789/0]".parse().unwrap();
+        let t = |addrs, msgr2| super::target_addr(addrs, msgr2).unwrap().to_string();
+        assert_eq!(t(&v, true), "v2:10.0.0.1:3300/0");
+        assert_eq!(t(&v, false), "v1:10.0.0.1:6789/0");
+        let v1_first: msgr_encoding::EntityAddrvec =
+            "[v1:10.0.0.1:6789/0,v2:10.0.0.1:3300/0]".parse().unwrap();
+        assert_eq!(t(&v1_first, true), "v1:10.0.0.1:6789/0");
+        let any: msgr_encoding::EntityAddrvec = "[any:10.0.0.1:6800/5]".parse().unwrap();
+        assert_eq!(t(&any, false), "v1:10.0.0.1:6800/5");
+        assert_eq!(t(&any, true), "v2:10.0.0.1:6800/5");
+    }
+
     use super::*;
 
     fn addr(s: &str) -> EntityAddr {

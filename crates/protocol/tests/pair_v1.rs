@@ -236,3 +236,38 @@ fn a_fault_awaiting_the_in_seq_keeps_the_session() {
     );
     assert_eq!(net.registered(1, 0), Some(s));
 }
+
+/// A connector that does not know its peer's type (an address alone)
+/// learns it from the BADPROTOVER its first CONNECT gets (the version the
+/// acceptor's type picks), and opens the session at the second CONNECT.
+#[test]
+fn an_unknown_peer_type_is_learned_from_badprotover() {
+    for auth in [none(), shared_key(&[ConMode::CRC])] {
+        let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), auth);
+        let target = net.nodes[1].addrs.clone();
+        let now = net.now;
+        let n = &mut net.nodes[0];
+        let conn = msgr_protocol::Conn::connect(
+            n.config.clone(),
+            target,
+            msgr_encoding::EntityType::ANY,
+            n.addrs.clone(),
+            now,
+            conn_id(0, 0),
+        );
+        n.conns.push(conn);
+        net.send((0, 0), 1, 10);
+        net.run();
+        assert_eq!(
+            net.state((0, 0)),
+            ConnState::Ready,
+            "{:?}",
+            net.nodes[0].faults
+        );
+        assert_eq!(
+            net.conn((0, 0)).peer().entity_type,
+            msgr_encoding::EntityType::OSD
+        );
+        assert_eq!(net.delivered(1), vec![1]);
+    }
+}

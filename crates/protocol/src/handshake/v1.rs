@@ -160,8 +160,22 @@ fn on_server_hello(cx: &mut Cx<'_>, h: ServerHello) -> Result<ConnectStep1, Prot
     }
     let mine = my_legacy_addr(&cx.me.addrs);
     cx.link.output.put_slice(&mine.encode_legacy());
-    let auth = wants_authorizer(cx).then(|| cx.config.auth.client(&cx.config.my_name));
+    // A peer of a type we do not know gets a first CONNECT without an
+    // authorizer (there is no ticket for "any"), to learn its type.
+    let known = cx.peer.entity_type != EntityType::ANY;
+    let auth = (known && wants_authorizer(cx)).then(|| cx.config.auth.client(&cx.config.my_name));
     send_connect(cx, auth)
+}
+
+/// The entity type whose daemons answer with protocol version `v` (the
+/// acceptor's own type picks it, get_proto_version).
+fn type_of_version(v: u32) -> Option<EntityType> {
+    match v {
+        OSDC_PROTOCOL => Some(EntityType::OSD),
+        MONC_PROTOCOL => Some(EntityType::MON),
+        MDSC_PROTOCOL => Some(EntityType::MDS),
+        _ => None,
+    }
 }
 
 /// Our address as msgr1 gives it: the legacy entry of our addresses, or
@@ -250,6 +264,22 @@ fn on_reply(
             return Err(ProtocolError::MissingFeatures {
                 missing: reply.features & !ours,
             })
+        }
+        Tag::BadProtoVer if cx.peer.entity_type == EntityType::ANY => {
+            // msgr1 has no HELLO: a connector that did not know the peer's
+            // type learns it from the version the refusal gives, and asks
+            // again as that type would be asked (ms_connect to an address
+            // alone, e.g. `msgr ping v1:IP:PORT`).
+            if let Some(t) = type_of_version(reply.protocol_version) {
+                cx.peer.entity_type = t;
+                cx.peer.policy = cx.config.policies.get(t);
+                let auth = wants_authorizer(cx).then(|| cx.config.auth.client(&cx.config.my_name));
+                return send_connect(cx, auth);
+            }
+            return Err(ProtocolError::ProtocolVersion {
+                ours: 0,
+                theirs: reply.protocol_version,
+            });
         }
         Tag::BadProtoVer => {
             return Err(ProtocolError::ProtocolVersion {
