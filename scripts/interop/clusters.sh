@@ -14,6 +14,10 @@
 # - `msgr mon monmap` and `msgr mon command` (osd dump as JSON);
 # - `msgr ping osd.0` (cephx authorizer with the challenge round) in crc
 #   and secure mode on both clusters;
+# - over msgr1 (--ms_bind_msgr2=false; the clusters require cephx message
+#   signatures): `msgr mon status` on both clusters and key types (MAuth),
+#   `msgr ping osd.0 --tell version` (authorizer, challenge, signed
+#   messages both ways), and a wrong key failing fast;
 # - a wrong key fails in under 5 s with "authentication failed";
 # - with the daemons injecting socket failures (1 in 50), `msgr mon status`
 #   and `msgr ping osd.0` still complete.
@@ -39,6 +43,8 @@ log() { printf '[clusters %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 fails=0
 fail() { log "FAIL: $*"; fails=$((fails + 1)); }
 
+# Both clusters require signed msgr1 messages of every cephx peer.
+export CEPH_TEST_EXTRA_CONF=$'[global]\ncephx_require_signatures = true'
 log "starting Ceph 16 in $PDIR"
 PACIFIC_UP=1
 "$P" start "$PDIR" --fresh > "$OUT/pacific.env" 2> "$OUT/pacific.log" || {
@@ -85,6 +91,38 @@ for mode in crc secure; do
   done
   status "tentacle-legacy-aes-$mode" "$TFSID" "$mode" -c "$TLEGACY" -n client.legacy
 done
+
+# msgr1: the monitor session authenticates with MAuth.
+status1() {  # status1 NAME FSID ARGS...
+  local name="$1" fsid="$2"; shift 2
+  if ! run "$name" "$MSGR" mon "$@" --ms_bind_msgr2=false status; then
+    fail "$name: msgr mon status over msgr1 failed: $(cat "$OUT/$name.err")"; return
+  fi
+  local o="$OUT/$name.out"
+  grep -q "id:     $fsid" "$o" || fail "$name: fsid $fsid not in: $(cat "$o")"
+  grep -q "osd: 1 osds: 1 up, 1 in" "$o" || fail "$name: OSDs wrong: $(cat "$o")"
+  grep -q "session: msgr1" "$o" || fail "$name: session not msgr1: $(cat "$o")"
+  log "ok: $name"
+}
+status1 pacific-msgr1 "$PFSID" -c "$PCONF"
+status1 tentacle-aes256k-msgr1 "$TFSID" -c "$TCONF"
+status1 tentacle-legacy-aes-msgr1 "$TFSID" -c "$TLEGACY" -n client.legacy
+# and OSD sessions sign every message: a command both ways.
+tell1() {  # tell1 NAME RELEASE ARGS...
+  local name="$1" release="$2"; shift 2
+  if run "$name" "$MSGR" ping osd.0 --count 2 --ms_bind_msgr2=false --tell '{"prefix": "version"}' "$@"; then
+    local o="$OUT/$name.out"
+    grep -q "(msgr1): seq=2" "$o" || fail "$name: not msgr1: $(cat "$o")"
+    grep -q "reply from osd.0: r=0" "$o" || fail "$name: no reply: $(cat "$o")"
+    grep -q "\"release\": \"$release\"" "$o" || fail "$name: not $release: $(cat "$o")"
+    log "ok: $name"
+  else
+    fail "$name: $(cat "$OUT/$name.err")"
+  fi
+}
+tell1 pacific-msgr1-tell-osd pacific -c "$PCONF"
+tell1 tentacle-aes256k-msgr1-tell-osd tentacle -c "$TCONF"
+tell1 tentacle-legacy-msgr1-tell-osd tentacle -c "$TLEGACY" -n client.legacy
 
 # monmap and an arbitrary command.
 if run pacific-monmap "$MSGR" mon -c "$PCONF" monmap --json; then
@@ -145,10 +183,10 @@ live tentacle-legacy-monc-live "$TLEGACY" --name client.legacy
 
 # A wrong key fails fast and says why.
 wrong() {
-  local name="$1" key="$2" conf="$3"
+  local name="$1" key="$2" conf="$3"; shift 3
   printf '[client.admin]\n\tkey = %s\n' "$key" > "$OUT/$name.keyring"
   local t0=$SECONDS
-  if run "$name" "$MSGR" mon -c "$conf" -k "$OUT/$name.keyring" status; then
+  if run "$name" "$MSGR" mon -c "$conf" -k "$OUT/$name.keyring" "$@" status; then
     fail "$name: a wrong key was accepted"; return
   fi
   (( SECONDS - t0 < 5 )) || fail "$name: took $((SECONDS - t0)) s to fail"
@@ -157,6 +195,8 @@ wrong() {
 }
 wrong pacific-wrong-key "AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==" "$PCONF"
 wrong tentacle-wrong-key "AgAaMgJrPliqHiAAD+OswerT5Lxu2apPTRiVq7xwmYCangqeDczrjbSuVvA=" "$TCONF"
+wrong pacific-wrong-key-msgr1 "AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==" "$PCONF" --ms_bind_msgr2=false
+wrong tentacle-wrong-key-msgr1 "AgAaMgJrPliqHiAAD+OswerT5Lxu2apPTRiVq7xwmYCangqeDczrjbSuVvA=" "$TCONF" --ms_bind_msgr2=false
 
 # Under injected socket failures on the daemons (1 in 50 reads or writes
 # fail, Ceph's ms_inject_socket_failures): `msgr mon status` and `msgr

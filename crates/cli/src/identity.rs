@@ -42,6 +42,13 @@ impl ClusterOpts {
                 let mut rest = std::iter::once(v);
                 self.conf.take(key, &mut rest).map_err(|e| e.to_string())?;
             }
+            // Ceph's messenger options, as `ceph` takes them
+            // (`--ms_bind_msgr2=false`, `--ms-bind-msgr2 false`).
+            f if f.starts_with("--ms_") || f.starts_with("--ms-") => {
+                let v = value()?;
+                let mut rest = std::iter::once(v);
+                self.conf.take(f, &mut rest).map_err(|e| e.to_string())?;
+            }
             "--mode" => self.mode = Some(value()?.parse()?),
             "--rev0" => self.rev0 = true,
             "--auth-none-fallback" => self.auth_none_fallback = true,
@@ -62,6 +69,8 @@ pub struct Identity {
     /// `None` when auth none is in use.
     pub cephx: Option<Arc<CephxClient>>,
     pub rev1: bool,
+    /// ms_bind_msgr2 (default true): false dials msgr1 (`v1:`) addresses.
+    pub msgr2: bool,
 }
 
 impl Identity {
@@ -103,7 +112,12 @@ impl Identity {
                 ))
             }
         };
+        let msgr2 = match config.get("ms_bind_msgr2").as_deref() {
+            None => true,
+            Some(v) => parse_bool(v).ok_or(format!("ms_bind_msgr2: {v:?} is not a boolean"))?,
+        };
         Ok(Identity {
+            msgr2,
             none_fallback: opts.auth_none_fallback && methods.iter().any(|m| m == "none"),
             config,
             mons,
@@ -120,8 +134,19 @@ impl Identity {
         };
         let mut cfg = MonClientConfig::new(self.mons.clone(), auth);
         cfg.rev1 = self.rev1;
+        cfg.msgr2 = self.msgr2;
+        cfg.name = self.config.name.clone();
         cfg.none_fallback = self.cephx.is_some() && self.none_fallback;
         cfg
+    }
+}
+
+/// A Ceph boolean option's value (`true`/`false`, `1`/`0`, `yes`/`no`).
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
     }
 }
 

@@ -71,11 +71,14 @@ Security options (serve and bench):
   grants compression to any peer that asks; a bench client asks OSDs.
 
   ping ADDR|osd.N [CLUSTER OPTIONS] [--count N] [--interval MS] [--rev0]
-      KEEPALIVE2 round trips to any msgr2 peer, learning its type from its
-      HELLO. Without cluster options: auth none. With them (or CEPH_CONF /
+       [--tell JSON]
+      KEEPALIVE2 round trips to any peer, over msgr2 (learning its type
+      from its HELLO) or msgr1 (a v1: address, or --ms_bind_msgr2=false).
+      Without cluster options: auth none. With them (or CEPH_CONF /
       CEPH_ARGS): service tickets from the monitors and a cephx authorizer,
       as a Ceph client; OSDs may be named (osd.0), and an address without a
-      nonce is completed from the OSD map.
+      nonce is completed from the OSD map. --tell then sends the peer a
+      command (MCommand, as `ceph tell` does) and prints its reply.
 
   mon [CLUSTER OPTIONS] [--json] status | monmap | command JSON
       Connects to the cluster's monitors like the ceph CLI (hunting,
@@ -345,6 +348,7 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
     let mut target: Option<String> = None;
     let mut count = 3u32;
     let mut interval = Duration::from_millis(200);
+    let mut tell = None;
     while let Some(arg) = parser.next()? {
         let flag = match arg {
             Value(v) if target.is_none() => {
@@ -362,6 +366,7 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
         match flag.as_str() {
             "--count" => count = parse(&mut parser)?,
             "--interval" => interval = Duration::from_millis(parse(&mut parser)?),
+            "--tell" => tell = Some(parser.value()?.string()?),
             "--help" | "-h" => {
                 print!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
@@ -377,6 +382,7 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
         target,
         count: count.max(1),
         interval,
+        tell,
         rev1: !cluster.rev0,
         cluster: with_cluster.then_some(cluster),
     };

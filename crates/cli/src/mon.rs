@@ -92,7 +92,7 @@ async fn status(mc: &MonClient, as_json: bool) -> Result<MonOutput, String> {
     }
     let v = json::parse(&text)?;
     Ok(MonOutput {
-        stdout: render_status(&v, mc.con_mode().map(|m| m.to_string())),
+        stdout: render_status(&v, session_line(&mc)),
         stderr: String::new(),
         code: 0,
     })
@@ -100,6 +100,15 @@ async fn status(mc: &MonClient, as_json: bool) -> Result<MonOutput, String> {
 
 /// The parts of `ceph -s` a status JSON holds: cluster id and health, the
 /// monitors and the OSDs.
+/// How the monitor session runs: `msgr2 crc mode`, `msgr2 secure mode`,
+/// or `msgr1`.
+fn session_line(mc: &msgr_monc::MonClient) -> Option<String> {
+    match mc.is_msgr1() {
+        true => Some("msgr1".into()),
+        false => mc.con_mode().map(|m| format!("msgr2 {m} mode")),
+    }
+}
+
 pub fn render_status(v: &Value, mode: Option<String>) -> String {
     let s = |path: &[&str]| {
         v.at(path)
@@ -150,7 +159,7 @@ pub fn render_status(v: &Value, mode: Option<String>) -> String {
         n(&["osdmap", "num_in_osds"])
     ));
     if let Some(m) = mode {
-        out.push_str(&format!("\n  session: msgr2 {m} mode\n"));
+        out.push_str(&format!("\n  session: {m}\n"));
     }
     out
 }

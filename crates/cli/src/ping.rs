@@ -14,6 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use msgr_auth::{AuthProvider, NoneProvider};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
+use msgr_messages::{MCommand, MCommandReply, TypedMessage};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
 use msgr_monc::MonClient;
 use msgr_protocol::{PolicyName, PolicySet};
@@ -29,10 +30,18 @@ use crate::json::{self, Value};
 struct Watch {
     refusals: std::sync::Mutex<crate::common::RefusalWatch>,
     refused: std::sync::Mutex<Option<String>>,
+    /// The reply to `--tell`'s command.
+    reply: std::sync::Mutex<Option<MCommandReply>>,
+    replied: tokio::sync::Notify,
 }
 
 impl Dispatcher for Watch {
-    fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
+    fn ms_dispatch(&self, _: &Connection, m: IncomingMessage) {
+        if let Ok(r) = MCommandReply::from_message(&m) {
+            *self.reply.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            self.replied.notify_waiters();
+        }
+    }
 
     fn ms_handle_connect(&self, _: &Connection, _prev_shard: usize) {
         self.refusals
@@ -61,6 +70,8 @@ pub struct PingOpts {
     pub target: String,
     pub count: u32,
     pub interval: Duration,
+    /// A command (JSON) to send the peer after the round trips.
+    pub tell: Option<String>,
     /// Use the cluster configuration (cephx through the monitors).
     pub cluster: Option<ClusterOpts>,
     pub rev1: bool,
@@ -75,6 +86,7 @@ pub struct Pong {
 
 /// Pings; returns the round trips (also printed as they happen).
 pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
+    let mut msgr2 = true;
     let (provider, addr, mc, num): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>, i64) =
         match &o.cluster {
             None => (
@@ -85,6 +97,7 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
             ),
             Some(c) => {
                 let id = Identity::load(c)?;
+                msgr2 = id.msgr2;
                 let mc = MonClient::connect(id.mon_client_config())
                     .await
                     .map_err(|e| e.to_string())?;
@@ -120,10 +133,17 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
         provider,
     );
     opts.rev1 = o.rev1;
+    opts.msgr2 = msgr2;
     opts.nonce = std::process::id();
     let watch = Arc::new(Watch::default());
     let m = Messenger::new(Tcp::default(), opts, watch.clone());
-    let mut conn = m.connect(&addr, EntityType::ANY);
+    // msgr2 learns the peer's type from its HELLO; msgr1 has none, and
+    // learns it from a first CONNECT's BADPROTOVER unless we know it.
+    let peer_type = match o.target.starts_with("osd.") {
+        true => EntityType::OSD,
+        false => EntityType::ANY,
+    };
+    let mut conn = m.connect(&addr, peer_type);
     let mut pongs = Vec::new();
     let mut failure = None;
     // A round trip lost to a connection fault is tried again on a new
@@ -137,7 +157,10 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
                 let peer = conn
                     .peer_name()
                     .map_or_else(|| "?".into(), |n| n.to_string());
-                let mode = conn.con_mode().map(|m| m.to_string()).unwrap_or_default();
+                let mode = match conn.is_msgr1() {
+                    true => "msgr1".to_string(),
+                    false => conn.con_mode().map(|m| m.to_string()).unwrap_or_default(),
+                };
                 println!(
                     "keepalive from {peer} at {addr} ({mode}): seq={} time={:.3} ms",
                     i + 1,
@@ -173,8 +196,14 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
                 eprintln!("msgr ping: {why}; reconnecting ({retries}/{MAX_RETRIES})");
                 conn.mark_down();
                 tokio::time::sleep(Duration::from_millis(100 * retries as u64)).await;
-                conn = m.connect(&addr, EntityType::ANY);
+                conn = m.connect(&addr, peer_type);
             }
+        }
+    }
+    if let (None, Some(cmd)) = (&failure, &o.tell) {
+        let fsid = mc.as_ref().map(|m| m.monmap().fsid).unwrap_or_default();
+        if let Err(e) = tell(&conn, &watch, cmd, fsid).await {
+            failure = Some(e);
         }
     }
     m.shutdown().await;
@@ -185,6 +214,41 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
         Some(f) => Err(f),
         None => Ok(pongs),
     }
+}
+
+/// Sends `cmd` as an MCommand and prints the reply's status and output.
+async fn tell(
+    conn: &Connection,
+    watch: &Watch,
+    cmd: &str,
+    fsid: msgr_encoding::Uuid,
+) -> Result<(), String> {
+    let m = MCommand {
+        tid: 1,
+        fsid,
+        cmd: vec![cmd.to_string()],
+        input: Bytes::new(),
+    };
+    let waited = watch.replied.notified();
+    conn.send_nowait(m.to_message(conn.features()));
+    if tokio::time::timeout(Duration::from_secs(20), waited)
+        .await
+        .is_err()
+    {
+        return Err(format!("no reply to {cmd}"));
+    }
+    let r = watch
+        .reply
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .ok_or("no reply")?;
+    let peer = conn
+        .peer_name()
+        .map_or_else(|| "?".into(), |n| n.to_string());
+    println!("reply from {peer}: r={} {}", r.r, r.rs);
+    println!("{}", String::from_utf8_lossy(&r.output));
+    Ok(())
 }
 
 /// The address vector to dial for `target`: `osd.N`, or an address whose

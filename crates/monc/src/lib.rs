@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod state;
+mod v1;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,6 +63,12 @@ pub struct MonClientConfig {
     /// With cephx: fall back to auth none when a monitor allows only that
     /// (`auth_client_required = cephx, none`).
     pub none_fallback: bool,
+    /// Dial monitors' msgr2 addresses (ms_bind_msgr2); false: their msgr1
+    /// ones, authenticating with MAuth messages.
+    pub msgr2: bool,
+    /// Who we say we are to a monitor over msgr1 with auth none (cephx
+    /// names its client's entity).
+    pub name: msgr_encoding::AuthName,
 }
 
 impl MonClientConfig {
@@ -78,6 +85,8 @@ impl MonClientConfig {
                 .unwrap_or_default(),
             subscribe: Vec::new(),
             none_fallback: false,
+            msgr2: true,
+            name: msgr_encoding::AuthName::new(EntityType::CLIENT, "admin"),
         }
     }
 }
@@ -103,7 +112,9 @@ impl std::fmt::Display for MonError {
         match self {
             MonError::AuthFailed(why) => write!(f, "authentication failed: {why}"),
             MonError::Timeout(why) => write!(f, "timed out: {why}"),
-            MonError::NoMonitors => f.write_str("no monitor with a msgr2 (v2:) address"),
+            MonError::NoMonitors => {
+                f.write_str("no monitor address to dial (v2:, or v1: with msgr2 off or alone)")
+            }
             MonError::Shutdown => f.write_str("the monitor client was shut down"),
             MonError::TimeoutTooLong(t) => write!(f, "timeout {t:?} is too long"),
         }
@@ -140,10 +151,17 @@ pub struct MonClient {
 impl MonClient {
     /// Hunts for a monitor, authenticates, and waits for the monmap.
     pub async fn connect(cfg: MonClientConfig) -> Result<MonClient, MonError> {
+        // One address per monitor, chosen as the messenger will dial.
         let mons: Vec<EntityAddrvec> = cfg
             .mons
             .iter()
-            .filter_map(|v| v.msgr2().map(|a| EntityAddrvec::single(*a)))
+            .filter_map(|v| msgr_protocol::target_addr(v, cfg.msgr2))
+            .filter(|a| {
+                let k = a.kind;
+                k == msgr_encoding::EntityAddrType::MSGR2
+                    || k == msgr_encoding::EntityAddrType::LEGACY
+            })
+            .map(EntityAddrvec::single)
             .collect();
         if mons.is_empty() {
             return Err(MonError::NoMonitors);
@@ -174,6 +192,7 @@ impl MonClient {
             provider,
         );
         o.rev1 = cfg.rev1;
+        o.msgr2 = cfg.msgr2;
         o.nonce = std::process::id();
         let messenger = Messenger::new(Tcp::default(), o, Arc::new(Dispatch(state.clone())));
         let ticker = tokio::spawn(state::tick(state.clone(), messenger.clone()));
@@ -211,7 +230,12 @@ impl MonClient {
         self.state.active()
     }
 
-    /// The mode the session runs in.
+    /// Whether the session speaks msgr1.
+    pub fn is_msgr1(&self) -> bool {
+        self.state.active().is_some_and(|c| c.is_msgr1())
+    }
+
+    /// The mode the session runs in (msgr2).
     pub fn con_mode(&self) -> Option<ConMode> {
         self.state.active().and_then(|c| c.con_mode())
     }

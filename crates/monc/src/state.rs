@@ -52,6 +52,9 @@ struct Inner {
     last_ack: Option<(Option<msgr_encoding::UTime>, Instant)>,
     ticket_request_sent: Option<Instant>,
     shut_down: bool,
+    /// msgr1 candidates still authenticating with MAuth (crate::v1), and
+    /// where each stands (taken while a reply is handled).
+    v1: Vec<(Connection, Option<crate::v1::Auth>)>,
 }
 
 pub(crate) struct State {
@@ -260,11 +263,12 @@ impl State {
         c.send_nowait(sub.to_message(f));
     }
 
-    /// A candidate's session is ready: the first one wins.
+    /// A candidate's session is ready (over msgr1: authenticated too): the
+    /// first one wins.
     fn on_connect(&self, c: &Connection) {
         let (losers, resend) = {
             let mut i = self.lock();
-            if i.active.is_some() || !i.pending.contains(c) {
+            if i.active.is_some() || !i.pending.contains(c) || i.v1.iter().any(|(v, _)| v == c) {
                 return;
             }
             i.active = Some(c.clone());
@@ -333,6 +337,7 @@ impl State {
             i.hunt_started = None;
         }
         i.pending.retain(|p| p != c);
+        i.v1.retain(|(v, _)| v != c);
         drop(i);
         self.changed.notify_waiters();
     }
@@ -375,6 +380,15 @@ impl State {
                 let Ok(r) = MAuthReply::from_message(&m) else {
                     return;
                 };
+                let at = {
+                    let mut i = self.lock();
+                    i.v1.iter_mut()
+                        .find(|(v, _)| v == c)
+                        .and_then(|(_, a)| a.take())
+                };
+                if let Some(at) = at {
+                    return self.on_v1_auth(c, at, &r);
+                }
                 self.lock().ticket_request_sent = None;
                 if let MonAuth::Cephx(cx) = &self.cfg.auth {
                     if r.result < 0 {
@@ -402,6 +416,38 @@ impl State {
             _ => {}
         }
         let _ = c;
+        self.changed.notify_waiters();
+    }
+}
+
+impl State {
+    /// A monitor's MAuthReply to an msgr1 candidate authenticating.
+    fn on_v1_auth(&self, c: &Connection, at: crate::v1::Auth, r: &MAuthReply) {
+        let epoch = self.monmap().map_or(0, |m| m.epoch);
+        let step = crate::v1::on_reply(at, r, &self.cfg.auth, self.cfg.none_fallback, epoch);
+        match step {
+            Ok(crate::v1::Step::Send(m, next)) => {
+                if let Some(slot) = self.lock().v1.iter_mut().find(|(v, _)| v == c) {
+                    slot.1 = Some(next);
+                }
+                c.send_nowait(m.to_message(c.features()));
+            }
+            Ok(crate::v1::Step::Done) => {
+                self.lock().v1.retain(|(v, _)| v != c);
+                self.on_connect(c);
+                self.greet(c);
+            }
+            Err(e) => {
+                {
+                    let mut i = self.lock();
+                    i.last_error = Some(format!("mon {}: {e}", c.peer_addrs()));
+                    i.auth_refusals = i.auth_refusals.saturating_add(1);
+                    i.pending.retain(|p| p != c);
+                    i.v1.retain(|(v, _)| v != c);
+                }
+                c.mark_down();
+            }
+        }
         self.changed.notify_waiters();
     }
 }
@@ -527,6 +573,7 @@ fn start_hunt(state: &Arc<State>, messenger: &Messenger<Tcp>) {
         for p in i.pending.drain(..) {
             p.mark_down();
         }
+        i.v1.clear();
         let len = state.mons.len();
         let n = state.cfg.hunt_parallel.clamp(1, len);
         let start = i.next_mon;
@@ -552,6 +599,22 @@ fn start_hunt(state: &Arc<State>, messenger: &Messenger<Tcp>) {
     for addrs in batch {
         let c = messenger.connect(&addrs, EntityType::MON);
         state.lock().pending.push(c.clone());
-        state.greet(&c);
+        let msgr1 = msgr_protocol::target_addr(&addrs, state.cfg.msgr2)
+            .is_some_and(|a| a.kind == msgr_encoding::EntityAddrType::LEGACY);
+        if msgr1 {
+            // No AUTH frames on msgr1: MAuth messages first (crate::v1).
+            state
+                .lock()
+                .v1
+                .push((c.clone(), Some(crate::v1::Auth::Negotiating)));
+            let name = match &state.cfg.auth {
+                MonAuth::Cephx(cx) => cx.name().clone(),
+                MonAuth::None => state.cfg.name.clone(),
+            };
+            let first = crate::v1::first(&state.cfg.auth, state.cfg.none_fallback, &name);
+            c.send_nowait(first.to_message(c.features()));
+        } else {
+            state.greet(&c);
+        }
     }
 }

@@ -37,6 +37,8 @@ pub(crate) struct Info {
     pub compression: Option<msgr_frames::compression::Algorithm>,
     pub last_keepalive_ack: Option<UTime>,
     pub last_fault: Option<msgr_protocol::ProtocolError>,
+    /// The connection speaks msgr1.
+    pub msgr1: bool,
 }
 
 impl Info {
@@ -49,6 +51,7 @@ impl Info {
             compression: c.compression(),
             last_keepalive_ack: c.last_keepalive_ack(),
             last_fault: None,
+            msgr1: c.is_msgr1(),
         }
     }
 }
@@ -137,6 +140,8 @@ pub(crate) struct Published {
     over_limit: bool,
     idle_since: u64,
     keepalive_ack: Option<UTime>,
+    /// The peer's name was known (msgr1 learns it from the first message).
+    named: bool,
 }
 
 impl Published {
@@ -144,7 +149,8 @@ impl Published {
     pub fn publish(&mut self, c: &Conn, view: &View, epoch: Instant) {
         let state = c.state();
         let ack = c.last_keepalive_ack();
-        if self.state != Some(state) || self.keepalive_ack != ack {
+        let named = c.peer_name().is_some();
+        if self.state != Some(state) || self.keepalive_ack != ack || self.named != named {
             {
                 let mut info = view.info();
                 let last_fault = info.last_fault.take();
@@ -159,6 +165,7 @@ impl Published {
             view.state.store(state_byte(state), Ordering::Release);
             self.state = Some(state);
             self.keepalive_ack = ack;
+            self.named = named;
         }
         if self.stats != *c.stats() {
             let s = *c.stats();
