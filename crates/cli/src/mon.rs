@@ -92,7 +92,7 @@ async fn status(mc: &MonClient, as_json: bool) -> Result<MonOutput, String> {
     }
     let v = json::parse(&text)?;
     Ok(MonOutput {
-        stdout: render_status(&v, session_line(&mc)),
+        stdout: render_status(&v, session_line(mc)),
         stderr: String::new(),
         code: 0,
     })
