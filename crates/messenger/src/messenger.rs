@@ -153,6 +153,23 @@ pub(crate) struct Inner<T: Transport> {
 }
 
 impl<T: Transport> Inner<T> {
+    /// What of a peer's addresses this messenger dials: a messenger bound
+    /// without msgr2 (v1: addresses only) dials peers' msgr1 addresses, as
+    /// Ceph's AsyncMessenger::_filter_addrs does (in a race, its address
+    /// could not be compared with theirs over msgr2).
+    fn dialable(&self, addrs: &EntityAddrvec) -> EntityAddrvec {
+        let listening = self.listening.lock().unwrap_or_else(|e| e.into_inner());
+        let msgr1_only =
+            !listening.0.is_empty() && !listening.0.iter().any(|a| a.kind == EntityAddrType::MSGR2);
+        if msgr1_only && addrs.legacy().is_some() {
+            let v1 = addrs.0.iter().filter(|a| a.kind == EntityAddrType::LEGACY);
+            return EntityAddrvec(v1.copied().collect());
+        }
+        addrs.clone()
+    }
+}
+
+impl<T: Transport> Inner<T> {
     pub fn registry(&self) -> MutexGuard<'_, HashMap<PeerKey, Connection>> {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -411,6 +428,10 @@ impl<T: Transport> Messenger<T> {
     /// shard the dispatcher places it on (by default the caller's shard, or
     /// the next in turn).
     pub fn connect(&self, addrs: &EntityAddrvec, peer_type: EntityType) -> Connection {
+        // Keyed by what is dialled: the address the peer names itself by
+        // on that protocol (an msgr1 peer by its v1: address).
+        let dialable = self.inner.dialable(addrs);
+        let addrs = &dialable;
         let key = PeerKey::of(addrs);
         let existing = |reg: &HashMap<PeerKey, Connection>| {
             key.and_then(|k| reg.get(&k))

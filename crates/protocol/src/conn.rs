@@ -142,6 +142,9 @@ pub struct Conn {
     /// The connection speaks msgr1 (its target or listener is a `v1:`
     /// address).
     msgr1: bool,
+    /// msgr1: the session was opened here (SEQ sent) and the connector
+    /// has not confirmed it yet (its in_seq).
+    unconfirmed: bool,
 }
 
 impl Conn {
@@ -171,6 +174,7 @@ impl Conn {
             replacing: false,
             trimmed: None,
             msgr1: false,
+            unconfirmed: false,
         }
     }
 

@@ -73,6 +73,10 @@ pub struct ExistingInfo {
     pub client_cookie: u64,
     pub server_cookie: u64,
     pub connect_seq: u64,
+    /// msgr1: a session this acceptor opened whose connector never
+    /// confirmed it (SEQ went out, its in_seq never came): the connector
+    /// may not know the session exists.
+    pub unconfirmed: bool,
     /// Who holds the session.
     pub owner: Owner,
 }
@@ -263,10 +267,14 @@ pub fn on_connect_v1(
         connect_seq: ex.connect_seq.saturating_add(1),
     };
     if cs == 0 && ex.connect_seq > 0 {
-        // E5: the peer reset its side of the session.
+        // E5: the peer reset its side of the session, or (a session it
+        // never confirmed) never learned of it: its handshake failed after
+        // our reply went out, and it tries again as it first did. Ceph
+        // resets the session then too; like msgr2's cookie rule for a lost
+        // SERVER_IDENT, the half-open session is resumed instead.
         return Decision::Reuse {
             reconnect: false,
-            reset_session: resetcheck,
+            reset_session: resetcheck && !ex.unconfirmed,
         };
     }
     if cs < ex.connect_seq {
@@ -320,6 +328,7 @@ mod tests {
             client_cookie: 0,
             server_cookie: 0,
             connect_seq: 0,
+            unconfirmed: false,
             owner: peer(),
         }
     }
@@ -614,12 +623,24 @@ mod tests {
             d(connect(6, 3), Some(&lossy), false),
             Decision::ReplaceLossy
         );
-        // E5: the peer reset (connect_seq 0); the session resets with resetcheck.
+        // E5: the peer reset (connect_seq 0); the session resets with
+        // resetcheck, unless the peer never confirmed it (a retry).
         assert_eq!(
             d(connect(6, 0), Some(&ex), true),
             Decision::Reuse {
                 reconnect: false,
                 reset_session: true
+            }
+        );
+        let half_open = ExistingInfo {
+            unconfirmed: true,
+            ..ex.clone()
+        };
+        assert_eq!(
+            d(connect(6, 0), Some(&half_open), true),
+            Decision::Reuse {
+                reconnect: false,
+                reset_session: false
             }
         );
         // E6, E7: behind or equal to an established session: retry past it.

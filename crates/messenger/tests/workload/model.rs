@@ -203,9 +203,20 @@ impl Model {
             .position(|m| m.as_ref().is_some_and(|m| m.name == name))
     }
 
+    /// The messenger at the other end of `conn`: by its name, or (msgr1
+    /// names a peer only in its messages' headers) by its address's nonce,
+    /// which the workload sets to 1000 + its index.
+    fn peer_of(&self, conn: &Connection) -> Option<usize> {
+        self.index_of(conn.peer_name()).or_else(|| {
+            let nonce = conn.peer_addrs().0.first()?.nonce;
+            let i = usize::try_from(nonce.checked_sub(1000)?).ok()?;
+            self.members.get(i)?.as_ref().map(|_| i)
+        })
+    }
+
     fn held_mut(&mut self, owner: usize, conn: &Connection) -> &mut Held {
         let lossy = self.policy(owner).lossy;
-        let peer = self.index_of(conn.peer_name());
+        let peer = self.peer_of(conn);
         let h = self.held.entry((owner, conn.id())).or_insert_with(|| Held {
             conn: conn.clone(),
             peer,

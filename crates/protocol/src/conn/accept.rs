@@ -30,6 +30,7 @@ impl Conn {
             client_cookie: self.session.client_cookie,
             server_cookie: self.session.server_cookie,
             connect_seq: self.session.connect_seq,
+            unconfirmed: self.unconfirmed,
             owner: self.peer.owner(),
         }
     }
@@ -220,8 +221,10 @@ impl Conn {
             return;
         }
         // msgr1: the peer reset its side (CONNECT with connect_seq 0 to a
-        // session that had one): READY, not SEQ.
-        let reset_from_peer = self.session.connect_seq > 0;
+        // session that had one): READY, not SEQ. Not when it never
+        // confirmed the session (its handshake is being retried): SEQ
+        // again, and the session stays unconfirmed until its in_seq comes.
+        let reset_from_peer = self.session.connect_seq > 0 && !self.unconfirmed;
         self.drop_link();
         self.session.requeue_sent();
         if reset_session {

@@ -156,6 +156,7 @@ impl Conn {
             if let Some(l) = link.v1.as_mut() {
                 l.expect_seq();
             }
+            self.unconfirmed = true;
             self.state = State::Accepting(Accepting::V1(Accepting1::Seq));
             return Ok(());
         }
@@ -164,6 +165,7 @@ impl Conn {
 
     /// The acceptor's session is open: READY sent, or SEQ answered.
     pub(super) fn ready_v1(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        self.unconfirmed = false;
         let features = self.peer.features;
         if let Some(l) = self.link.as_mut().and_then(|l| l.v1.as_mut()) {
             l.open_stream(features);
