@@ -19,7 +19,7 @@
 //!
 //! `MSGR_SIM_RUNS=20000 cargo test --release -p msgr-protocol --test simulation many -- --ignored --nocapture`
 //! explores more; `MSGR_SIM_SEED=N` replays one run (`MSGR_SIM_SPLIT=1`:
-//! with split idents).
+//! with split idents); `MSGR_SIM_PROTOCOL=v1` runs either over msgr1.
 
 mod harness;
 
@@ -28,6 +28,17 @@ use std::time::Duration;
 
 use harness::*;
 use msgr_protocol::{ConnState, Policy};
+
+thread_local! {
+    /// The kind of the nodes' addresses, "v2" or "v1": the protocol the
+    /// runs on this thread speak (set by the test).
+    static PROTOCOL: std::cell::Cell<&'static str> = const { std::cell::Cell::new("v2") };
+}
+
+/// `host` (e.g. "10.0.0.1:6800/11") at an address of this thread's kind.
+fn at(host: &str) -> String {
+    format!("{}:{host}", PROTOCOL.get())
+}
 
 const FAMILIES: [&str; 6] = [
     "connect/connect",
@@ -71,8 +82,8 @@ fn stream_of(tid: u64) -> ((usize, usize), u64) {
 impl Run {
     fn new(seed: u64, a: Policy, b: Policy, split: bool) -> Run {
         let mut net = Net::new();
-        net.add_node("osd.1", "v2:10.0.0.1:6800/11", policies(a), none());
-        net.add_node("osd.2", "v2:10.0.0.2:6800/22", policies(b), none());
+        net.add_node("osd.1", &at("10.0.0.1:6800/11"), policies(a), none());
+        net.add_node("osd.2", &at("10.0.0.2:6800/22"), policies(b), none());
         let mut sim = Sim::new(net, seed);
         sim.split_idents = split;
         Run {
@@ -360,11 +371,11 @@ fn scenario(seed: u64, family: usize, split: bool) -> Result<(u64, IdentCounts),
                 run.send_some((1, s), 2, ms(1));
             }
             let addr = if family == 4 {
-                "v2:10.0.0.2:6800/22"
+                at("10.0.0.2:6800/22")
             } else {
-                "v2:10.0.0.2:6800/23"
+                at("10.0.0.2:6800/23")
             };
-            run.restart(1, addr);
+            run.restart(1, &addr);
             run.send_some(a, 3, ms(3));
             if family == 5 {
                 // The old instance is gone for good: the client learns the new
@@ -445,6 +456,24 @@ fn races_with_idents_resolved_across_shards_end_the_same() {
     );
 }
 
+/// The same races over msgr1: its CONNECT table, SEQ and resets instead of
+/// msgr2's idents, through the same cuts and restarts, ending the same.
+#[test]
+fn races_over_msgr1_end_the_same() {
+    PROTOCOL.set("v1");
+    for split in [false, true] {
+        let (runs, distinct, _) = explore(0..600, split);
+        assert!(distinct * 10 >= runs * 8, "{distinct} distinct of {runs}");
+    }
+}
+
+/// MSGR_SIM_PROTOCOL=v1: `replay` and `many` over msgr1.
+fn protocol_from_env() {
+    if std::env::var("MSGR_SIM_PROTOCOL").is_ok_and(|v| v == "v1") {
+        PROTOCOL.set("v1");
+    }
+}
+
 /// The same seed is the same run.
 #[test]
 fn a_seed_replays_exactly() {
@@ -461,6 +490,7 @@ fn replay() {
         .and_then(|s| s.parse().ok())
     {
         let split = std::env::var("MSGR_SIM_SPLIT").is_ok_and(|v| v == "1");
+        protocol_from_env();
         explore(std::iter::once(seed), split);
     }
 }
@@ -472,6 +502,7 @@ fn many() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000u64);
+    protocol_from_env();
     explore(0..runs, false);
     explore(0..runs, true);
 }
