@@ -296,3 +296,204 @@ async fn connections_beyond_the_limit_are_refused_at_accept() {
     let _ = EntityName::default();
     server.shutdown().await;
 }
+
+/// A raw msgr1 client: banner and address, then one CONNECT (no
+/// authorizer, as Ceph's perf client sends), answered READY or SEQ (then
+/// our in_seq 0): the socket is open for messages.
+async fn msgr1_open(sock: std::net::SocketAddr) -> Option<(TcpStream, u64)> {
+    use msgr_frames::v1::{Connect, ConnectReply, ServerHello, Tag as T1, BANNER};
+    let mut s = TcpStream::connect(sock).await.ok()?;
+    let mut hello = [0u8; ServerHello::LEN];
+    s.write_all(BANNER).await.ok()?;
+    s.read_exact(&mut hello).await.ok()?;
+    let me: msgr_encoding::EntityAddr = "v1:127.0.0.1:0/77".parse().unwrap();
+    let c = Connect {
+        features: msgr_protocol::features::SUPPORTED_DEFAULT,
+        host_type: 8,
+        global_seq: 1,
+        connect_seq: 0,
+        protocol_version: 24,
+        ..Default::default()
+    };
+    s.write_all(&[&me.encode_legacy()[..], &c.encode()[..]].concat())
+        .await
+        .ok()?;
+    let mut r = [0u8; ConnectReply::LEN];
+    s.read_exact(&mut r).await.ok()?;
+    let reply = ConnectReply::decode(&r).ok()?;
+    if reply.tag == T1::Seq {
+        let mut seq = [0u8; 8];
+        s.read_exact(&mut seq).await.ok()?;
+        s.write_all(&0u64.to_le_bytes()).await.ok()?;
+    }
+    Some((s, reply.features))
+}
+
+/// Whether the server closes `s` within `wait` (reading what it sends).
+async fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+    let mut b = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(wait, s.read(&mut b)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+/// The same against an msgr1 listener: half banners that stall, a CONNECT
+/// claiming a 4 GiB authorizer, CONNECTs repeated without end (each
+/// refused with BADPROTOVER), and on open sessions a bad header crc, a bad
+/// data crc and a 4 GiB message claim. The server keeps serving an msgr1
+/// client, every hostile connection is closed, and memory stays bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_msgr1_server_under_hostile_peers_keeps_serving() {
+    use msgr_frames::v1::{write, Connect, MsgHeader, ServerHello, BANNER};
+    let mut o = Options::new(
+        "osd.0".parse().unwrap(),
+        PolicySet::new(Policy::stateless_server()),
+        Arc::new(NoneProvider),
+    );
+    o.nonce = 0;
+    o.timeouts.connect = Duration::from_secs(3);
+    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo));
+    let addrs = server
+        .bind(&"v1:127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let sock = addrs.legacy().unwrap().addr.unwrap();
+    let rss0 = rss_kib("VmRSS:");
+
+    let stallers = (fd_limit().saturating_sub(200) / 2).min(1000);
+    let mut stalled = Vec::new();
+    for _ in 0..stallers {
+        let mut s = TcpStream::connect(sock).await.unwrap();
+        s.write_all(b"ceph v0").await.unwrap();
+        stalled.push(s);
+    }
+
+    let mut zoo = Vec::new();
+    // Handshake abuse.
+    for what in ["4 GiB authorizer", "endless CONNECTs"] {
+        zoo.push(tokio::spawn(async move {
+            let mut s = TcpStream::connect(sock).await.unwrap();
+            let mut hello = [0u8; ServerHello::LEN];
+            s.write_all(BANNER).await.unwrap();
+            s.read_exact(&mut hello).await.unwrap();
+            let me: msgr_encoding::EntityAddr = "v1:127.0.0.1:0/78".parse().unwrap();
+            s.write_all(&me.encode_legacy()).await.unwrap();
+            let mut c = Connect {
+                features: msgr_protocol::features::SUPPORTED_DEFAULT,
+                host_type: 8,
+                protocol_version: 24,
+                ..Default::default()
+            };
+            if what == "4 GiB authorizer" {
+                c.authorizer_protocol = 2;
+                c.authorizer_len = u32::MAX;
+                let _ = s.write_all(&c.encode()).await;
+            } else {
+                // A wrong version, over and over, never reading the answers.
+                c.protocol_version = 99;
+                for _ in 0..10_000 {
+                    if s.write_all(&c.encode()).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            // Cut off after a few rounds, well before the 3 s handshake
+            // timeout would close it.
+            (what, closed_within(&mut s, Duration::from_secs(2)).await)
+        }));
+    }
+    // Abuse on open sessions.
+    for what in ["bad header crc", "bad data crc", "4 GiB message"] {
+        zoo.push(tokio::spawn(async move {
+            let Some((mut s, _)) = msgr1_open(sock).await else {
+                return (what, false);
+            };
+            let data = vec![7u8; 4096];
+            let mut h = MsgHeader {
+                seq: 1,
+                msg_type: 42,
+                data_len: 4096,
+                ..Default::default()
+            };
+            let mut head = write::msg_head(&h).to_vec();
+            match what {
+                "bad header crc" => head[10] ^= 1,
+                "4 GiB message" => {
+                    h.data_len = u32::MAX;
+                    head = write::msg_head(&h).to_vec();
+                }
+                _ => {}
+            }
+            let (mut f, _) = write::footer(&[], &[], &data, None, true);
+            if what == "bad data crc" {
+                f.data_crc ^= 1;
+            }
+            let _ = s.write_all(&head).await;
+            let _ = s.write_all(&data).await;
+            let _ = s.write_all(&f.encode()).await;
+            (what, closed_within(&mut s, Duration::from_secs(5)).await)
+        }));
+    }
+
+    // Meanwhile an msgr1 client gets every answer.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut co = Options::new(
+        "client.1".parse().unwrap(),
+        PolicySet::new(Policy::lossless_client()),
+        Arc::new(NoneProvider),
+    );
+    co.nonce = 5;
+    let client = Messenger::new(Tcp::default(), co, Arc::new(Count(tx)));
+    let conn = client.connect(&addrs, EntityType::OSD);
+    for tid in 1..=500u64 {
+        let mut m = Message::new(42, Bytes::from(vec![tid as u8; 4096]));
+        m.tid = tid;
+        conn.send(m).await;
+    }
+    let mut got = Vec::new();
+    while got.len() < 500 {
+        match tokio::time::timeout(Duration::from_secs(20), rx.recv()).await {
+            Ok(Some(t)) => got.push(t),
+            _ => break,
+        }
+    }
+    assert_eq!(
+        got,
+        (1..=500).collect::<Vec<_>>(),
+        "the msgr1 client was served"
+    );
+    assert!(conn.is_msgr1());
+    for z in zoo {
+        let (what, closed) = z.await.unwrap();
+        assert!(
+            closed,
+            "{what}: the server should have closed the connection"
+        );
+    }
+    let rss_peak = rss_kib("VmHWM:");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let live = server.connections().len();
+        if live <= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{live} connections still open");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(stalled);
+    eprintln!(
+        "hostile msgr1 peers: {stallers} stalled half-banners, 5 protocol abusers; resident memory {} MiB before, {} MiB at the peak",
+        rss0 / 1024,
+        rss_peak / 1024
+    );
+    assert!(
+        rss_peak < rss0 + 200 * 1024,
+        "resident memory grew from {rss0} to {rss_peak} KiB"
+    );
+    client.shutdown().await;
+    server.shutdown().await;
+}

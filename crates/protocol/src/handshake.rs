@@ -116,13 +116,14 @@ fn auth_peer(peer: &PeerInfo) -> AuthPeer {
 
 /// The most auth frames a peer may send on one socket (AUTH_REQUEST and
 /// AUTH_REQUEST_MORE to an acceptor, AUTH_REPLY_MORE and AUTH_BAD_METHOD
-/// to a connector). cephx takes two, and a method fallback one or two
-/// more; a peer bouncing AUTH_BAD_METHOD is cut off. (Ceph counts none;
-/// its handshake timeout alone ends such a loop.)
+/// to a connector; msgr1's CONNECTs to an acceptor and its replies to a
+/// connector). cephx takes two, and a method fallback or an msgr1 retry
+/// one or two more; a peer bouncing refusals is cut off. (Ceph counts
+/// none; its handshake timeout alone ends such a loop.)
 pub const MAX_AUTH_ROUNDS: u32 = 8;
 
 /// Counts one auth frame from the peer.
-fn auth_round(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
+pub(crate) fn auth_round(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
     cx.link.auth_rounds = cx.link.auth_rounds.saturating_add(1);
     if cx.link.auth_rounds > MAX_AUTH_ROUNDS {
         return Err(ProtocolError::TooManyAuthRounds {

@@ -133,7 +133,10 @@ impl Connecting1 {
                     authorizer,
                     in_seq,
                 }),
-            ) => on_reply(cx, auth, reply, &authorizer, in_seq),
+            ) => {
+                super::auth_round(cx)?;
+                on_reply(cx, auth, reply, &authorizer, in_seq)
+            }
             (Connecting1::Hello, other) => Err(unexpected(state, EXPECT_HELLO, other.wire())),
             (Connecting1::Reply { .. }, other) => {
                 Err(unexpected(state, EXPECT_REPLY, other.wire()))
@@ -408,7 +411,10 @@ impl Accepting1 {
                     connect,
                     authorizer,
                 }),
-            ) => on_connect(cx, auth, connect, &authorizer),
+            ) => {
+                super::auth_round(cx)?;
+                on_connect(cx, auth, connect, &authorizer)
+            }
             (Accepting1::Seq, Input::V1(Input1::Seq(peer_in_seq))) => {
                 cx.session.resume_from(peer_in_seq);
                 Ok(AcceptStep1::Ready)
