@@ -31,7 +31,7 @@ cargo test --release --workspace
 step "crimson's failover matrix on 1 and 4 shards (the run above: as many as cores)"
 for n in 1 4; do
   MSGR_TEST_SHARDS=$n cargo test --release -p msgr-messenger \
-    --test crimson --test crimson_races --test crimson_lifecycles --test intercept
+    --test crimson --test crimson_races --test crimson_lifecycles --test crimson_v1 --test intercept
 done
 
 step "interop: msgr decode on live Ceph 16 and 20 traffic"

@@ -763,6 +763,9 @@ impl Conn {
         self.last_active = now;
         if self.msgr1 {
             self.link = Some(self.msgr1_link(id));
+            if let Err(e) = self.send_hello1() {
+                self.fault(e, now);
+            }
             return;
         }
         let tap = self.tap();

@@ -5,7 +5,9 @@
 //! `interceptor`; without it no hook is ever called). Each connection asks
 //! it what to do at every custom point (socket connecting, socket accepted,
 //! banner write, banner read, banner payload read) and at every frame it
-//! reads or writes, by tag. The answer:
+//! reads or writes, by tag; an msgr1 connection at each part of its
+//! handshake and each tagged item it reads or writes ([`Point1`]). The
+//! answer:
 //! - [`Action::Continue`]: go on.
 //! - [`Action::Fault`]: fail before the I/O (the frame is neither written
 //!   nor handed to the state machine; a connect is not attempted).
@@ -44,19 +46,43 @@ pub enum Direction {
     Write,
 }
 
+/// msgr1's points, which has no frames: the hello each side writes first
+/// (a connector's banner; an acceptor's banner and addresses) and reads
+/// from the other, each CONNECT, each CONNECT_REPLY by its tag, the
+/// connector's in_seq after SEQ, and each tagged item of an open session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Point1 {
+    Hello,
+    Connect,
+    Reply(msgr_frames::v1::Tag),
+    Seq,
+    Item(msgr_frames::v1::Tag),
+}
+
 /// Where a connection is (crimson's Breakpoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Breakpoint {
     Custom(CustomPoint),
     Frame(Tag, Direction),
+    Msgr1(Point1, Direction),
 }
 
 impl fmt::Display for Breakpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dir = |d: &Direction| match d {
+            Direction::Read => "READ",
+            Direction::Write => "WRITE",
+        };
         match self {
             Breakpoint::Custom(c) => write!(f, "{c:?}"),
-            Breakpoint::Frame(tag, Direction::Read) => write!(f, "{tag:?}_READ"),
-            Breakpoint::Frame(tag, Direction::Write) => write!(f, "{tag:?}_WRITE"),
+            Breakpoint::Frame(tag, d) => write!(f, "{tag:?}_{}", dir(d)),
+            Breakpoint::Msgr1(p, d) => match p {
+                Point1::Hello => write!(f, "MSGR1_HELLO_{}", dir(d)),
+                Point1::Connect => write!(f, "CONNECT_{}", dir(d)),
+                Point1::Reply(t) => write!(f, "CONNECT_REPLY_{t}_{}", dir(d)),
+                Point1::Seq => write!(f, "IN_SEQ_{}", dir(d)),
+                Point1::Item(t) => write!(f, "{t}_{}", dir(d)),
+            },
         }
     }
 }

@@ -14,7 +14,7 @@ use msgr_frames::{
 };
 
 use crate::error::ProtocolError;
-use crate::intercept::{Action, Breakpoint, CustomPoint, Direction, Tap};
+use crate::intercept::{Action, Breakpoint, CustomPoint, Direction, Point1, Tap};
 pub(crate) use crate::link1::{Input1, Link1};
 
 /// Identifies a link (a socket) within its connection; a driver holding a
@@ -206,6 +206,21 @@ impl Link {
         Ok(None)
     }
 
+    /// Writes msgr1 bytes at point `p`, the interceptor's word first
+    /// (`write` gets the msgr1 framing and the queue).
+    pub(crate) fn write1(
+        &mut self,
+        p: Point1,
+        write: impl FnOnce(&Link1, &mut WireQueue),
+    ) -> Result<(), ProtocolError> {
+        let stall = self.gate_write(Breakpoint::Msgr1(p, Direction::Write))?;
+        if let Some(v1) = self.v1.as_deref() {
+            write(v1, &mut self.output);
+        }
+        self.after_write(stall);
+        Ok(())
+    }
+
     /// Bytes framed and not yet taken by the driver.
     pub fn output_len(&self) -> usize {
         self.output.len()
@@ -294,7 +309,11 @@ impl Link {
             return Ok(None);
         }
         if let Some(v1) = self.v1.as_mut() {
-            return Ok(v1.poll(input)?.map(Input::V1));
+            let Some(i) = v1.poll(input)? else {
+                return Ok(None);
+            };
+            let bp = Breakpoint::Msgr1(Link1::point_of(&i), Direction::Read);
+            return self.gate_read(bp, Input::V1(i));
         }
         loop {
             match self.stage {

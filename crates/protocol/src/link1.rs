@@ -118,6 +118,23 @@ impl Link1 {
         self.key = (!key.is_empty()).then_some(key);
     }
 
+    /// The interceptor's point of what was read.
+    pub fn point_of(i: &Input1) -> crate::intercept::Point1 {
+        use crate::intercept::Point1;
+        match i {
+            Input1::ServerHello(_) | Input1::ClientHello(_) => Point1::Hello,
+            Input1::Connect { .. } => Point1::Connect,
+            Input1::Reply { reply, .. } => Point1::Reply(reply.tag),
+            Input1::Seq(_) => Point1::Seq,
+            Input1::Item(i) => Point1::Item(i.tag()),
+        }
+    }
+
+    /// Whether the peer reads KEEPALIVE2.
+    pub fn keepalive2(&self) -> bool {
+        self.keepalive2
+    }
+
     /// Whether messages are signed and checked.
     pub fn signs(&self) -> bool {
         self.signer.is_some()

@@ -22,9 +22,9 @@ use msgr_frames::control::{Ack, Keepalive2, Keepalive2Ack};
 use msgr_frames::ControlFrame;
 
 use crate::error::ProtocolError;
-use crate::link::{Link, Link1};
+use crate::intercept::Point1;
+use crate::link::Link;
 use crate::message::Message;
-use msgr_frames::WireQueue;
 
 /// Priority of requeued messages: they go before everything else.
 const REQUEUE_PRIORITY: u16 = u16::MAX;
@@ -190,13 +190,8 @@ impl Session {
         lossy: bool,
         room: Option<usize>,
     ) -> Result<usize, ProtocolError> {
-        if let Link {
-            v1: Some(v1),
-            output,
-            ..
-        } = link
-        {
-            return self.write_pending_v1(v1, output, lossy, room);
+        if link.v1.is_some() {
+            return self.write_pending_v1(link, lossy, room);
         }
         if let Some(stamp) = self.keepalive_pending.take() {
             link.send_control(&ControlFrame::Keepalive2(Keepalive2 { timestamp: stamp }))?;
@@ -243,23 +238,33 @@ impl Session {
     /// carry none.
     fn write_pending_v1(
         &mut self,
-        v1: &Link1,
-        out: &mut WireQueue,
+        link: &mut Link,
         lossy: bool,
         room: Option<usize>,
     ) -> Result<usize, ProtocolError> {
+        use msgr_frames::v1::Tag;
+        let item = Point1::Item;
         if let Some(stamp) = self.keepalive_pending.take() {
-            v1.write_keepalive(stamp, out);
+            let keepalive2 = link.v1.as_ref().is_some_and(|v| v.keepalive2());
+            let tag = if keepalive2 {
+                Tag::Keepalive2
+            } else {
+                Tag::Keepalive
+            };
+            link.write1(item(tag), |v1, out| v1.write_keepalive(stamp, out))?;
         }
         if let Some(stamp) = self.keepalive_ack_pending.take() {
-            v1.write_keepalive_ack(stamp, out);
+            link.write1(item(Tag::Keepalive2Ack), |v1, out| {
+                v1.write_keepalive_ack(stamp, out)
+            })?;
         }
         if self.ack_left > 0 && !lossy {
-            v1.write_ack(self.in_seq, out);
+            let in_seq = self.in_seq;
+            link.write1(item(Tag::Ack), |v1, out| v1.write_ack(in_seq, out))?;
             self.ack_left = 0;
         }
         let mut n: usize = 0;
-        while room.is_none_or(|r| out.len() < r) && self.queued_messages > 0 {
+        while room.is_none_or(|r| link.output.len() < r) && self.queued_messages > 0 {
             self.out_seq = self
                 .out_seq
                 .checked_add(1)
@@ -268,11 +273,14 @@ impl Session {
                 break;
             };
             msg.seq = self.out_seq;
-            v1.write_message(&msg, self.out_seq, out);
+            let seq = self.out_seq;
+            let written = link.write1(item(Tag::Msg), |v1, out| v1.write_message(&msg, seq, out));
+            // Kept for replay even if the write failed, as write_pending does.
             if !lossy {
                 self.sent_bytes = self.sent_bytes.saturating_add(msg.payload_len());
                 self.sent.push_back(msg);
             }
+            written?;
             n = n.saturating_add(1);
         }
         Ok(n)

@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// A `CEPH_MSGR_TAG_*` value.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 #[repr(u8)]
 pub enum Tag {
     /// Server → client: the session is open.

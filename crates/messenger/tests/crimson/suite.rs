@@ -127,8 +127,20 @@ pub fn op() -> Message {
 }
 
 /// One case's messengers and bookkeeping (crimson's FailoverSuite).
+thread_local! {
+    /// The Suites made on this thread bind msgr1 (`v1:`) addresses.
+    static MSGR1: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The Suites this thread makes from now on speak msgr1.
+pub fn use_msgr1() {
+    MSGR1.set(true);
+}
+
 pub struct Suite<T: Transport> {
     pub test: Messenger<T>,
+    /// Test and TestPeer speak msgr1: counters count CONNECTs.
+    msgr1: bool,
     peer: Messenger<T>,
     pub traps: Arc<Traps>,
     test_side: Arc<TestSide>,
@@ -180,13 +192,15 @@ impl<T: Transport> Suite<T> {
         peer_policy: Policy,
     ) -> Self {
         let traps = Arc::new(traps);
+        let msgr1 = MSGR1.get();
+        let kind = if msgr1 { "v1" } else { "v2" };
         let test_side = Arc::new(TestSide::default());
         let peer_side = Arc::new(PeerSide::default());
         let mut o = options("osd.2", test_policy, 2);
         o.interceptor = Some(traps.clone() as _);
         let test = Messenger::new(t.clone(), o, test_side.clone());
         let test_addrs = test
-            .bind(&format!("v2:{ip}:{}", ports.0).parse().unwrap())
+            .bind(&format!("{kind}:{ip}:{}", ports.0).parse().unwrap())
             .await
             .unwrap();
         // Both nonces are 2 (crimson's TEST_NONCE and TEST_PEER_NONCE), so
@@ -195,11 +209,12 @@ impl<T: Transport> Suite<T> {
         peer_options.nonce = 2;
         let peer = Messenger::new(t, peer_options, peer_side.clone());
         let peer_addrs = peer
-            .bind(&format!("v2:{ip}:{}", ports.1).parse().unwrap())
+            .bind(&format!("{kind}:{ip}:{}", ports.1).parse().unwrap())
             .await
             .unwrap();
         Suite {
             test,
+            msgr1,
             peer,
             traps,
             test_side,
@@ -314,7 +329,8 @@ impl<T: Transport> Suite<T> {
     }
 
     /// C(a, c, r, d) of connection `id`: connect attempts, CLIENT_IDENT and
-    /// SESSION_RECONNECT writes, connects dispatched.
+    /// SESSION_RECONNECT writes (msgr1: CONNECT writes, and 0), connects
+    /// dispatched.
     pub fn connect_counts(&self, id: u64) -> [u32; 4] {
         let start = CustomPoint::SocketConnecting;
         self.side_counts(id, start, Direction::Write, self.dispatched(id).connects)
@@ -333,6 +349,15 @@ impl<T: Transport> Suite<T> {
         idents: Direction,
         dispatched: u32,
     ) -> [u32; 4] {
+        if self.msgr1 {
+            let connect = Breakpoint::Msgr1(msgr_protocol::intercept::Point1::Connect, idents);
+            return [
+                self.traps.conn_hits(id, Breakpoint::Custom(start)),
+                self.traps.conn_hits(id, connect),
+                0,
+                dispatched,
+            ];
+        }
         [
             self.traps.conn_hits(id, Breakpoint::Custom(start)),
             self.traps.conn_hits(id, frame(Tag::CLIENT_IDENT, idents)),
@@ -405,8 +430,8 @@ impl<T: Transport> Suite<T> {
     /// Whether, on the Test side, an accepted connection wins a race
     /// against our own (crimson's peer_wins(): our address is the higher).
     pub fn peer_wins(&self) -> bool {
-        let test = self.test_addrs.msgr2().copied().unwrap_or_default();
-        let peer = self.peer_addrs.msgr2().copied().unwrap_or_default();
+        let first = |a: &EntityAddrvec| a.0.first().copied().unwrap_or_default();
+        let (test, peer) = (first(&self.test_addrs), first(&self.peer_addrs));
         msgr_protocol::decide::peer_wins(&peer, &test, false)
     }
 

@@ -8,6 +8,7 @@ use msgr_frames::v1::{ConnectReply, Item, Msg, Tag, FLAG_LOSSY};
 
 use super::*;
 use crate::handshake::v1::{my_legacy_addr, proto_version, send_reply, Accepting1, ConnectRequest};
+use crate::intercept::Point1;
 use crate::link::Link1;
 
 impl Conn {
@@ -36,26 +37,31 @@ impl Conn {
             .is_some_and(|l| l.signs())
     }
 
-    /// A new msgr1 link as link `id`, with its first bytes queued.
+    /// A new msgr1 link as link `id`.
     pub(super) fn msgr1_link(&mut self, id: LinkId) -> Link {
-        let connector = self.side == Side::Connector;
-        let mut link = Link::msgr1(
+        Link::msgr1(
             id,
-            connector,
+            self.side == Side::Connector,
             self.config.my_name,
             self.config.handshake_limits,
             self.tap(),
-        );
+        )
+    }
+
+    /// The first bytes of an msgr1 socket (a connector's banner; an
+    /// acceptor's banner and addresses).
+    pub(super) fn send_hello1(&mut self) -> Result<(), ProtocolError> {
+        let connector = self.side == Side::Connector;
+        let me = my_legacy_addr(&self.me.addrs);
         let mut peer = self.peer_socket;
         peer.kind = EntityAddrType::LEGACY;
         peer.nonce = 0;
-        Link1::hello(
-            connector,
-            &my_legacy_addr(&self.me.addrs),
-            &peer,
-            &mut link.output,
-        );
-        link
+        match self.link.as_mut() {
+            Some(l) => l.write1(Point1::Hello, |_, out| {
+                Link1::hello(connector, &me, &peer, out)
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Whether a session was established (a connector's connect_seq is
@@ -78,7 +84,7 @@ impl Conn {
         let reply = |conn: &mut Conn, tag: Tag, gs: u64, cs: u64| {
             let gs = u32::try_from(gs).unwrap_or(u32::MAX);
             let cs = u32::try_from(cs).unwrap_or(u32::MAX);
-            conn.with_cx(|cx| send_reply(cx, tag, &c, gs, cs, &[]));
+            conn.with_cx(|cx| send_reply(cx, tag, &c, gs, cs, &[]))
         };
         match decision {
             Decision::NewSession | Decision::ReplaceLossy => return self.open_v1(&req, false, now),
@@ -88,12 +94,12 @@ impl Conn {
                 return Ok(());
             }
             Decision::Wait => {
-                reply(self, Tag::Wait, 0, 0);
+                reply(self, Tag::Wait, 0, 0)?;
                 self.state = State::ServerWait;
             }
-            Decision::Reset { .. } => reply(self, Tag::ResetSession, 0, 0),
-            Decision::Retry { connect_seq } => reply(self, Tag::RetrySession, 0, connect_seq),
-            Decision::RetryGlobal { global_seq } => reply(self, Tag::RetryGlobal, global_seq, 0),
+            Decision::Reset { .. } => reply(self, Tag::ResetSession, 0, 0)?,
+            Decision::Retry { connect_seq } => reply(self, Tag::RetrySession, 0, connect_seq)?,
+            Decision::RetryGlobal { global_seq } => reply(self, Tag::RetryGlobal, global_seq, 0)?,
             Decision::CloseStale => self.close(false),
             Decision::Refuse { owner } => {
                 let newcomer = Box::new(self.peer.owner());
@@ -147,12 +153,16 @@ impl Conn {
             kind: std::io::ErrorKind::NotConnected,
             message: "no socket".into(),
         })?;
-        link.output.put_slice(&reply.encode());
-        link.output.put_slice(&req.authorizer_reply);
+        link.write1(Point1::Reply(reply.tag), |_, out| {
+            out.put_slice(&reply.encode());
+            out.put_slice(&req.authorizer_reply);
+            if seq {
+                out.put_slice(&in_seq.to_le_bytes());
+            }
+        })?;
         self.events.push_back(Event::Accepted);
         self.known = true;
         if seq {
-            link.output.put_slice(&in_seq.to_le_bytes());
             if let Some(l) = link.v1.as_mut() {
                 l.expect_seq();
             }

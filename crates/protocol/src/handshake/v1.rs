@@ -23,6 +23,7 @@ use msgr_frames::v1::{Connect, ConnectReply, ServerHello, Tag, FLAG_LOSSY};
 use super::Cx;
 use crate::error::{ProtocolError, Wire};
 use crate::features;
+use crate::intercept::Point1;
 use crate::link::{Input, Input1};
 
 /// `CEPH_OSD_PROTOCOL`, `CEPH_MON_PROTOCOL`: between two daemons of a type.
@@ -216,9 +217,10 @@ fn send_connect_with(cx: &mut Cx<'_>, method: u32, authorizer: &[u8]) -> Result<
         authorizer_len: u32::try_from(authorizer.len()).unwrap_or(u32::MAX),
         flags: if cx.peer.policy.lossy { FLAG_LOSSY } else { 0 },
     };
-    cx.link.output.put_slice(&c.encode());
-    cx.link.output.put_slice(authorizer);
-    Ok(())
+    cx.link.write1(Point1::Connect, |_, out| {
+        out.put_slice(&c.encode());
+        out.put_slice(authorizer);
+    })
 }
 
 /// A CONNECT with a fresh authorizer from `auth` (each CONNECT of a
@@ -337,7 +339,9 @@ fn on_reply(
         // The acceptor got up to its in_seq: what we requeued up to there
         // is dropped; ours goes back.
         cx.session.resume_from(peer_in_seq);
-        cx.link.output.put_slice(&cx.session.in_seq.to_le_bytes());
+        let in_seq = cx.session.in_seq;
+        cx.link
+            .write1(Point1::Seq, |_, out| out.put_slice(&in_seq.to_le_bytes()))?;
     }
     let reconnected = cx.session.connect_seq > 0;
     cx.session.peer_global_seq = u64::from(reply.global_seq);
@@ -437,7 +441,7 @@ pub(crate) fn send_reply(
     global_seq: u32,
     connect_seq: u32,
     authorizer: &[u8],
-) {
+) -> Result<(), ProtocolError> {
     let policy = &cx.peer.policy;
     let reply = ConnectReply {
         tag,
@@ -448,11 +452,14 @@ pub(crate) fn send_reply(
         authorizer_len: u32::try_from(authorizer.len()).unwrap_or(u32::MAX),
         flags: 0,
     };
-    cx.link.output.put_slice(&reply.encode());
-    cx.link.output.put_slice(authorizer);
+    cx.link.write1(Point1::Reply(tag), |_, out| {
+        out.put_slice(&reply.encode());
+        out.put_slice(authorizer);
+    })?;
     if let Some(l) = cx.link.v1.as_mut() {
         l.expect_connect();
     }
+    Ok(())
 }
 
 fn again(auth: Option<Box<dyn ServerAuth>>) -> Result<AcceptStep1, ProtocolError> {
@@ -477,12 +484,12 @@ fn on_connect(
     cx.peer.policy = cx.config.policies.get(cx.peer.entity_type);
     let ours = proto_version(cx.config.my_name.kind, cx.peer.entity_type, false);
     if connect.protocol_version != ours {
-        send_reply(cx, Tag::BadProtoVer, &connect, 0, 0, &[]);
+        send_reply(cx, Tag::BadProtoVer, &connect, 0, 0, &[])?;
         return again(auth);
     }
     let required = cx.peer.policy.features_required | features::MSGR1_REQUIRED;
     if required & !connect.features != 0 {
-        send_reply(cx, Tag::Features, &connect, 0, 0, &[]);
+        send_reply(cx, Tag::Features, &connect, 0, 0, &[])?;
         return again(auth);
     }
     let challenged = auth.is_some();
@@ -499,7 +506,7 @@ fn on_connect(
         };
         match auth.handle(&peer, method, ConMode::CRC, challenged, authorizer) {
             Ok(ServerStep::More(challenge)) => {
-                send_reply(cx, Tag::ChallengeAuthorizer, &connect, 0, 0, &challenge);
+                send_reply(cx, Tag::ChallengeAuthorizer, &connect, 0, 0, &challenge)?;
                 return again(Some(auth));
             }
             Ok(ServerStep::Done { payload, outcome }) => {
@@ -510,7 +517,7 @@ fn on_connect(
                 payload
             }
             Err(_) => {
-                send_reply(cx, Tag::BadAuthorizer, &connect, 0, 0, &[]);
+                send_reply(cx, Tag::BadAuthorizer, &connect, 0, 0, &[])?;
                 return again(None);
             }
         }

@@ -1,0 +1,175 @@
+//! crimson's failover matrix in its form (crimson.rs), over msgr1: a Test
+//! messenger with the interceptor and a TestPeer, both at `v1:` addresses;
+//! a fault at every point of msgr1's handshake, on either side, for lossy
+//! and lossless policies; races won and lost; each connection's counters
+//! checked exactly: C(connect attempts, CONNECT writes, 0, connects
+//! dispatched), A(accepts, CONNECT reads, 0, accepts dispatched),
+//! R(resets, remote resets), and its end state.
+
+#[path = "support/poll.rs"]
+mod poll;
+#[path = "crimson/suite.rs"]
+#[macro_use]
+mod suite;
+
+use msgr_frames::v1::Tag;
+use msgr_protocol::intercept::{Breakpoint, CustomPoint, Direction, Point1};
+use suite::*;
+
+fn p1(p: Point1, d: Direction) -> Breakpoint {
+    Breakpoint::Msgr1(p, d)
+}
+
+/// The connector's points, in handshake order.
+fn connector_handshake1() -> Vec<Breakpoint> {
+    use Direction::*;
+    vec![
+        Breakpoint::Custom(CustomPoint::SocketConnecting),
+        p1(Point1::Hello, Write),
+        p1(Point1::Hello, Read),
+        p1(Point1::Connect, Write),
+        p1(Point1::Reply(Tag::Seq), Read),
+        p1(Point1::Seq, Write),
+    ]
+}
+
+/// The acceptor's points, in handshake order.
+fn acceptor_handshake1() -> Vec<Breakpoint> {
+    use Direction::*;
+    vec![
+        p1(Point1::Hello, Write),
+        p1(Point1::Hello, Read),
+        p1(Point1::Connect, Read),
+        p1(Point1::Reply(Tag::Seq), Write),
+        p1(Point1::Seq, Read),
+    ]
+}
+
+/// A fault at one point of the connector's handshake: the lossy client
+/// connects again and establishes on its second attempt.
+#[tokio::test]
+async fn msgr1_lossy_connect_faults() {
+    use_msgr1();
+    for bp in connector_handshake1() {
+        let name = format!("msgr1 lossy connect fault -- {bp}");
+        let writes = match bp {
+            // The CONNECT of the faulted attempt was (about to be) written.
+            Breakpoint::Msgr1(Point1::Connect | Point1::Reply(_) | Point1::Seq, _) => 2,
+            _ => 1,
+        };
+        case(
+            &name,
+            &[bp],
+            lossy(),
+            Body::SendConnect,
+            &[ex(St::Established, [2, writes, 0, 1], [0; 4], [0, 0])],
+        )
+        .await;
+    }
+}
+
+/// The same for a lossless client against a stateful server.
+#[tokio::test]
+async fn msgr1_lossless_connect_faults() {
+    use_msgr1();
+    for bp in connector_handshake1() {
+        let name = format!("msgr1 lossless connect fault -- {bp}");
+        let writes = match bp {
+            Breakpoint::Msgr1(Point1::Connect | Point1::Reply(_) | Point1::Seq, _) => 2,
+            _ => 1,
+        };
+        case(
+            &name,
+            &[bp],
+            lossless(),
+            Body::SendConnect,
+            &[ex(St::Established, [2, writes, 0, 1], [0; 4], [0, 0])],
+        )
+        .await;
+    }
+}
+
+/// A fault at one point of the acceptor's handshake (the TestPeer
+/// connects to Test): the faulted socket closes, the peer connects again,
+/// and the second accepted connection holds the session.
+#[tokio::test]
+async fn msgr1_accept_faults() {
+    use_msgr1();
+    for policies in [lossy(), lossless()] {
+        for bp in acceptor_handshake1() {
+            let name = format!("msgr1 accept fault -- {bp} ({:?})", policies.0);
+            case(
+                &name,
+                &[bp],
+                acceptor(policies),
+                Body::PeerSendPeerConnect,
+                &accept_fault_expect(bp, policies.0.lossy),
+            )
+            .await;
+        }
+    }
+}
+
+/// What each accept fault leaves: before the session opened (SEQ not yet
+/// written), the accepted connection closes and the peer's next one holds
+/// the session. Once SEQ went out (a fault awaiting the in_seq), the
+/// session is open: a lossy one is reset (and so is the peer's); a
+/// lossless one stands by and takes the peer's next socket (that accepted
+/// connection is replaced).
+fn accept_fault_expect(bp: Breakpoint, lossy: bool) -> Vec<Expect> {
+    let reads = match bp {
+        Breakpoint::Msgr1(Point1::Connect | Point1::Reply(_), _) => 1,
+        _ => 0,
+    };
+    match (bp, lossy) {
+        // The lossy peer's session was open too: it ends with a reset and
+        // does not connect again (its message is lost, as lossy allows).
+        (Breakpoint::Msgr1(Point1::Seq, _), true) => {
+            vec![ex(St::Closed, [0; 4], [1, 1, 0, 1], [1, 0])]
+        }
+        (Breakpoint::Msgr1(Point1::Seq, _), false) => vec![
+            ex(St::Established, [0; 4], [1, 1, 0, 2], [0, 0]),
+            ex(St::Replaced, [0; 4], [1, 1, 0, 0], [0, 0]),
+        ],
+        _ => vec![
+            ex(St::Closed, [0; 4], [1, reads, 0, 0], [0, 0]),
+            ex(St::Established, [0; 4], [1, 1, 0, 1], [0, 0]),
+        ],
+    }
+}
+
+/// crimson's stale_connect over msgr1: Test's connect stalls at reading
+/// the reply to its CONNECT (its socket shut under it); meanwhile the
+/// TestPeer connects to Test, and Test's accepting connection moves into
+/// the stalled one (a race Test's CONNECT state loses to a live session);
+/// released, the stale handshake fails and the session stays.
+#[tokio::test]
+async fn msgr1_stale_connect() {
+    use msgr_protocol::intercept::{Action, Traps};
+    use_msgr1();
+    async fn scenario<T: msgr_transport::Transport>(t: T, ip: &str) {
+        let traps = Traps::default();
+        traps.arm(
+            p1(Point1::Reply(Tag::Seq), Direction::Read),
+            1,
+            Action::Stall,
+        );
+        let (a, b) = peers();
+        let mut s = Suite::new(t, ip, traps, a, b).await;
+        s.connect_peer();
+        s.wait_blocked().await;
+        s.peer_send_me();
+        s.wait_replaced(1).await;
+        s.unblock();
+        let got = s.wait_results(2).await;
+        let expect = [
+            ex(St::Established, [1, 1, 0, 0], [0, 0, 0, 1], [0, 0]),
+            ex(St::Replaced, [0; 4], [1, 1, 0, 0], [0, 0]),
+        ];
+        stage("msgr1_stale_connect", 0, &got, &expect);
+        s.finish().await;
+    }
+    scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
+    scenario(msgr_transport::tcp::Tcp::default(), "127.0.0.1").await;
+    scenario(msgr_uring::Uring::default(), "127.0.0.1").await;
+}
