@@ -1,8 +1,10 @@
 //! crimson's failover matrix in its form (crimson.rs), over msgr1: a Test
 //! messenger with the interceptor and a TestPeer, both at `v1:` addresses;
 //! a fault at every point of msgr1's handshake, on either side, for lossy
-//! and lossless policies; races won and lost; each connection's counters
-//! checked exactly: C(connect attempts, CONNECT writes, 0, connects
+//! and lossless policies; a stale connect; a peer's reset answered
+//! RESETSESSION; each connection's counters checked exactly (races of
+//! both sides connecting at once are the simulation's and the pair
+//! tests', over msgr1 too): C(connect attempts, CONNECT writes, 0, connects
 //! dispatched), A(accepts, CONNECT reads, 0, accepts dispatched),
 //! R(resets, remote resets), and its end state.
 
@@ -167,6 +169,36 @@ async fn msgr1_stale_connect() {
             ex(St::Replaced, [0; 4], [1, 1, 0, 0], [0, 0]),
         ];
         stage("msgr1_stale_connect", 0, &got, &expect);
+        s.finish().await;
+    }
+    scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
+    scenario(msgr_transport::tcp::Tcp::default(), "127.0.0.1").await;
+    scenario(msgr_uring::Uring::default(), "127.0.0.1").await;
+}
+
+/// The peer forgets the session (it marks its connection down): Test's
+/// next CONNECT resumes a session the peer no longer has and is answered
+/// RESETSESSION; Test resets its side (a remote reset for its user) and
+/// opens a new session on the same socket with a second CONNECT.
+#[tokio::test]
+async fn msgr1_peer_reset_is_answered_resetsession() {
+    use msgr_protocol::intercept::Traps;
+    use_msgr1();
+    async fn scenario<T: msgr_transport::Transport>(t: T, ip: &str) {
+        let (a, b) = lossless();
+        let mut s = Suite::new(t, ip, Traps::default(), a, b).await;
+        s.send_peer();
+        s.connect_peer();
+        s.wait_established().await;
+        s.markdown_peer().await;
+        s.send_peer();
+        let got = s.wait_results(1).await;
+        let resets = s
+            .traps
+            .hits(p1(Point1::Reply(Tag::ResetSession), Direction::Read));
+        let expect = [ex(St::Established, [2, 3, 0, 2], [0; 4], [0, 1])];
+        stage("msgr1_peer_reset", 0, &got, &expect);
+        assert_eq!(resets, 1, "one RESETSESSION");
         s.finish().await;
     }
     scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
