@@ -14,8 +14,8 @@ use msgr_auth::SessionKey;
 use msgr_encoding::{EntityAddr, EntityName, UTime};
 use msgr_frames::v1::header::{footer_flags, section_crc, signature_block};
 use msgr_frames::v1::{
-    check_banner, decode_addr, write, Connect, ConnectReply, Footer, Item, Msg, MsgHeader,
-    ServerHello, StreamReader, Tag, WireError, ADDR_LEN, BANNER,
+    handshake, write, Connect, ConnectReply, Footer, Item, Msg, MsgHeader, ServerHello,
+    StreamReader, Tag, BANNER,
 };
 use msgr_frames::{FrameLimits, WireQueue};
 
@@ -73,25 +73,6 @@ pub(crate) struct Link1 {
     /// Signing and checking messages, once the stream is open with
     /// MSG_AUTH: the key, and whether the format is CEPHX_V2's.
     signer: Option<(SessionKey, bool)>,
-}
-
-fn too_large(len: u32) -> ProtocolError {
-    ProtocolError::Msgr1(WireError::AuthorizerTooLarge {
-        len,
-        max: MAX_AUTHORIZER,
-    })
-}
-
-/// The banner and a legacy address: what a connector sends first.
-const CLIENT_HELLO_LEN: usize = BANNER.len() + ADDR_LEN;
-
-/// The bytes of `n` in front of `input`, if they are all in.
-fn take(input: &mut BytesMut, n: usize) -> Option<Bytes> {
-    (input.len() >= n).then(|| input.split_to(n).freeze())
-}
-
-fn le64(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b.first_chunk::<8>().copied().unwrap_or_default())
 }
 
 impl Link1 {
@@ -189,28 +170,12 @@ impl Link1 {
 
     /// Bytes the next item needs in all, `input` holding what is read.
     pub fn want(&self, input: &[u8]) -> usize {
-        let len_at = |at: usize| -> usize {
-            let b = input.get(at..at.saturating_add(4)).unwrap_or_default();
-            let len = u32::from_le_bytes(b.try_into().unwrap_or_default());
-            len.min(MAX_AUTHORIZER) as usize
-        };
         let total = match &self.read {
             Read::ServerHello => ServerHello::LEN,
-            Read::ClientHello => CLIENT_HELLO_LEN,
+            Read::ClientHello => handshake::CLIENT_HELLO_LEN,
             Read::Seq => 8,
-            Read::Connect if input.len() >= Connect::LEN => Connect::LEN.saturating_add(len_at(28)),
-            Read::Connect => Connect::LEN,
-            Read::Reply if input.len() >= ConnectReply::LEN => {
-                let seq = if input.first() == Some(&(Tag::Seq as u8)) {
-                    8
-                } else {
-                    0
-                };
-                ConnectReply::LEN
-                    .saturating_add(len_at(21))
-                    .saturating_add(seq)
-            }
-            Read::Reply => ConnectReply::LEN,
+            Read::Connect => handshake::connect_len(input, MAX_AUTHORIZER),
+            Read::Reply => handshake::reply_len(input, MAX_AUTHORIZER),
             Read::Stream(r) => return r.bytes_needed(input).max(1),
         };
         total.saturating_sub(input.len()).max(1)
@@ -226,76 +191,35 @@ impl Link1 {
 
     /// Takes the next item from the front of `input`, if it is all there.
     pub fn poll(&mut self, input: &mut BytesMut) -> Result<Option<Input1>, ProtocolError> {
-        match &mut self.read {
-            Read::ServerHello => {
-                let Some(b) = input.first_chunk::<{ ServerHello::LEN }>() else {
-                    return Ok(None);
-                };
-                let hello = ServerHello::decode(b)?;
-                let _ = input.split_to(ServerHello::LEN);
+        let item = match &mut self.read {
+            Read::ServerHello => handshake::take_server_hello(input)?.map(|(hello, _)| {
                 self.read = Read::Reply;
-                Ok(Some(Input1::ServerHello(hello)))
-            }
-            Read::ClientHello => {
-                const LEN: usize = CLIENT_HELLO_LEN;
-                let Some(b) = input.first_chunk::<LEN>() else {
-                    return Ok(None);
-                };
-                let (banner, addr) = b.split_first_chunk::<9>().unwrap_or((BANNER, &[]));
-                check_banner(banner)?;
-                let addr = decode_addr(addr.try_into().unwrap_or(&[0; ADDR_LEN]))?;
-                let _ = input.split_to(LEN);
+                Input1::ServerHello(hello)
+            }),
+            Read::ClientHello => handshake::take_client_hello(input)?.map(|(addr, _)| {
                 self.read = Read::Connect;
-                Ok(Some(Input1::ClientHello(addr)))
-            }
+                Input1::ClientHello(addr)
+            }),
             Read::Connect => {
-                let Some(head) = input.first_chunk::<{ Connect::LEN }>() else {
-                    return Ok(None);
-                };
-                let connect = Connect::decode(head);
-                if connect.authorizer_len > MAX_AUTHORIZER {
-                    return Err(too_large(connect.authorizer_len));
-                }
-                // Capped at MAX_AUTHORIZER just above.
-                let len = Connect::LEN.saturating_add(connect.authorizer_len as usize);
-                let Some(raw) = take(input, len) else {
-                    return Ok(None);
-                };
-                let authorizer = raw.slice(Connect::LEN..);
-                Ok(Some(Input1::Connect {
-                    connect,
-                    authorizer,
-                }))
+                handshake::take_connect(input, MAX_AUTHORIZER)?.map(|(connect, authorizer, _)| {
+                    Input1::Connect {
+                        connect,
+                        authorizer,
+                    }
+                })
             }
-            Read::Reply => {
-                let Some(head) = input.first_chunk::<{ ConnectReply::LEN }>() else {
-                    return Ok(None);
-                };
-                let reply = ConnectReply::decode(head)?;
-                if reply.authorizer_len > MAX_AUTHORIZER {
-                    return Err(too_large(reply.authorizer_len));
-                }
-                let after = ConnectReply::LEN.saturating_add(reply.authorizer_len as usize);
-                let seq = if reply.tag == Tag::Seq { 8 } else { 0 };
-                let Some(raw) = take(input, after.saturating_add(seq)) else {
-                    return Ok(None);
-                };
-                let authorizer = raw.slice(ConnectReply::LEN..after);
-                let in_seq = (seq == 8).then(|| le64(raw.get(after..).unwrap_or_default()));
-                Ok(Some(Input1::Reply {
-                    reply,
-                    authorizer,
-                    in_seq,
-                }))
-            }
-            Read::Seq => {
-                let Some(b) = take(input, 8) else {
-                    return Ok(None);
-                };
-                Ok(Some(Input1::Seq(le64(&b))))
-            }
-            Read::Stream(r) => Ok(r.next(input)?.map(Input1::Item)),
-        }
+            Read::Reply => handshake::take_reply(input, MAX_AUTHORIZER)?.map(|r| Input1::Reply {
+                reply: r.reply,
+                authorizer: r.authorizer,
+                in_seq: r.in_seq,
+            }),
+            Read::Seq => (input.len() >= 8).then(|| {
+                let b = input.split_to(8);
+                Input1::Seq(u64::from_le_bytes(b[..].try_into().unwrap_or_default()))
+            }),
+            Read::Stream(r) => r.next(input)?.map(Input1::Item),
+        };
+        Ok(item)
     }
 
     // ------------------------------------------------------------ writing

@@ -11,8 +11,8 @@ use bytes::{Bytes, BytesMut};
 use msgr_capture::Direction;
 use msgr_encoding::EntityAddr;
 use msgr_frames::v1::{
-    check_banner, decode_addr, Connect, ConnectReply, Item, ServerHello, StreamReader, Tag,
-    WireError, ADDR_LEN, BANNER,
+    check_banner, decode_addr, handshake, Connect, ConnectReply, Item, ServerHello, StreamReader,
+    Tag, WireError, ADDR_LEN, BANNER,
 };
 use msgr_frames::FrameLimits;
 
@@ -86,20 +86,6 @@ pub struct Session {
 /// The longest authorizer we follow (Ceph's are a few hundred bytes).
 const MAX_AUTHORIZER: u32 = 64 << 10;
 
-fn take(buf: &mut BytesMut, n: usize) -> Option<BytesMut> {
-    (buf.len() >= n).then(|| buf.split_to(n))
-}
-
-fn authorizer_len(len: u32) -> Result<usize, WireError> {
-    if len > MAX_AUTHORIZER {
-        return Err(WireError::AuthorizerTooLarge {
-            len,
-            max: MAX_AUTHORIZER,
-        });
-    }
-    Ok(len as usize)
-}
-
 impl Session {
     /// Decodes what `dir` has in `buf`, handing out each event with its
     /// raw bytes; an error stops that direction.
@@ -135,32 +121,27 @@ impl Session {
         loop {
             match &mut self.client {
                 ClientStage::Banner => {
-                    let Some(b) = take(buf, BANNER.len()) else {
+                    let Some(b) = buf.first_chunk::<9>() else {
                         return Ok(());
                     };
-                    check_banner(b[..].try_into().unwrap_or(&[0; 9]))?;
-                    emit(Event::Banner, b.freeze());
+                    check_banner(b)?;
+                    emit(Event::Banner, buf.split_to(BANNER.len()).freeze());
                     self.client = ClientStage::Addr;
                 }
                 ClientStage::Addr => {
-                    let Some(b) = take(buf, ADDR_LEN) else {
+                    let Some(b) = buf.first_chunk::<ADDR_LEN>() else {
                         return Ok(());
                     };
-                    let addr = decode_addr(b[..].try_into().unwrap_or(&[0; ADDR_LEN]))?;
-                    emit(Event::ClientAddr(addr), b.freeze());
+                    let addr = decode_addr(b)?;
+                    emit(Event::ClientAddr(addr), buf.split_to(ADDR_LEN).freeze());
                     self.client = ClientStage::Connect;
                 }
                 ClientStage::Connect => {
-                    let Some(head) = buf.first_chunk::<{ Connect::LEN }>() else {
+                    let Some((connect, authorizer, raw)) =
+                        handshake::take_connect(buf, MAX_AUTHORIZER)?
+                    else {
                         return Ok(());
                     };
-                    let connect = Connect::decode(head);
-                    let auth = authorizer_len(connect.authorizer_len)?;
-                    let Some(raw) = take(buf, Connect::LEN + auth) else {
-                        return Ok(());
-                    };
-                    let raw = raw.freeze();
-                    let authorizer = raw.slice(Connect::LEN..);
                     self.connects.push(connect);
                     emit(
                         Event::Connect {
@@ -182,9 +163,11 @@ impl Session {
                     };
                 }
                 ClientStage::SeqAck => {
-                    let Some(b) = take(buf, 8) else { return Ok(()) };
-                    let seq = u64::from_le_bytes(b[..].try_into().unwrap_or_default());
-                    emit(Event::Seq(seq), b.freeze());
+                    let Some(b) = buf.first_chunk::<8>() else {
+                        return Ok(());
+                    };
+                    let seq = u64::from_le_bytes(*b);
+                    emit(Event::Seq(seq), buf.split_to(8).freeze());
                     self.client = ClientStage::Stream(self.stream());
                 }
                 ClientStage::Stream(r) => return stream(r, buf, emit),
@@ -200,40 +183,25 @@ impl Session {
         loop {
             match &mut self.server {
                 ServerStage::Hello => {
-                    let Some(b) = take(buf, ServerHello::LEN) else {
+                    let Some((hello, raw)) = handshake::take_server_hello(buf)? else {
                         return Ok(());
                     };
-                    let b = b.freeze();
-                    let hello =
-                        ServerHello::decode(b[..].try_into().unwrap_or(&[0; ServerHello::LEN]))?;
-                    emit(Event::ServerHello(hello), b);
+                    emit(Event::ServerHello(hello), raw);
                     self.server = ServerStage::Reply;
                 }
                 ServerStage::Reply => {
-                    let Some(head) = buf.first_chunk::<{ ConnectReply::LEN }>() else {
+                    let Some(r) = handshake::take_reply(buf, MAX_AUTHORIZER)? else {
                         return Ok(());
                     };
-                    let reply = ConnectReply::decode(head)?;
-                    let auth = authorizer_len(reply.authorizer_len)?;
-                    let seq = if reply.tag == Tag::Seq { 8 } else { 0 };
-                    let Some(raw) = take(buf, ConnectReply::LEN + auth + seq) else {
-                        return Ok(());
-                    };
-                    let raw = raw.freeze();
-                    let after = ConnectReply::LEN + auth;
-                    let authorizer = raw.slice(ConnectReply::LEN..after);
-                    let in_seq = raw
-                        .get(after..)
-                        .and_then(|b| b.try_into().ok())
-                        .map(u64::from_le_bytes);
-                    self.replies.push(reply);
+                    self.replies.push(r.reply);
+                    let open = matches!(r.reply.tag, Tag::Ready | Tag::Seq);
                     let event = Event::ConnectReply {
-                        reply,
-                        authorizer,
-                        in_seq,
+                        reply: r.reply,
+                        authorizer: r.authorizer,
+                        in_seq: r.in_seq,
                     };
-                    emit(event, raw);
-                    if matches!(reply.tag, Tag::Ready | Tag::Seq) {
+                    emit(event, r.raw);
+                    if open {
                         self.server = ServerStage::Stream(self.stream());
                     }
                 }

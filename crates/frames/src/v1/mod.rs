@@ -19,6 +19,7 @@
 
 mod connect;
 mod error;
+pub mod handshake;
 pub mod header;
 mod stream;
 mod tag;
