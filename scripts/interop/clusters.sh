@@ -180,6 +180,10 @@ live() {
 live pacific-monc-live "$PCONF"
 live tentacle-monc-live "$TCONF"
 live tentacle-legacy-monc-live "$TLEGACY" --name client.legacy
+# The same over msgr1: MAuth from the first message, global-id reclaim
+# with the old ticket, ticket renewal.
+live pacific-monc-live-msgr1 "$PCONF" --ms_bind_msgr2=false
+live tentacle-monc-live-msgr1 "$TCONF" --ms_bind_msgr2=false
 
 # A wrong key fails fast and says why.
 wrong() {

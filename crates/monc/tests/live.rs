@@ -2,7 +2,8 @@
 //! plain `cargo test`: scripts/interop/clusters.sh runs them against fresh
 //! Ceph 16 and Ceph 20 clusters, with `MSGR_TEST_CEPH_CONF` naming a
 //! ceph.conf whose [client] section names the keyring (and the cluster set
-//! up with `auth_allow_insecure_global_id_reclaim = false`).
+//! up with `auth_allow_insecure_global_id_reclaim = false`), over msgr2,
+//! and over msgr1 with `CEPH_ARGS="--ms_bind_msgr2=false"`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +46,9 @@ fn setup_with_clock(want: u32, clock: msgr_auth::Clock) -> (MonClientConfig, Arc
         clock,
     ));
     cx.set_want(want);
-    let mc = MonClientConfig::new(cfg.mon_host().unwrap(), MonAuth::Cephx(cx.clone()));
+    let mut mc = MonClientConfig::new(cfg.mon_host().unwrap(), MonAuth::Cephx(cx.clone()));
+    // CEPH_ARGS="--ms_bind_msgr2=false": the same tests over msgr1 (MAuth).
+    mc.msgr2 = cfg.get("ms_bind_msgr2").as_deref() != Some("false");
     (mc, cx)
 }
 
@@ -99,7 +102,9 @@ fn service_tickets_come_by_mauth_when_wanted_later() {
 fn a_new_session_reclaims_the_global_id_with_the_old_ticket() {
     rt().block_on(async {
         let (cfg, cx) = setup(MON | OSD | MGR);
+        let msgr1 = !cfg.msgr2;
         let mc = MonClient::connect(cfg).await.unwrap();
+        assert_eq!(mc.is_msgr1(), msgr1, "the session speaks what was asked");
         let gid = cx.global_id();
         assert!(gid > 0);
         for _ in 0..2 {
