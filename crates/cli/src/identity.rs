@@ -71,6 +71,8 @@ pub struct Identity {
     pub rev1: bool,
     /// ms_bind_msgr2 (default true): false dials msgr1 (`v1:`) addresses.
     pub msgr2: bool,
+    /// cephx_sign_messages (default true): msgr1 messages signed.
+    pub sign_messages: bool,
 }
 
 impl Identity {
@@ -112,12 +114,13 @@ impl Identity {
                 ))
             }
         };
-        let msgr2 = match config.get("ms_bind_msgr2").as_deref() {
-            None => true,
-            Some(v) => parse_bool(v).ok_or(format!("ms_bind_msgr2: {v:?} is not a boolean"))?,
+        let flag = |option: &str, default: bool| match config.get(option).as_deref() {
+            None => Ok(default),
+            Some(v) => parse_bool(v).ok_or(format!("{option}: {v:?} is not a boolean")),
         };
         Ok(Identity {
-            msgr2,
+            msgr2: flag("ms_bind_msgr2", true)?,
+            sign_messages: flag("cephx_sign_messages", true)?,
             none_fallback: opts.auth_none_fallback && methods.iter().any(|m| m == "none"),
             config,
             mons,

@@ -86,7 +86,7 @@ pub struct Pong {
 
 /// Pings; returns the round trips (also printed as they happen).
 pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
-    let mut msgr2 = true;
+    let (mut msgr2, mut sign_messages) = (true, true);
     let (provider, addr, mc, num): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>, i64) =
         match &o.cluster {
             None => (
@@ -98,6 +98,7 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
             Some(c) => {
                 let id = Identity::load(c)?;
                 msgr2 = id.msgr2;
+                sign_messages = id.sign_messages;
                 let mc = MonClient::connect(id.mon_client_config())
                     .await
                     .map_err(|e| e.to_string())?;
@@ -134,6 +135,7 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
     );
     opts.rev1 = o.rev1;
     opts.msgr2 = msgr2;
+    opts.sign_messages = sign_messages;
     opts.nonce = std::process::id();
     let watch = Arc::new(Watch::default());
     let m = Messenger::new(Tcp::default(), opts, watch.clone());

@@ -38,6 +38,11 @@ pub struct Options {
     /// Dial peers' msgr2 addresses (ms_bind_msgr2); false: their msgr1
     /// (`v1:`) addresses only.
     pub msgr2: bool,
+    /// msgr1: sign messages with the cephx session key and check the
+    /// peer's (cephx_sign_messages).
+    pub sign_messages: bool,
+    /// msgr1: require signatures of keyed peers (cephx_require_signatures).
+    pub require_signatures: bool,
     pub timeouts: Timeouts,
     pub compression: CompressionConfig,
     /// Caps on frames of READY sessions (segment, frame, decompressed sizes).
@@ -97,6 +102,8 @@ impl Options {
             auth,
             rev1: true,
             msgr2: true,
+            sign_messages: true,
+            require_signatures: false,
             timeouts: Timeouts::default(),
             compression: CompressionConfig::default(),
             frame_limits: msgr_frames::FrameLimits::default(),
@@ -310,6 +317,8 @@ impl<T: Transport> Messenger<T> {
             config = config.rev0_only();
         }
         config.msgr2 = opts.msgr2;
+        config.sign_messages = opts.sign_messages;
+        config.require_signatures = opts.require_signatures;
         config.timeouts = opts.timeouts;
         config.compression = opts.compression.clone();
         config.frame_limits = opts.frame_limits;

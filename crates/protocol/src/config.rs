@@ -231,6 +231,13 @@ pub struct Config {
     /// Dial peers' msgr2 addresses (ms_bind_msgr2; false: msgr1 only, as
     /// a Ceph messenger bound without msgr2 drops them).
     pub msgr2: bool,
+    /// msgr1: sign messages with the cephx session key and check the
+    /// peer's (cephx_sign_messages; both sides must agree, as in Ceph).
+    pub sign_messages: bool,
+    /// msgr1: an acceptor requires MSG_AUTH (signatures) of every peer
+    /// that authenticates with a keyed method, cephx
+    /// (cephx_require_signatures).
+    pub require_signatures: bool,
     pub global_seq: Arc<GlobalSeq>,
     /// Frame queued messages only while fewer than this many bytes wait to
     /// be written (the link's queue plus what the runtime holds, which it
@@ -270,6 +277,8 @@ impl Config {
             compression: CompressionConfig::default(),
             learn_addr_from_peer: true,
             msgr2: true,
+            sign_messages: true,
+            require_signatures: false,
             global_seq: Arc::new(GlobalSeq::default()),
             output_window: None,
             random: Arc::new(msgr_auth::SystemRandom),

@@ -271,3 +271,65 @@ fn an_unknown_peer_type_is_learned_from_badprotover() {
         assert_eq!(net.delivered(1), vec![1]);
     }
 }
+
+/// cephx_sign_messages off on both sides: a keyed session signs nothing
+/// (and checks nothing), and messages flow.
+#[test]
+fn signing_can_be_turned_off() {
+    let mut net = Net::new();
+    for (name, addr, policy) in [
+        ("client.1", "v1:10.0.0.1:0/11", Policy::lossless_client()),
+        ("osd.0", "v1:10.0.0.2:6800/22", Policy::stateful_server()),
+    ] {
+        let mut cfg = msgr_protocol::Config::new(
+            name.parse().unwrap(),
+            shared_key(&[ConMode::CRC]),
+            policies(policy),
+        );
+        cfg.sign_messages = false;
+        net.add_node_with(cfg, addr);
+    }
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 100);
+    net.run();
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    assert!(!net.conn((0, c)).msgr1_signs());
+    assert_eq!(net.delivered(1), vec![1]);
+}
+
+/// cephx_require_signatures on an acceptor: a keyed peer without MSG_AUTH
+/// is answered FEATURES, and its connector says what it lacks.
+#[test]
+fn required_signatures_refuse_a_peer_without_msg_auth() {
+    let mut net = Net::new();
+    let mut client = Policy::lossless_client();
+    client.features_supported &= !msgr_protocol::features::MSG_AUTH;
+    net.add_node(
+        "client.1",
+        "v1:10.0.0.1:0/11",
+        policies(client),
+        shared_key(&[ConMode::CRC]),
+    );
+    let mut cfg = msgr_protocol::Config::new(
+        "osd.0".parse().unwrap(),
+        shared_key(&[ConMode::CRC]),
+        policies(Policy::stateful_server()),
+    );
+    cfg.require_signatures = true;
+    net.add_node_with(cfg, "v1:10.0.0.2:6800/22");
+    let c = net.connect(0, 1);
+    net.send((0, c), 1, 100);
+    net.run();
+    assert_ne!(net.state((0, c)), ConnState::Ready);
+    let msg_auth = msgr_protocol::features::MSG_AUTH;
+    let expected = format!("missing required features {msg_auth:#x}");
+    assert!(
+        net.nodes[0]
+            .faults
+            .iter()
+            .any(|(_, f)| f.contains(&expected)),
+        "{:?}",
+        net.nodes[0].faults
+    );
+    assert!(net.delivered(1).is_empty());
+}

@@ -332,7 +332,9 @@ fn on_reply(
             cx.peer.identity = outcome.peer;
         }
         if let Some(l) = cx.link.v1.as_mut() {
-            l.set_key(outcome.session_key);
+            if cx.config.sign_messages {
+                l.set_key(outcome.session_key);
+            }
         }
     }
     if let Some(peer_in_seq) = in_seq {
@@ -443,9 +445,13 @@ pub(crate) fn send_reply(
     authorizer: &[u8],
 ) -> Result<(), ProtocolError> {
     let policy = &cx.peer.policy;
+    let mut required = policy.features_required;
+    if cx.config.require_signatures {
+        required |= features::MSG_AUTH;
+    }
     let reply = ConnectReply {
         tag,
-        features: (connect.features & policy.features_supported) | policy.features_required,
+        features: (connect.features & policy.features_supported) | required,
         global_seq,
         connect_seq,
         protocol_version: proto_version(cx.config.my_name.kind, cx.peer.entity_type, false),
@@ -487,7 +493,13 @@ fn on_connect(
         send_reply(cx, Tag::BadProtoVer, &connect, 0, 0, &[])?;
         return again(auth);
     }
-    let required = cx.peer.policy.features_required | features::MSGR1_REQUIRED;
+    let mut required = cx.peer.policy.features_required | features::MSGR1_REQUIRED;
+    // Signatures need a session key: a peer that presents an authorizer
+    // of a keyed method (cephx) must sign (Ceph asks it of cephx peers).
+    let keyed = !matches!(connect.authorizer_protocol, 0 | auth_method::NONE);
+    if cx.config.require_signatures && keyed {
+        required |= features::MSG_AUTH;
+    }
     if required & !connect.features != 0 {
         send_reply(cx, Tag::Features, &connect, 0, 0, &[])?;
         return again(auth);
@@ -512,7 +524,9 @@ fn on_connect(
             Ok(ServerStep::Done { payload, outcome }) => {
                 cx.peer.identity = outcome.peer;
                 if let Some(l) = cx.link.v1.as_mut() {
-                    l.set_key(outcome.session_key);
+                    if cx.config.sign_messages {
+                        l.set_key(outcome.session_key);
+                    }
                 }
                 payload
             }
