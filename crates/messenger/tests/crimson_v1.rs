@@ -1,10 +1,10 @@
 //! crimson's failover matrix in its form (crimson.rs), over msgr1: a Test
 //! messenger with the interceptor and a TestPeer, both at `v1:` addresses;
 //! a fault at every point of msgr1's handshake, on either side, for lossy
-//! and lossless policies; a stale connect; a peer's reset answered
-//! RESETSESSION; each connection's counters checked exactly (races of
-//! both sides connecting at once are the simulation's and the pair
-//! tests', over msgr1 too): C(connect attempts, CONNECT writes, 0, connects
+//! and lossless policies; a stale connect; both sides connecting at once,
+//! won and lost (WAIT, or the peer's socket taken into the held
+//! connection); a peer's reset answered RESETSESSION; each connection's
+//! counters checked exactly: C(connect attempts, CONNECT writes, 0, connects
 //! dispatched), A(accepts, CONNECT reads, 0, accepts dispatched),
 //! R(resets, remote resets), and its end state.
 
@@ -199,6 +199,57 @@ async fn msgr1_peer_reset_is_answered_resetsession() {
         let expect = [ex(St::Established, [2, 3, 0, 2], [0; 4], [0, 1])];
         stage("msgr1_peer_reset", 0, &got, &expect);
         assert_eq!(resets, 1, "one RESETSESSION");
+        s.finish().await;
+    }
+    scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
+    scenario(msgr_transport::tcp::Tcp::default(), "127.0.0.1").await;
+    scenario(msgr_uring::Uring::default(), "127.0.0.1").await;
+}
+
+/// Both sides connect at once (lossless peers): Test's connect is held
+/// before it reads the peer's banner while the peer connects to Test.
+/// Whoever's address is lower wins (Ceph's memcmp of the legacy
+/// addresses): if the peer wins, Test's acceptor moves the peer's socket
+/// into Test's held connection (which, released, finds its own socket
+/// replaced); if Test wins, the peer's CONNECT is answered WAIT and Test's
+/// own connection, released, opens the session. Either way one session
+/// carries the messages both ways.
+#[tokio::test]
+async fn msgr1_connect_race() {
+    use msgr_protocol::intercept::{Action, Traps};
+    use_msgr1();
+    async fn scenario<T: msgr_transport::Transport>(t: T, ip: &str) {
+        let traps = Traps::default();
+        traps.arm(p1(Point1::Hello, Direction::Read), 1, Action::Block);
+        let (a, b) = peers();
+        let mut s = Suite::new(t, ip, traps, a, b).await;
+        let peer_wins = s.peer_wins();
+        s.send_peer();
+        s.connect_peer();
+        s.wait_blocked().await;
+        s.peer_connect_me();
+        s.peer_send_me();
+        let waits = || s.traps.hits(p1(Point1::Reply(Tag::Wait), Direction::Write));
+        if peer_wins {
+            s.wait_replaced(1).await;
+        } else {
+            assert!(poll::until(|| waits() >= 1).await, "no WAIT to the peer");
+        }
+        s.unblock();
+        let got = s.wait_results(2).await;
+        let expect = match peer_wins {
+            // The held connection never wrote its CONNECT: its session came
+            // with the peer's socket (an accept dispatched on it).
+            true => [
+                ex(St::Established, [1, 0, 0, 0], [0, 0, 0, 1], [0, 0]),
+                ex(St::Replaced, [0; 4], [1, 1, 0, 0], [0, 0]),
+            ],
+            false => [
+                ex(St::Established, [1, 1, 0, 1], [0; 4], [0, 0]),
+                ex(St::Closed, [0; 4], [1, 1, 0, 0], [0, 0]),
+            ],
+        };
+        stage("msgr1_connect_race", 0, &got, &expect);
         s.finish().await;
     }
     scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
