@@ -30,6 +30,14 @@ use raw_peer::RawPeer;
 mod rss;
 use rss::rss_kib;
 
+/// The tests here each load the machine (a thousand stalled sockets, a
+/// connection limit raced against): they run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Echo;
 impl Dispatcher for Echo {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
@@ -77,6 +85,7 @@ fn message_header(tid: u64) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_under_hostile_peers_keeps_serving() {
+    let _serial = serial();
     let mut o = Options::new(
         "osd.0".parse().unwrap(),
         PolicySet::new(Policy::stateless_server()),
@@ -265,6 +274,7 @@ async fn a_server_under_hostile_peers_keeps_serving() {
 
 #[tokio::test]
 async fn connections_beyond_the_limit_are_refused_at_accept() {
+    let _serial = serial();
     let mut o = Options::new(
         "osd.0".parse().unwrap(),
         PolicySet::new(Policy::stateless_server()),
@@ -348,6 +358,7 @@ async fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
 /// client, every hostile connection is closed, and memory stays bounded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_msgr1_server_under_hostile_peers_keeps_serving() {
+    let _serial = serial();
     use msgr_frames::v1::{write, Connect, MsgHeader, ServerHello, BANNER};
     let mut o = Options::new(
         "osd.0".parse().unwrap(),
