@@ -110,7 +110,6 @@ lossless-peer-reuse. Addresses: v2:IP:PORT[/NONCE].
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> ExitCode {
-    msgr_sys::restore_sigpipe();
     match run() {
         Ok(code) => code,
         Err(e) => {

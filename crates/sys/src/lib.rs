@@ -100,23 +100,6 @@ pub fn raise_fd_limit() -> io::Result<u64> {
     }
 }
 
-/// Restores the default action of SIGPIPE (Rust's runtime ignores it, so
-/// a tool whose output is piped into `head` gets EPIPE on every print and
-/// panics): the process ends quietly when its reader goes away, as a Unix
-/// tool does. Sockets are unaffected (Rust writes them with MSG_NOSIGNAL).
-/// Call it first thing in a command-line tool's main; a no-op elsewhere.
-pub fn restore_sigpipe() {
-    #[cfg(unix)]
-    {
-        // SAFETY: signal() with SIG_DFL installs no handler code; it only
-        // resets the disposition of SIGPIPE, before any other thread runs.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
-    }
-}
-
 /// Sets a socket's receive low-water mark (SO_RCVLOWAT): readiness, and
 /// the wake-up of a reader, wait until that many bytes are queued (Linux
 /// caps it at half the largest receive buffer, and grows the buffer to
