@@ -126,14 +126,9 @@ impl SessionKey {
         ct_eq(&self.signature(parts), signature)
     }
 
-    /// An msgr1 message signature (CephxSessionHandler::_calc_signature)
-    /// over `block`, the message's crcs and lengths as msgr1 lays them out
-    /// (docs/research/msgr1-wire.md §5.2). With CEPHX_V2 (`v2`): the XOR
-    /// of the four little-endian words of the block's first 32 encrypted
-    /// bytes (an AES-128 key: AES-128-CBC with Ceph's IV), or of its
-    /// HMAC-SHA256 (an aes256k key, 32 bytes). Before CEPHX_V2: the first
-    /// 8 encrypted bytes. `None` without a cephx key.
-    pub fn msgr1_signature(&self, block: &[u8], v2: bool) -> Option<u64> {
+    /// The msgr1 message signer of this key (CephxSessionHandler), or
+    /// `None` without a cephx key (16 bytes: AES-128; 32: aes256k).
+    pub fn msgr1_signer(&self) -> Option<Msgr1Signer> {
         use crate::cephx::{CryptoKey, KeyKind};
         let secret = self.0.expose();
         let kind = match secret.len() {
@@ -142,18 +137,45 @@ impl SessionKey {
             _ => return None,
         };
         let key = CryptoKey::new(kind, Default::default(), secret.to_vec()).ok()?;
-        let bytes: Vec<u8> = match kind {
-            KeyKind::Aes256k => key.hmac_sha256(&[block]).to_vec(),
-            _ => key.encrypt_with_confounder(0, block, &Default::default()),
+        Some(Msgr1Signer { key, kind })
+    }
+}
+
+/// Signs msgr1 messages with a cephx session key, made once per session.
+pub struct Msgr1Signer {
+    key: crate::cephx::CryptoKey,
+    kind: crate::cephx::KeyKind,
+}
+
+impl Msgr1Signer {
+    /// The signature (CephxSessionHandler::_calc_signature) of `block`,
+    /// the message's crcs and lengths as msgr1 lays them out
+    /// (docs/research/msgr1-wire.md §5.2). With CEPHX_V2 (`v2`): the XOR
+    /// of the four little-endian words of the block's first 32 encrypted
+    /// bytes (AES-128-CBC with Ceph's IV), or of its HMAC-SHA256 (aes256k).
+    /// Before CEPHX_V2: the first 8 encrypted bytes.
+    pub fn sign(&self, block: &[u8], v2: bool) -> u64 {
+        use crate::cephx::KeyKind;
+        let bytes: Vec<u8> = match self.kind {
+            KeyKind::Aes256k => self.key.hmac_sha256(&[block]).to_vec(),
+            _ => self
+                .key
+                .encrypt_with_confounder(0, block, &Default::default()),
         };
         let word = |i: usize| {
             let w = bytes.get(i..i.saturating_add(8)).unwrap_or_default();
             u64::from_le_bytes(w.try_into().unwrap_or_default())
         };
-        Some(match v2 {
+        match v2 {
             true => word(0) ^ word(8) ^ word(16) ^ word(24),
             false => word(0),
-        })
+        }
+    }
+}
+
+impl std::fmt::Debug for Msgr1Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Msgr1Signer")
     }
 }
 
@@ -211,18 +233,13 @@ mod msgr1_tests {
     fn msgr1_signatures_match_ceph_16_and_20() {
         let aes = SessionKey::new(h("219cc025d193c8c36e7d20950fe176cc"));
         let block = h("095f80fc a7881b32 d4000000 00000000 00000000 9f71aaf4 00280000 01000000");
-        assert_eq!(
-            aes.msgr1_signature(&block, true),
-            Some(0xe2c9_a317_cb67_6404)
-        );
+        let sign = |k: &SessionKey, block: &[u8]| k.msgr1_signer().map(|s| s.sign(block, true));
+        assert_eq!(sign(&aes, &block), Some(0xe2c9_a317_cb67_6404));
         let aes256k = SessionKey::new(h(
             "9cd968d97a52cb99534ddbb319d709153295f87e4ad34e4a91bd708cf60853dc",
         ));
         let block = h("4cbf0b77 81c2553d db000000 00000000 00000000 9f71aaf4 00280000 01000000");
-        assert_eq!(
-            aes256k.msgr1_signature(&block, true),
-            Some(0x2176_da76_feab_dc66)
-        );
-        assert_eq!(SessionKey::default().msgr1_signature(&block, true), None);
+        assert_eq!(sign(&aes256k, &block), Some(0x2176_da76_feab_dc66));
+        assert_eq!(sign(&SessionKey::default(), &block), None);
     }
 }

@@ -30,7 +30,7 @@ use msgr_encoding::{EntityName, EntityType};
 
 pub use error::AuthError;
 pub use identity::{Caps, Identity};
-pub use keys::{ct_eq, Secret, SessionKey};
+pub use keys::{ct_eq, Msgr1Signer, Secret, SessionKey};
 pub use modes::{pick_mode, ConMode};
 pub use multi::{FallbackClient, MultiProvider, MultiServer};
 pub use none::{NoneClient, NoneProvider, NoneServer};

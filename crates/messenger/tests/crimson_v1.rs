@@ -47,47 +47,29 @@ fn acceptor_handshake1() -> Vec<Breakpoint> {
     ]
 }
 
-/// A fault at one point of the connector's handshake: the lossy client
-/// connects again and establishes on its second attempt.
+/// A fault at one point of the connector's handshake: the client (lossy,
+/// or lossless against a stateful server) connects again and establishes
+/// on its second attempt.
 #[tokio::test]
-async fn msgr1_lossy_connect_faults() {
+async fn msgr1_connect_faults() {
     use_msgr1();
-    for bp in connector_handshake1() {
-        let name = format!("msgr1 lossy connect fault -- {bp}");
-        let writes = match bp {
-            // The CONNECT of the faulted attempt was (about to be) written.
-            Breakpoint::Msgr1(Point1::Connect | Point1::Reply(_) | Point1::Seq, _) => 2,
-            _ => 1,
-        };
-        case(
-            &name,
-            &[bp],
-            lossy(),
-            Body::SendConnect,
-            &[ex(St::Established, [2, writes, 0, 1], [0; 4], [0, 0])],
-        )
-        .await;
-    }
-}
-
-/// The same for a lossless client against a stateful server.
-#[tokio::test]
-async fn msgr1_lossless_connect_faults() {
-    use_msgr1();
-    for bp in connector_handshake1() {
-        let name = format!("msgr1 lossless connect fault -- {bp}");
-        let writes = match bp {
-            Breakpoint::Msgr1(Point1::Connect | Point1::Reply(_) | Point1::Seq, _) => 2,
-            _ => 1,
-        };
-        case(
-            &name,
-            &[bp],
-            lossless(),
-            Body::SendConnect,
-            &[ex(St::Established, [2, writes, 0, 1], [0; 4], [0, 0])],
-        )
-        .await;
+    for policies in [lossy(), lossless()] {
+        for bp in connector_handshake1() {
+            let name = format!("msgr1 connect fault -- {bp} ({:?})", policies.0);
+            let writes = match bp {
+                // The CONNECT of the faulted attempt was (about to be) written.
+                Breakpoint::Msgr1(Point1::Connect | Point1::Reply(_) | Point1::Seq, _) => 2,
+                _ => 1,
+            };
+            case(
+                &name,
+                &[bp],
+                policies,
+                Body::SendConnect,
+                &[ex(St::Established, [2, writes, 0, 1], [0; 4], [0, 0])],
+            )
+            .await;
+        }
     }
 }
 

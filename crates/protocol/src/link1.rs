@@ -72,7 +72,7 @@ pub(crate) struct Link1 {
     key: Option<SessionKey>,
     /// Signing and checking messages, once the stream is open with
     /// MSG_AUTH: the key, and whether the format is CEPHX_V2's.
-    signer: Option<(SessionKey, bool)>,
+    signer: Option<(msgr_auth::Msgr1Signer, bool)>,
 }
 
 impl Link1 {
@@ -145,7 +145,7 @@ impl Link1 {
         // (CephxSessionHandler, cephx_sign_messages).
         let v2 = features::has(session_features, features::CEPHX_V2);
         self.signer = match (&self.key, self.msg_auth) {
-            (Some(k), true) if k.msgr1_signature(&[], v2).is_some() => Some((k.clone(), v2)),
+            (Some(k), true) => k.msgr1_signer().map(|s| (s, v2)),
             _ => None,
         };
         self.read = Read::Stream(StreamReader::new(self.limits, self.msg_auth));
@@ -245,8 +245,9 @@ impl Link1 {
             crc: 0,
         };
         let head = write::msg_head(&header);
-        header.crc = MsgHeader::decode(head[1..].try_into().unwrap_or(&[0; MsgHeader::LEN]))
-            .map_or(0, |h| h.crc);
+        // The crc msg_head filled in: the header's last four bytes.
+        let crc = head.last_chunk::<4>().copied().unwrap_or_default();
+        header.crc = u32::from_le_bytes(crc);
         out.put_slice(&head);
         for section in [&m.front, &m.middle, &m.data] {
             if !section.is_empty() {
@@ -271,8 +272,8 @@ impl Link1 {
     }
 
     fn signature(&self, header: &MsgHeader, footer: &Footer) -> Option<u64> {
-        let (key, v2) = self.signer.as_ref()?;
-        key.msgr1_signature(&signature_block(header, footer, *v2), *v2)
+        let (signer, v2) = self.signer.as_ref()?;
+        Some(signer.sign(&signature_block(header, footer, *v2), *v2))
     }
 
     /// Checks a received message's signature, on a signing session

@@ -205,6 +205,22 @@ impl Session {
             link.send_control(&ControlFrame::Ack(Ack { seq: self.in_seq }))?;
             self.ack_left = 0;
         }
+        self.write_messages(link, lossy, room, |link, msg, in_seq| {
+            let header = msg.header2(msg.seq, in_seq);
+            link.send_message_parts(&header, &msg.front, &msg.middle, &msg.data)
+        })
+    }
+
+    /// Numbers and writes queued messages with `write`, in priority order,
+    /// all of them or, with a `room` in bytes, while the link's output is
+    /// shorter than that; returns how many were written.
+    fn write_messages(
+        &mut self,
+        link: &mut Link,
+        lossy: bool,
+        room: Option<usize>,
+        mut write: impl FnMut(&mut Link, &Message, u64) -> Result<(), ProtocolError>,
+    ) -> Result<usize, ProtocolError> {
         let mut n: usize = 0;
         while room.is_none_or(|r| link.output_len() < r) && self.queued_messages > 0 {
             // A peer may have raised out_seq (SESSION_RECONNECT's msg_seq):
@@ -217,11 +233,9 @@ impl Session {
                 break;
             };
             msg.seq = self.out_seq;
-            let header = msg.header2(self.out_seq, self.in_seq);
-            let written = link.send_message_parts(&header, &msg.front, &msg.middle, &msg.data);
+            let written = write(link, &msg, self.in_seq);
             // Numbered and (for a lossless session) kept for replay even if
-            // the write failed: the fault that follows requeues it (found
-            // by crimson's lossless_connected_fault, MESSAGE write fault).
+            // the write failed: the fault that follows requeues it.
             if !lossy {
                 self.sent_bytes = self.sent_bytes.saturating_add(msg.payload_len());
                 self.sent.push_back(msg);
@@ -263,27 +277,11 @@ impl Session {
             link.write1(item(Tag::Ack), |v1, out| v1.write_ack(in_seq, out))?;
             self.ack_left = 0;
         }
-        let mut n: usize = 0;
-        while room.is_none_or(|r| link.output.len() < r) && self.queued_messages > 0 {
-            self.out_seq = self
-                .out_seq
-                .checked_add(1)
-                .ok_or(ProtocolError::CounterOverflow { counter: "out_seq" })?;
-            let Some(Queued { mut msg, .. }) = self.pop() else {
-                break;
-            };
-            msg.seq = self.out_seq;
-            let seq = self.out_seq;
-            let written = link.write1(item(Tag::Msg), |v1, out| v1.write_message(&msg, seq, out));
-            // Kept for replay even if the write failed, as write_pending does.
-            if !lossy {
-                self.sent_bytes = self.sent_bytes.saturating_add(msg.payload_len());
-                self.sent.push_back(msg);
-            }
-            written?;
-            n = n.saturating_add(1);
-        }
-        Ok(n)
+        self.write_messages(link, lossy, room, |link, msg, _| {
+            link.write1(item(Tag::Msg), |v1, out| {
+                v1.write_message(msg, msg.seq, out)
+            })
+        })
     }
 
     /// The peer received everything up to `seq` (ACK frame or a message's

@@ -203,9 +203,7 @@ fn keepalive_is_acknowledged() {
 /// The socket fails while the server's session awaits the client's in_seq
 /// (SEQ is out, nothing more came): that is an open session's fault, not
 /// a refused socket's. The server stands by with the session, the client's
-/// next CONNECT resumes it, and nothing is lost or reset. (Closing it made
-/// the server answer that CONNECT with RESETSESSION, found by Ceph's
-/// client with injected socket failures.)
+/// next CONNECT resumes it, and nothing is lost or reset.
 #[test]
 fn a_fault_awaiting_the_in_seq_keeps_the_session() {
     let (mut net, c) = client_server(none());
