@@ -731,10 +731,10 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
                 res.mb_per_sec() / r.mb_per_sec().max(1e-9),
             );
         }
-        println!("{}", o.into_value().to_json());
+        crate::outln!("{}", o.into_value().to_json());
     } else {
         let line = |label: &str, r: &mut BenchResult| print_line(label, r);
-        println!(
+        crate::outln!(
             "msgr bench: {} B x depth {} x {} conn(s), policy {}{}",
             opts.size,
             opts.depth,
@@ -755,7 +755,7 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
         }
         line("msgr", &mut res);
         if let Some(c) = crc.as_ref() {
-            println!(
+            crate::outln!(
                 "msgr/crc: {:.2}x MB/s; handshake crc {} us, this mode {} us",
                 res.mb_per_sec() / c.mb_per_sec().max(1e-9),
                 c.handshake.map_or(0, |h| h.as_micros()),
@@ -763,17 +763,20 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             );
         }
         if let Some(r) = raw.as_ref() {
-            println!(
+            crate::outln!(
                 "msgr/raw: {:.2}x msgs/s, {:.2}x MB/s",
                 res.msgs_per_sec() / r.msgs_per_sec().max(1e-9),
                 res.mb_per_sec() / r.mb_per_sec().max(1e-9)
             );
         }
-        println!("reconnects {}", res.reconnects);
+        crate::outln!("reconnects {}", res.reconnects);
         if opts.verify {
-            println!(
+            crate::outln!(
                 "verify: lost {} duplicated {} reordered {} corrupted {}",
-                res.lost, res.duplicated, res.reordered, res.corrupted
+                res.lost,
+                res.duplicated,
+                res.reordered,
+                res.corrupted
             );
         }
     }
@@ -789,11 +792,13 @@ fn report_raw_only(opts: &BenchOpts, r: &mut BenchResult) {
             .set("conns", opts.conns)
             .set("raw", true);
         r.json(&mut o, false);
-        println!("{}", o.into_value().to_json());
+        crate::outln!("{}", o.into_value().to_json());
     } else {
-        println!(
+        crate::outln!(
             "msgr bench --raw-only: {} B x depth {} x {} conn(s)",
-            opts.size, opts.depth, opts.conns
+            opts.size,
+            opts.depth,
+            opts.conns
         );
         print_line("raw", r);
     }
@@ -804,7 +809,7 @@ fn print_line(label: &str, r: &mut BenchResult) {
     let server = r
         .server_cpu
         .map_or(String::new(), |s| format!(" / server {:.1}", r.cpu_us(s)));
-    println!(
+    crate::outln!(
         "{label:5} {:>10} msgs in {:6.2}s  {:10.0} msgs/s  {:9.1} MB/s  p50 {:6} us  p99 {:6} us  cpu us/msg: client {:.1}{server}",
         r.completed,
         r.elapsed.as_secs_f64(),

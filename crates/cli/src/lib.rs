@@ -15,6 +15,7 @@ pub mod idle;
 pub mod inspect;
 pub mod json;
 pub mod mon;
+pub mod out;
 pub mod ping;
 pub mod raw;
 pub mod security;

@@ -18,6 +18,7 @@ use std::time::Duration;
 use lexopt::prelude::*;
 use msgr_cli::bench::BenchOpts;
 use msgr_cli::common::NetOpts;
+use msgr_cli::{out, outln};
 use msgr_encoding::{EntityAddrvec, EntityName};
 
 const USAGE: &str = "\
@@ -113,6 +114,11 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
         Err(e) => {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    msgr_cli::out::end_on(io); // the reader went away
+                }
+            }
             eprintln!("msgr: {e}");
             ExitCode::from(2)
         }
@@ -124,7 +130,7 @@ fn run() -> Res<ExitCode> {
     let command = match parser.next()? {
         Some(Value(v)) => v.string()?,
         Some(Long("help") | Short('h')) | None => {
-            print!("{USAGE}");
+            out!("{USAGE}");
             return Ok(ExitCode::SUCCESS);
         }
         Some(other) => return Err(other.unexpected().into()),
@@ -229,7 +235,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--vs-crc" => o.vs_crc = true,
             "--json" => o.json = true,
             "--help" | "-h" => {
-                print!("{USAGE}");
+                out!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
             other => return Err(format!("unexpected option {other}").into()),
@@ -311,7 +317,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--raw" => raw = true,
             "--duration" => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--help" | "-h" => {
-                print!("{USAGE}");
+                out!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
             other => return Err(format!("unexpected option {other}").into()),
@@ -368,7 +374,7 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--interval" => interval = Duration::from_millis(parse(&mut parser)?),
             "--tell" => tell = Some(parser.value()?.string()?),
             "--help" | "-h" => {
-                print!("{USAGE}");
+                out!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
             other => return Err(format!("unexpected option {other}").into()),
@@ -392,7 +398,7 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
             let avg = ms.iter().sum::<f64>() / ms.len() as f64;
             let min = ms.iter().cloned().fold(f64::MAX, f64::min);
             let max = ms.iter().cloned().fold(0.0, f64::max);
-            println!(
+            outln!(
                 "{} keepalives, rtt min/avg/max = {min:.3}/{avg:.3}/{max:.3} ms",
                 ms.len()
             );
@@ -419,7 +425,7 @@ fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
             }
             Value(v) if path.is_none() => path = Some(v.string()?),
             Long("help") | Short('h') => {
-                print!("{USAGE}");
+                out!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
             other => return Err(other.unexpected().into()),
@@ -457,7 +463,7 @@ fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {
         match flag.as_str() {
             "--json" => as_json = true,
             "--help" | "-h" => {
-                print!("{USAGE}");
+                out!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
             }
             other => return Err(format!("unexpected option {other}").into()),
@@ -479,7 +485,7 @@ fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {
         .build()?;
     match rt.block_on(msgr_cli::mon::run(&opts, action, as_json)) {
         Ok(out) => {
-            print!("{}", out.stdout);
+            out!("{}", out.stdout);
             eprint!("{}", out.stderr);
             Ok(ExitCode::from(out.code))
         }

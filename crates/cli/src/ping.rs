@@ -163,7 +163,7 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
                     true => "msgr1".to_string(),
                     false => conn.con_mode().map(|m| m.to_string()).unwrap_or_default(),
                 };
-                println!(
+                crate::outln!(
                     "keepalive from {peer} at {addr} ({mode}): seq={} time={:.3} ms",
                     i + 1,
                     rtt.as_secs_f64() * 1e3
@@ -248,8 +248,8 @@ async fn tell(
     let peer = conn
         .peer_name()
         .map_or_else(|| "?".into(), |n| n.to_string());
-    println!("reply from {peer}: r={} {}", r.r, r.rs);
-    println!("{}", String::from_utf8_lossy(&r.output));
+    crate::outln!("reply from {peer}: r={} {}", r.r, r.rs);
+    crate::outln!("{}", String::from_utf8_lossy(&r.output));
     Ok(())
 }
 

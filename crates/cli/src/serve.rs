@@ -109,7 +109,7 @@ pub async fn run(
     duration: Option<Duration>,
 ) -> std::io::Result<()> {
     let (m, addrs, stats) = start(&bind, name, nonce, &net).await?;
-    println!(
+    crate::outln!(
         "msgr serve: {name} listening on {addrs} (policy {})",
         net.policy
     );
@@ -127,7 +127,7 @@ pub async fn run_raw(
 ) -> std::io::Result<()> {
     let stats = Arc::new(ServeStats::default());
     let addr = crate::raw::start_server_on(addr, stats.clone()).await?;
-    println!("msgr serve: raw TCP listening on {addr}");
+    crate::outln!("msgr serve: raw TCP listening on {addr}");
     report(&stats, interval, duration).await;
     Ok(())
 }
@@ -167,7 +167,7 @@ async fn report(stats: &ServeStats, interval: Option<Duration>, duration: Option
     }
     let ops = stats.ops.load(Ordering::Relaxed);
     let cpu = cpu_time() - cpu0;
-    println!(
+    crate::outln!(
         "msgr serve: {ops} ops, cpu {:.3}s ({:.1} us/op)",
         cpu.as_secs_f64(),
         if ops > 0 {
