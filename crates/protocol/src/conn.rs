@@ -142,8 +142,8 @@ pub struct Conn {
     /// The connection speaks msgr1 (its target or listener is a `v1:`
     /// address).
     msgr1: bool,
-    /// msgr1: the session was opened here (SEQ sent) and the connector
-    /// has not confirmed it yet (its in_seq).
+    /// msgr1: the session was opened here (SEQ sent), the connector has
+    /// not confirmed it yet (its in_seq), and it never carried a message.
     unconfirmed: bool,
 }
 

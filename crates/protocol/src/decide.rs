@@ -74,8 +74,9 @@ pub struct ExistingInfo {
     pub server_cookie: u64,
     pub connect_seq: u64,
     /// msgr1: a session this acceptor opened whose connector never
-    /// confirmed it (SEQ went out, its in_seq never came): the connector
-    /// may not know the session exists.
+    /// confirmed it (SEQ went out, its in_seq never came) and that never
+    /// carried a message: the connector may not know the session exists,
+    /// and resuming it cannot deliver anything twice.
     pub unconfirmed: bool,
     /// Who holds the session.
     pub owner: Owner,
@@ -271,7 +272,8 @@ pub fn on_connect_v1(
         // never confirmed) never learned of it: its handshake failed after
         // our reply went out, and it tries again as it first did. Ceph
         // resets the session then too; like msgr2's cookie rule for a lost
-        // SERVER_IDENT, the half-open session is resumed instead.
+        // SERVER_IDENT, a half-open session that never carried a message
+        // is resumed instead (docs/research/msgr1-wire.md §4.6).
         return Decision::Reuse {
             reconnect: false,
             reset_session: resetcheck && !ex.unconfirmed,

@@ -331,6 +331,18 @@ impl Session {
         }
     }
 
+    /// Whether this session ever numbered or received a message: in_seq,
+    /// out_seq, and requeued messages (they keep their numbers though
+    /// requeue_sent took out_seq back below them).
+    pub(crate) fn carried_messages(&self) -> bool {
+        self.in_seq > 0
+            || self.out_seq > 0
+            || self
+                .queue
+                .iter()
+                .any(|(_, list)| list.iter().any(|q| q.requeued))
+    }
+
     /// On resuming the session: the peer received up to `peer_in_seq`;
     /// requeued messages it has are dropped, the rest are written again with
     /// their old numbers (discard_requeued_up_to / requeue_out_sent_up_to).
@@ -483,6 +495,25 @@ mod tests {
         s.write_pending(&mut l, false, None).unwrap();
         let w = written(&mut l);
         assert_eq!(w, vec![(5, 5, 0), (6, 6, 0)]);
+    }
+
+    #[test]
+    fn carried_messages_survives_requeue() {
+        let mut s = Session::default();
+        s.enqueue(msg(1, 127));
+        // Queued, never written: nothing carried yet.
+        assert!(!s.carried_messages());
+        let mut l = link();
+        s.write_pending(&mut l, false, None).unwrap();
+        assert!(s.carried_messages());
+        // A fault takes out_seq back to 0; the requeued message keeps its
+        // number, and the session has still carried it.
+        s.requeue_sent();
+        assert_eq!(s.out_seq, 0);
+        assert!(s.carried_messages());
+        let mut received = Session::default();
+        received.arrived(1, false).unwrap();
+        assert!(received.carried_messages());
     }
 
     #[test]

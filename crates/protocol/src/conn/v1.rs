@@ -166,7 +166,11 @@ impl Conn {
             if let Some(l) = link.v1.as_mut() {
                 l.expect_seq();
             }
-            self.unconfirmed = true;
+            // A session that never carried a message can be resumed by
+            // a connector that did not learn of it (decide::on_connect_v1,
+            // E5); one that did cannot: its peer may have reset after
+            // taking some of them, and would get them again.
+            self.unconfirmed = !self.session.carried_messages();
             self.state = State::Accepting(Accepting::V1(Accepting1::Seq));
             return Ok(());
         }
