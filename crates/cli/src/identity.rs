@@ -145,7 +145,7 @@ impl Identity {
 }
 
 /// A Ceph boolean option's value (`true`/`false`, `1`/`0`, `yes`/`no`).
-fn parse_bool(v: &str) -> Option<bool> {
+pub(crate) fn parse_bool(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Some(true),
         "false" | "0" | "no" | "off" => Some(false),

@@ -57,7 +57,9 @@ commands:
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
         [--transport tcp|uring] [--raw] [SECURITY OPTIONS]
       Answers MOSDOp with MOSDOpReply and MPing with MPing on each ADDR
-      (msgr2 on v2:IP:PORT, msgr1 on v1:IP:PORT; --bind repeats), on S shards
+      (msgr2 on v2:IP:PORT, msgr1 on v1:IP:PORT; --bind repeats; a bare
+      IP:PORT binds as a Ceph daemon does, [v2:IP:PORT,v1:IP:PORT+1], under
+      --ms_bind_msgr2 / --ms_bind_msgr1, CEPH_ARGS or ceph.conf), on S shards
       (threads pinned to cores; default: the cores this process may use),
       moving bytes through epoll (tcp, the default) or io_uring. --raw
       serves bench's raw TCP pattern instead, on one thread (the baseline
@@ -280,7 +282,8 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
 }
 
 fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut bind: Option<EntityAddrvec> = None;
+    let mut binds: Vec<String> = Vec::new();
+    let mut conf = msgr_config::ConfigOptions::default();
     let mut name: EntityName = "osd.0".parse()?;
     let mut nonce = 0u32;
     let mut net = NetOpts {
@@ -301,11 +304,12 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--rev0" => net.rev1 = false,
             // Repeated, the addresses add up: `--bind v2:IP:P --bind v1:IP:Q`
             // listens for both protocols and advertises both.
-            "--bind" => {
-                let more: EntityAddrvec = parse(&mut parser)?;
-                bind.get_or_insert_with(EntityAddrvec::default)
-                    .0
-                    .extend(more.0);
+            "--bind" => binds.push(parser.value()?.string()?),
+            // ms_bind_msgr1 / ms_bind_msgr2 for a bare --bind IP:PORT, and
+            // a ceph.conf to read them from, as a daemon takes them.
+            f if f.starts_with("--ms_") || f.starts_with("--ms-") || f == "-c" || f == "--conf" => {
+                let v = msgr_cli::common::option_value(&mut parser)?;
+                conf.take(f, &mut std::iter::once(v))?;
             }
             "--name" => name = parse(&mut parser)?,
             "--nonce" => nonce = parse(&mut parser)?,
@@ -325,7 +329,11 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     }
     net.security = sec.resolve(true)?;
     net.compress_all_peers = true;
-    let bind = bind.ok_or("serve needs --bind v2:IP:PORT (or v1:IP:PORT for msgr1)")?;
+    if binds.is_empty() {
+        return Err("serve needs --bind v2:IP:PORT (or v1:IP:PORT for msgr1, or IP:PORT)".into());
+    }
+    let (msgr1, msgr2) = msgr_cli::serve::bind_protocols(conf, &name)?;
+    let bind = msgr_cli::serve::bind_addrs(&binds, msgr1, msgr2)?;
     // One thread: with one shard the messenger runs here, in crimson's
     // model (a shard is a thread; tokio's work-stealing runtime would move
     // its connections' tasks between threads); with more, the shards are

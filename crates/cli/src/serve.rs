@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use msgr_encoding::{EntityAddrvec, EntityName};
+use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName};
 use msgr_frames::crc::ceph_crc32c;
 use msgr_messages::{MOSDOp, MOSDOpReply, MPing, TypedMessage};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
@@ -75,6 +75,68 @@ impl Dispatcher for OsdLike {
 
     fn ms_handle_accept(&self, _conn: &Connection, _prev_shard: usize, _is_replace: bool) {
         self.stats.connections.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The protocols a server binds a bare `IP:PORT` for, as a Ceph daemon's
+/// `ms_bind_msgr1` and `ms_bind_msgr2` (both default true), from the
+/// command line's `--ms_bind_*`, CEPH_ARGS or ceph.conf (as `name`).
+pub fn bind_protocols(
+    mut conf: msgr_config::ConfigOptions,
+    name: &EntityName,
+) -> Result<(bool, bool), String> {
+    if conf.name.is_none() {
+        conf.name = Some(name.to_string().parse().map_err(|e| format!("{e}"))?);
+    }
+    let env = msgr_config::Env::from_process();
+    let config = msgr_config::Config::load(&conf, &env).map_err(|e| e.to_string())?;
+    let flag = |option: &str| match config.get(option).as_deref() {
+        None => Ok(true),
+        Some(v) => {
+            crate::identity::parse_bool(v).ok_or(format!("{option}: {v:?} is not a boolean"))
+        }
+    };
+    Ok((flag("ms_bind_msgr1")?, flag("ms_bind_msgr2")?))
+}
+
+/// The addresses `--bind` names. One written with its protocol (`v1:`,
+/// `v2:`, `any:` or a bracketed vector) is bound as written. A bare
+/// `IP:PORT` is bound as a Ceph daemon binds its public address: msgr2 at
+/// PORT while `msgr2`, msgr1 while `msgr1`, at the next port when both
+/// are (as an OSD takes [v2:IP:6800, v1:IP:6801]); port 0 picks a free
+/// port for each.
+pub fn bind_addrs(binds: &[String], msgr1: bool, msgr2: bool) -> Result<EntityAddrvec, String> {
+    let mut out = EntityAddrvec::default();
+    for b in binds {
+        let written = ["v1:", "v2:", "any:", "["].iter().any(|p| b.starts_with(p));
+        let vec: EntityAddrvec = b.parse().map_err(|e| format!("--bind {b}: {e}"))?;
+        if written {
+            out.0.extend(vec.0);
+            continue;
+        }
+        let [bare] = vec.0.as_slice() else {
+            return Err(format!("--bind {b}: expected one address"));
+        };
+        let Some(sock) = bare.addr else {
+            return Err(format!("--bind {b}: expected IP:PORT"));
+        };
+        if msgr2 {
+            out.0
+                .push(EntityAddr::new(EntityAddrType::MSGR2, sock, bare.nonce));
+        }
+        if msgr1 {
+            let mut v1 = sock;
+            if msgr2 && sock.port() != 0 {
+                let next = sock.port().checked_add(1);
+                v1.set_port(next.ok_or(format!("--bind {b}: no port after {}", sock.port()))?);
+            }
+            out.0
+                .push(EntityAddr::new(EntityAddrType::LEGACY, v1, bare.nonce));
+        }
+    }
+    match out.0.is_empty() {
+        true => Err("nothing to bind: ms_bind_msgr1 and ms_bind_msgr2 are both off".into()),
+        false => Ok(out),
     }
 }
 
@@ -176,4 +238,35 @@ async fn report(stats: &ServeStats, interval: Option<Duration>, duration: Option
             0.0
         }
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bind_addrs;
+
+    fn bind(binds: &[&str], msgr1: bool, msgr2: bool) -> Result<String, String> {
+        let binds: Vec<String> = binds.iter().map(|b| b.to_string()).collect();
+        bind_addrs(&binds, msgr1, msgr2).map(|v| v.to_string())
+    }
+
+    #[test]
+    fn bare_addresses_bind_as_a_daemon_does() {
+        let both = bind(&["10.0.0.1:6800/7"], true, true);
+        assert_eq!(
+            both.as_deref(),
+            Ok("[v2:10.0.0.1:6800/7,v1:10.0.0.1:6801/7]")
+        );
+        let v1 = bind(&["10.0.0.1:6800"], true, false);
+        assert_eq!(v1.as_deref(), Ok("v1:10.0.0.1:6800/0"));
+        let any = bind(&["10.0.0.1:0"], true, true);
+        assert_eq!(any.as_deref(), Ok("[v2:10.0.0.1:0/0,v1:10.0.0.1:0/0]"));
+        // Written with a protocol: as written, whatever the options say.
+        let written = bind(&["v1:10.0.0.1:6789", "v2:10.0.0.1:3300"], false, true);
+        assert_eq!(
+            written.as_deref(),
+            Ok("[v1:10.0.0.1:6789/0,v2:10.0.0.1:3300/0]")
+        );
+        assert!(bind(&["10.0.0.1:65535"], true, true).is_err());
+        assert!(bind(&["10.0.0.1:6800"], false, false).is_err());
+    }
 }

@@ -9,7 +9,10 @@ pub const MSGR: &str = env!("CARGO_BIN_EXE_msgr");
 /// `msgr serve` on a free port; its address (`v2:127.0.0.1:PORT/NONCE`).
 pub struct Server {
     child: Child,
+    /// Its first address.
     pub addr: String,
+    /// Its "listening on" line.
+    pub line: String,
 }
 
 impl Server {
@@ -18,9 +21,15 @@ impl Server {
     }
 
     pub fn start_at(bind: &str, extra: &[&str]) -> Server {
+        Server::start_with(bind, extra, &[])
+    }
+
+    /// With `env` set for it.
+    pub fn start_with(bind: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(MSGR)
             .args(["serve", "--bind", bind, "--nonce", "5"])
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -29,13 +38,14 @@ impl Server {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        // "msgr serve: osd.0 listening on v2:127.0.0.1:PORT/5 (policy ...)"
+        // "msgr serve: osd.0 listening on v2:127.0.0.1:PORT/5 (policy ...)",
+        // or on [v2:...,v1:...]
         let addr = line
-            .split_whitespace()
-            .find(|w| w.starts_with("v2:"))
+            .split(|c: char| c.is_whitespace() || c == '[' || c == ',' || c == ']')
+            .find(|w| w.starts_with("v2:") || w.starts_with("v1:"))
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        Server { child, addr }
+        Server { child, addr, line }
     }
 
     /// Our address with another nonce: not the server's.
