@@ -242,4 +242,18 @@ mod msgr1_tests {
         assert_eq!(sign(&aes256k, &block), Some(0x2176_da76_feab_dc66));
         assert_eq!(sign(&SessionKey::default(), &block), None);
     }
+
+    /// The format before CEPHX_V2, which no Ceph 16 or 20 peer (nor a
+    /// kernel since 4.19) negotiates, so no capture has it: the same
+    /// message's old block (version 1, AUTH_ENC_MAGIC, length 16, the four
+    /// crcs), signed with the first 8 bytes of its AES-128-CBC encryption.
+    /// The expected value comes from OpenSSL, not from our AES:
+    /// `openssl enc -aes-128-cbc -K 219cc0…76cc -iv $(printf cephsageyudagreg | xxd -p)`.
+    #[test]
+    fn msgr1_signature_before_cephx_v2_matches_openssl() {
+        let aes = SessionKey::new(h("219cc025d193c8c36e7d20950fe176cc"));
+        let block = h("01 55aa2688ad9c00ff 10000000 095f80fc a7881b32 00000000 9f71aaf4");
+        let sig = aes.msgr1_signer().map(|s| s.sign(&block, false));
+        assert_eq!(sig, Some(0x1b72_0554_c900_8a04));
+    }
 }
