@@ -13,7 +13,7 @@ pub mod describe;
 pub mod identity;
 pub mod idle;
 pub mod inspect;
-pub mod json;
+pub use msgr_admin::json;
 pub mod mon;
 pub mod out;
 pub mod ping;

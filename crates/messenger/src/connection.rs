@@ -256,13 +256,13 @@ impl Connection {
         self.shared.view.features.load(Ordering::Acquire)
     }
 
-    /// crc or secure, once the session's mode is known (after AUTH_DONE).
     /// Whether the connection speaks msgr1 (its target, or the listener
     /// that accepted it, is a `v1:` address).
     pub fn is_msgr1(&self) -> bool {
         self.shared.view.info().msgr1
     }
 
+    /// crc or secure, once the session's mode is known (after AUTH_DONE).
     pub fn con_mode(&self) -> Option<msgr_auth::ConMode> {
         if !matches!(self.state(), ConnState::Ready | ConnState::Standby) {
             return None;

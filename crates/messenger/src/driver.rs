@@ -101,6 +101,20 @@ pub(crate) struct Driver<T: Transport> {
     /// ms_handle_connect say so (crimson's prv_shard and is_replace).
     prev_shard: usize,
     replaced: bool,
+    /// The shard whose `msgr_active_connections` counts this connection.
+    active_on: Option<usize>,
+    /// Bytes read and written on this connection's sockets.
+    bytes: [u64; 2],
+    /// A message was dispatched in this turn (its time is counted).
+    dispatched: bool,
+}
+
+/// When a turn of the driver's loop began and its step was handled, and
+/// whether the step was a read (for the time counters).
+struct Turn {
+    began: Instant,
+    stepped: Instant,
+    read: bool,
 }
 
 /// How the next wait may use the socket.
@@ -138,6 +152,10 @@ impl<T: Transport> Driver<T> {
         if let Some(s) = socket {
             io.use_socket(s);
         }
+        inner
+            .counters
+            .shard(shard)
+            .inc(crate::counters::CREATED_CONNECTIONS, 1);
         Driver {
             inner,
             conn,
@@ -159,7 +177,74 @@ impl<T: Transport> Driver<T> {
             move_to: None,
             prev_shard: shard,
             replaced: false,
+            active_on: None,
+            bytes: [0; 2],
+            dispatched: false,
         }
+    }
+
+    /// This shard's perf counters (crate::counters).
+    fn logger(&self) -> &msgr_admin::perf::Logger {
+        self.inner.counters.shard(self.shard)
+    }
+
+    /// Counts this connection as active on `shard` (None: nowhere).
+    fn set_active(&mut self, shard: Option<usize>) {
+        use crate::counters::ACTIVE_CONNECTIONS;
+        if let Some(old) = std::mem::replace(&mut self.active_on, shard) {
+            self.inner.counters.shard(old).dec(ACTIVE_CONNECTIONS, 1);
+        }
+        if let Some(new) = shard {
+            self.inner.counters.shard(new).inc(ACTIVE_CONNECTIONS, 1);
+        }
+    }
+
+    /// Counts `n` bytes read (0) or written (1) on the socket.
+    fn count_bytes(&mut self, dir: usize, n: usize) {
+        use crate::counters::{RECV_BYTES, RECV_ENCRYPTED_BYTES, SEND_BYTES, SEND_ENCRYPTED_BYTES};
+        let n = n as u64;
+        if let Some(b) = self.bytes.get_mut(dir) {
+            *b = b.wrapping_add(n);
+        }
+        let (plain, encrypted) = match dir {
+            0 => (RECV_BYTES, RECV_ENCRYPTED_BYTES),
+            _ => (SEND_BYTES, SEND_ENCRYPTED_BYTES),
+        };
+        let logger = self.logger();
+        logger.inc(plain, n);
+        if self.conn.wire_format().is_some_and(|f| f.secure) {
+            logger.inc(encrypted, n);
+        }
+    }
+
+    /// Counts a turn's times (crate::counters): from its step's coming
+    /// (`turn.began`) to the step handled (`turn.stepped`: reading and
+    /// decoding, for a read), to its messages dispatched (`handled`), to
+    /// the turn's end before it waits (framing and writing).
+    fn count_times(&self, turn: &Turn, handled: Option<Instant>) {
+        use crate::counters::{
+            RUNNING_FAST_DISPATCH_TIME, RUNNING_RECV_TIME, RUNNING_SEND_TIME, RUNNING_TOTAL_TIME,
+        };
+        let end = crate::now();
+        let logger = self.logger();
+        if turn.read {
+            logger.tinc(
+                RUNNING_RECV_TIME,
+                turn.stepped.saturating_duration_since(turn.began),
+            );
+        }
+        if let Some(h) = handled {
+            logger.tinc(
+                RUNNING_FAST_DISPATCH_TIME,
+                h.saturating_duration_since(turn.stepped),
+            );
+        }
+        let tail = handled.unwrap_or(turn.stepped);
+        logger.tinc(RUNNING_SEND_TIME, end.saturating_duration_since(tail));
+        logger.tinc(
+            RUNNING_TOTAL_TIME,
+            end.saturating_duration_since(turn.began),
+        );
     }
 
     /// Runs the connection on `shard` until it closes (None) or must move
@@ -174,8 +259,14 @@ impl<T: Transport> Driver<T> {
         }
         // The steps are plain methods; the waits are here, in one body, so no
         // step's future is built and moved per turn of the loop.
+        let mut turn = Turn {
+            began: self.now,
+            stepped: self.now,
+            read: false,
+        };
         loop {
             let flow = self.handle_events();
+            let handled = std::mem::take(&mut self.dispatched).then(crate::now);
             // Sockets to shut down after what was written to them (a refusal
             // the peer should read; an interceptor's STALL or write FAULT).
             for (socket, mut out) in self.closing.drain(..) {
@@ -199,9 +290,16 @@ impl<T: Transport> Driver<T> {
                 .injector
                 .delay_now()
                 .map(|d| Box::pin(tokio::time::sleep(d)));
+            self.count_times(&turn, handled);
             let step = std::future::poll_fn(|cx| self.poll_step(cx, &io, &mut delay)).await;
             self.now = crate::now();
+            let read = matches!(step, Step::Read(_));
             self.on_step(step);
+            turn = Turn {
+                began: self.now,
+                stepped: crate::now(),
+                read,
+            };
         }
     }
 
@@ -269,6 +367,7 @@ impl<T: Transport> Driver<T> {
     /// Settles on `shard`: a timer of its runtime, and the socket
     /// registered with its reactor.
     fn arrive(&mut self, shard: usize) {
+        self.set_active(Some(shard));
         self.timer = Some(Box::pin(tokio::time::sleep_until(far())));
         self.armed = None;
         if shard != self.shard {
@@ -302,6 +401,7 @@ impl<T: Transport> Driver<T> {
         self.inner
             .dispatcher
             .ms_handle_shard_change(&self.handle, to, placed);
+        self.set_active(None);
         Some(to)
     }
 
@@ -336,6 +436,7 @@ impl<T: Transport> Driver<T> {
         let now = self.now;
         match cmd {
             Command::Send { msg, counted } => {
+                self.logger().inc(crate::counters::SEND_MESSAGES, 1);
                 if counted {
                     let in_flight = &self.handle.shared.in_flight;
                     in_flight.fetch_sub(msg.payload_len(), std::sync::atomic::Ordering::AcqRel);
@@ -435,6 +536,8 @@ impl<T: Transport> Driver<T> {
     fn dispatch_message(&mut self, msg: Box<msgr_protocol::Message>) -> bool {
         match self.budget.take(msg.payload_len() as u64) {
             Some(permits) => {
+                self.logger().inc(crate::counters::RECV_MESSAGES, 1);
+                self.dispatched = true;
                 let incoming = IncomingMessage {
                     msg,
                     _permits: permits,
@@ -614,6 +717,11 @@ impl<T: Transport> Driver<T> {
     }
 
     fn on_step(&mut self, step: Step<T::Stream>) {
+        match &step {
+            Step::Read(Ok(n)) => self.count_bytes(0, *n),
+            Step::Wrote(Ok(n)) => self.count_bytes(1, *n),
+            _ => {}
+        }
         let now = self.now;
         let link = self.io.link().unwrap_or_default();
         let c = &mut self.conn;
@@ -684,6 +792,7 @@ impl<T: Transport> Driver<T> {
 /// commands sent to it from now on are dropped.
 impl<T: Transport> Drop for Driver<T> {
     fn drop(&mut self) {
+        self.set_active(None);
         self.handle.shared.inbox.close();
     }
 }

@@ -19,6 +19,7 @@
 
 mod budget;
 mod connection;
+pub mod counters;
 mod driver;
 pub mod inject;
 mod messenger;

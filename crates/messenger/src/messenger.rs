@@ -87,6 +87,10 @@ pub struct Options {
     /// (SO_REUSEPORT, where the transport can share a port: the default)
     /// or one listener hands connections out to the shards in turn.
     pub accept_on_every_shard: bool,
+    /// Where the messenger's perf counters are shown (an admin socket's
+    /// `perf dump`): its shards' loggers, `AsyncMessenger::Worker-N`
+    /// (crate::counters), while it lives.
+    pub perf: Option<msgr_admin::perf::Collection>,
     /// Failover tests' breakpoints (msgr_protocol::intercept); connection
     /// ids are [`crate::Connection::id`].
     #[cfg(feature = "interceptor")]
@@ -118,6 +122,7 @@ impl Options {
             shard_threads: true,
             thread_name: "msgr-shard".into(),
             accept_on_every_shard: true,
+            perf: None,
             #[cfg(feature = "interceptor")]
             interceptor: None,
         }
@@ -153,6 +158,8 @@ pub(crate) struct Inner<T: Transport> {
     pub refused_accepts: AtomicU64,
     /// Idle connections evicted to make room at `max_connections`.
     pub evictions: AtomicU64,
+    /// Perf counters, a logger per shard.
+    pub counters: crate::counters::Counters,
     next_id: AtomicU64,
     tasks: AtomicUsize,
     tasks_done: Notify,
@@ -357,6 +364,7 @@ impl<T: Transport> Messenger<T> {
                 Shards::threads(n, &opts.thread_name).unwrap_or_else(|_| Shards::inline(n))
             }
         };
+        let shard_count = shards.len();
         Messenger {
             inner: Arc::new(Inner {
                 transport,
@@ -377,6 +385,7 @@ impl<T: Transport> Messenger<T> {
                 live_sockets: Arc::new(AtomicUsize::new(0)),
                 refused_accepts: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
+                counters: crate::counters::Counters::new(shard_count, opts.perf),
                 next_id: AtomicU64::new(1),
                 tasks: AtomicUsize::new(0),
                 tasks_done: Notify::new(),
@@ -518,6 +527,13 @@ impl<T: Transport> Messenger<T> {
     /// taken by messages being read or held by the user.
     pub fn dispatch_budget_held(&self) -> (u64, u64) {
         self.inner.dispatch_throttle.current()
+    }
+
+    /// Perf counter `i` (crate::counters, e.g. `RECV_MESSAGES`) summed
+    /// over the shards: what `perf dump` shows, per shard, for this
+    /// messenger.
+    pub fn counter(&self, i: usize) -> u64 {
+        self.inner.counters.total(i)
     }
 
     /// Fault injection counters: socket failures injected so far.

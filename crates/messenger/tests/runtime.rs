@@ -639,3 +639,60 @@ async fn idle_timeout_closes_a_lossy_connection() {
     c.shutdown().await;
     s.shutdown().await;
 }
+
+/// The perf counters (`AsyncMessenger::Worker-N` in `perf dump`) count
+/// what went through: messages when queued and before dispatch, socket
+/// bytes, encrypted bytes on secure sessions only, connections created and
+/// active; a messenger's loggers leave the collection with it.
+#[tokio::test]
+async fn perf_counters_count_messages_bytes_and_connections() {
+    use msgr_messenger::counters::*;
+    for secure in [false, true] {
+        let (client_auth, server_auth): (Arc<dyn AuthProvider>, Arc<dyn AuthProvider>) =
+            match secure {
+                true => cephx_providers(msgr_auth::cephx::KeyKind::Aes128),
+                false => (Arc::new(NoneProvider), Arc::new(NoneProvider)),
+            };
+        let perf = msgr_admin::perf::Collection::new();
+        let mut c = options_auth("client.1", Policy::lossless_client(), 0, 9, client_auth);
+        c.perf = Some(perf.clone());
+        let s = options_auth("osd.0", Policy::stateful_server(), 0, 7, server_auth);
+        let mut p = pair_with(Tcp::default(), "v2:127.0.0.1:0", c, s).await;
+        let n = 50u64;
+        for tid in 1..=n {
+            p.conn.send(msg(tid, 1000)).await;
+        }
+        let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= n as usize).await;
+        assert_eq!(msgs(&replies).len(), n as usize);
+        let (client, server) = (&p.client, &p.server);
+        assert_eq!(client.counter(SEND_MESSAGES), n);
+        assert_eq!(client.counter(RECV_MESSAGES), n);
+        assert_eq!(server.counter(RECV_MESSAGES), n);
+        assert_eq!(server.counter(SEND_MESSAGES), n);
+        assert!(client.counter(SEND_BYTES) > n * 1000);
+        // The server may not have read the client's last ack yet.
+        let received = server.counter(RECV_BYTES);
+        assert!(received > n * 1000 && received <= client.counter(SEND_BYTES));
+        let encrypted = client.counter(SEND_ENCRYPTED_BYTES);
+        match secure {
+            // The handshake before AUTH_DONE is not encrypted.
+            true => assert!(encrypted > n * 1000 && encrypted < client.counter(SEND_BYTES)),
+            false => assert_eq!(encrypted, 0),
+        }
+        assert_eq!(client.counter(CREATED_CONNECTIONS), 1);
+        assert_eq!(client.counter(ACTIVE_CONNECTIONS), 1);
+        assert!(client.counter(RUNNING_TOTAL_TIME) > 0);
+        let dump = perf.dump(None, Some("msgr_recv_messages")).to_json();
+        assert!(
+            dump.contains(&format!(
+                r#""AsyncMessenger::Worker-0":{{"msgr_recv_messages":{n}}}"#
+            )),
+            "{dump}"
+        );
+        p.client.shutdown().await;
+        assert_eq!(p.client.counter(ACTIVE_CONNECTIONS), 0);
+        p.server.shutdown().await;
+        drop(p);
+        assert_eq!(perf.dump(None, None).to_json(), "{}");
+    }
+}

@@ -1,0 +1,9 @@
+//! What Ceph's tools read from a daemon: perf counters named as Ceph's
+//! (`perf`), and the admin socket that serves them with the daemon's other
+//! commands, in Ceph's protocol, so that `ceph --admin-daemon PATH perf
+//! dump` reads a program built on this library as it reads an OSD
+//! (`socket`). `json` is the JSON both speak.
+#![forbid(unsafe_code)]
+
+pub mod json;
+pub mod perf;

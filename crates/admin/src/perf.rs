@@ -1,0 +1,361 @@
+//! Perf counters as Ceph keeps them (common/perf_counters.h): loggers
+//! ("AsyncMessenger::Worker-0", ...) of named counters, each a plain
+//! number (a counter that only grows, or a gauge), or an average (a sum
+//! and a count, of nanoseconds or of a quantity). They are atomics, so
+//! any thread counts and any thread reads; `perf dump` and `perf schema`
+//! render them as Ceph does, so its tools and exporters read them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::json::{Object, Value};
+
+/// What a counter holds (perfcounter_type_d's combinations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Grows only (PERFCOUNTER_U64 | PERFCOUNTER_COUNTER).
+    Counter,
+    /// Goes up and down (PERFCOUNTER_U64).
+    Gauge,
+    /// A sum of durations and how many (PERFCOUNTER_TIME |
+    /// PERFCOUNTER_LONGRUNAVG).
+    TimeAvg,
+    /// A sum of quantities and how many (PERFCOUNTER_U64 |
+    /// PERFCOUNTER_LONGRUNAVG).
+    U64Avg,
+    /// A duration summed (PERFCOUNTER_TIME: Ceph's add_time, a gauge).
+    Time,
+}
+
+/// PERFCOUNTER_TIME, PERFCOUNTER_U64, PERFCOUNTER_LONGRUNAVG,
+/// PERFCOUNTER_COUNTER.
+const TIME: u8 = 0x1;
+const U64: u8 = 0x2;
+const LONGRUNAVG: u8 = 0x4;
+const COUNTER: u8 = 0x8;
+
+impl Kind {
+    /// The schema's `type` bits.
+    pub fn type_bits(self) -> u8 {
+        match self {
+            Kind::Counter => U64 | COUNTER,
+            Kind::Gauge => U64,
+            Kind::TimeAvg => TIME | LONGRUNAVG,
+            Kind::U64Avg => U64 | LONGRUNAVG,
+            Kind::Time => TIME,
+        }
+    }
+}
+
+/// What a counter's values measure (unit_t).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    None,
+    Bytes,
+}
+
+/// Ceph's priorities (PerfCountersBuilder::PRIO_*): what the manager
+/// collects and shows first.
+pub const PRIO_CRITICAL: u8 = 10;
+pub const PRIO_INTERESTING: u8 = 8;
+pub const PRIO_USEFUL: u8 = 5;
+pub const PRIO_UNINTERESTING: u8 = 2;
+pub const PRIO_DEBUGONLY: u8 = 0;
+
+/// One counter's description, as the schema shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Desc {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub description: &'static str,
+    pub nick: &'static str,
+    pub priority: u8,
+    pub unit: Unit,
+}
+
+/// A logger: named counters, their values, and their descriptions.
+pub struct Logger {
+    name: String,
+    descs: &'static [Desc],
+    /// A plain counter's value, or an average's sum.
+    values: Box<[AtomicU64]>,
+    /// An average's count.
+    counts: Box<[AtomicU64]>,
+}
+
+impl Logger {
+    /// A logger named `name` (a section of `perf dump`) with `descs`' counters.
+    pub fn new(name: impl Into<String>, descs: &'static [Desc]) -> Logger {
+        let zeros = || descs.iter().map(|_| AtomicU64::new(0)).collect();
+        Logger {
+            name: name.into(),
+            descs,
+            values: zeros(),
+            counts: zeros(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Adds `n` to counter `i` (an average's sum, counting one more).
+    pub fn inc(&self, i: usize, n: u64) {
+        if let Some(v) = self.values.get(i) {
+            v.fetch_add(n, Ordering::Relaxed);
+        }
+        if self.is_avg(i) {
+            if let Some(c) = self.counts.get(i) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Takes `n` from gauge `i`.
+    pub fn dec(&self, i: usize, n: u64) {
+        if let Some(v) = self.values.get(i) {
+            v.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Sets gauge `i`.
+    pub fn set(&self, i: usize, n: u64) {
+        if let Some(v) = self.values.get(i) {
+            v.store(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds a duration to time counter (or time average) `i`.
+    pub fn tinc(&self, i: usize, d: Duration) {
+        self.inc(i, u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Counter `i`'s value (an average's sum).
+    pub fn get(&self, i: usize) -> u64 {
+        self.values.get(i).map_or(0, |v| v.load(Ordering::Relaxed))
+    }
+
+    /// Average `i`'s (sum, count).
+    pub fn avg(&self, i: usize) -> (u64, u64) {
+        let count = self.counts.get(i).map_or(0, |c| c.load(Ordering::Relaxed));
+        (self.get(i), count)
+    }
+
+    fn is_avg(&self, i: usize) -> bool {
+        self.descs
+            .get(i)
+            .is_some_and(|d| matches!(d.kind, Kind::TimeAvg | Kind::U64Avg))
+    }
+
+    /// This logger's section of `perf dump`.
+    pub fn dump(&self) -> Value {
+        dump_summed(std::slice::from_ref(&self))
+    }
+
+    /// This logger's section of `perf schema`.
+    pub fn schema(&self) -> Value {
+        let mut o = Object::new();
+        for d in self.descs {
+            let mut s = Object::new();
+            let value_type = match d.kind {
+                Kind::Counter | Kind::Gauge => "integer",
+                Kind::Time => "real",
+                Kind::TimeAvg => "real-integer-pair",
+                Kind::U64Avg => "integer-integer-pair",
+            };
+            let metric = match d.kind {
+                Kind::Counter => "counter",
+                _ => "gauge",
+            };
+            s.set("type", u64::from(d.kind.type_bits()))
+                .set("metric_type", metric)
+                .set("value_type", value_type)
+                .set("description", d.description)
+                .set("nick", d.nick)
+                .set("priority", u64::from(d.priority))
+                .set(
+                    "units",
+                    match d.unit {
+                        Unit::None => "none",
+                        Unit::Bytes => "bytes",
+                    },
+                );
+            o.set(d.name, s.into_value());
+        }
+        o.into_value()
+    }
+}
+
+/// The `perf dump` section of loggers of one name and kind, summed (each
+/// messenger of a program has its own workers' loggers; Ceph's workers
+/// are the program's, so a dump shows each worker once).
+fn dump_summed(group: &[&Logger]) -> Value {
+    let Some(first) = group.first() else {
+        return Object::new().into_value();
+    };
+    let sum = |i: usize| -> (u64, u64) {
+        group.iter().fold((0, 0), |(s, c), l| {
+            let (v, n) = l.avg(i);
+            (s.wrapping_add(v), c.wrapping_add(n))
+        })
+    };
+    let mut o = Object::new();
+    for (i, d) in first.descs.iter().enumerate() {
+        let (v, count) = sum(i);
+        let value: Value = match d.kind {
+            Kind::Counter | Kind::Gauge => v.into(),
+            Kind::Time => seconds(v),
+            Kind::U64Avg => {
+                let mut a = Object::new();
+                a.set("avgcount", count).set("sum", v);
+                a.into_value()
+            }
+            Kind::TimeAvg => {
+                let mut a = Object::new();
+                a.set("avgcount", count)
+                    .set("sum", seconds(v))
+                    .set("avgtime", seconds(v.checked_div(count).unwrap_or(0)));
+                a.into_value()
+            }
+        };
+        o.set(d.name, value);
+    }
+    o.into_value()
+}
+
+/// Nanoseconds as seconds, as Ceph writes them (`%ld.%09ld`).
+fn seconds(ns: u64) -> Value {
+    Value::Raw(format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000))
+}
+
+/// The loggers a program shows (CephContext's PerfCountersCollection).
+#[derive(Default, Clone)]
+pub struct Collection {
+    loggers: Arc<Mutex<Vec<Arc<Logger>>>>,
+}
+
+impl Collection {
+    pub fn new() -> Collection {
+        Collection::default()
+    }
+
+    pub fn add(&self, logger: Arc<Logger>) {
+        self.lock().push(logger);
+    }
+
+    pub fn remove(&self, logger: &Arc<Logger>) {
+        self.lock().retain(|l| !Arc::ptr_eq(l, logger));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Logger>>> {
+        self.loggers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `perf dump [LOGGER [COUNTER]]`: every logger's counters, by name;
+    /// loggers of one name are summed into one section.
+    pub fn dump(&self, logger: Option<&str>, counter: Option<&str>) -> Value {
+        self.render(logger, counter, dump_summed)
+    }
+
+    /// `perf schema` (Ceph's takes no filters; these are for callers).
+    pub fn schema(&self, logger: Option<&str>, counter: Option<&str>) -> Value {
+        self.render(logger, counter, |group| {
+            group.first().map_or(Value::Null, |l| l.schema())
+        })
+    }
+
+    fn render(
+        &self,
+        logger: Option<&str>,
+        counter: Option<&str>,
+        f: fn(&[&Logger]) -> Value,
+    ) -> Value {
+        let all: Vec<Arc<Logger>> = self.lock().clone();
+        let mut names: Vec<&str> = all.iter().map(|l| l.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut o = Object::new();
+        for name in names
+            .into_iter()
+            .filter(|n| logger.is_none_or(|want| want == *n))
+        {
+            let group: Vec<&Logger> = all
+                .iter()
+                .filter(|l| l.name == name)
+                .map(|l| &**l)
+                .collect();
+            let mut section = f(&group);
+            if let (Some(c), Value::Object(fields)) = (counter, &mut section) {
+                fields.retain(|(k, _)| k == c);
+            }
+            o.set(name, section);
+        }
+        o.into_value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static DESCS: [Desc; 3] = [
+        Desc {
+            name: "msgs",
+            kind: Kind::Counter,
+            description: "Messages",
+            nick: "msg",
+            priority: PRIO_USEFUL,
+            unit: Unit::None,
+        },
+        Desc {
+            name: "active",
+            kind: Kind::Gauge,
+            description: "Active",
+            nick: "",
+            priority: PRIO_DEBUGONLY,
+            unit: Unit::None,
+        },
+        Desc {
+            name: "lat",
+            kind: Kind::TimeAvg,
+            description: "Latency",
+            nick: "",
+            priority: PRIO_DEBUGONLY,
+            unit: Unit::None,
+        },
+    ];
+
+    #[test]
+    fn dump_and_schema_as_ceph_renders_them() {
+        let l = Arc::new(Logger::new("w-0", &DESCS));
+        l.inc(0, 3);
+        l.inc(1, 2);
+        l.dec(1, 1);
+        l.tinc(2, Duration::from_millis(1500));
+        l.tinc(2, Duration::from_millis(500));
+        let c = Collection::new();
+        c.add(l.clone());
+        assert_eq!(
+            c.dump(None, None).to_json(),
+            r#"{"w-0":{"msgs":3,"active":1,"lat":{"avgcount":2,"sum":2.000000000,"avgtime":1.000000000}}}"#
+        );
+        assert_eq!(
+            c.schema(Some("w-0"), Some("msgs")).to_json(),
+            r#"{"w-0":{"msgs":{"type":10,"metric_type":"counter","value_type":"integer","description":"Messages","nick":"msg","priority":5,"units":"none"}}}"#
+        );
+        // A second logger of the same name is summed into the same section.
+        let twin = Arc::new(Logger::new("w-0", &DESCS));
+        twin.inc(0, 4);
+        c.add(twin);
+        assert_eq!(
+            c.dump(None, Some("msgs")).to_json(),
+            r#"{"w-0":{"msgs":7}}"#
+        );
+        c.remove(&l);
+        assert_eq!(
+            c.dump(None, Some("msgs")).to_json(),
+            r#"{"w-0":{"msgs":4}}"#
+        );
+    }
+}
