@@ -110,6 +110,53 @@ impl Value {
         }
     }
 
+    /// JSON text as Ceph's `json-pretty` writes it: four spaces a level,
+    /// `"key": value`.
+    pub fn to_json_pretty(&self) -> String {
+        let mut out = String::new();
+        self.write_pretty(&mut out, 0);
+        out
+    }
+
+    fn write_pretty(&self, out: &mut String, level: usize) {
+        let pad = |out: &mut String, level: usize| {
+            for _ in 0..level {
+                out.push_str("    ");
+            }
+        };
+        match self {
+            Value::List(items) if !items.is_empty() => {
+                out.push_str("[\n");
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(",\n");
+                    }
+                    pad(out, level + 1);
+                    v.write_pretty(out, level + 1);
+                }
+                out.push('\n');
+                pad(out, level);
+                out.push(']');
+            }
+            Value::Object(fields) if !fields.is_empty() => {
+                out.push_str("{\n");
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(",\n");
+                    }
+                    pad(out, level + 1);
+                    write_str(k, out);
+                    out.push_str(": ");
+                    v.write_pretty(out, level + 1);
+                }
+                out.push('\n');
+                pad(out, level);
+                out.push('}');
+            }
+            other => other.write(out),
+        }
+    }
+
     /// `key=value` text for humans: strings bare, lists in brackets.
     pub fn to_text(&self) -> String {
         match self {

@@ -5,5 +5,7 @@
 //! (`socket`). `json` is the JSON both speak.
 #![forbid(unsafe_code)]
 
+pub mod commands;
 pub mod json;
 pub mod perf;
+pub mod socket;
