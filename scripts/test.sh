@@ -43,6 +43,9 @@ scripts/interop/clusters.sh target/release/msgr
 step "interop: Ceph 20's ceph_perf_msgr_client/server against msgr serve/bench"
 scripts/interop/perf-msgr.sh target/release/msgr
 
+step "interop: msgr serve's admin socket read by Ceph 16's and 20's ceph --admin-daemon"
+scripts/interop/admin-socket.sh target/release/msgr
+
 step "interop: on-wire compression (snappy, zlib, zstd, lz4) with Ceph 20's perf tools"
 scripts/interop/compression.sh target/release/msgr
 

@@ -235,6 +235,15 @@ pub struct Collection {
     loggers: Arc<Mutex<Vec<Arc<Logger>>>>,
 }
 
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.lock().iter().map(|l| l.name.clone()).collect();
+        f.debug_struct("Collection")
+            .field("loggers", &names)
+            .finish()
+    }
+}
+
 impl Collection {
     pub fn new() -> Collection {
         Collection::default()

@@ -29,6 +29,8 @@ pub struct NetOpts {
     pub hand_out: bool,
     /// Move bytes through io_uring rather than epoll.
     pub uring: bool,
+    /// Where the messenger's perf counters are shown (an admin socket).
+    pub perf: Option<msgr_admin::perf::Collection>,
 }
 
 impl Default for NetOpts {
@@ -43,6 +45,7 @@ impl Default for NetOpts {
             thread_name: None,
             hand_out: false,
             uring: false,
+            perf: None,
         }
     }
 }
@@ -77,6 +80,7 @@ pub fn messenger(
         o.thread_name = t.clone();
     }
     o.accept_on_every_shard = !net.hand_out;
+    o.perf = net.perf.clone();
     let transport = match net.uring {
         true => TcpOrUring::Uring(Uring::default()),
         false => TcpOrUring::Epoll(Tcp::default()),

@@ -55,7 +55,8 @@ commands:
 
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
-        [--transport tcp|uring] [--raw] [SECURITY OPTIONS]
+        [--transport tcp|uring] [--raw] [--admin-socket PATH]
+        [SECURITY OPTIONS]
       Answers MOSDOp with MOSDOpReply and MPing with MPing on each ADDR
       (msgr2 on v2:IP:PORT, msgr1 on v1:IP:PORT; --bind repeats; a bare
       IP:PORT binds as a Ceph daemon does, [v2:IP:PORT,v1:IP:PORT+1], under
@@ -63,7 +64,10 @@ commands:
       (threads pinned to cores; default: the cores this process may use),
       moving bytes through epoll (tcp, the default) or io_uring. --raw
       serves bench's raw TCP pattern instead, on one thread (the baseline
-      for msgr bench --raw-only --connect).
+      for msgr bench --raw-only --connect). --admin-socket PATH answers
+      Ceph's admin socket protocol there (ceph --admin-daemon PATH perf
+      dump | perf schema | messenger dump client | config show | help).
+      --stats prints the messenger's counters every SECONDS.
 
 Security options (serve and bench):
   --auth none|cephx   --keyring FILE   --mode crc|secure
@@ -293,6 +297,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     let mut interval = None;
     let mut duration = None;
     let mut raw = false;
+    let mut admin = None;
     let mut sec = msgr_cli::security::SecurityOpts::default();
     while let Some(flag) = next_flag(&mut parser)? {
         if sec.take(&flag, &mut parser)? {
@@ -319,6 +324,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
             }
             "--stats" => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--raw" => raw = true,
+            "--admin-socket" => admin = Some(std::path::PathBuf::from(parser.value()?)),
             "--duration" => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--help" | "-h" => {
                 out!("{USAGE}");
@@ -350,7 +356,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
         rt.block_on(msgr_cli::serve::run_raw(addr, interval, duration))?;
     } else {
         rt.block_on(msgr_cli::serve::run(
-            bind, name, nonce, net, interval, duration,
+            bind, name, nonce, net, interval, duration, admin,
         ))?;
     }
     Ok(ExitCode::SUCCESS)

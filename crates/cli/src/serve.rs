@@ -161,23 +161,87 @@ pub async fn start(
 }
 
 /// `msgr serve`: runs until killed (or for `duration`), printing a line of
-/// statistics every `interval` when `interval` is set.
+/// statistics every `interval` when `interval` is set, from the
+/// messenger's perf counters; with `admin`, an admin socket there shows
+/// them (`ceph --admin-daemon PATH perf dump`) with the connections
+/// (`messenger dump client`) and the server's settings (`config show`).
 pub async fn run(
     bind: EntityAddrvec,
     name: EntityName,
     nonce: u32,
-    net: NetOpts,
+    mut net: NetOpts,
     interval: Option<Duration>,
     duration: Option<Duration>,
+    admin: Option<std::path::PathBuf>,
 ) -> std::io::Result<()> {
+    let perf = msgr_admin::perf::Collection::new();
+    net.perf = Some(perf.clone());
     let (m, addrs, stats) = start(&bind, name, nonce, &net).await?;
     crate::outln!(
         "msgr serve: {name} listening on {addrs} (policy {})",
         net.policy
     );
-    report(&stats, interval, duration).await;
+    let _asok = match &admin {
+        Some(path) => Some(admin_socket(path, perf, &m, name, &addrs, &net).await?),
+        None => None,
+    };
+    let figures = {
+        use msgr_messenger::counters::{ACTIVE_CONNECTIONS, RECV_BYTES, RECV_MESSAGES};
+        let m = m.clone();
+        move || Figures {
+            messages: m.counter(RECV_MESSAGES),
+            bytes: m.counter(RECV_BYTES),
+            connections: m.counter(ACTIVE_CONNECTIONS),
+            pings: stats.pings.load(Ordering::Relaxed),
+            ops: stats.ops.load(Ordering::Relaxed),
+        }
+    };
+    report(figures, interval, duration).await;
     m.shutdown().await;
     Ok(())
+}
+
+/// The admin socket of `msgr serve --admin-socket PATH`.
+async fn admin_socket(
+    path: &std::path::Path,
+    perf: msgr_admin::perf::Collection,
+    m: &Messenger<TcpOrUring>,
+    name: EntityName,
+    addrs: &EntityAddrvec,
+    net: &NetOpts,
+) -> std::io::Result<msgr_admin::socket::AdminSocket> {
+    let commands = msgr_admin::commands::Commands::new(perf, Default::default());
+    for (option, value) in [
+        ("name", name.to_string()),
+        ("admin_socket", path.display().to_string()),
+        ("public_addrv", addrs.to_string()),
+        ("ms_type", "async+posix".into()),
+        ("ms_async_op_threads", m.shards().to_string()),
+        ("ms_bind_msgr2", addrs.msgr2().is_some().to_string()),
+        ("ms_bind_msgr1", addrs.legacy().is_some().to_string()),
+        ("perf", "true".into()),
+    ] {
+        commands.set_config(option, value);
+    }
+    commands.set_config("msgr_policy", net.policy.to_string());
+    let dumped = m.clone();
+    commands.add_messenger(
+        "client",
+        Arc::new(move |contents: &[String], _tcp_info| dumped.dump(contents)),
+    );
+    let sock = msgr_admin::socket::AdminSocket::bind(path, commands).await?;
+    eprintln!("msgr serve: admin socket at {}", path.display());
+    Ok(sock)
+}
+
+/// What a server reports: messages and bytes received, connections open,
+/// and of the messages, pings and MOSDOps.
+struct Figures {
+    messages: u64,
+    bytes: u64,
+    connections: u64,
+    pings: u64,
+    ops: u64,
 }
 
 /// `msgr serve --raw`: the raw TCP pattern of `msgr bench --raw` (the
@@ -190,13 +254,24 @@ pub async fn run_raw(
     let stats = Arc::new(ServeStats::default());
     let addr = crate::raw::start_server_on(addr, stats.clone()).await?;
     crate::outln!("msgr serve: raw TCP listening on {addr}");
-    report(&stats, interval, duration).await;
+    let figures = move || Figures {
+        messages: stats.ops.load(Ordering::Relaxed),
+        bytes: stats.bytes.load(Ordering::Relaxed),
+        connections: stats.connections.load(Ordering::Relaxed),
+        pings: stats.pings.load(Ordering::Relaxed),
+        ops: stats.ops.load(Ordering::Relaxed),
+    };
+    report(figures, interval, duration).await;
     Ok(())
 }
 
 /// Prints a line of statistics every `interval` (when set) until
 /// `duration` has passed (or forever), then the totals.
-async fn report(stats: &ServeStats, interval: Option<Duration>, duration: Option<Duration>) {
+async fn report(
+    figures: impl Fn() -> Figures,
+    interval: Option<Duration>,
+    duration: Option<Duration>,
+) {
     let start = Instant::now();
     let cpu0 = cpu_time();
     let mut last = (0u64, 0u64, Instant::now());
@@ -207,27 +282,26 @@ async fn report(stats: &ServeStats, interval: Option<Duration>, duration: Option
             None => tick,
         };
         tokio::time::sleep(wait).await;
-        let ops = stats.ops.load(Ordering::Relaxed);
-        let bytes = stats.bytes.load(Ordering::Relaxed);
+        let f = figures();
         if interval.is_some() {
             let dt = last.2.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
-                "[serve {:6.1}s] {:9.0} ops/s {:9.1} MB/s  total {} ops, {} conns, {} pings, cpu {:.2}s",
+                "[serve {:6.1}s] {:9.0} msgs/s {:9.1} MB/s in  total {} msgs, {} conns, {} pings, cpu {:.2}s",
                 start.elapsed().as_secs_f64(),
-                (ops - last.0) as f64 / dt,
-                (bytes - last.1) as f64 / dt / 1e6,
-                ops,
-                stats.connections.load(Ordering::Relaxed),
-                stats.pings.load(Ordering::Relaxed),
+                f.messages.saturating_sub(last.0) as f64 / dt,
+                f.bytes.saturating_sub(last.1) as f64 / dt / 1e6,
+                f.messages,
+                f.connections,
+                f.pings,
                 (cpu_time() - cpu0).as_secs_f64(),
             );
-            last = (ops, bytes, Instant::now());
+            last = (f.messages, f.bytes, Instant::now());
         }
         if duration.is_some_and(|d| start.elapsed() >= d) {
             break;
         }
     }
-    let ops = stats.ops.load(Ordering::Relaxed);
+    let ops = figures().ops;
     let cpu = cpu_time() - cpu0;
     crate::outln!(
         "msgr serve: {ops} ops, cpu {:.3}s ({:.1} us/op)",

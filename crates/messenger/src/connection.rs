@@ -263,6 +263,25 @@ impl Connection {
     }
 
     /// crc or secure, once the session's mode is known (after AUTH_DONE).
+    /// The session's (in_seq, out_seq): the last message received, and the
+    /// last numbered to send, as of the driver's last step.
+    pub fn seqs(&self) -> (u64, u64) {
+        let [i, o] = &self.shared.view.seqs;
+        (i.load(Ordering::Relaxed), o.load(Ordering::Relaxed))
+    }
+
+    /// Bytes (read, written) on the connection's sockets, as of the
+    /// driver's last step.
+    pub fn bytes(&self) -> (u64, u64) {
+        let [r, w] = &self.shared.view.bytes;
+        (r.load(Ordering::Relaxed), w.load(Ordering::Relaxed))
+    }
+
+    /// The policy of the connection's peer type, once the peer is known.
+    pub fn policy(&self) -> Option<msgr_protocol::Policy> {
+        self.shared.view.info().policy
+    }
+
     pub fn con_mode(&self) -> Option<msgr_auth::ConMode> {
         if !matches!(self.state(), ConnState::Ready | ConnState::Standby) {
             return None;

@@ -415,6 +415,7 @@ impl<T: Transport> Driver<T> {
     fn publish(&mut self) {
         let view = &self.handle.shared.view;
         self.published.publish(&self.conn, view, self.inner.epoch);
+        view.set_bytes(self.bytes);
     }
 
     /// Commands from handles, in order (up to COMMANDS_PER_TURN); returns

@@ -19,6 +19,7 @@ use crate::inject::{InjectConfig, Injector};
 use crate::shard::Shards;
 use crate::throttle::Throttle;
 
+mod dump;
 mod listen;
 use crate::Dispatcher;
 

@@ -682,6 +682,24 @@ async fn perf_counters_count_messages_bytes_and_connections() {
         assert_eq!(client.counter(CREATED_CONNECTIONS), 1);
         assert_eq!(client.counter(ACTIVE_CONNECTIONS), 1);
         assert!(client.counter(RUNNING_TOTAL_TIME) > 0);
+        // messenger dump: the server's one connection, its seqs and counters.
+        let d = p.server.dump(&[]);
+        let conn = d
+            .at(&["connections"])
+            .map(|c| c.as_list().to_vec())
+            .unwrap_or_default();
+        assert_eq!(conn.len(), 1, "{}", d.to_json());
+        let c = conn[0].get("async_connection").unwrap();
+        assert_eq!(
+            c.at(&["counters", "messages_in"]).and_then(|v| v.as_u64()),
+            Some(n)
+        );
+        assert_eq!(c.get("in_seq").and_then(|v| v.as_u64()), Some(n));
+        assert!(c.at(&["counters", "bytes_in"]).and_then(|v| v.as_u64()) > Some(n * 1000));
+        assert_eq!(
+            c.at(&["policy", "server"]),
+            Some(&msgr_admin::json::Value::Bool(true))
+        );
         let dump = perf.dump(None, Some("msgr_recv_messages")).to_json();
         assert!(
             dump.contains(&format!(

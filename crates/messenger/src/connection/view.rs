@@ -39,6 +39,7 @@ pub(crate) struct Info {
     pub last_fault: Option<msgr_protocol::ProtocolError>,
     /// The connection speaks msgr1.
     pub msgr1: bool,
+    pub policy: Option<msgr_protocol::Policy>,
 }
 
 impl Info {
@@ -52,6 +53,7 @@ impl Info {
             last_keepalive_ack: c.last_keepalive_ack(),
             last_fault: None,
             msgr1: c.is_msgr1(),
+            policy: Some(c.peer().policy),
         }
     }
 }
@@ -73,6 +75,10 @@ pub(crate) struct View {
     idle_since: AtomicU64,
     pub(super) queued: [AtomicUsize; 2],
     pub(super) stats: [AtomicU64; 8],
+    /// The session's in_seq and out_seq.
+    pub(super) seqs: [AtomicU64; 2],
+    /// Bytes read from and written to the connection's sockets.
+    pub(super) bytes: [AtomicU64; 2],
     info: Mutex<Info>,
 }
 
@@ -88,6 +94,8 @@ impl View {
             idle_since: AtomicU64::new(0),
             queued: Default::default(),
             stats: Default::default(),
+            seqs: Default::default(),
+            bytes: Default::default(),
             info: Mutex::new(Info::default()),
         }
     }
@@ -116,6 +124,13 @@ impl View {
         self.shard.store(shard, Ordering::Release);
     }
 
+    /// Stores the bytes the driver counted (read, written).
+    pub fn set_bytes(&self, bytes: [u64; 2]) {
+        for (slot, v) in self.bytes.iter().zip(bytes) {
+            slot.store(v, Ordering::Relaxed);
+        }
+    }
+
     pub fn idle_since(&self) -> u64 {
         self.idle_since.load(Ordering::Acquire)
     }
@@ -137,6 +152,7 @@ pub(crate) struct Published {
     state: Option<ConnState>,
     stats: ConnStats,
     queued: (usize, usize),
+    seqs: (u64, u64),
     over_limit: bool,
     idle_since: u64,
     keepalive_ack: Option<UTime>,
@@ -183,6 +199,13 @@ impl Published {
                 slot.store(v, Ordering::Relaxed);
             }
             self.stats = s;
+        }
+        let session = c.session();
+        let seqs = (session.in_seq(), session.out_seq());
+        if self.seqs != seqs {
+            view.seqs[0].store(seqs.0, Ordering::Relaxed);
+            view.seqs[1].store(seqs.1, Ordering::Relaxed);
+            self.seqs = seqs;
         }
         let queued = c.session().queued();
         if self.queued != queued {
