@@ -100,15 +100,18 @@ impl Logger {
         &self.name
     }
 
-    /// Adds `n` to counter `i` (an average's sum, counting one more).
+    /// Adds `n` to counter (or gauge) `i`.
     pub fn inc(&self, i: usize, n: u64) {
         if let Some(v) = self.values.get(i) {
             v.fetch_add(n, Ordering::Relaxed);
         }
-        if self.is_avg(i) {
-            if let Some(c) = self.counts.get(i) {
-                c.fetch_add(1, Ordering::Relaxed);
-            }
+    }
+
+    /// Adds a sample `n` to average `i` (its sum, and one to its count).
+    pub fn avg_add(&self, i: usize, n: u64) {
+        self.inc(i, n);
+        if let Some(c) = self.counts.get(i) {
+            c.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -126,9 +129,13 @@ impl Logger {
         }
     }
 
-    /// Adds a duration to time counter (or time average) `i`.
+    /// Adds a duration to time counter `i`, or a sample to time average `i`.
     pub fn tinc(&self, i: usize, d: Duration) {
-        self.inc(i, u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        match self.is_avg(i) {
+            true => self.avg_add(i, ns),
+            false => self.inc(i, ns),
+        }
     }
 
     /// Counter `i`'s value (an average's sum).

@@ -105,16 +105,6 @@ pub(crate) struct Driver<T: Transport> {
     active_on: Option<usize>,
     /// Bytes read and written on this connection's sockets.
     bytes: [u64; 2],
-    /// A message was dispatched in this turn (its time is counted).
-    dispatched: bool,
-}
-
-/// When a turn of the driver's loop began and its step was handled, and
-/// whether the step was a read (for the time counters).
-struct Turn {
-    began: Instant,
-    stepped: Instant,
-    read: bool,
 }
 
 /// How the next wait may use the socket.
@@ -179,7 +169,6 @@ impl<T: Transport> Driver<T> {
             replaced: false,
             active_on: None,
             bytes: [0; 2],
-            dispatched: false,
         }
     }
 
@@ -217,36 +206,6 @@ impl<T: Transport> Driver<T> {
         }
     }
 
-    /// Counts a turn's times (crate::counters): from its step's coming
-    /// (`turn.began`) to the step handled (`turn.stepped`: reading and
-    /// decoding, for a read), to its messages dispatched (`handled`), to
-    /// the turn's end before it waits (framing and writing).
-    fn count_times(&self, turn: &Turn, handled: Option<Instant>) {
-        use crate::counters::{
-            RUNNING_FAST_DISPATCH_TIME, RUNNING_RECV_TIME, RUNNING_SEND_TIME, RUNNING_TOTAL_TIME,
-        };
-        let end = crate::now();
-        let logger = self.logger();
-        if turn.read {
-            logger.tinc(
-                RUNNING_RECV_TIME,
-                turn.stepped.saturating_duration_since(turn.began),
-            );
-        }
-        if let Some(h) = handled {
-            logger.tinc(
-                RUNNING_FAST_DISPATCH_TIME,
-                h.saturating_duration_since(turn.stepped),
-            );
-        }
-        let tail = handled.unwrap_or(turn.stepped);
-        logger.tinc(RUNNING_SEND_TIME, end.saturating_duration_since(tail));
-        logger.tinc(
-            RUNNING_TOTAL_TIME,
-            end.saturating_duration_since(turn.began),
-        );
-    }
-
     /// Runs the connection on `shard` until it closes (None) or must move
     /// (the driver and where to).
     async fn run(mut self: Box<Self>, shard: usize) -> Option<(Box<Driver<T>>, usize)> {
@@ -259,14 +218,8 @@ impl<T: Transport> Driver<T> {
         }
         // The steps are plain methods; the waits are here, in one body, so no
         // step's future is built and moved per turn of the loop.
-        let mut turn = Turn {
-            began: self.now,
-            stepped: self.now,
-            read: false,
-        };
         loop {
             let flow = self.handle_events();
-            let handled = std::mem::take(&mut self.dispatched).then(crate::now);
             // Sockets to shut down after what was written to them (a refusal
             // the peer should read; an interceptor's STALL or write FAULT).
             for (socket, mut out) in self.closing.drain(..) {
@@ -290,16 +243,9 @@ impl<T: Transport> Driver<T> {
                 .injector
                 .delay_now()
                 .map(|d| Box::pin(tokio::time::sleep(d)));
-            self.count_times(&turn, handled);
             let step = std::future::poll_fn(|cx| self.poll_step(cx, &io, &mut delay)).await;
             self.now = crate::now();
-            let read = matches!(step, Step::Read(_));
             self.on_step(step);
-            turn = Turn {
-                began: self.now,
-                stepped: crate::now(),
-                read,
-            };
         }
     }
 
@@ -497,7 +443,13 @@ impl<T: Transport> Driver<T> {
                 true => Outbox::open(self.handle.outbox_key(), std::mem::take(&mut self.given)),
                 false => Outbox::closed(),
             };
+            // Dispatch time, per batch (two clock reads, not two a message).
+            let began = crate::now();
             let dispatched = self.dispatch(batch);
+            self.logger().tinc(
+                crate::counters::RUNNING_FAST_DISPATCH_TIME,
+                crate::now().saturating_duration_since(began),
+            );
             let mut given = outbox.close();
             for c in given.drain(..) {
                 self.on_command(c);
@@ -538,7 +490,6 @@ impl<T: Transport> Driver<T> {
         match self.budget.take(msg.payload_len() as u64) {
             Some(permits) => {
                 self.logger().inc(crate::counters::RECV_MESSAGES, 1);
-                self.dispatched = true;
                 let incoming = IncomingMessage {
                     msg,
                     _permits: permits,

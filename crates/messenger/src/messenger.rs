@@ -359,13 +359,12 @@ impl<T: Transport> Messenger<T> {
         let (shutdown, _) = watch::channel(false);
         // Threads that cannot be made leave every shard in the caller's
         // runtime: the messenger still works, on fewer cores.
+        let counters = crate::counters::Counters::new(opts.shards.max(1), opts.perf);
         let shards = match (opts.shards, opts.shard_threads) {
             (0 | 1, _) | (_, false) => Shards::inline(opts.shards),
-            (n, true) => {
-                Shards::threads(n, &opts.thread_name).unwrap_or_else(|_| Shards::inline(n))
-            }
+            (n, true) => Shards::threads(n, &opts.thread_name, &counters)
+                .unwrap_or_else(|_| Shards::inline(n)),
         };
-        let shard_count = shards.len();
         Messenger {
             inner: Arc::new(Inner {
                 transport,
@@ -386,7 +385,7 @@ impl<T: Transport> Messenger<T> {
                 live_sockets: Arc::new(AtomicUsize::new(0)),
                 refused_accepts: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
-                counters: crate::counters::Counters::new(shard_count, opts.perf),
+                counters,
                 next_id: AtomicU64::new(1),
                 tasks: AtomicUsize::new(0),
                 tasks_done: Notify::new(),

@@ -47,8 +47,15 @@ impl Shards {
     }
 
     /// `n` shards, each a thread with its own current-thread runtime,
-    /// pinned round-robin to the cores this process may use.
-    pub fn threads(n: usize, name: &str) -> io::Result<Shards> {
+    /// pinned round-robin to the cores this process may use; each counts
+    /// the time it is not parked waiting for events in its logger's
+    /// `msgr_running_total_time` (as Ceph's workers count theirs after
+    /// epoll_wait returns).
+    pub fn threads(
+        n: usize,
+        name: &str,
+        counters: &crate::counters::Counters,
+    ) -> io::Result<Shards> {
         let cpus = msgr_sys::allowed_cpus();
         let mut handles = Vec::with_capacity(n);
         let mut stops = Vec::with_capacity(n);
@@ -56,6 +63,7 @@ impl Shards {
             let cpu = cpus.get(i.checked_rem(cpus.len()).unwrap_or(0)).copied();
             let (handle_tx, handle_rx) = std::sync::mpsc::channel();
             let (stop, stopped) = oneshot::channel::<()>();
+            let (parked, unparked) = busy_time(counters.shard(i).clone());
             std::thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .spawn(move || {
@@ -66,6 +74,8 @@ impl Shards {
                     CURRENT.with(|c| c.set(Some(i)));
                     let rt = tokio::runtime::Builder::new_current_thread()
                         .enable_all()
+                        .on_thread_park(parked)
+                        .on_thread_unpark(unparked)
                         .build();
                     match rt {
                         Ok(rt) => {
@@ -130,4 +140,24 @@ impl Shards {
     pub fn stop(&self) {
         self.stops.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
+}
+
+/// The park and unpark hooks of a shard's runtime that add its busy spells
+/// (from unpark to park) to `logger`'s msgr_running_total_time.
+fn busy_time(
+    logger: std::sync::Arc<msgr_admin::perf::Logger>,
+) -> (
+    impl Fn() + Send + Sync + 'static,
+    impl Fn() + Send + Sync + 'static,
+) {
+    thread_local! {
+        static WOKE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+    }
+    let parked = move || {
+        if let Some(woke) = WOKE.with(|w| w.take()) {
+            logger.tinc(crate::counters::RUNNING_TOTAL_TIME, woke.elapsed());
+        }
+    };
+    let unparked = || WOKE.with(|w| w.set(Some(std::time::Instant::now())));
+    (parked, unparked)
 }
