@@ -15,6 +15,7 @@ use msgr_frames::crypto::{Role, SecureKeys};
 use msgr_frames::preamble::{Preamble, PREAMBLE_LEN};
 use msgr_frames::{ControlFrame, FrameDecoder, FrameLimits, FrameReader, MessageFrame, Tag};
 
+mod admin;
 mod auth;
 mod config;
 mod gcm;
@@ -23,6 +24,7 @@ mod msgr1;
 mod osd;
 mod session;
 
+pub use admin::admin;
 pub use auth::cephx;
 pub use config::config;
 pub use gcm::gcm_pieces;
@@ -50,6 +52,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("decompress", decompress),
     ("capture", capture),
     ("msgr1", msgr1),
+    ("admin", admin),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {
