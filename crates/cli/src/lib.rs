@@ -14,6 +14,7 @@ pub mod identity;
 pub mod idle;
 pub mod inspect;
 pub use msgr_admin::json;
+pub mod logging;
 pub mod mon;
 pub mod out;
 pub mod ping;

@@ -109,6 +109,10 @@ Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
       (# starts a comment). Exit status 0 when every stream decoded cleanly,
       1 when some stream had a problem (reported inline), 2 on usage errors.
 
+Logs (stderr): --debug-ms N anywhere (Ceph's debug_ms: 0 warnings, 1 every
+message and fault, 5 handshakes and state changes, 20 all), else debug_ms
+in CEPH_ARGS or ceph.conf; RUST_LOG overrides both.
+
 Policies: lossy-client, lossless-client, stateless-server,
 stateless-registered-server, stateful-server, lossless-peer,
 lossless-peer-reuse. Addresses: v2:IP:PORT[/NONCE].
@@ -132,7 +136,10 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Res<ExitCode> {
-    let mut parser = lexopt::Parser::from_env();
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let debug_ms = msgr_cli::logging::take_debug_ms(&mut args);
+    msgr_cli::logging::init(debug_ms)?;
+    let mut parser = lexopt::Parser::from_iter(args);
     let command = match parser.next()? {
         Some(Value(v)) => v.string()?,
         Some(Long("help") | Short('h')) | None => {

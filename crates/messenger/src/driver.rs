@@ -49,14 +49,20 @@ type Connecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
 /// The driver is boxed: the task's future then holds a pointer to it, not
 /// the driver twice (once as the future's capture, once in `run`'s state).
 pub(crate) fn start<T: Transport>(inner: &Arc<Inner<T>>, shard: usize, d: Box<Driver<T>>) {
+    use tracing::Instrument;
     let again = inner.clone();
     let done = inner.task_guard();
-    inner.shards.spawn(shard, async move {
-        if let Some((d, to)) = d.run(shard).await {
-            start(&again, to, d);
+    let span = d.span.clone();
+    inner.shards.spawn(
+        shard,
+        async move {
+            if let Some((d, to)) = d.run(shard).await {
+                start(&again, to, d);
+            }
+            drop(done);
         }
-        drop(done);
-    });
+        .instrument(span),
+    );
 }
 
 /// One connection's task: the connection, the socket, the bytes in flight
@@ -105,6 +111,8 @@ pub(crate) struct Driver<T: Transport> {
     active_on: Option<usize>,
     /// Bytes read and written on this connection's sockets.
     bytes: [u64; 2],
+    /// The connection's log span (crate::log).
+    span: tracing::Span,
 }
 
 /// How the next wait may use the socket.
@@ -138,6 +146,7 @@ impl<T: Transport> Driver<T> {
         socket: Option<Socket<T>>,
     ) -> Driver<T> {
         let budget = Budget::new(inner.dispatch_throttle.clone());
+        let handle_id = handle.id();
         let mut io = SocketIo::new();
         if let Some(s) = socket {
             io.use_socket(s);
@@ -169,6 +178,7 @@ impl<T: Transport> Driver<T> {
             replaced: false,
             active_on: None,
             bytes: [0; 2],
+            span: crate::log::conn_span(handle_id, shard),
         }
     }
 
@@ -203,6 +213,22 @@ impl<T: Transport> Driver<T> {
         logger.inc(plain, n);
         if self.conn.wire_format().is_some_and(|f| f.secure) {
             logger.inc(encrypted, n);
+        }
+    }
+
+    /// The session is established (`how`: by our connect or an accept):
+    /// the span learns the peer; a session resumed after faults says so.
+    fn established(&self, how: &'static str) {
+        let peer = self.conn.peer();
+        crate::log::record_peer(&self.span, &peer.addrs, self.conn.peer_name(), peer.policy);
+        let reconnects = self.conn.stats().reconnects;
+        match reconnects {
+            0 => {
+                tracing::debug!(target: "msgr", how, features = peer.features, "session established")
+            }
+            n => {
+                tracing::info!(target: "msgr", how, reconnects = n, "session resumed after a fault")
+            }
         }
     }
 
@@ -360,7 +386,9 @@ impl<T: Transport> Driver<T> {
 
     fn publish(&mut self) {
         let view = &self.handle.shared.view;
-        self.published.publish(&self.conn, view, self.inner.epoch);
+        if let Some(from) = self.published.publish(&self.conn, view, self.inner.epoch) {
+            crate::log::state_change(from, self.conn.state());
+        }
         view.set_bytes(self.bytes);
     }
 
@@ -384,6 +412,13 @@ impl<T: Transport> Driver<T> {
         match cmd {
             Command::Send { msg, counted } => {
                 self.logger().inc(crate::counters::SEND_MESSAGES, 1);
+                tracing::info!(
+                    target: "msgr",
+                    msg_type = msg.msg_type,
+                    tid = msg.tid,
+                    len = msg.payload_len(),
+                    "--> queued"
+                );
                 if counted {
                     let in_flight = &self.handle.shared.in_flight;
                     in_flight.fetch_sub(msg.payload_len(), std::sync::atomic::Ordering::AcqRel);
@@ -446,10 +481,12 @@ impl<T: Transport> Driver<T> {
             // Dispatch time, per batch (two clock reads, not two a message).
             let began = crate::now();
             let dispatched = self.dispatch(batch);
-            self.logger().tinc(
-                crate::counters::RUNNING_FAST_DISPATCH_TIME,
-                crate::now().saturating_duration_since(began),
-            );
+            let took = crate::now().saturating_duration_since(began);
+            self.logger()
+                .tinc(crate::counters::RUNNING_FAST_DISPATCH_TIME, took);
+            if took > crate::log::SLOW_DISPATCH {
+                tracing::warn!(target: "msgr", ?took, events = batch, "slow dispatch");
+            }
             let mut given = outbox.close();
             for c in given.drain(..) {
                 self.on_command(c);
@@ -490,6 +527,14 @@ impl<T: Transport> Driver<T> {
         match self.budget.take(msg.payload_len() as u64) {
             Some(permits) => {
                 self.logger().inc(crate::counters::RECV_MESSAGES, 1);
+                tracing::info!(
+                    target: "msgr",
+                    seq = msg.seq,
+                    msg_type = msg.msg_type,
+                    tid = msg.tid,
+                    len = msg.payload_len(),
+                    "<== received"
+                );
                 let incoming = IncomingMessage {
                     msg,
                     _permits: permits,
@@ -540,27 +585,41 @@ impl<T: Transport> Driver<T> {
             Event::IdentReceived(req) => self.on_ident(req),
             Event::LearnedAddr(a) => inner.learned(a),
             Event::Fault(e) => {
+                tracing::info!(target: "msgr", error = %e, "fault");
                 dispatcher.ms_handle_fault(conn, &e);
                 self.published.fault(&conn.shared.view, e);
             }
             Event::Connected => {
-                dispatcher.ms_handle_connect(conn, self.prev_shard);
+                self.established("connect");
+                let (inner, conn) = (&self.inner, &self.handle);
+                inner.dispatcher.ms_handle_connect(conn, self.prev_shard);
                 self.prev_shard = self.shard;
             }
             Event::Accepted => {
+                self.established("accept");
+                let (inner, conn) = (&self.inner, &self.handle);
                 let replaced = std::mem::take(&mut self.replaced);
-                dispatcher.ms_handle_accept(conn, self.prev_shard, replaced);
+                inner
+                    .dispatcher
+                    .ms_handle_accept(conn, self.prev_shard, replaced);
                 self.prev_shard = self.shard;
             }
             Event::Message(_) => unreachable!("dispatched by dispatch"),
             // A reset queued before the user's mark_down is not reported
             // after it.
-            Event::Reset if !conn.shared.view.marked_down() => dispatcher.ms_handle_reset(conn),
+            Event::Reset if !conn.shared.view.marked_down() => {
+                tracing::info!(target: "msgr", "reset: the session is gone");
+                dispatcher.ms_handle_reset(conn)
+            }
             Event::RemoteReset if !conn.shared.view.marked_down() => {
+                tracing::info!(target: "msgr", "remote reset: the peer reset the session");
                 dispatcher.ms_handle_remote_reset(conn)
             }
             Event::Reset | Event::RemoteReset => {}
-            Event::Refused => dispatcher.ms_handle_refused(conn),
+            Event::Refused => {
+                tracing::info!(target: "msgr", "refused by the peer");
+                dispatcher.ms_handle_refused(conn)
+            }
             Event::KeepaliveAck(_) => {
                 self.published
                     .publish(&self.conn, &conn.shared.view, inner.epoch);
@@ -630,6 +689,9 @@ impl<T: Transport> Driver<T> {
         let read = can_read && !blocked;
         let room = self.io.read_room(&self.conn);
         if can_read && blocked {
+            if !self.paused && (self.held.is_some() || self.budget.waiting()) {
+                tracing::debug!(target: "msgr", "reading paused: waiting for receive budget");
+            }
             self.paused = true;
         } else if read && std::mem::take(&mut self.paused) {
             self.conn.resume_reading(self.now);
@@ -714,6 +776,7 @@ impl<T: Transport> Driver<T> {
                 self.connecting = None;
                 match r {
                     Ok(stream) => {
+                        tracing::debug!(target: "msgr", "socket connected");
                         let took = c.socket_connected(stream.local_addr(), now);
                         if let (true, Some(link)) = (took, c.link_id()) {
                             let (r, w) = stream.into_split();
@@ -725,7 +788,10 @@ impl<T: Transport> Driver<T> {
                             });
                         }
                     }
-                    Err(e) => c.socket_failed(&e, now),
+                    Err(e) => {
+                        tracing::debug!(target: "msgr", error = %e, "connect failed");
+                        c.socket_failed(&e, now)
+                    }
                 }
             }
             Step::Budget(bytes, permits) => self.budget.granted(bytes, permits),

@@ -22,6 +22,7 @@ mod connection;
 pub mod counters;
 mod driver;
 pub mod inject;
+mod log;
 mod messenger;
 mod shard;
 pub mod throttle;

@@ -109,6 +109,25 @@ impl FromStr for PolicyName {
     }
 }
 
+impl PolicyName {
+    /// Which of Ceph's policies `p` is, by its flags (throttles and
+    /// features aside).
+    pub fn of(p: &Policy) -> Option<PolicyName> {
+        let flags = |q: &Policy| {
+            (
+                q.lossy,
+                q.server,
+                q.standby,
+                q.resetcheck,
+                q.register_lossy_clients,
+            )
+        };
+        PolicyName::ALL
+            .into_iter()
+            .find(|n| flags(&n.policy()) == flags(p))
+    }
+}
+
 impl Policy {
     const fn base(
         lossy: bool,

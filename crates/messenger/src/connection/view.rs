@@ -161,8 +161,10 @@ pub(crate) struct Published {
 }
 
 impl Published {
-    /// Publishes `c` into `view`; `epoch` dates idle times.
-    pub fn publish(&mut self, c: &Conn, view: &View, epoch: Instant) {
+    /// Publishes `c` into `view`; `epoch` dates idle times. Returns the
+    /// state published before, when the state changed.
+    pub fn publish(&mut self, c: &Conn, view: &View, epoch: Instant) -> Option<Option<ConnState>> {
+        let mut changed = None;
         let state = c.state();
         let ack = c.last_keepalive_ack();
         let named = c.peer_name().is_some();
@@ -179,6 +181,9 @@ impl Published {
             view.features.store(peer.features, Ordering::Release);
             view.peer_type.store(peer.entity_type.0, Ordering::Release);
             view.state.store(state_byte(state), Ordering::Release);
+            if self.state != Some(state) {
+                changed = Some(self.state);
+            }
             self.state = Some(state);
             self.keepalive_ack = ack;
             self.named = named;
@@ -228,6 +233,7 @@ impl Published {
             view.idle_since.store(idle, Ordering::Release);
             self.idle_since = idle;
         }
+        changed
     }
 
     /// The connection faulted with `e` (kept until the next fault).

@@ -99,6 +99,7 @@ impl<T: Transport> Driver<T> {
     /// Our accepted peer identified itself: decide here if nobody else
     /// holds it, else ask who does.
     pub(super) fn on_ident(&mut self, req: IdentRequest) {
+        tracing::debug!(target: "msgr", "ident received: deciding");
         let ask = Ask::of(&self.conn, req);
         self.ask(ask);
     }
@@ -180,6 +181,7 @@ impl<T: Transport> Driver<T> {
 
     /// The accepting connection's half of a decision.
     fn conclude(&mut self, decision: Decision, promise: Option<Promise>) {
+        tracing::debug!(target: "msgr", ?decision, "ident decided");
         let outcome = registry::outcome(&decision, promise.is_some());
         let replace = matches!(decision, Decision::ReplaceLossy);
         let d = decision.clone();

@@ -125,9 +125,13 @@ fn connection(c: &Connection) -> Value {
 
 fn policy(p: msgr_protocol::Policy) -> Value {
     let mut o = Object::new();
-    o.set("lossy", p.lossy)
-        .set("server", p.server)
-        .set("standby", p.standby)
-        .set("resetcheck", p.resetcheck);
+    o.set(
+        "name",
+        msgr_protocol::PolicyName::of(&p).map(|n| n.as_str()),
+    )
+    .set("lossy", p.lossy)
+    .set("server", p.server)
+    .set("standby", p.standby)
+    .set("resetcheck", p.resetcheck);
     o.into_value()
 }
