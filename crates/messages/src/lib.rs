@@ -17,3 +17,15 @@ pub use osd_op::{MOSDOp, MOSDOpReply, MSG_OSD_OP, MSG_OSD_OPREPLY};
 pub use simple::{MCommand, MCommandReply, MPing};
 pub use typed::{MessageError, TypedMessage};
 pub use types::{message_type_name, MESSAGE_TYPES};
+
+/// The reply type of a request type that has one, its reply carrying the
+/// request's tid: MOSDOp's MOSDOpReply, MCommand's MCommandReply,
+/// MMonCommand's MMonCommandAck (`Connection::call` matches them).
+pub fn reply_type(request: u16) -> Option<u16> {
+    match request {
+        MSG_OSD_OP => Some(MSG_OSD_OPREPLY),
+        simple::MSG_COMMAND => Some(simple::MSG_COMMAND_REPLY),
+        mon::MSG_MON_COMMAND => Some(mon::MSG_MON_COMMAND_ACK),
+        _ => None,
+    }
+}

@@ -12,9 +12,32 @@ use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_protocol::{ConnState, ConnStats, Message};
 use tokio::sync::Notify;
 
+mod calls;
 mod inbox;
 mod outbox;
 mod view;
+
+pub use calls::CallError;
+pub(crate) use calls::Calls;
+
+/// A connection closed before its session was READY (Connection::ready).
+#[derive(Debug, Clone)]
+pub struct NotReady {
+    /// The fault that ended it (a refusal, an unreachable peer, ...), if
+    /// one did; none when it was marked down.
+    pub last_fault: Option<msgr_protocol::ProtocolError>,
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.last_fault {
+            Some(e) => write!(f, "the connection closed before its session was ready: {e}"),
+            None => f.write_str("the connection was closed before its session was ready"),
+        }
+    }
+}
+
+impl std::error::Error for NotReady {}
 
 pub(crate) use inbox::Inbox;
 pub(crate) use outbox::Outbox;
@@ -77,6 +100,10 @@ pub(crate) struct Shared {
     /// The key this connection was last registered under (read and
     /// written under the registry's lock).
     pub registered: Mutex<Option<msgr_protocol::registry::PeerKey>>,
+    /// Requests waiting for their replies (Connection::call).
+    pub calls: Calls,
+    /// Wakes `ready` callers when the published state changes.
+    pub state_changed: Notify,
 }
 
 /// A cheap, cloneable handle on one connection, usable from any thread.
@@ -127,6 +154,8 @@ impl Connection {
                 soft_limit,
                 keepalive_acked: Notify::new(),
                 registered: Mutex::new(None),
+                calls: Calls::default(),
+                state_changed: Notify::new(),
             }),
         }
     }
@@ -185,6 +214,65 @@ impl Connection {
         });
     }
 
+    /// Waits until the session is READY (its peer, features and mode are
+    /// known then, so messages can be encoded for them), or the connection
+    /// has closed: then the error says why, with the fault that ended it.
+    /// A lossless connection that cannot reach its peer keeps trying (and
+    /// this keeps waiting: bound it with a timeout).
+    pub async fn ready(&self) -> Result<(), NotReady> {
+        loop {
+            let changed = self.shared.state_changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.state() {
+                ConnState::Ready => return Ok(()),
+                ConnState::Closed => {
+                    return Err(NotReady {
+                        last_fault: self.last_fault(),
+                    })
+                }
+                _ => changed.await,
+            }
+        }
+    }
+
+    /// Sends request `msg` and waits for its reply, matched by tid (a
+    /// request without one gets the next of this connection's): MOSDOp's
+    /// MOSDOpReply, MCommand's MCommandReply, MMonCommand's MMonCommandAck
+    /// (msgr_messages::reply_type). The reply goes to the caller, not the
+    /// dispatcher. A lossless session that faults and reconnects still
+    /// answers; a reset or a close ends the call with its error, as does
+    /// `timeout`.
+    pub async fn call(
+        &self,
+        mut msg: Message,
+        timeout: std::time::Duration,
+    ) -> Result<Message, CallError> {
+        let msg_type = msg.msg_type;
+        let reply_type =
+            msgr_messages::reply_type(msg_type).ok_or(CallError::NoReplyType { msg_type })?;
+        let calls = &self.shared.calls;
+        if msg.tid == 0 {
+            msg.tid = calls.next_tid();
+        }
+        let tid = msg.tid;
+        let reply = calls.wait(tid, reply_type)?;
+        if self.state() == ConnState::Closed {
+            calls.forget(tid);
+            return Err(CallError::Closed);
+        }
+        self.send(msg).await;
+        match tokio::time::timeout(timeout, reply).await {
+            Ok(Ok(r)) => r,
+            // Its sender dropped: the connection is gone.
+            Ok(Err(_)) => Err(CallError::Closed),
+            Err(_) => {
+                calls.forget(tid);
+                Err(CallError::Timeout { after: timeout })
+            }
+        }
+    }
+
     fn soft_limit(&self) -> usize {
         self.shared.soft_limit
     }
@@ -206,6 +294,7 @@ impl Connection {
     /// Closes the connection for good, dropping anything queued.
     pub fn mark_down(&self) {
         self.shared.view.marked_down.store(true, Ordering::Release);
+        self.shared.state_changed.notify_waiters();
         self.command(Command::MarkDown);
     }
 

@@ -388,6 +388,7 @@ impl<T: Transport> Driver<T> {
         let view = &self.handle.shared.view;
         if let Some(from) = self.published.publish(&self.conn, view, self.inner.epoch) {
             crate::log::state_change(from, self.conn.state());
+            self.handle.shared.state_changed.notify_waiters();
         }
         view.set_bytes(self.bytes);
     }
@@ -535,11 +536,15 @@ impl<T: Transport> Driver<T> {
                     len = msg.payload_len(),
                     "<== received"
                 );
-                let incoming = IncomingMessage {
-                    msg,
-                    _permits: permits,
-                };
-                self.inner.dispatcher.ms_dispatch(&self.handle, incoming);
+                // A call's reply goes to its caller (its budget returns
+                // at once), anything else to the dispatcher.
+                if let Err(msg) = self.handle.shared.calls.answer(msg) {
+                    let incoming = IncomingMessage {
+                        msg,
+                        _permits: permits,
+                    };
+                    self.inner.dispatcher.ms_dispatch(&self.handle, incoming);
+                }
                 true
             }
             None => {
@@ -609,10 +614,12 @@ impl<T: Transport> Driver<T> {
             // after it.
             Event::Reset if !conn.shared.view.marked_down() => {
                 tracing::info!(target: "msgr", "reset: the session is gone");
+                conn.shared.calls.fail_all(crate::CallError::Reset);
                 dispatcher.ms_handle_reset(conn)
             }
             Event::RemoteReset if !conn.shared.view.marked_down() => {
                 tracing::info!(target: "msgr", "remote reset: the peer reset the session");
+                conn.shared.calls.fail_all(crate::CallError::Reset);
                 dispatcher.ms_handle_remote_reset(conn)
             }
             Event::Reset | Event::RemoteReset => {}
@@ -626,6 +633,8 @@ impl<T: Transport> Driver<T> {
                 conn.shared.keepalive_acked.notify_waiters();
             }
             Event::Closed => {
+                conn.shared.calls.fail_all(crate::CallError::Closed);
+                conn.shared.state_changed.notify_waiters();
                 self.published
                     .publish(&self.conn, &conn.shared.view, inner.epoch);
                 inner.forget(conn);
@@ -812,6 +821,9 @@ impl<T: Transport> Drop for Driver<T> {
     fn drop(&mut self) {
         self.set_active(None);
         self.handle.shared.inbox.close();
+        // No reply can come through a connection whose driver is gone.
+        self.handle.shared.calls.fail_all(crate::CallError::Closed);
+        self.handle.shared.state_changed.notify_waiters();
     }
 }
 

@@ -27,7 +27,7 @@ mod messenger;
 mod shard;
 pub mod throttle;
 
-pub use connection::{Connection, IncomingMessage};
+pub use connection::{CallError, Connection, IncomingMessage, NotReady};
 
 /// The runtime's monotonic clock: tokio's, so a test runtime with paused
 /// time drives every protocol deadline (handshake timeouts, backoff,

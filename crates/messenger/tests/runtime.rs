@@ -714,3 +714,139 @@ async fn perf_counters_count_messages_bytes_and_connections() {
         assert_eq!(perf.dump(None, None).to_json(), "{}");
     }
 }
+
+/// Connection::call: each request's reply, matched by tid, goes to its
+/// caller and not to the dispatcher; a type without a reply, a tid already
+/// waiting, no reply in time, and a reset each end the call with their
+/// error.
+#[tokio::test]
+async fn call_waits_for_the_reply_by_tid() {
+    use msgr_messenger::CallError;
+    let t = MemoryNet::new();
+    let mut p = pair(
+        t.clone(),
+        "v2:10.0.0.1:6800",
+        Policy::lossy_client(),
+        Policy::stateless_server(),
+        0,
+    )
+    .await;
+    let calls: Vec<_> = (1..=20u64)
+        .map(|i| {
+            let c = p.conn.clone();
+            tokio::spawn(async move {
+                c.call(msg(0, 100 + i as usize), Duration::from_secs(10))
+                    .await
+            })
+        })
+        .collect();
+    let mut tids = Vec::new();
+    for h in calls {
+        let reply = h.await.unwrap().unwrap();
+        assert_eq!(reply.msg_type, 43);
+        tids.push(reply.tid);
+    }
+    tids.sort_unstable();
+    assert_eq!(
+        tids,
+        (1..=20).collect::<Vec<_>>(),
+        "tids given in turn, each answered"
+    );
+    let got = collect(&mut p.server_rx, |e| msgs(e).len() >= 20).await;
+    assert_eq!(msgs(&got).len(), 20);
+    while let Ok(e) = p.client_rx.try_recv() {
+        assert!(
+            !matches!(e, Ev::Msg(_)),
+            "a reply reached the dispatcher: {e:?}"
+        );
+    }
+    let no_reply = p
+        .conn
+        .call(Message::new(99, Bytes::new()), Duration::from_secs(1))
+        .await;
+    assert_eq!(
+        no_reply.unwrap_err(),
+        CallError::NoReplyType { msg_type: 99 }
+    );
+    p.client.shutdown().await;
+    p.server.shutdown().await;
+
+    // A server that does not answer: timeouts, a tid in use, then a reset.
+    let (stx, _server_rx) = mpsc::unbounded_channel();
+    let silent = Messenger::new(
+        t.clone(),
+        options("osd.0", Policy::stateless_server(), 0, 7),
+        Arc::new(Recorder {
+            tx: stx,
+            echo: false,
+        }),
+    );
+    let addrs = silent
+        .bind(&"v2:10.0.0.2:6800".parse().unwrap())
+        .await
+        .unwrap();
+    let (ctx, _client_rx) = mpsc::unbounded_channel();
+    let client = Messenger::new(
+        t,
+        options("client.1", Policy::lossy_client(), 0, 9),
+        Arc::new(Recorder {
+            tx: ctx,
+            echo: false,
+        }),
+    );
+    let conn = client.connect(&addrs, EntityType::OSD);
+    let timeout = conn.call(msg(7, 10), Duration::from_millis(200)).await;
+    assert!(
+        matches!(timeout, Err(CallError::Timeout { .. })),
+        "{timeout:?}"
+    );
+    let waiting = {
+        let c = conn.clone();
+        tokio::spawn(async move { c.call(msg(8, 10), Duration::from_secs(20)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let twice = conn.call(msg(8, 10), Duration::from_secs(1)).await;
+    assert_eq!(twice.unwrap_err(), CallError::TidInUse { tid: 8 });
+    // The server goes: the lossy session resets, and the waiting call ends.
+    silent.shutdown().await;
+    assert_eq!(waiting.await.unwrap().unwrap_err(), CallError::Reset);
+    client.shutdown().await;
+    let closed = conn.call(msg(9, 10), Duration::from_secs(1)).await;
+    assert_eq!(closed.unwrap_err(), CallError::Closed);
+}
+
+/// Connection::ready: READY with the peer's features known; a lossy
+/// session whose server went away ends with its fault; a marked-down
+/// connection without one.
+#[tokio::test]
+async fn ready_waits_for_the_session_or_says_what_ended_it() {
+    let p = pair(
+        Tcp::default(),
+        "v2:127.0.0.1:0",
+        Policy::lossy_client(),
+        Policy::stateless_server(),
+        0,
+    )
+    .await;
+    p.conn.ready().await.unwrap();
+    assert_ne!(p.conn.features(), 0);
+    assert_eq!(p.conn.state(), msgr_messenger::ConnState::Ready);
+    p.server.shutdown().await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match p.conn.ready().await {
+                // Still READY until the driver sees the socket close.
+                Ok(()) => tokio::time::sleep(Duration::from_millis(10)).await,
+                Err(e) => return e,
+            }
+        }
+    })
+    .await
+    .expect("the session ends");
+    assert!(ended.last_fault.is_some(), "{ended}");
+
+    let again = p.client.connect(&p.server.addrs(), EntityType::OSD);
+    again.mark_down();
+    assert!(again.ready().await.unwrap_err().last_fault.is_none());
+    p.client.shutdown().await;
+}
