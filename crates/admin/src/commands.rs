@@ -239,6 +239,26 @@ struct Table {
     messengers: BTreeMap<String, MessengerDump>,
 }
 
+/// The table as the hooks that read it hold it: weakly (it holds them).
+#[derive(Clone)]
+struct TableRef(std::sync::Weak<Mutex<Table>>);
+
+impl TableRef {
+    /// `f` of the table; None once it is gone.
+    fn read<R>(&self, f: impl FnOnce(&Table) -> R) -> Option<R> {
+        let t = self.0.upgrade()?;
+        let t = t.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(f(&t))
+    }
+
+    /// An object `fill` makes from the table (empty once it is gone).
+    fn object(&self, fill: impl FnOnce(&Table, &mut Object)) -> Answer {
+        let mut o = Object::new();
+        self.read(|t| fill(t, &mut o));
+        Answer::Json(o.into_value())
+    }
+}
+
 /// The commands an admin socket answers (cheap to clone; clones share the
 /// table).
 #[derive(Clone)]
@@ -310,9 +330,7 @@ impl Commands {
     }
 
     fn register_builtins(&self, version: Version) {
-        let weak = Arc::downgrade(&self.table);
-        // Hooks that read the table hold it weakly: the table holds them.
-        let table = move || weak.upgrade();
+        let table = TableRef(Arc::downgrade(&self.table));
         self.register("0", "", Arc::new(|_| Ok(Answer::Raw("2".into()))));
         let v = version.clone();
         self.register(
@@ -341,14 +359,11 @@ impl Commands {
             "help",
             "list available commands",
             Arc::new(move |_| {
-                let mut o = Object::new();
-                if let Some(t) = t() {
-                    let t = t.lock().unwrap_or_else(PoisonError::into_inner);
+                Ok(t.object(|t, o| {
                     for (prefix, e) in t.entries.iter().filter(|(_, e)| !e.help.is_empty()) {
                         o.set(prefix, e.help.as_str());
                     }
-                }
-                Ok(Answer::Json(o.into_value()))
+                }))
             }),
         );
         let t = table.clone();
@@ -356,16 +371,13 @@ impl Commands {
             "get_command_descriptions",
             "list available commands",
             Arc::new(move |_| {
-                let mut o = Object::new();
-                if let Some(t) = t() {
-                    let t = t.lock().unwrap_or_else(PoisonError::into_inner);
+                Ok(t.object(|t, o| {
                     for (i, e) in t.entries.values().enumerate() {
                         let mut d = Object::new();
                         d.set("sig", e.sig.describe()).set("help", e.help.as_str());
                         o.set(&format!("cmd{i:03}"), d.into_value());
                     }
-                }
-                Ok(Answer::Json(o.into_value()))
+                }))
             }),
         );
         self.register_perf();
@@ -391,23 +403,17 @@ impl Commands {
         self.register("2", "", schema);
     }
 
-    fn register_config(
-        &self,
-        table: impl Fn() -> Option<Arc<Mutex<Table>>> + Send + Sync + Clone + 'static,
-    ) {
+    fn register_config(&self, table: TableRef) {
         let t = table.clone();
         self.register(
             "config show",
             "dump current config settings",
             Arc::new(move |_| {
-                let mut o = Object::new();
-                if let Some(t) = t() {
-                    let t = t.lock().unwrap_or_else(PoisonError::into_inner);
+                Ok(t.object(|t, o| {
                     for (k, v) in &t.config {
                         o.set(k, v.as_str());
                     }
-                }
-                Ok(Answer::Json(o.into_value()))
+                }))
             }),
         );
         self.register(
@@ -415,10 +421,7 @@ impl Commands {
             "config get <field>: get the config value",
             Arc::new(move |r| {
                 let var = r.str("var").unwrap_or_default();
-                let value = table().and_then(|t| {
-                    let t = t.lock().unwrap_or_else(PoisonError::into_inner);
-                    t.config.get(var).cloned()
-                });
+                let value = table.read(|t| t.config.get(var).cloned()).flatten();
                 match value {
                     Some(v) => {
                         let mut o = Object::new();
@@ -434,24 +437,20 @@ impl Commands {
         );
     }
 
-    fn register_messenger_dump(
-        &self,
-        table: impl Fn() -> Option<Arc<Mutex<Table>>> + Send + Sync + 'static,
-    ) {
+    fn register_messenger_dump(&self, table: TableRef) {
         self.register(
             "messenger dump name=msgr,type=CephString,req=false \
              name=dumpcontents,type=CephChoices,strings=all|listen_sockets|connections|anon_conns|accepting_conns|deleted_conns,n=N,req=false \
              name=tcp_info,type=CephBool,req=false",
             "dump messenger status",
             Arc::new(move |r| {
-                let Some(t) = table() else {
-                    return Ok(Answer::Json(Value::Null));
-                };
-                let (names, dump) = {
-                    let t = t.lock().unwrap_or_else(PoisonError::into_inner);
+                let read = table.read(|t| {
                     let names: Vec<Value> = t.messengers.keys().map(|k| k.as_str().into()).collect();
                     let dump = r.str("msgr").map(|m| t.messengers.get(m).cloned());
                     (names, dump)
+                });
+                let Some((names, dump)) = read else {
+                    return Ok(Answer::Json(Value::Null));
                 };
                 match (r.str("msgr"), dump) {
                     (None, _) => {
