@@ -3,7 +3,10 @@
 //! a fault at every point of msgr1's handshake, on either side, for lossy
 //! and lossless policies; a stale connect; both sides connecting at once,
 //! won and lost (WAIT, or the peer's socket taken into the held
-//! connection); a peer's reset answered RESETSESSION; each connection's
+//! connection); a peer's reset answered RESETSESSION; a lost SEQ reply
+//! answered RETRY_SESSION (RETRY_GLOBAL, for a stale CONNECT, is in
+//! protocol's pair_v1.rs: our acceptor resumes a lossless session without
+//! it, where Ceph's replace sends it); each connection's
 //! counters checked exactly: C(connect attempts, CONNECT writes, 0, connects
 //! dispatched), A(accepts, CONNECT reads, 0, accepts dispatched),
 //! R(resets, remote resets), and its end state.
@@ -232,6 +235,52 @@ async fn msgr1_connect_race() {
             ],
         };
         stage("msgr1_connect_race", 0, &got, &expect);
+        s.finish().await;
+    }
+    scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;
+    scenario(msgr_transport::tcp::Tcp::default(), "127.0.0.1").await;
+    scenario(msgr_uring::Uring::default(), "127.0.0.1").await;
+}
+
+/// The retry paths of a lossless reconnect: the second message's write
+/// faults, so Test reconnects; the acceptor resumes the session (raising
+/// its connect_seq) but Test's read of the SEQ reply faults too, so Test
+/// tries again at the connect_seq it sent before, now behind the
+/// acceptor's: RETRY_SESSION (row E6), and Test's next CONNECT, at the
+/// acceptor's connect_seq, resumes the session; every message arrives once.
+#[tokio::test]
+async fn msgr1_retry_session() {
+    use msgr_protocol::intercept::{Action, Traps};
+    use_msgr1();
+    async fn scenario<T: msgr_transport::Transport>(t: T, ip: &str) {
+        let traps = Traps::default();
+        traps.arm(
+            p1(Point1::Item(Tag::Msg), Direction::Write),
+            2,
+            Action::Fault,
+        );
+        traps.arm(
+            p1(Point1::Reply(Tag::Seq), Direction::Read),
+            2,
+            Action::Fault,
+        );
+        let (a, b) = lossless();
+        let mut s = Suite::new(t, ip, traps, a, b).await;
+        s.send_peer();
+        s.connect_peer();
+        s.wait_established().await;
+        s.send_peer();
+        let got = s.wait_results(1).await;
+        // Sockets: the first, the one whose SEQ was lost, the one that
+        // resumed; CONNECTs: one more on that last socket, answered
+        // RETRY_SESSION; connects dispatched: the session's and its
+        // resumption's.
+        let expect = [ex(St::Established, [3, 4, 0, 2], [0; 4], [0, 0])];
+        stage("msgr1_retry_session", 0, &got, &expect);
+        let retries = s
+            .traps
+            .hits(p1(Point1::Reply(Tag::RetrySession), Direction::Read));
+        assert_eq!(retries, 1, "one RETRY_SESSION");
         s.finish().await;
     }
     scenario(msgr_transport::memory::MemoryNet::new(), "10.0.0.1").await;

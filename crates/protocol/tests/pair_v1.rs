@@ -331,3 +331,74 @@ fn required_signatures_refuse_a_peer_without_msg_auth() {
     );
     assert!(net.delivered(1).is_empty());
 }
+
+/// A CONNECT older than the session it meets (ProtocolV1's row E3): the
+/// server holds the client's first CONNECT unread (BLOCK); the client's
+/// second connection opens the session with a higher global_seq, and is
+/// then let go; released, the first CONNECT is answered RETRY_GLOBAL, and
+/// its connection tries again above the session's global_seq, as Ceph's
+/// connector does, and gets a session: its message arrives, once.
+#[test]
+fn a_stale_connect_is_answered_retry_global() {
+    use msgr_frames::v1::Tag;
+    use msgr_protocol::intercept::{Action, Breakpoint, Direction, Interceptor, Point1, Traps};
+    use msgr_protocol::Config;
+    let server_traps = std::sync::Arc::new(Traps::default());
+    let client_traps = std::sync::Arc::new(Traps::default());
+    let connect_read = Breakpoint::Msgr1(Point1::Connect, Direction::Read);
+    server_traps.arm(connect_read, 1, Action::Block);
+    let mut net = Net::new();
+    let nodes = [
+        (
+            "client.1",
+            "v1:10.0.0.1:0/11",
+            Policy::lossless_client(),
+            &client_traps,
+        ),
+        (
+            "osd.0",
+            "v1:10.0.0.2:6800/22",
+            Policy::stateful_server(),
+            &server_traps,
+        ),
+    ];
+    for (name, addr, policy, traps) in nodes {
+        let mut config = Config::new(name.parse().unwrap(), none(), policies(policy));
+        config.interceptor = Some(traps.clone() as std::sync::Arc<dyn Interceptor>);
+        net.add_node_with(config, addr);
+    }
+    let first = net.connect(0, 1);
+    net.send((0, first), 1, 10);
+    net.run();
+    assert_eq!(
+        server_traps.hits(connect_read),
+        1,
+        "the first CONNECT is held"
+    );
+    let second = net.connect(0, 1);
+    net.send((0, second), 2, 10);
+    net.run();
+    assert_eq!(
+        net.delivered(1),
+        vec![2],
+        "the second connection opened the session"
+    );
+    // The client lets the second connection go (a messenger keeps one per
+    // peer), then the server reads the first CONNECT, held on its first
+    // accepted connection.
+    net.conn((0, second)).mark_down();
+    net.run();
+    net.unblock((1, 0));
+    net.run();
+    net.advance(Duration::from_secs(5));
+    let retry_global = Breakpoint::Msgr1(Point1::Reply(Tag::RetryGlobal), Direction::Read);
+    assert_eq!(
+        client_traps.hits(retry_global),
+        1,
+        "the stale CONNECT is answered RETRY_GLOBAL"
+    );
+    let mut got = net.delivered(1);
+    got.sort_unstable();
+    assert_eq!(got, vec![1, 2], "each message once");
+    assert_eq!(net.state((0, first)), ConnState::Ready);
+}
