@@ -104,6 +104,8 @@ pub(crate) struct Shared {
     pub calls: Calls,
     /// Wakes `ready` callers when the published state changes.
     pub state_changed: Notify,
+    /// What the user keeps with the connection (Connection::set_user_data).
+    user_data: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// A cheap, cloneable handle on one connection, usable from any thread.
@@ -156,6 +158,7 @@ impl Connection {
                 registered: Mutex::new(None),
                 calls: Calls::default(),
                 state_changed: Notify::new(),
+                user_data: Mutex::new(None),
             }),
         }
     }
@@ -212,6 +215,27 @@ impl Connection {
             msg: Box::new(msg),
             counted: true,
         });
+    }
+
+    /// Keeps `data` with the connection, for whoever handles it later (a
+    /// dispatcher's per-session state: Ceph's Connection::set_priv).
+    pub fn set_user_data(&self, data: Arc<dyn std::any::Any + Send + Sync>) {
+        *self
+            .shared
+            .user_data
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(data);
+    }
+
+    /// What `set_user_data` kept, if it is a `T`.
+    pub fn user_data<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let data = self
+            .shared
+            .user_data
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        data.downcast::<T>().ok()
     }
 
     /// Waits until the session is READY (its peer, features and mode are

@@ -20,6 +20,7 @@
 mod budget;
 mod connection;
 pub mod counters;
+pub mod dispatch;
 mod driver;
 pub mod inject;
 mod log;

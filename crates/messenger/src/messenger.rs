@@ -529,6 +529,14 @@ impl<T: Transport> Messenger<T> {
         self.inner.dispatch_throttle.current()
     }
 
+    /// Marks every connection down (mark_down_all); the messenger goes on
+    /// listening and connecting.
+    pub fn mark_down_all(&self) {
+        for c in self.connections() {
+            c.mark_down();
+        }
+    }
+
     /// Perf counter `i` (crate::counters, e.g. `RECV_MESSAGES`) summed
     /// over the shards: what `perf dump` shows, per shard, for this
     /// messenger.

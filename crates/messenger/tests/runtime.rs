@@ -1,6 +1,9 @@
 //! The runtime over real transports (memory and TCP): sessions, policies,
 //! replay after injected socket failures, resets, shutdown.
 
+#[path = "support/poll.rs"]
+mod poll;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -849,4 +852,100 @@ async fn ready_waits_for_the_session_or_says_what_ended_it() {
     again.mark_down();
     assert!(again.ready().await.unwrap_err().last_fault.is_none());
     p.client.shutdown().await;
+}
+
+/// The other ways to take what a messenger delivers: a chain of
+/// dispatchers (each message to the first that takes it, events to all),
+/// and a stream of events; a connection's user data; mark_down_all.
+#[tokio::test]
+async fn chains_streams_user_data_and_mark_down_all() {
+    use msgr_messenger::dispatch::{events, Chain, ChainLink, DispatchEvent};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Takes messages of one type, counts them and the accepts it hears.
+    struct Takes {
+        msg_type: u16,
+        taken: AtomicU64,
+        accepts: AtomicU64,
+    }
+    impl ChainLink for Takes {
+        fn ms_take(&self, conn: &Connection, msg: IncomingMessage) -> Option<IncomingMessage> {
+            if msg.msg_type != self.msg_type {
+                return Some(msg);
+            }
+            self.taken.fetch_add(1, Ordering::Relaxed);
+            conn.set_user_data(Arc::new(msg.tid));
+            None
+        }
+        fn ms_handle_accept(&self, _: &Connection) {
+            self.accepts.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let links: Vec<Arc<Takes>> = [42u16, 50]
+        .into_iter()
+        .map(|msg_type| {
+            Arc::new(Takes {
+                msg_type,
+                taken: AtomicU64::new(0),
+                accepts: AtomicU64::new(0),
+            })
+        })
+        .collect();
+    let chain = links
+        .iter()
+        .fold(Chain::new(), |c, l| c.then(l.clone() as Arc<dyn ChainLink>));
+    let t = MemoryNet::new();
+    let server = Messenger::new(
+        t.clone(),
+        options("osd.0", Policy::stateful_server(), 0, 7),
+        Arc::new(chain),
+    );
+    let addrs = server
+        .bind(&"v2:10.0.0.1:6800".parse().unwrap())
+        .await
+        .unwrap();
+    let (dispatcher, mut rx) = events();
+    let client = Messenger::new(
+        t,
+        options("client.1", Policy::lossless_client(), 0, 9),
+        dispatcher,
+    );
+    let conn = client.connect(&addrs, EntityType::OSD);
+    for tid in 1..=3 {
+        conn.send(msg(tid, 10)).await;
+    }
+    let mut mon_command = Message::new(50, Bytes::new());
+    mon_command.tid = 4;
+    conn.send(mon_command).await;
+    conn.send(Message::new(99, Bytes::new())).await; // no link takes it
+    match rx.recv().await {
+        Some(DispatchEvent::Connected(c)) => assert_eq!(c, conn),
+        _ => panic!("the stream's first event is the connect"),
+    }
+    assert!(
+        poll::until(|| links[0].taken.load(Ordering::Relaxed) == 3
+            && links[1].taken.load(Ordering::Relaxed) == 1)
+        .await
+    );
+    assert_eq!(
+        links
+            .iter()
+            .map(|l| l.accepts.load(Ordering::Relaxed))
+            .collect::<Vec<_>>(),
+        [1, 1],
+        "events go to every link"
+    );
+    let served = server.connections();
+    assert_eq!(served.len(), 1);
+    assert_eq!(served[0].user_data::<u64>().as_deref(), Some(&4));
+    assert!(
+        served[0].user_data::<String>().is_none(),
+        "another type is not there"
+    );
+    server.mark_down_all();
+    assert_eq!(served[0].state(), msgr_messenger::ConnState::Closed);
+    // Gone from the messenger (the lossless client may connect again).
+    assert!(poll::until(|| !server.connections().contains(&served[0])).await);
+    client.shutdown().await;
+    server.shutdown().await;
 }
