@@ -10,7 +10,7 @@ pub mod bench;
 pub mod common;
 pub mod decode_cmd;
 pub mod describe;
-pub mod identity;
+pub use msgr_monc::identity;
 pub mod idle;
 pub mod inspect;
 pub use msgr_admin::json;

@@ -386,7 +386,7 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
             Short(c) => format!("-{c}"),
             Long(l) => format!("--{l}"),
         };
-        if cluster.take(&flag, &mut parser)? {
+        if cluster.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
             used_cluster_opts |= flag != "--rev0";
             continue;
         }
@@ -478,7 +478,7 @@ fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {
             Short(c) => format!("-{c}"),
             Long(l) => format!("--{l}"),
         };
-        if opts.take(&flag, &mut parser)? {
+        if opts.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
             continue;
         }
         match flag.as_str() {

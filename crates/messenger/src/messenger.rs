@@ -444,7 +444,8 @@ impl<T: Transport> Messenger<T> {
     /// The connection to `addrs` (a peer of type `peer_type`): the existing
     /// one if there is one, else a new one that starts connecting, on the
     /// shard the dispatcher places it on (by default the caller's shard, or
-    /// the next in turn).
+    /// the next in turn). `EntityType::ANY` leaves the type to be learned
+    /// from the peer: its HELLO (msgr2), or its BADPROTOVER (msgr1).
     pub fn connect(&self, addrs: &EntityAddrvec, peer_type: EntityType) -> Connection {
         // Keyed by what is dialled: the address the peer names itself by
         // on that protocol (an msgr1 peer by its v1: address).

@@ -14,8 +14,12 @@
 //!   with no ack for 30 s is dropped and the hunt resumes;
 //! - authentication refused by every monitor tried fails fast, with the
 //!   monitor's reason.
+//!
+//! `identity` reads who the client is as the `ceph` CLI does (ceph.conf,
+//! CEPH_ARGS, the keyring) into these settings.
 #![forbid(unsafe_code)]
 
+pub mod identity;
 mod state;
 mod v1;
 

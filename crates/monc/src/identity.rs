@@ -1,15 +1,15 @@
-//! Who the tool is on a cluster, read the way the `ceph` CLI reads it:
+//! Who a client is on a cluster, read the way the `ceph` CLI reads it:
 //! `-c`/`--conf`, `-n`/`--name`/`--id`, `-k`/`--keyring`, `-m`/`--mon-host`,
 //! `--cluster`, CEPH_ARGS and CEPH_CONF (msgr-config), then the key from the
 //! `key` or `keyfile` option or the first keyring that holds the entity.
 
 use std::sync::Arc;
 
+use crate::{MonAuth, MonClientConfig};
 use msgr_auth::cephx::{CephxClient, CryptoKey, Keyring};
 use msgr_auth::{ConMode, SystemRandom};
 use msgr_config::{Config, ConfigOptions, Env};
 use msgr_encoding::EntityAddrvec;
-use msgr_monc::{MonAuth, MonClientConfig};
 
 /// The options a cluster command takes, before resolution.
 #[derive(Debug, Clone, Default)]
@@ -26,10 +26,13 @@ pub struct ClusterOpts {
 }
 
 impl ClusterOpts {
-    /// Takes the option `flag` (`-c`, `--conf`, ...) if it is one of ours,
-    /// reading its value from `parser`.
-    pub fn take(&mut self, flag: &str, parser: &mut lexopt::Parser) -> Result<bool, String> {
-        let mut value = || crate::common::option_value(parser);
+    /// Takes the command-line option `flag` (`-c`, `--conf`, ...) if it is
+    /// one of the `ceph` CLI's, calling `value` for its value.
+    pub fn take(
+        &mut self,
+        flag: &str,
+        mut value: impl FnMut() -> Result<String, String>,
+    ) -> Result<bool, String> {
         match flag {
             "-c" | "--conf" | "-n" | "--name" | "-i" | "--id" | "--user" | "-k" | "--keyring"
             | "-m" | "--mon-host" | "--mon_host" | "--cluster" => {
@@ -145,7 +148,7 @@ impl Identity {
 }
 
 /// A Ceph boolean option's value (`true`/`false`, `1`/`0`, `yes`/`no`).
-pub(crate) fn parse_bool(v: &str) -> Option<bool> {
+pub fn parse_bool(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Some(true),
         "false" | "0" | "no" | "off" => Some(false),
