@@ -28,6 +28,9 @@ cargo clippy --release --workspace --lib --bins -- -D warnings
 step "unit, pair, capture and corpus tests"
 cargo test --release --workspace
 
+step "the msgr crate's examples, run as a user would (against each other and msgr serve)"
+scripts/examples.sh target/release/msgr
+
 step "crimson's failover matrix on 1 and 4 shards (the run above: as many as cores)"
 for n in 1 4; do
   MSGR_TEST_SHARDS=$n cargo test --release -p msgr-messenger \

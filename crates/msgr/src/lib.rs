@@ -1,0 +1,129 @@
+//! Ceph's messenger in Rust: the layer Ceph's daemons and clients talk
+//! through, wire-exact with Ceph 16 and 20 (msgr2.0 and 2.1 in crc and
+//! secure mode, compression, and the classic msgr1), with cephx, Ceph's
+//! seven policies, sessions that reconnect and replay without losing or
+//! repeating a message, perf counters named as Ceph's, an admin socket
+//! Ceph's own CLI reads, and logs at Ceph's `debug_ms` levels. This crate
+//! gathers what a program needs from the workspace's crates.
+//!
+//! # A messenger
+//!
+//! A [`Messenger`] binds addresses (`v2:IP:PORT` for msgr2, `v1:IP:PORT`
+//! for msgr1), accepts and opens [`Connection`]s, and hands what arrives
+//! to a [`Dispatcher`]. Its [`Options`] name it, give each peer type its
+//! [`Policy`] (a [`PolicySet`]), its authentication ([`auth`]) and its
+//! limits. A connection is a cheap handle usable from any thread: `send`
+//! queues a message, [`Connection::call`] sends a request and awaits its
+//! reply, [`Connection::ready`] waits for the session.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use msgr::{Connection, Dispatcher, EntityType, IncomingMessage, Message, Messenger, Options, Policy, PolicySet};
+//! use msgr::transport::MemoryNet;
+//!
+//! /// Answers each MOSDOp (type 42) with an MOSDOpReply (43) of its tid.
+//! struct Echo;
+//! impl Dispatcher for Echo {
+//!     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+//!         let mut reply = Message::new(43, Default::default());
+//!         reply.tid = msg.tid;
+//!         conn.send_nowait(reply);
+//!     }
+//! }
+//! struct Quiet;
+//! impl Dispatcher for Quiet {
+//!     fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let net = MemoryNet::new();
+//! let auth = Arc::new(msgr::auth::NoneProvider);
+//! let server = Messenger::new(
+//!     net.clone(),
+//!     Options::new("osd.0".parse()?, PolicySet::new(Policy::stateless_server()), auth.clone()),
+//!     Arc::new(Echo),
+//! );
+//! let addrs = server.bind(&"v2:10.0.0.1:6800".parse()?).await?;
+//! let client = Messenger::new(
+//!     net,
+//!     Options::new("client.1".parse()?, PolicySet::new(Policy::lossy_client()), auth),
+//!     Arc::new(Quiet),
+//! );
+//! let osd = client.connect(&addrs, EntityType::OSD);
+//! osd.ready().await?;
+//! let reply = osd.call(Message::new(42, "hello".into()), Duration::from_secs(5)).await?;
+//! assert_eq!(reply.msg_type, 43);
+//! client.shutdown().await;
+//! server.shutdown().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+//! ```
+//!
+//! # Talking to a cluster
+//!
+//! [`monc::identity`] reads who the program is as the `ceph` CLI does
+//! (ceph.conf, CEPH_ARGS, the keyring), and [`monc::MonClient`] opens a
+//! monitor session with it; [`messages`] holds Ceph's message types
+//! (MOSDOp and its reply, MCommand, the monitor's) and
+//! [`messages::reply_type`] which requests [`Connection::call`] pairs with
+//! which replies.
+//!
+//! # Seeing into it
+//!
+//! Each messenger counts what it does in Ceph's `AsyncMessenger::Worker-N`
+//! perf counters ([`counters`]), shown in the [`admin::perf::Collection`]
+//! given as [`Options::perf`]; an [`admin::socket::AdminSocket`] answers
+//! `ceph --admin-daemon PATH perf dump` (and `messenger dump`, `config
+//! show`, ...) from it. Logs go through `tracing` (target `msgr`), at the
+//! levels Ceph's `debug_ms` names.
+//!
+//! # Other ways to take what arrives
+//!
+//! [`dispatch::Chain`] runs dispatchers in turn, as Ceph keeps a list;
+//! [`dispatch::events`] turns everything into a stream to await.
+//!
+//! The examples (`cargo run -p msgr --example NAME`): `osd_client` (MOSDOp
+//! writes to an OSD-like server, each reply awaited), `osd_server` (a
+//! server with a dispatcher), `lossless_peers` (two peers whose sessions
+//! survive injected socket failures).
+#![forbid(unsafe_code)]
+
+pub use msgr_encoding::{EntityAddr, EntityAddrvec, EntityName, EntityType};
+pub use msgr_messenger::{
+    counters, dispatch, CallError, ConnState, ConnStats, Connection, Dispatcher, IncomingMessage,
+    InjectConfig, Messenger, NotReady, Options,
+};
+pub use msgr_protocol::{Message, Policy, PolicyName, PolicySet, ProtocolError};
+
+/// Authentication: auth none, cephx (keys, keyrings, both sides), modes.
+pub mod auth {
+    pub use msgr_auth::cephx;
+    pub use msgr_auth::{AuthProvider, ConMode, Identity, NoneProvider};
+}
+
+/// Transports: TCP over epoll, and an in-memory network for tests.
+pub mod transport {
+    pub use msgr_transport::memory::MemoryNet;
+    pub use msgr_transport::tcp::Tcp;
+    pub use msgr_transport::Transport;
+}
+
+/// Ceph's message types.
+pub mod messages {
+    pub use msgr_messages::*;
+}
+
+/// Ceph's configuration as the `ceph` CLI reads it.
+pub mod config {
+    pub use msgr_config::*;
+}
+
+/// A monitor client, and who the program is on a cluster.
+pub mod monc {
+    pub use msgr_monc::*;
+}
+
+/// Perf counters and the admin socket.
+pub mod admin {
+    pub use msgr_admin::*;
+}
