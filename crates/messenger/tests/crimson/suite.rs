@@ -314,7 +314,11 @@ impl<T: Transport> Suite<T> {
                 let state = match live.get(&id).map(|c| c.state()) {
                     Some(ConnState::Ready) => St::Established,
                     Some(ConnState::Closed) | None if self.traps.was_replaced(id) => St::Replaced,
-                    Some(ConnState::Closed) | None => St::Closed,
+                    // Closed once its driver let it go (after dispatching
+                    // the reset its close brought): a connection whose
+                    // closed state is published but whose events are
+                    // still being dispatched on its shard is not settled.
+                    None => St::Closed,
                     Some(_) => St::Other,
                 };
                 Outcome {
