@@ -390,7 +390,7 @@ impl<T: Transport> Driver<T> {
             crate::log::state_change(from, self.conn.state());
             self.handle.shared.state_changed.notify_waiters();
         }
-        view.set_bytes(self.bytes);
+        self.published.bytes(view, self.bytes);
     }
 
     /// Commands from handles, in order (up to COMMANDS_PER_TURN); returns

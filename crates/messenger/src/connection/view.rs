@@ -124,13 +124,6 @@ impl View {
         self.shard.store(shard, Ordering::Release);
     }
 
-    /// Stores the bytes the driver counted (read, written).
-    pub fn set_bytes(&self, bytes: [u64; 2]) {
-        for (slot, v) in self.bytes.iter().zip(bytes) {
-            slot.store(v, Ordering::Relaxed);
-        }
-    }
-
     pub fn idle_since(&self) -> u64 {
         self.idle_since.load(Ordering::Acquire)
     }
@@ -153,6 +146,7 @@ pub(crate) struct Published {
     stats: ConnStats,
     queued: (usize, usize),
     seqs: (u64, u64),
+    bytes: [u64; 2],
     over_limit: bool,
     idle_since: u64,
     keepalive_ack: Option<UTime>,
@@ -234,6 +228,17 @@ impl Published {
             self.idle_since = idle;
         }
         changed
+    }
+
+    /// Publishes the bytes the driver counted (read, written), when they
+    /// changed.
+    pub fn bytes(&mut self, view: &View, bytes: [u64; 2]) {
+        if self.bytes != bytes {
+            for (slot, v) in view.bytes.iter().zip(bytes) {
+                slot.store(v, Ordering::Relaxed);
+            }
+            self.bytes = bytes;
+        }
     }
 
     /// The connection faulted with `e` (kept until the next fault).
