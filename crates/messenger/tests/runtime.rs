@@ -673,9 +673,9 @@ async fn perf_counters_count_messages_bytes_and_connections() {
         assert_eq!(server.counter(RECV_MESSAGES), n);
         assert_eq!(server.counter(SEND_MESSAGES), n);
         assert!(client.counter(SEND_BYTES) > n * 1000);
-        // The server may not have read the client's last ack yet.
-        let received = server.counter(RECV_BYTES);
-        assert!(received > n * 1000 && received <= client.counter(SEND_BYTES));
+        // Each side counts its socket's bytes after the syscall returns,
+        // so the two counts are compared only as both exceed the payloads.
+        assert!(server.counter(RECV_BYTES) > n * 1000);
         let encrypted = client.counter(SEND_ENCRYPTED_BYTES);
         match secure {
             // The handshake before AUTH_DONE is not encrypted.
