@@ -522,9 +522,19 @@ impl<T: Transport> Driver<T> {
         ControlFlow::Continue(true)
     }
 
+    /// The receive budget takes the throttle of the connection's policy,
+    /// once the peer is known: before the first message is read, whether
+    /// its preamble came alone or with the whole message.
+    fn take_policy_throttle(&mut self) {
+        let (inner, peer) = (&self.inner, self.conn.peer());
+        self.budget
+            .policy(|| inner.policy_throttle(peer.entity_type, peer.policy));
+    }
+
     /// Dispatches `msg` with its receive budget, or holds it until the
     /// budget is there (false).
     fn dispatch_message(&mut self, msg: Box<msgr_protocol::Message>) -> bool {
+        self.take_policy_throttle();
         match self.budget.take(msg.payload_len() as u64) {
             Some(permits) => {
                 self.logger().inc(crate::counters::RECV_MESSAGES, 1);
@@ -676,10 +686,8 @@ impl<T: Transport> Driver<T> {
         }
         // Budget for the message whose preamble is in, before its bytes.
         if self.held.is_none() {
-            if let Some(len) = c.pending_message_len() {
-                let peer = c.peer().entity_type;
-                let inner = &self.inner;
-                self.budget.policy(|| inner.policy_throttle(peer));
+            if let Some(len) = self.conn.pending_message_len() {
+                self.take_policy_throttle();
                 self.budget.reserve(len as u64);
             }
         }
@@ -687,6 +695,7 @@ impl<T: Transport> Driver<T> {
         // budget, while we hold too much for a peer that does not read, and
         // while an ident waits for its verdict or a promised socket for
         // its arrival (the peer has nothing to say meanwhile).
+        let c = &self.conn;
         let blocked = self.held.is_some()
             || self.budget.waiting()
             || c.reading_paused()

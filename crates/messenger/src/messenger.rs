@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use msgr_auth::{AuthProvider, Random};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
 use msgr_protocol::registry::PeerKey;
-use msgr_protocol::{CompressionConfig, Config, Conn, PolicySet, Timeouts};
+use msgr_protocol::{CompressionConfig, Config, Conn, Policy, PolicySet, ThrottleLimits, Timeouts};
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
 
@@ -144,8 +144,11 @@ pub(crate) struct Inner<T: Transport> {
     /// Every live connection, registered or not (for shutdown).
     pub all: Mutex<HashMap<u64, Connection>>,
     pub dispatch_throttle: Arc<Throttle>,
-    /// Each peer type's policy throttle, made on first use (no lock).
-    policy_throttles: Vec<OnceLock<Option<Arc<Throttle>>>>,
+    /// The throttle each peer type's policy names, made on a connection's
+    /// first message: the connections of a type whose policy keeps its
+    /// limits share one throttle, and a policy changed at run time with
+    /// other limits gets a new one (connections made before keep theirs).
+    policy_throttles: Mutex<HashMap<(EntityType, ThrottleLimits), Arc<Throttle>>>,
     pub injector: Injector,
     pub max_connections: usize,
     pub evict_idle_after: std::time::Duration,
@@ -216,14 +219,18 @@ impl<T: Transport> Inner<T> {
             .clone()
     }
 
-    /// The throttle of a peer type's policy, if it has one.
-    pub fn policy_throttle(&self, peer_type: EntityType) -> Option<Arc<Throttle>> {
-        let slot = self.policy_throttles.get(peer_type.0 as usize)?;
-        slot.get_or_init(|| {
-            let limits = self.config.policies.get(peer_type).throttle?;
-            Some(Throttle::new(limits.messages, limits.bytes))
-        })
-        .clone()
+    /// The throttle of a connection's policy (`policy`, taken for a peer
+    /// of `peer_type`), if it has one.
+    pub fn policy_throttle(&self, peer_type: EntityType, policy: Policy) -> Option<Arc<Throttle>> {
+        let limits = policy.throttle?;
+        let mut all = self
+            .policy_throttles
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let t = all
+            .entry((peer_type, limits))
+            .or_insert_with(|| Throttle::new(limits.messages, limits.bytes));
+        Some(t.clone())
     }
 
     /// A connector learned our IP from its peer's HELLO. Only a messenger
@@ -376,7 +383,7 @@ impl<T: Transport> Messenger<T> {
                 registry: Mutex::new(HashMap::new()),
                 all: Mutex::new(HashMap::new()),
                 dispatch_throttle: Throttle::new(u64::MAX, opts.dispatch_throttle_bytes),
-                policy_throttles: (0..=u8::MAX).map(|_| OnceLock::new()).collect(),
+                policy_throttles: Mutex::new(HashMap::new()),
                 injector: Injector::new(opts.inject, seed ^ 0x5eed),
                 max_connections: opts.max_connections,
                 evict_idle_after: opts.evict_idle_after,
@@ -528,6 +535,24 @@ impl<T: Transport> Messenger<T> {
     /// taken by messages being read or held by the user.
     pub fn dispatch_budget_held(&self) -> (u64, u64) {
         self.inner.dispatch_throttle.current()
+    }
+
+    /// The policy a new connection to a peer of `peer_type` takes.
+    pub fn policy(&self, peer_type: EntityType) -> Policy {
+        self.inner.config.policies.get(peer_type)
+    }
+
+    /// Gives peers of `peer_type` a new policy while the messenger runs
+    /// (Ceph's `set_policy`): connections made from now on take it, those
+    /// that exist keep theirs. A new throttle in it starts empty.
+    pub fn set_policy(&self, peer_type: EntityType, policy: Policy) {
+        self.inner.config.policies.set(peer_type, policy);
+    }
+
+    /// Replaces the policy of peer types that have none of their own
+    /// (`set_default_policy`), for connections made from now on.
+    pub fn set_default_policy(&self, policy: Policy) {
+        self.inner.config.policies.set_default(policy);
     }
 
     /// Marks every connection down (mark_down_all); the messenger goes on

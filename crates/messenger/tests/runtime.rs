@@ -949,3 +949,87 @@ async fn chains_streams_user_data_and_mark_down_all() {
     client.shutdown().await;
     server.shutdown().await;
 }
+
+/// A peer type's policy changed while the messenger runs applies to
+/// connections made after it (their policy, and the throttle it names),
+/// not to the connections that exist, as Ceph's set_policy.
+#[tokio::test]
+async fn policies_change_at_run_time() {
+    use msgr_messenger::dispatch::{events, DispatchEvent};
+
+    let t = MemoryNet::new();
+    let (dispatcher, mut served) = events();
+    let server = Messenger::new(
+        t.clone(),
+        options("osd.0", Policy::stateless_server(), 0, 7),
+        dispatcher,
+    );
+    let addrs = server
+        .bind(&"v2:10.0.0.1:6800".parse().unwrap())
+        .await
+        .unwrap();
+    let client = Messenger::new(
+        t,
+        options("client.1", Policy::lossy_client(), 0, 9),
+        Arc::new(Recorder {
+            tx: mpsc::unbounded_channel().0,
+            echo: false,
+        }),
+    );
+    let next_message = |rx: &mut mpsc::UnboundedReceiver<DispatchEvent>| {
+        let mut rx = std::mem::replace(rx, mpsc::unbounded_channel().1);
+        async move {
+            let got = tokio::time::timeout(Duration::from_millis(300), async {
+                loop {
+                    match rx.recv().await {
+                        Some(DispatchEvent::Message(c, m)) => return Some((c, m)),
+                        Some(_) => continue,
+                        None => return None,
+                    }
+                }
+            })
+            .await
+            .ok()
+            .flatten();
+            (got, rx)
+        }
+    };
+
+    let first = client.connect(&addrs, EntityType::OSD);
+    first.send(msg(1, 10)).await;
+    let (got, rx) = next_message(&mut served).await;
+    served = rx;
+    let (first_served, _) = got.expect("the first connection delivers");
+    assert_eq!(first.policy(), Some(Policy::lossy_client()));
+    assert_eq!(first_served.policy(), Some(Policy::stateless_server()));
+
+    // Lossless to OSDs from now on; the server admits a client's messages
+    // one at a time.
+    client.set_policy(EntityType::OSD, Policy::lossless_client());
+    let throttled = Policy::stateful_server().with_throttle(1, 1 << 20);
+    server.set_policy(EntityType::CLIENT, throttled);
+    assert_eq!(client.policy(EntityType::OSD), Policy::lossless_client());
+    assert_eq!(client.policy(EntityType::MON), Policy::lossy_client());
+
+    first.mark_down();
+    let second = client.connect(&addrs, EntityType::OSD);
+    assert_ne!(second, first);
+    second.send(msg(2, 10)).await;
+    second.send(msg(3, 10)).await;
+    let (got, rx) = next_message(&mut served).await;
+    served = rx;
+    let (second_served, held) = got.expect("the second connection delivers");
+    assert_eq!(held.tid, 2);
+    assert_eq!(second.policy(), Some(Policy::lossless_client()));
+    assert_eq!(second_served.policy(), Some(throttled));
+    assert_eq!(first.policy(), Some(Policy::lossy_client()), "kept");
+    // The new policy's throttle holds the next message while one is held.
+    let (got, rx) = next_message(&mut served).await;
+    served = rx;
+    assert!(got.is_none(), "a second message passed a throttle of one");
+    drop(held);
+    let (got, _) = next_message(&mut served).await;
+    assert_eq!(got.expect("released").1.tid, 3);
+    client.shutdown().await;
+    server.shutdown().await;
+}

@@ -200,6 +200,55 @@ impl PolicySet {
     }
 }
 
+/// The policies a messenger's connections take, changeable while it runs
+/// (Messenger::set_policy). A connection takes its policy once, when it
+/// learns its peer's type (at connect, or from the peer's HELLO or
+/// connect message) and keeps it: as Ceph says of `set_policy`, a change
+/// applies to connections made after it, not to those that exist. Read at
+/// handshakes only, never per message.
+#[derive(Debug, Clone)]
+pub struct Policies(Arc<std::sync::RwLock<PolicySet>>);
+
+impl Policies {
+    pub fn new(set: PolicySet) -> Self {
+        Policies(Arc::new(std::sync::RwLock::new(set)))
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, PolicySet> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, PolicySet> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The policy a connection to a peer of `peer_type` takes now.
+    pub fn get(&self, peer_type: EntityType) -> Policy {
+        self.read().get(peer_type)
+    }
+
+    /// The policy of peers whose type has none of its own (and of an
+    /// accepted connection before its peer names its type).
+    pub fn default_policy(&self) -> Policy {
+        self.read().default
+    }
+
+    /// Gives peers of `peer_type` their own policy.
+    pub fn set(&self, peer_type: EntityType, policy: Policy) {
+        self.write().by_type.insert(peer_type, policy);
+    }
+
+    /// Replaces the default policy.
+    pub fn set_default(&self, policy: Policy) {
+        self.write().default = policy;
+    }
+
+    /// The table as it is now.
+    pub fn snapshot(&self) -> PolicySet {
+        self.read().clone()
+    }
+}
+
 /// The largest frame before a peer is authenticated (16 KiB: thirteen
 /// times Ceph's largest).
 pub const HANDSHAKE_FRAME_MAX: u32 = 16 << 10;
@@ -212,7 +261,7 @@ pub struct Config {
     /// msgr2.0 only).
     pub banner: Banner,
     pub auth: Arc<dyn AuthProvider>,
-    pub policies: PolicySet,
+    pub policies: Policies,
     pub timeouts: Timeouts,
     /// Caps on frames once a session is READY.
     pub frame_limits: FrameLimits,
@@ -261,7 +310,7 @@ impl Config {
             my_name,
             banner: Banner::DEFAULT,
             auth,
-            policies,
+            policies: Policies::new(policies),
             timeouts: Timeouts::default(),
             frame_limits: FrameLimits::default(),
             // Before the peer authenticated: Ceph's largest handshake

@@ -231,7 +231,7 @@ impl Conn {
         id: u64,
         msgr1: bool,
     ) -> Conn {
-        let policy = config.policies.default;
+        let policy = config.policies.default_policy();
         let peer = PeerInfo {
             entity_type: EntityType::ANY,
             addrs: EntityAddrvec::default(),

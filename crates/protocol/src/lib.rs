@@ -33,7 +33,9 @@ mod session;
 
 use std::net::SocketAddr;
 
-pub use config::{later, CompressionConfig, Config, GlobalSeq, PolicySet, QueueLimits, Timeouts};
+pub use config::{
+    later, CompressionConfig, Config, GlobalSeq, Policies, PolicySet, QueueLimits, Timeouts,
+};
 pub use conn::{Conn, ConnState, ConnStats, Reuse, Side};
 pub use decide::{Decision, ExistingInfo, Owner};
 pub use error::{Claim, ProtocolError, Wire};

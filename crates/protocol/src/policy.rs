@@ -9,7 +9,7 @@ use crate::features;
 /// Byte and message limits of a policy's throttlers (`throttler_bytes`,
 /// `throttler_messages`): how much received but not yet released data
 /// connections of this policy may hold before they stop reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ThrottleLimits {
     pub messages: u64,
     pub bytes: u64,

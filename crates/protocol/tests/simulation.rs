@@ -218,7 +218,11 @@ impl Run {
             got.push(seq);
         }
         for (&stream, s) in &self.streams {
-            let owner_is_server = self.sim.net.nodes[stream.0].config.policies.default.server;
+            let owner_is_server = self.sim.net.nodes[stream.0]
+                .config
+                .policies
+                .default_policy()
+                .server;
             let peer = 1 - stream.0;
             if owner_is_server && self.dropped_sessions.contains(&peer) {
                 continue; // held in standby for a client that went away
