@@ -18,6 +18,9 @@
 #   signatures): `msgr mon status` on both clusters and key types (MAuth),
 #   `msgr ping osd.0 --tell version` (authorizer, challenge, signed
 #   messages both ways), and a wrong key failing fast;
+# - the msgr crate's cluster_ping example (monitor session, osd.0 from the
+#   OSD map, keepalive, `version` by Connection::call) in crc, secure and
+#   msgr1 on both clusters;
 # - a wrong key fails in under 5 s with "authentication failed";
 # - with the daemons injecting socket failures (1 in 50), `msgr mon status`
 #   and `msgr ping osd.0` still complete.
@@ -163,6 +166,29 @@ for mode in crc secure; do
   ping "tentacle-ping-osd-$mode" -c "$TCONF" --mode "$mode"
   ping "tentacle-legacy-ping-osd-$mode" -c "$TLEGACY" -n client.legacy --mode "$mode"
 done
+
+# The facade crate's cluster_ping example, as a library user runs it:
+# ceph.conf and keyring, a monitor session, osd.0 found in the OSD map, a
+# keepalive round trip and an MCommand `version` awaited with call().
+(cd "$HERE/../.." && cargo build --release -q -p msgr --example cluster_ping)
+EXAMPLE="$HERE/../../target/release/examples/cluster_ping"
+example() {  # example NAME RELEASE ARGS...
+  local name="$1" release="$2"; shift 2
+  if run "$name" "$EXAMPLE" "$@" 0; then
+    local o="$OUT/$name.out"
+    grep -q "keepalive round trip" "$o" || fail "$name: no round trip: $(cat "$o")"
+    grep -q "\"release\": \"$release\"" "$o" || fail "$name: not $release: $(cat "$o")"
+    log "ok: $name"
+  else
+    fail "$name: $(cat "$OUT/$name.err")"
+  fi
+}
+for mode in crc secure; do
+  example "pacific-example-$mode" pacific -c "$PCONF" --mode "$mode"
+  example "tentacle-example-$mode" tentacle -c "$TCONF" --mode "$mode"
+done
+example pacific-example-msgr1 pacific -c "$PCONF" --ms_bind_msgr2=false
+example tentacle-legacy-example-msgr1 tentacle -c "$TLEGACY" -n client.legacy --ms_bind_msgr2 false
 
 # The monitor client's own live tests: service tickets fetched later by
 # MAuth, global-id reclaim with the old ticket on a new session (the

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_auth::{AuthProvider, NoneProvider};
-use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
+use msgr_auth::NoneProvider;
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
 use msgr_messages::{MCommand, MCommandReply, TypedMessage};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
 use msgr_monc::MonClient;
@@ -21,7 +21,6 @@ use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
 
 use crate::identity::{ClusterOpts, Identity};
-use crate::json::{self, Value};
 
 /// Watches faults as they happen (a lossy connection retries its
 /// handshake by itself): a peer that refuses us ends the ping with its
@@ -86,57 +85,33 @@ pub struct Pong {
 
 /// Pings; returns the round trips (also printed as they happen).
 pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
-    let (mut msgr2, mut sign_messages) = (true, true);
-    let (provider, addr, mc, num): (Arc<dyn AuthProvider>, EntityAddrvec, Option<MonClient>, i64) =
-        match &o.cluster {
-            None => (
+    let policies = PolicySet::new(PolicyName::LossyClient.policy());
+    let (mut opts, addr, mc) = match &o.cluster {
+        None => {
+            let mut opts = Options::new(
+                EntityName::new(EntityType::CLIENT, EntityName::NEW),
+                policies,
                 Arc::new(NoneProvider),
-                o.target.parse().map_err(|e| format!("{e}"))?,
-                None,
-                EntityName::NEW,
-            ),
-            Some(c) => {
-                let id = Identity::load(c)?;
-                msgr2 = id.msgr2;
-                sign_messages = id.sign_messages;
-                let mc = MonClient::connect(id.mon_client_config())
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let addr = match resolve(&mc, &o.target).await {
-                    Ok(a) => a,
-                    Err(e) => {
-                        mc.shutdown().await;
-                        return Err(e);
-                    }
-                };
-                let provider: Arc<dyn AuthProvider> = match &id.cephx {
-                    Some(cx) => Arc::new(msgr_auth::cephx::CephxProvider {
-                        client: Some(cx.clone()),
-                        server: None,
-                    }),
-                    None => Arc::new(NoneProvider),
-                };
-                // A client is numbered by its global id once it has one
-                // (librados names its messenger client.GLOBAL_ID), which
-                // is what a server that checks it expects.
-                let num = id
-                    .cephx
-                    .as_ref()
-                    .and_then(|cx| i64::try_from(cx.global_id()).ok())
-                    .filter(|g| *g != 0)
-                    .unwrap_or(EntityName::NEW);
-                (provider, addr, Some(mc), num)
-            }
-        };
-    let mut opts = Options::new(
-        EntityName::new(EntityType::CLIENT, num),
-        PolicySet::new(PolicyName::LossyClient.policy()),
-        provider,
-    );
+            );
+            opts.nonce = std::process::id();
+            (opts, o.target.parse().map_err(|e| format!("{e}"))?, None)
+        }
+        Some(c) => {
+            let id = Identity::load(c)?;
+            let mc = MonClient::connect(id.mon_client_config())
+                .await
+                .map_err(|e| e.to_string())?;
+            let addr = match resolve(&mc, &o.target).await {
+                Ok(a) => a,
+                Err(e) => {
+                    mc.shutdown().await;
+                    return Err(e);
+                }
+            };
+            (id.client_options(policies), addr, Some(mc))
+        }
+    };
     opts.rev1 = o.rev1;
-    opts.msgr2 = msgr2;
-    opts.sign_messages = sign_messages;
-    opts.nonce = std::process::id();
     let watch = Arc::new(Watch::default());
     let m = Messenger::new(Tcp::default(), opts, watch.clone());
     // msgr2 learns the peer's type from its HELLO; msgr1 has none, and
@@ -256,84 +231,27 @@ async fn tell(
 /// The address vector to dial for `target`: `osd.N`, or an address whose
 /// nonce the OSD map supplies when it was left out.
 async fn resolve(mc: &MonClient, target: &str) -> Result<EntityAddrvec, String> {
-    let wanted_osd = target
-        .strip_prefix("osd.")
-        .and_then(|n| n.parse::<u64>().ok());
-    let given: Option<EntityAddrvec> = match wanted_osd {
-        Some(_) => None,
-        None => Some(target.parse().map_err(|e| format!("{e}"))?),
-    };
-    // An explicit nonce, or a monitor's address: as given.
-    if let Some(a) = &given {
-        let mon = mc.monmap().mons.values().any(|m| {
-            m.public_addrs
-                .0
-                .iter()
-                .any(|x| a.0.iter().any(|y| x.addr == y.addr))
-        });
-        if mon || a.0.iter().any(|x| x.nonce != 0) {
-            return Ok(a.clone());
-        }
+    const TIMEOUT: Duration = Duration::from_secs(20);
+    if let Some(n) = target.strip_prefix("osd.") {
+        let n = n
+            .parse()
+            .map_err(|_| format!("{target}: not an OSD's name"))?;
+        return mc.osd_addrs(n, TIMEOUT).await.map_err(|e| e.to_string());
     }
-    let r = mc
-        .command(
-            r#"{"prefix": "osd dump", "format": "json"}"#,
-            Bytes::new(),
-            Duration::from_secs(20),
-        )
+    let given: EntityAddrvec = target.parse().map_err(|e| format!("{e}"))?;
+    // An explicit nonce, or a monitor's address: as given.
+    let mon = mc.monmap().mons.values().any(|m| {
+        m.public_addrs
+            .0
+            .iter()
+            .any(|x| given.0.iter().any(|y| x.addr == y.addr))
+    });
+    if mon || given.0.iter().any(|x| x.nonce != 0) {
+        return Ok(given);
+    }
+    let found = mc
+        .osd_at(&given, TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
-    if r.r < 0 {
-        return Err(format!("osd dump: {} {}", r.r, r.rs));
-    }
-    let dump = json::parse(&String::from_utf8_lossy(&r.output))?;
-    for osd in dump.get("osds").map(Value::as_list).unwrap_or(&[]) {
-        let id = osd.get("osd").and_then(Value::as_u64);
-        for kind in [
-            "public_addrs",
-            "cluster_addrs",
-            "heartbeat_back_addrs",
-            "heartbeat_front_addrs",
-        ] {
-            let vec = addrvec_of(osd.get(kind));
-            let hit = match (&given, wanted_osd) {
-                (_, Some(n)) => id == Some(n) && kind == "public_addrs",
-                (Some(a), None) => vec.0.iter().any(|x| a.0.iter().any(|y| x.addr == y.addr)),
-                _ => false,
-            };
-            if hit && !vec.0.is_empty() {
-                return Ok(vec);
-            }
-        }
-    }
-    match given {
-        Some(a) => Ok(a),
-        None => Err(format!("{target} is not in the OSD map")),
-    }
-}
-
-/// An `addrvec` of Ceph's JSON (`{"addrvec": [{"type", "addr", "nonce"}]}`).
-fn addrvec_of(v: Option<&Value>) -> EntityAddrvec {
-    let mut out = Vec::new();
-    for a in v
-        .and_then(|v| v.get("addrvec"))
-        .map(Value::as_list)
-        .unwrap_or(&[])
-    {
-        let kind = match a.get("type").and_then(Value::as_str) {
-            Some("v2") => EntityAddrType::MSGR2,
-            Some("v1") => EntityAddrType::LEGACY,
-            _ => continue,
-        };
-        let (Some(addr), Some(nonce)) = (
-            a.get("addr")
-                .and_then(Value::as_str)
-                .and_then(|s| s.parse().ok()),
-            a.get("nonce").and_then(Value::as_u64),
-        ) else {
-            continue;
-        };
-        out.push(EntityAddr::new(kind, addr, nonce as u32));
-    }
-    EntityAddrvec(out)
+    Ok(found.unwrap_or(given))
 }

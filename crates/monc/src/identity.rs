@@ -6,10 +6,12 @@
 use std::sync::Arc;
 
 use crate::{MonAuth, MonClientConfig};
-use msgr_auth::cephx::{CephxClient, CryptoKey, Keyring};
-use msgr_auth::{ConMode, SystemRandom};
+use msgr_auth::cephx::{CephxClient, CephxProvider, CryptoKey, Keyring};
+use msgr_auth::{AuthProvider, ConMode, NoneProvider, SystemRandom};
 use msgr_config::{Config, ConfigOptions, Env};
-use msgr_encoding::EntityAddrvec;
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+use msgr_messenger::Options;
+use msgr_protocol::PolicySet;
 
 /// The options a cluster command takes, before resolution.
 #[derive(Debug, Clone, Default)]
@@ -130,6 +132,43 @@ impl Identity {
             cephx,
             rev1: !opts.rev0,
         })
+    }
+
+    /// What a messenger of this identity presents to daemons: cephx
+    /// authorizers made from the tickets its monitor session fetched, or
+    /// auth none.
+    pub fn auth_provider(&self) -> Arc<dyn AuthProvider> {
+        match &self.cephx {
+            Some(cx) => Arc::new(CephxProvider {
+                client: Some(cx.clone()),
+                server: None,
+            }),
+            None => Arc::new(NoneProvider),
+        }
+    }
+
+    /// Options for a client messenger of this identity, to talk to daemons
+    /// once a [`crate::MonClient`] of it has authenticated: named
+    /// `client.GLOBAL_ID` as librados names its messenger (what a daemon
+    /// that checks it expects), with this identity's authentication and
+    /// ceph.conf's messenger settings.
+    pub fn client_options(&self, policies: PolicySet) -> Options {
+        let num = self
+            .cephx
+            .as_ref()
+            .and_then(|cx| i64::try_from(cx.global_id()).ok())
+            .filter(|g| *g != 0)
+            .unwrap_or(EntityName::NEW);
+        let mut o = Options::new(
+            EntityName::new(EntityType::CLIENT, num),
+            policies,
+            self.auth_provider(),
+        );
+        o.rev1 = self.rev1;
+        o.msgr2 = self.msgr2;
+        o.sign_messages = self.sign_messages;
+        o.nonce = std::process::id();
+        o
     }
 
     /// The monitor client settings for this identity.

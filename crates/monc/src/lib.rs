@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod identity;
+mod osds;
 mod state;
 mod v1;
 
@@ -35,6 +36,7 @@ use msgr_messenger::{Connection, Messenger, Options};
 use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
 
+pub use osds::{parse_osd_dump, OsdAddrs};
 use state::{Dispatch, State};
 
 /// How the client authenticates.
@@ -106,6 +108,12 @@ pub enum MonError {
     NoMonitors,
     /// The client was shut down.
     Shutdown,
+    /// A monitor command failed (its errno and status line).
+    Command { cmd: String, r: i32, rs: String },
+    /// A monitor's reply could not be read.
+    BadReply(String),
+    /// The OSD map has no OSD of this id (or it has no address).
+    NoSuchOsd(u64),
     /// The caller asked for a timeout so long that its deadline is past
     /// what the clock can represent (the caller's mistake).
     TimeoutTooLong(Duration),
@@ -121,6 +129,9 @@ impl std::fmt::Display for MonError {
             }
             MonError::Shutdown => f.write_str("the monitor client was shut down"),
             MonError::TimeoutTooLong(t) => write!(f, "timeout {t:?} is too long"),
+            MonError::Command { cmd, r, rs } => write!(f, "{cmd}: error {r}: {rs}"),
+            MonError::BadReply(why) => write!(f, "unreadable reply from the monitor: {why}"),
+            MonError::NoSuchOsd(id) => write!(f, "osd.{id} is not in the OSD map"),
         }
     }
 }

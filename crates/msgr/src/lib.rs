@@ -63,10 +63,43 @@
 //!
 //! [`monc::identity`] reads who the program is as the `ceph` CLI does
 //! (ceph.conf, CEPH_ARGS, the keyring), and [`monc::MonClient`] opens a
-//! monitor session with it; [`messages`] holds Ceph's message types
-//! (MOSDOp and its reply, MCommand, the monitor's) and
-//! [`messages::reply_type`] which requests [`Connection::call`] pairs with
-//! which replies.
+//! monitor session with it, which fetches the cephx tickets a messenger
+//! made with [`monc::identity::Identity::client_options`] presents to the
+//! daemons; [`monc::MonClient::osd_addrs`] finds an OSD in the OSD map.
+//! [`messages`] holds Ceph's message types (MOSDOp and its reply,
+//! MCommand, the monitor's) and [`messages::reply_type`] which requests
+//! [`Connection::call`] pairs with which replies.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use msgr::messages::{MCommand, MCommandReply, TypedMessage};
+//! use msgr::monc::{identity::{ClusterOpts, Identity}, MonClient};
+//! use msgr::{dispatch, EntityType, Messenger, Policy, PolicySet};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut opts = ClusterOpts::default();
+//! opts.take("-c", || Ok("/etc/ceph/ceph.conf".into()))?;
+//! let id = Identity::load(&opts)?;
+//! let mon = MonClient::connect(id.mon_client_config()).await?;
+//! let osd0 = mon.osd_addrs(0, Duration::from_secs(10)).await?;
+//! let (dispatcher, _events) = dispatch::events();
+//! let client = Messenger::new(
+//!     msgr::transport::Tcp::default(),
+//!     id.client_options(PolicySet::new(Policy::lossy_client())),
+//!     dispatcher,
+//! );
+//! let osd = client.connect(&osd0, EntityType::OSD);
+//! osd.ready().await?;
+//! let version = MCommand {
+//!     tid: 0,
+//!     fsid: mon.monmap().fsid,
+//!     cmd: vec![r#"{"prefix": "version"}"#.into()],
+//!     input: Default::default(),
+//! };
+//! let reply = osd.call(version.to_message(osd.features()), Duration::from_secs(10)).await?;
+//! println!("{}", String::from_utf8_lossy(&MCommandReply::from_message(&reply)?.output));
+//! # Ok(()) }
+//! ```
 //!
 //! # Seeing into it
 //!
@@ -82,7 +115,9 @@
 //! [`dispatch::Chain`] runs dispatchers in turn, as Ceph keeps a list;
 //! [`dispatch::events`] turns everything into a stream to await.
 //!
-//! The examples (`cargo run -p msgr --example NAME`): `osd_client` (MOSDOp
+//! The examples (`cargo run -p msgr --example NAME`): `cluster_ping` (a
+//! real cluster's monitor and OSD, with ceph.conf and a keyring: the code
+//! above, complete), `osd_client` (MOSDOp
 //! writes to an OSD-like server, each reply awaited), `osd_server` (a
 //! server with a dispatcher), `lossless_peers` (two peers whose sessions
 //! survive injected socket failures).
