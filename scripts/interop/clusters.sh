@@ -188,6 +188,14 @@ for mode in crc secure; do
   example "tentacle-example-$mode" tentacle -c "$TCONF" --mode "$mode"
 done
 example pacific-example-msgr1 pacific -c "$PCONF" --ms_bind_msgr2=false
+# An OSD the map does not have is an error that names it.
+if run pacific-example-no-osd "$EXAMPLE" -c "$PCONF" 7; then
+  fail "pacific-example-no-osd: osd.7 was found"
+elif grep -q "osd.7 is not in the OSD map" "$OUT/pacific-example-no-osd.err"; then
+  log "ok: pacific-example-no-osd"
+else
+  fail "pacific-example-no-osd: $(cat "$OUT/pacific-example-no-osd.err")"
+fi
 example tentacle-legacy-example-msgr1 tentacle -c "$TLEGACY" -n client.legacy --ms_bind_msgr2 false
 
 # The monitor client's own live tests: service tickets fetched later by
@@ -221,6 +229,7 @@ wrong() {
   fi
   (( SECONDS - t0 < 5 )) || fail "$name: took $((SECONDS - t0)) s to fail"
   grep -q "authentication failed" "$OUT/$name.err" || fail "$name: unclear error: $(cat "$OUT/$name.err")"
+  grep -q "EACCES: wrong key" "$OUT/$name.err" || fail "$name: the monitor's reason is missing: $(cat "$OUT/$name.err")"
   log "ok: $name ($(cat "$OUT/$name.err"))"
 }
 wrong pacific-wrong-key "AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==" "$PCONF"

@@ -8,6 +8,12 @@ pub enum AuthError {
     MethodNotSupported { method: u32 },
     /// No connection mode both sides allow (EOPNOTSUPP).
     NoCommonMode,
+    /// The server allows none of the connection modes we offered: what we
+    /// offered, and what it allows (AUTH_BAD_METHOD's allowed modes).
+    ModeRefused {
+        offered: Vec<crate::ConMode>,
+        allowed: Vec<crate::ConMode>,
+    },
     /// The peer's auth payload does not decode (EINVAL).
     Malformed(String),
     /// The credentials are wrong: bad key, bad ticket (EACCES / EPERM).
@@ -36,6 +42,7 @@ impl AuthError {
         match self {
             AuthError::MethodNotSupported { .. }
             | AuthError::NoCommonMode
+            | AuthError::ModeRefused { .. }
             | AuthError::NoMethodLeft => EOPNOTSUPP,
             AuthError::Malformed(_) => EINVAL,
             AuthError::Denied(_) | AuthError::Expired(_) | AuthError::Replayed => EACCES,
@@ -52,6 +59,19 @@ impl fmt::Display for AuthError {
                 write!(f, "auth method {method} not supported")
             }
             AuthError::NoCommonMode => f.write_str("no connection mode allowed by both sides"),
+            AuthError::ModeRefused { offered, allowed } => {
+                let list = |modes: &[crate::ConMode]| {
+                    let names: Vec<String> = modes.iter().map(|m| m.to_string()).collect();
+                    names.join(",")
+                };
+                write!(
+                    f,
+                    "the peer allows connection mode {}, we offered {} \
+                     (ms_client_mode / ms_mon_client_mode, or --mode)",
+                    list(allowed),
+                    list(offered)
+                )
+            }
             AuthError::Malformed(why) => write!(f, "malformed auth payload: {why}"),
             AuthError::Denied(why) => write!(f, "authentication denied: {why}"),
             AuthError::Expired(why) => write!(f, "expired: {why}"),

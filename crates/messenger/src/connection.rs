@@ -39,6 +39,19 @@ impl std::fmt::Display for NotReady {
 
 impl std::error::Error for NotReady {}
 
+/// A fault after which the same attempt again would fail the same way:
+/// what `Connection::ready` reports without waiting for more.
+fn refused(e: &msgr_protocol::ProtocolError) -> bool {
+    e.is_refusal()
+        || matches!(
+            e,
+            msgr_protocol::ProtocolError::Transport {
+                kind: std::io::ErrorKind::ConnectionRefused,
+                ..
+            }
+        )
+}
+
 pub(crate) use inbox::Inbox;
 pub(crate) use outbox::Outbox;
 pub(crate) use view::{Published, View};
@@ -239,10 +252,14 @@ impl Connection {
     }
 
     /// Waits until the session is READY (its peer, features and mode are
-    /// known then, so messages can be encoded for them), or the connection
-    /// has closed: then the error says why, with the fault that ended it.
-    /// A lossless connection that cannot reach its peer keeps trying (and
-    /// this keeps waiting: bound it with a timeout).
+    /// known then, so messages can be encoded for them), or says why it is
+    /// not: the connection closed (with the fault that ended it), or its
+    /// latest attempt was refused, by a peer that will not take this
+    /// handshake (ProtocolError::is_refusal: our key, mode or features) or
+    /// that refused the socket. The connection itself goes on as its
+    /// policy says, retrying as Ceph's do: a caller that gives up marks it
+    /// down. Other faults (a reset, a timeout) are waited through: bound
+    /// the wait with a timeout.
     pub async fn ready(&self) -> Result<(), NotReady> {
         loop {
             let changed = self.shared.state_changed.notified();
@@ -255,7 +272,14 @@ impl Connection {
                         last_fault: self.last_fault(),
                     })
                 }
-                _ => changed.await,
+                _ => match self.last_fault().filter(refused) {
+                    Some(f) => {
+                        return Err(NotReady {
+                            last_fault: Some(f),
+                        })
+                    }
+                    None => changed.await,
+                },
             }
         }
     }

@@ -603,6 +603,8 @@ impl<T: Transport> Driver<T> {
                 tracing::info!(target: "msgr", error = %e, "fault");
                 dispatcher.ms_handle_fault(conn, &e);
                 self.published.fault(&conn.shared.view, e);
+                // Connection::ready reports a refusal.
+                conn.shared.state_changed.notify_waiters();
             }
             Event::Connected => {
                 self.established("connect");

@@ -63,6 +63,61 @@ impl ClusterOpts {
     }
 }
 
+/// Why who we are on a cluster could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityError {
+    /// ceph.conf, CEPH_ARGS or an option could not be read (or names no
+    /// monitor).
+    Config(String),
+    /// cephx is required and no key for the entity was found: the option
+    /// `key`, `keyfile`, or any of these keyrings.
+    NoKey {
+        entity: String,
+        keyrings: Vec<std::path::PathBuf>,
+        auth_client_required: Vec<String>,
+    },
+    /// A key was found but does not decode (where it came from, why).
+    BadKey { source: String, why: String },
+    /// An option's value is not one it takes.
+    BadOption { option: String, value: String },
+}
+
+impl std::fmt::Display for IdentityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdentityError::Config(why) => f.write_str(why),
+            IdentityError::NoKey {
+                entity,
+                keyrings,
+                auth_client_required,
+            } => {
+                let paths: Vec<String> = keyrings.iter().map(|p| p.display().to_string()).collect();
+                write!(
+                    f,
+                    "no key for {entity} (looked in {}); auth_client_required is {:?}: \
+                     add {entity}'s key to a keyring, give one with -k, or name another \
+                     entity with -n",
+                    paths.join(", "),
+                    auth_client_required.join(",")
+                )
+            }
+            IdentityError::BadKey { source, why } => write!(f, "{source}: {why}"),
+            IdentityError::BadOption { option, value } => {
+                write!(f, "{option}: {value:?} is not a value it takes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for IdentityError {}
+
+/// The CLI's errors are strings.
+impl From<IdentityError> for String {
+    fn from(e: IdentityError) -> String {
+        e.to_string()
+    }
+}
+
 /// A resolved identity: configuration, monitors, credentials.
 pub struct Identity {
     pub config: Config,
@@ -81,9 +136,11 @@ pub struct Identity {
 }
 
 impl Identity {
-    pub fn load(opts: &ClusterOpts) -> Result<Identity, String> {
-        let config = Config::load(&opts.conf, &Env::from_process()).map_err(|e| e.to_string())?;
-        let mons = config.mon_host().map_err(|e| e.to_string())?;
+    pub fn load(opts: &ClusterOpts) -> Result<Identity, IdentityError> {
+        let config_error = |e: &dyn std::fmt::Display| IdentityError::Config(e.to_string());
+        let config =
+            Config::load(&opts.conf, &Env::from_process()).map_err(|e| config_error(&e))?;
+        let mons = config.mon_host().map_err(|e| config_error(&e))?;
         let methods = config.get_list("auth_client_required");
         let key = find_key(&config)?;
         let cephx = match key {
@@ -94,10 +151,16 @@ impl Identity {
                     Arc::new(SystemRandom),
                     msgr_auth::system_clock(),
                 );
-                let modes = |option: &str| -> Result<Vec<ConMode>, String> {
+                let modes = |option: &str| -> Result<Vec<ConMode>, IdentityError> {
                     match opts.mode {
                         Some(m) => Ok(vec![m]),
-                        None => ConMode::parse_list(&config.get(option).unwrap_or_default()),
+                        None => {
+                            let v = config.get(option).unwrap_or_default();
+                            ConMode::parse_list(&v).map_err(|_| IdentityError::BadOption {
+                                option: option.into(),
+                                value: v,
+                            })
+                        }
                     }
                 };
                 c.mon_modes = modes("ms_mon_client_mode")?;
@@ -106,22 +169,19 @@ impl Identity {
             }
             _ if methods.iter().any(|m| m == "none") => None,
             _ => {
-                return Err(format!(
-                    "no key for {} (looked in {}); auth_client_required is {:?}",
-                    config.name,
-                    config
-                        .keyring_paths()
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    methods.join(",")
-                ))
+                return Err(IdentityError::NoKey {
+                    entity: config.name.to_string(),
+                    keyrings: config.keyring_paths(),
+                    auth_client_required: methods,
+                })
             }
         };
-        let flag = |option: &str, default: bool| match config.get(option).as_deref() {
+        let flag = |option: &str, default: bool| match config.get(option) {
             None => Ok(default),
-            Some(v) => parse_bool(v).ok_or(format!("{option}: {v:?} is not a boolean")),
+            Some(v) => parse_bool(&v).ok_or(IdentityError::BadOption {
+                option: option.into(),
+                value: v,
+            }),
         };
         Ok(Identity {
             msgr2: flag("ms_bind_msgr2", true)?,
@@ -197,23 +257,27 @@ pub fn parse_bool(v: &str) -> Option<bool> {
 
 /// The entity's key: the `key` option, the `keyfile` option, or the first
 /// keyring file that holds the entity (KeyRing::from_ceph_context).
-fn find_key(config: &Config) -> Result<Option<CryptoKey>, String> {
+fn find_key(config: &Config) -> Result<Option<CryptoKey>, IdentityError> {
+    let bad = |source: String, e: &dyn std::fmt::Display| IdentityError::BadKey {
+        source,
+        why: e.to_string(),
+    };
     if let Some(k) = config.get("key").filter(|k| !k.is_empty()) {
         return CryptoKey::from_base64(&k)
             .map(Some)
-            .map_err(|e| format!("option key: {e}"));
+            .map_err(|e| bad("option key".into(), &e));
     }
     if let Some(f) = config.get("keyfile").filter(|k| !k.is_empty()) {
-        let text = std::fs::read_to_string(&f).map_err(|e| format!("keyfile {f}: {e}"))?;
+        let text = std::fs::read_to_string(&f).map_err(|e| bad(format!("keyfile {f}"), &e))?;
         return CryptoKey::from_base64(text.trim())
             .map(Some)
-            .map_err(|e| format!("keyfile {f}: {e}"));
+            .map_err(|e| bad(format!("keyfile {f}"), &e));
     }
     for path in config.keyring_paths() {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let ring = Keyring::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let ring = Keyring::parse(&text).map_err(|e| bad(path.display().to_string(), &e))?;
         if let Some(e) = ring.get(&config.name) {
             return Ok(Some(e.key.clone()));
         }

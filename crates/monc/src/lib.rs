@@ -104,6 +104,12 @@ pub enum MonError {
     AuthFailed(String),
     /// No monitor session within the timeout; the last problem seen.
     Timeout(String),
+    /// No monitor session within `after` (the connect timeout): each
+    /// monitor of mon_host, and why it failed.
+    Unreachable {
+        tried: Vec<(EntityAddrvec, String)>,
+        after: Duration,
+    },
     /// The configuration names no monitor we can reach over msgr2.
     NoMonitors,
     /// The client was shut down.
@@ -124,6 +130,14 @@ impl std::fmt::Display for MonError {
         match self {
             MonError::AuthFailed(why) => write!(f, "authentication failed: {why}"),
             MonError::Timeout(why) => write!(f, "timed out: {why}"),
+            MonError::Unreachable { tried, after } => {
+                write!(f, "no monitor session within {after:?}; tried")?;
+                for (i, (addr, why)) in tried.iter().enumerate() {
+                    let sep = if i == 0 { " " } else { ", " };
+                    write!(f, "{sep}{addr} ({why})")?;
+                }
+                f.write_str(": check mon_host and that the monitors are up")
+            }
             MonError::NoMonitors => {
                 f.write_str("no monitor address to dial (v2:, or v1: with msgr2 off or alone)")
             }

@@ -39,6 +39,9 @@ struct Inner {
     next_mon: usize,
     /// Why the most recent candidate failed.
     last_error: Option<String>,
+    /// Why each monitor tried last failed, by its address (what a hunt
+    /// that finds none reports).
+    problems: Vec<(EntityAddrvec, String)>,
     /// Candidates refused for their credentials in a row.
     auth_refusals: usize,
     tried: usize,
@@ -55,6 +58,18 @@ struct Inner {
     /// msgr1 candidates still authenticating with MAuth (crate::v1), and
     /// where each stands (taken while a reply is handled).
     v1: Vec<(Connection, Option<crate::v1::Auth>)>,
+}
+
+impl Inner {
+    /// Monitor `addr` failed us for `why` (the last reason kept per
+    /// monitor).
+    fn problem(&mut self, addr: EntityAddrvec, why: String) {
+        self.last_error = Some(format!("mon {addr}: {why}"));
+        match self.problems.iter_mut().find(|(a, _)| *a == addr) {
+            Some(p) => p.1 = why,
+            None => self.problems.push((addr, why)),
+        }
+    }
 }
 
 pub(crate) struct State {
@@ -120,10 +135,20 @@ impl State {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                let why = self.lock().last_error.clone();
-                return Err(MonError::Timeout(
-                    why.unwrap_or_else(|| "no monitor answered".into()),
-                ));
+                let i = self.lock();
+                let tried = self
+                    .mons
+                    .iter()
+                    .map(|m| {
+                        let why = i.problems.iter().find(|(a, _)| a == m);
+                        let why = why.map_or("no answer", |(_, w)| w.as_str());
+                        (m.clone(), why.to_string())
+                    })
+                    .collect();
+                return Err(MonError::Unreachable {
+                    tried,
+                    after: self.cfg.connect_timeout,
+                });
             }
             let _ = tokio::time::timeout(left, changed).await;
         }
@@ -312,11 +337,12 @@ impl State {
                     | msgr_auth::AuthError::NoKey(_)
                     | msgr_auth::AuthError::NoMethodLeft
                     | msgr_auth::AuthError::NoCommonMode
+                    | msgr_auth::AuthError::ModeRefused { .. }
             )
         );
         {
             let mut i = self.lock();
-            i.last_error = Some(format!("mon {}: {f}", c.peer_addrs()));
+            i.problem(c.peer_addrs(), f.to_string());
             if refused && i.pending.contains(c) {
                 // A count compared with the number of monitors tried:
                 // saturating is harmless.
@@ -440,7 +466,7 @@ impl State {
             Err(e) => {
                 {
                     let mut i = self.lock();
-                    i.last_error = Some(format!("mon {}: {e}", c.peer_addrs()));
+                    i.problem(c.peer_addrs(), e.to_string());
                     i.auth_refusals = i.auth_refusals.saturating_add(1);
                     i.pending.retain(|p| p != c);
                     i.v1.retain(|(v, _)| v != c);
@@ -492,7 +518,8 @@ impl Dispatcher for Dispatch {
 
     fn ms_handle_refused(&self, conn: &Connection) {
         let s = &self.0;
-        s.lock().last_error = Some(format!("mon {}: connection refused", conn.peer_addrs()));
+        s.lock()
+            .problem(conn.peer_addrs(), "connection refused".into());
         s.changed.notify_waiters();
     }
 }

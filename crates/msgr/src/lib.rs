@@ -123,7 +123,7 @@
 //! survive injected socket failures).
 #![forbid(unsafe_code)]
 
-pub use msgr_encoding::{EntityAddr, EntityAddrvec, EntityName, EntityType};
+pub use msgr_encoding::{AuthName, EntityAddr, EntityAddrvec, EntityName, EntityType};
 pub use msgr_messenger::{
     counters, dispatch, CallError, ConnState, ConnStats, Connection, Dispatcher, IncomingMessage,
     InjectConfig, Messenger, NotReady, Options,
@@ -133,7 +133,10 @@ pub use msgr_protocol::{Message, Policy, PolicyName, PolicySet, ProtocolError};
 /// Authentication: auth none, cephx (keys, keyrings, both sides), modes.
 pub mod auth {
     pub use msgr_auth::cephx;
-    pub use msgr_auth::{AuthProvider, ConMode, Identity, NoneProvider};
+    pub use msgr_auth::{
+        system_clock, AuthError, AuthProvider, ConMode, Identity, NoneProvider, Random,
+        SeededRandom, SystemRandom,
+    };
 }
 
 /// Transports: TCP over epoll, and an in-memory network for tests.

@@ -71,8 +71,11 @@ pub enum ProtocolError {
     WrongServer,
     /// CLIENT_IDENT targets an address that is not ours, or has none.
     BadClientIdent(&'static str),
-    /// The peer lacks features we require, or says we lack its.
+    /// The peer lacks features our policy requires (`features_required`).
     MissingFeatures { missing: u64 },
+    /// The peer requires features we do not offer (IDENT_MISSING_FEATURES,
+    /// msgr1's FEATURES reply).
+    FeaturesRefused { missing: u64 },
     /// The server chose a connection mode or compression method we did not
     /// offer.
     NotOffered {
@@ -146,7 +149,8 @@ impl ProtocolError {
             ProtocolError::Frame(e) => e.fault(),
             ProtocolError::PeerTypeMismatch { .. }
             | ProtocolError::WrongServer
-            | ProtocolError::MissingFeatures { .. } => Fault::PeerIncompatible,
+            | ProtocolError::MissingFeatures { .. }
+            | ProtocolError::FeaturesRefused { .. } => Fault::PeerIncompatible,
             ProtocolError::NotOffered { .. } => Fault::PeerMisbehaved,
             ProtocolError::Auth(_) => Fault::PeerIncompatible,
             ProtocolError::UnexpectedFrame { .. }
@@ -193,6 +197,7 @@ impl ProtocolError {
             self,
             ProtocolError::Auth(_)
                 | ProtocolError::MissingFeatures { .. }
+                | ProtocolError::FeaturesRefused { .. }
                 | ProtocolError::WrongServer
                 | ProtocolError::PeerTypeMismatch { .. }
                 | ProtocolError::NotOffered { .. }
@@ -255,9 +260,16 @@ impl fmt::Display for ProtocolError {
                 f.write_str("SERVER_IDENT does not list the address we connected to")
             }
             ProtocolError::BadClientIdent(why) => write!(f, "bad CLIENT_IDENT: {why}"),
-            ProtocolError::MissingFeatures { missing } => {
-                write!(f, "missing required features {missing:#x}")
-            }
+            ProtocolError::MissingFeatures { missing } => write!(
+                f,
+                "the peer lacks features {missing:#x} that our policy requires \
+                 (features_required): an older release, or features it turned off"
+            ),
+            ProtocolError::FeaturesRefused { missing } => write!(
+                f,
+                "the peer requires features {missing:#x} that we do not offer \
+                 (our policy's features_supported): a newer release, or features we turned off"
+            ),
             ProtocolError::NotOffered { what, offered, got } => write!(
                 f,
                 "the server chose {what} {got}, which we did not offer (we offered {offered:?})"

@@ -320,7 +320,7 @@ fn required_signatures_refuse_a_peer_without_msg_auth() {
     net.run();
     assert_ne!(net.state((0, c)), ConnState::Ready);
     let msg_auth = msgr_protocol::features::MSG_AUTH;
-    let expected = format!("missing required features {msg_auth:#x}");
+    let expected = format!("the peer requires features {msg_auth:#x} that we do not offer");
     assert!(
         net.nodes[0]
             .faults

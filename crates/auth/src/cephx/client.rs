@@ -423,7 +423,7 @@ impl ClientAuth for CephxConnAuth {
         m: u32,
         result: i32,
         allowed: &[u32],
-        _: &[ConMode],
+        allowed_modes: &[ConMode],
     ) -> Result<(), AuthError> {
         // cephx is all this authenticator speaks; a refusal of it is final.
         if m == method::CEPHX && result == -13 {
@@ -431,6 +431,21 @@ impl ClientAuth for CephxConnAuth {
                 "the server refused {} (EACCES: wrong key, unknown entity, or a stale ticket)",
                 self.client.name
             )));
+        }
+        // The method is allowed, but none of the modes we offered.
+        let offered = match self.phase {
+            Phase::MonRequested { .. } | Phase::MonAuthenticating => &self.client.mon_modes,
+            _ => &self.client.service_modes,
+        };
+        if m == method::CEPHX
+            && allowed.contains(&method::CEPHX)
+            && !allowed_modes.is_empty()
+            && !allowed_modes.iter().any(|a| offered.contains(a))
+        {
+            return Err(AuthError::ModeRefused {
+                offered: offered.clone(),
+                allowed: allowed_modes.to_vec(),
+            });
         }
         if allowed.contains(&method::CEPHX) && m != method::CEPHX {
             return Ok(());

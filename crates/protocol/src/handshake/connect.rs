@@ -212,7 +212,7 @@ impl Connecting {
                     cx.session.restart_numbering();
                     Ok(ConnectStep::Ready { reconnected: false })
                 }
-                ControlFrame::IdentMissingFeatures(m) => Err(ProtocolError::MissingFeatures {
+                ControlFrame::IdentMissingFeatures(m) => Err(ProtocolError::FeaturesRefused {
                     missing: m.features,
                 }),
                 ControlFrame::Wait(_) => Ok(ConnectStep::Wait),

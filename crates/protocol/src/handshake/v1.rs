@@ -266,7 +266,7 @@ fn on_reply(
             return Ok(ConnectStep1::Next(Connecting1::Reply { auth }));
         }
         Tag::Features => {
-            return Err(ProtocolError::MissingFeatures {
+            return Err(ProtocolError::FeaturesRefused {
                 missing: reply.features & !ours,
             })
         }
