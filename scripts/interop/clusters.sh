@@ -21,7 +21,9 @@
 # - the msgr crate's cluster_ping example (monitor session, osd.0 from the
 #   OSD map, keepalive, `version` by Connection::call) in crc, secure and
 #   msgr1 on both clusters;
-# - a wrong key fails in under 5 s with "authentication failed";
+# - a wrong key fails in under 5 s with "authentication failed" and the
+#   monitor's reason; a monitor allowing only secure mode refuses crc, and
+#   the error names both sides' modes;
 # - with the daemons injecting socket failures (1 in 50), `msgr mon status`
 #   and `msgr ping osd.0` still complete.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
@@ -274,6 +276,21 @@ for mode in crc secure; do
   fi
 done
 inject 0
+
+# A monitor that allows only secure mode refuses our crc, and we say which
+# modes each side has.
+if ceph_tell -c "$PCONF" config set mon ms_mon_service_mode secure; then
+  if run pacific-mode-refused "$MSGR" mon -c "$PCONF" --mode crc status; then
+    fail "pacific-mode-refused: crc was accepted"
+  elif grep -q "the peer allows connection mode secure, we offered crc" "$OUT/pacific-mode-refused.err"; then
+    log "ok: pacific-mode-refused ($(cat "$OUT/pacific-mode-refused.err"))"
+  else
+    fail "pacific-mode-refused: $(cat "$OUT/pacific-mode-refused.err")"
+  fi
+  ceph_tell -c "$PCONF" config rm mon ms_mon_service_mode || fail "could not reset ms_mon_service_mode"
+else
+  fail "could not set ms_mon_service_mode on Ceph 16"
+fi
 
 if (( fails )); then
   log "$fails check(s) failed"
