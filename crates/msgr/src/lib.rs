@@ -110,6 +110,11 @@
 //! show`, ...) from it. Logs go through `tracing` (target `msgr`), at the
 //! levels Ceph's `debug_ms` names.
 //!
+//! # When things go wrong
+//!
+//! [`errors`] lists the errors a user meets, what each says and what to
+//! do, each produced by a test.
+//!
 //! # Other ways to take what arrives
 //!
 //! [`dispatch::Chain`] runs dispatchers in turn, as Ceph keeps a list;
@@ -122,6 +127,8 @@
 //! server with a dispatcher), `lossless_peers` (two peers whose sessions
 //! survive injected socket failures).
 #![forbid(unsafe_code)]
+
+pub mod errors;
 
 pub use msgr_encoding::{AuthName, EntityAddr, EntityAddrvec, EntityName, EntityType};
 pub use msgr_messenger::{
