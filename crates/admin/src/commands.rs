@@ -261,6 +261,31 @@ impl TableRef {
 
 /// The commands an admin socket answers (cheap to clone; clones share the
 /// table).
+///
+/// ```
+/// use std::sync::Arc;
+/// use msgr_admin::commands::{Answer, Commands, Version};
+/// use msgr_admin::json::Value;
+/// use msgr_admin::perf::Collection;
+///
+/// let commands = Commands::new(Collection::new(), Version {
+///     version: "1.0".into(),
+///     release: "myapp".into(),
+///     release_type: "stable".into(),
+///     git_version: "0".into(),
+/// });
+/// // A command of our own, in Ceph's descriptor syntax.
+/// commands.register(
+///     "greet name=who,type=CephString",
+///     "say hello",
+///     Arc::new(|req| Ok(Answer::Json(Value::from(format!("hello {}", req.str("who").unwrap_or("?")))))),
+/// );
+/// // What a client's `{"prefix": ...}` gets back (AdminSocket serves it).
+/// let body = msgr_admin::socket::answer(r#"{"prefix": "greet", "who": "ceph", "format": "json"}"#, &commands);
+/// assert_eq!(body, r#""hello ceph""#);
+/// let bad = msgr_admin::socket::answer(r#"{"prefix": "greet"}"#, &commands);
+/// assert!(bad.starts_with("ERROR: (22) Invalid argument"), "{bad}");
+/// ```
 #[derive(Clone)]
 pub struct Commands {
     table: Arc<Mutex<Table>>,

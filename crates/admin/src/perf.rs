@@ -237,6 +237,29 @@ fn seconds(ns: u64) -> Value {
 }
 
 /// The loggers a program shows (CephContext's PerfCountersCollection).
+///
+/// ```
+/// use std::sync::Arc;
+/// use msgr_admin::json;
+/// use msgr_admin::perf::{Collection, Desc, Kind, Logger, Unit, PRIO_USEFUL};
+///
+/// static DESCS: [Desc; 1] = [Desc {
+///     name: "ops",
+///     kind: Kind::Counter,
+///     description: "Operations done",
+///     nick: "ops",
+///     priority: PRIO_USEFUL,
+///     unit: Unit::None,
+/// }];
+/// let perf = Collection::new();
+/// let logger = Arc::new(Logger::new("myapp", &DESCS));
+/// perf.add(logger.clone());
+/// logger.inc(0, 3);
+/// // What `ceph daemon ... perf dump` prints, and Ceph's exporters read.
+/// let dump = json::parse(&perf.dump(None, None).to_json())?;
+/// assert_eq!(dump.at(&["myapp", "ops"]).and_then(json::Value::as_u64), Some(3));
+/// # Ok::<(), String>(())
+/// ```
 #[derive(Default, Clone)]
 pub struct Collection {
     loggers: Arc<Mutex<Vec<Arc<Logger>>>>,

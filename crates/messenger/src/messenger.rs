@@ -312,7 +312,76 @@ impl<T: Transport> Drop for TaskDone<T> {
     }
 }
 
-/// A messenger over transport `T`.
+/// A messenger over transport `T`: it binds addresses, accepts and opens
+/// connections to peers (one per peer, found again by `connect`), and
+/// hands what they receive to its dispatcher.
+///
+/// Here a server takes what arrives as a stream ([`crate::dispatch::events`]),
+/// and a chain of dispatchers ([`crate::dispatch::Chain`]) takes the
+/// client's: the first link that wants a message keeps it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use msgr_auth::NoneProvider;
+/// use msgr_encoding::EntityType;
+/// use msgr_messenger::dispatch::{events, Chain, ChainLink, DispatchEvent};
+/// use msgr_messenger::{Connection, IncomingMessage, Message, Messenger, Options, Policy};
+/// use msgr_protocol::PolicySet;
+/// use msgr_transport::memory::MemoryNet;
+///
+/// /// Keeps the replies of one type, and counts them.
+/// #[derive(Default)]
+/// struct Replies(AtomicU64);
+/// impl ChainLink for Replies {
+///     fn ms_take(&self, _: &Connection, m: IncomingMessage) -> Option<IncomingMessage> {
+///         if m.msg_type != 43 {
+///             return Some(m); // for the next link
+///         }
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///         None
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let net = MemoryNet::new();
+/// let none = Arc::new(NoneProvider);
+/// let (dispatcher, mut incoming) = events();
+/// let server = Messenger::new(
+///     net.clone(),
+///     Options::new("osd.0".parse()?, PolicySet::new(Policy::stateless_server()), none.clone()),
+///     dispatcher,
+/// );
+/// let addrs = server.bind(&"v2:10.0.0.1:6800".parse()?).await?;
+///
+/// let replies = Arc::new(Replies::default());
+/// let client = Messenger::new(
+///     net,
+///     Options::new("client.1".parse()?, PolicySet::new(Policy::lossy_client()), none),
+///     Arc::new(Chain::new().then(replies.clone())),
+/// );
+/// let osd = client.connect(&addrs, EntityType::OSD);
+/// osd.send(Message::new(42, "ping".into())).await;
+///
+/// // The server answers what it receives.
+/// loop {
+///     match incoming.recv().await {
+///         Some(DispatchEvent::Message(conn, m)) => {
+///             assert_eq!(&m.front[..], b"ping");
+///             conn.send(Message::new(43, "pong".into())).await;
+///             break;
+///         }
+///         Some(_) => continue, // accepted, ...
+///         None => unreachable!("the server runs"),
+///     }
+/// }
+/// while replies.0.load(Ordering::Relaxed) == 0 {
+///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+/// }
+/// client.shutdown().await;
+/// server.shutdown().await;
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+/// ```
 pub struct Messenger<T: Transport> {
     inner: Arc<Inner<T>>,
 }

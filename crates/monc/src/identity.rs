@@ -119,6 +119,46 @@ impl From<IdentityError> for String {
 }
 
 /// A resolved identity: configuration, monitors, credentials.
+///
+/// ```
+/// use msgr_monc::identity::{ClusterOpts, Identity, IdentityError};
+///
+/// let dir = std::env::temp_dir().join(format!("identity-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let keyring = dir.join("keyring");
+/// std::fs::write(&keyring, "[client.app]\n\tkey = AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==\n").unwrap();
+/// let conf = dir.join("ceph.conf");
+/// std::fs::write(&conf, format!(
+///     "[global]\nmon_host = 10.0.0.1,10.0.0.2\nkeyring = {}\nms_client_mode = secure\nauth_client_required = cephx\n",
+///     keyring.display(),
+/// )).unwrap();
+///
+/// // As `ceph -c CONF -n client.app` reads them (CEPH_ARGS too).
+/// let mut opts = ClusterOpts::default();
+/// opts.take("-c", || Ok(conf.display().to_string()))?;
+/// opts.take("-n", || Ok("client.app".into()))?;
+/// let id = Identity::load(&opts)?;
+/// // Each monitor at its msgr2 and msgr1 ports, as Ceph expands mon_host.
+/// assert_eq!(id.mons.len(), 2);
+/// assert_eq!(id.mons[0].to_string(), "[v2:10.0.0.1:3300/0,v1:10.0.0.1:6789/0]");
+/// let cephx = id.cephx.as_ref().expect("a key, so cephx");
+/// assert_eq!(cephx.service_modes, [msgr_auth::ConMode::SECURE]);
+///
+/// // Another entity has no key there, and cephx is required (Ceph's
+/// // default, "cephx, none", would fall back to auth none): the error
+/// // says where we looked.
+/// let mut other = ClusterOpts::default();
+/// other.take("-c", || Ok(conf.display().to_string()))?;
+/// other.take("-n", || Ok("client.other".into()))?;
+/// match Identity::load(&other) {
+///     Err(IdentityError::NoKey { entity, keyrings, .. }) => {
+///         assert_eq!((entity.as_str(), keyrings), ("client.other", vec![keyring]));
+///     }
+///     other => panic!("{:?}", other.err()),
+/// }
+/// # std::fs::remove_dir_all(dir).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Identity {
     pub config: Config,
     /// Fall back to auth none from cephx: only when asked for

@@ -16,6 +16,21 @@ pub struct ThrottleLimits {
 }
 
 /// Ceph's `Messenger::Policy`.
+///
+/// ```
+/// use msgr_encoding::EntityType;
+/// use msgr_protocol::{Policy, PolicyName, PolicySet};
+///
+/// // An OSD's: lossless to its peers, stateless to clients, whose
+/// // received messages may hold 100 MiB before it stops reading them.
+/// let policies = PolicySet::new(Policy::stateless_server().with_throttle(u64::MAX, 100 << 20))
+///     .with(EntityType::OSD, Policy::lossless_peer())
+///     .with(EntityType::MON, Policy::lossy_client());
+/// assert!(policies.get(EntityType::CLIENT).server);
+/// assert!(!policies.get(EntityType::OSD).lossy);
+/// assert_eq!(PolicyName::of(&policies.get(EntityType::MON)), Some(PolicyName::LossyClient));
+/// assert_eq!("lossless-peer".parse::<PolicyName>().unwrap().policy(), Policy::lossless_peer());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// Faults close the connection; messages may be lost, never duplicated
