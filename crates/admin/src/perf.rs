@@ -82,7 +82,13 @@ pub struct Logger {
     values: Box<[AtomicU64]>,
     /// An average's count.
     counts: Box<[AtomicU64]>,
+    /// Sets the gauges read from elsewhere (a throttle's level), before
+    /// each dump: they cost nothing between dumps.
+    refresh: Option<Refresh>,
 }
+
+/// A logger's refresh (Logger::refreshed_by).
+pub type Refresh = Box<dyn Fn(&Logger) + Send + Sync>;
 
 impl Logger {
     /// A logger named `name` (a section of `perf dump`) with `descs`' counters.
@@ -93,7 +99,15 @@ impl Logger {
             descs,
             values: zeros(),
             counts: zeros(),
+            refresh: None,
         }
+    }
+
+    /// The logger, with `refresh` run before each dump to set the gauges
+    /// it reads from elsewhere.
+    pub fn refreshed_by(mut self, refresh: Refresh) -> Logger {
+        self.refresh = Some(refresh);
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -160,6 +174,12 @@ impl Logger {
         dump_summed(std::slice::from_ref(&self))
     }
 
+    fn refresh(&self) {
+        if let Some(r) = &self.refresh {
+            r(self);
+        }
+    }
+
     /// This logger's section of `perf schema`.
     pub fn schema(&self) -> Value {
         let mut o = Object::new();
@@ -201,6 +221,9 @@ fn dump_summed(group: &[&Logger]) -> Value {
     let Some(first) = group.first() else {
         return Object::new().into_value();
     };
+    for l in group {
+        l.refresh();
+    }
     let sum = |i: usize| -> (u64, u64) {
         group.iter().fold((0, 0), |(s, c), l| {
             let (v, n) = l.avg(i);

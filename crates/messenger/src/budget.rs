@@ -15,8 +15,16 @@ use crate::throttle::{Permit, Throttle};
 /// Budget held for one message, in both throttles.
 pub(crate) type Permits = (Permit, Permit);
 
-/// A wait for budget: resolves to the permits for `bytes`.
-pub(crate) type Wait = Pin<Box<dyn Future<Output = (u64, Permits)> + Send>>;
+/// A wait for budget: resolves to the permits for `bytes`, and how long
+/// the dispatch throttle made it wait, if it did.
+pub(crate) type Wait = Pin<Box<dyn Future<Output = Granted> + Send>>;
+
+/// What a wait for budget got.
+pub(crate) struct Granted {
+    pub bytes: u64,
+    pub permits: Permits,
+    pub dispatch_wait: Option<std::time::Duration>,
+}
 
 /// The two throttles a connection's messages take budget from.
 pub(crate) struct Budget {
@@ -121,12 +129,25 @@ impl Budget {
         let dispatch = self.dispatch.clone();
         let policy = self.policy_throttle().cloned();
         self.wait = Some(Box::pin(async move {
-            let d = dispatch.take(bytes).await;
+            // The dispatch throttle's wait is timed when there is one (the
+            // slow path: a clock read per wait, none per message).
+            let (d, dispatch_wait) = match dispatch.try_take_permit(bytes) {
+                Some(d) => (d, None),
+                None => {
+                    let started = std::time::Instant::now();
+                    let d = dispatch.take(bytes).await;
+                    (d, Some(started.elapsed()))
+                }
+            };
             let p = match policy {
                 Some(t) => t.take(bytes).await,
                 None => Permit::default(),
             };
-            (bytes, (d, p))
+            Granted {
+                bytes,
+                permits: (d, p),
+                dispatch_wait,
+            }
         }));
     }
 
@@ -160,8 +181,8 @@ mod tests {
         assert!(b.waiting());
         assert!(b.take(500).is_none(), "one wait at a time");
         drop(first);
-        let (bytes, permits) = b.wait_mut().unwrap().await;
-        b.granted(bytes, permits);
+        let g = b.wait_mut().unwrap().await;
+        b.granted(g.bytes, g.permits);
         assert!(!b.waiting());
         assert!(b.take(500).is_some(), "the granted budget serves it");
         // A message whose size differs from its reservation (compressed

@@ -61,10 +61,13 @@ pub(crate) use view::{Published, View};
 /// Small (a message is boxed): queued by value (connection/inbox.rs).
 pub(crate) enum Command {
     /// A message; `counted`: in `Shared::in_flight` until the driver
-    /// takes it (sent by `send`, which waits on that count).
+    /// takes it (sent by `send`, which waits on that count); `queued`:
+    /// when it was queued, for one message in
+    /// [`crate::counters::SAMPLE_EVERY`] (none: not sampled), for `msgr_send_messages_queue_lat`.
     Send {
         msg: Box<Message>,
         counted: bool,
+        queued: crate::counters::Stamp,
     },
     Keepalive(UTime),
     MarkDown,
@@ -227,6 +230,7 @@ impl Connection {
         self.command(Command::Send {
             msg: Box::new(msg),
             counted: true,
+            queued: crate::counters::Stamp::sample(),
         });
     }
 
@@ -331,6 +335,7 @@ impl Connection {
         self.command(Command::Send {
             msg: Box::new(msg),
             counted: false,
+            queued: crate::counters::Stamp::sample(),
         });
     }
 
@@ -458,6 +463,7 @@ impl Connection {
             messages_in: at(5),
             messages_out: at(6),
             duplicates_dropped: at(7),
+            last_handshake_ns: at(8),
         }
     }
 

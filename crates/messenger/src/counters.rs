@@ -15,11 +15,19 @@
 //! - times: a shard thread's busy spells, from waking to parking
 //!   (running total; shards with threads of their own only, not those in
 //!   the caller's runtime); dispatching, per batch of messages (fast
-//!   dispatch).
+//!   dispatch);
+//! - the send queue's latency: sampled, one message in [`SAMPLE_EVERY`],
+//!   from `send` until its connection's driver takes it to encode.
 //!
-//! Reading and sending times, and the two latency averages (send queue,
-//! ack handling), are in the schema with no samples: measuring them per
-//! message costs clock reads Ceph pays and this messenger does not.
+//! Reading and sending times, and the ack handling latency, are in the
+//! schema with no samples: measuring them costs clock reads per message
+//! or per ack that Ceph pays and this messenger does not.
+//!
+//! Beside the workers' loggers: `msgr-sessions` (faults, resets,
+//! replacements, reconnects, Ceph 20's ready and idle timeouts, handshake
+//! time: per event, never per message) and the dispatch throttle's
+//! `throttle-msgr_dispatch_throttler-NAME` (its level and limit, read
+//! when dumped, and its waits), as Ceph's Throttle shows itself.
 
 use std::sync::Arc;
 
@@ -139,24 +147,165 @@ pub static DESCS: [Desc; 14] = [
     ),
 ];
 
-/// A messenger's loggers, one per shard, shown in `collection` (if any)
-/// while the messenger lives.
+/// What happens to a messenger's sessions, beyond Ceph's worker counters
+/// (logger `msgr-sessions`, one per messenger; the names of Ceph 20's
+/// labeled timeout counters where it has them). Counted per event, never
+/// per message.
+pub const FAULTS: usize = 0;
+pub const RESETS: usize = 1;
+pub const REPLACED: usize = 2;
+pub const RECONNECTS: usize = 3;
+pub const READY_TIMEOUTS: usize = 4;
+pub const IDLE_TIMEOUTS: usize = 5;
+pub const HANDSHAKE_LAT: usize = 6;
+
+pub static SESSION_DESCS: [Desc; 7] = [
+    desc(
+        "msgr_connection_faults",
+        Kind::Counter,
+        "Connection faults (each one given to ms_handle_fault)",
+        Unit::None,
+    ),
+    desc(
+        "msgr_connection_resets",
+        Kind::Counter,
+        "Sessions reset, by a lossy fault or by the peer",
+        Unit::None,
+    ),
+    desc(
+        "msgr_connection_replaced",
+        Kind::Counter,
+        "Accepted sessions that replaced another",
+        Unit::None,
+    ),
+    desc(
+        "msgr_connection_reconnects",
+        Kind::Counter,
+        "Sessions resumed after a fault",
+        Unit::None,
+    ),
+    desc(
+        "msgr_connection_ready_timeouts",
+        Kind::Counter,
+        "Number of not yet ready connections declared as dead",
+        Unit::None,
+    ),
+    desc(
+        "msgr_connection_idle_timeouts",
+        Kind::Counter,
+        "Number of connections closed due to idleness",
+        Unit::None,
+    ),
+    desc(
+        "msgr_handshake_lat",
+        Kind::TimeAvg,
+        "Handshake time, from a socket's first step to READY",
+        Unit::None,
+    ),
+];
+
+/// The dispatch throttle, as Ceph's Throttle shows itself (logger
+/// `throttle-msgr_dispatch_throttler-NAME`): its level and limit, read
+/// when dumped, and the waits for it (the slow path only).
+pub const THROTTLE_VAL: usize = 0;
+pub const THROTTLE_MAX: usize = 1;
+pub const THROTTLE_WAIT: usize = 2;
+
+pub static THROTTLE_DESCS: [Desc; 3] = [
+    desc("val", Kind::Gauge, "Currently taken slots", Unit::None),
+    desc("max", Kind::Gauge, "Max value for throttle", Unit::None),
+    desc("wait", Kind::TimeAvg, "Waiting latency", Unit::None),
+];
+
+/// One message in this many is stamped when queued, and its wait until
+/// its connection's driver takes it to encode is a sample of
+/// `msgr_send_messages_queue_lat` (Ceph stamps every one: a clock read per
+/// message, which is what sampling saves).
+pub const SAMPLE_EVERY: u32 = 64;
+
+/// When a sampled message was queued: microseconds since the process's
+/// first stamp, wrapping (71 minutes: far beyond any queue's wait); 0 for
+/// a message not sampled. Four bytes, so a queued command stays small.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stamp(u32);
+
+impl Stamp {
+    /// A stamp of now for one call in [`SAMPLE_EVERY`] on this thread,
+    /// else none.
+    pub fn sample() -> Stamp {
+        thread_local!(static CALLS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
+        let n = CALLS.with(|c| {
+            let n = c.get().wrapping_add(1);
+            c.set(n);
+            n
+        });
+        match n % SAMPLE_EVERY {
+            0 => Stamp(micros_now().max(1)),
+            _ => Stamp(0),
+        }
+    }
+
+    /// How long ago a sampled message was stamped.
+    pub fn elapsed(self) -> Option<std::time::Duration> {
+        (self.0 != 0).then(|| {
+            let us = micros_now().max(1).wrapping_sub(self.0);
+            std::time::Duration::from_micros(u64::from(us))
+        })
+    }
+}
+
+/// Microseconds since the first call, on the runtime's clock, truncated
+/// to 32 bits (stamps are compared wrapping).
+fn micros_now() -> u32 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(crate::now);
+    crate::now().saturating_duration_since(epoch).as_micros() as u32
+}
+
+/// A messenger's loggers: one per shard, its sessions' and its dispatch
+/// throttle's, shown in `collection` (if any) while the messenger lives.
 pub(crate) struct Counters {
     shards: Vec<Arc<Logger>>,
+    pub sessions: Arc<Logger>,
+    pub throttle: Arc<Logger>,
     collection: Option<Collection>,
 }
 
 impl Counters {
-    pub fn new(shards: usize, collection: Option<Collection>) -> Counters {
+    /// The loggers of messenger `name`, whose dispatch throttle is
+    /// `throttle`.
+    pub fn new(
+        name: &str,
+        shards: usize,
+        throttle: Arc<crate::throttle::Throttle>,
+        collection: Option<Collection>,
+    ) -> Counters {
         let shards: Vec<Arc<Logger>> = (0..shards.max(1))
             .map(|i| Arc::new(Logger::new(format!("AsyncMessenger::Worker-{i}"), &DESCS)))
             .collect();
+        let sessions = Arc::new(Logger::new("msgr-sessions", &SESSION_DESCS));
+        let level = Box::new(move |l: &Logger| {
+            l.set(THROTTLE_VAL, throttle.current().1);
+            l.set(THROTTLE_MAX, throttle.max_bytes());
+        });
+        let throttle = Arc::new(
+            Logger::new(
+                format!("throttle-msgr_dispatch_throttler-{name}"),
+                &THROTTLE_DESCS,
+            )
+            .refreshed_by(level),
+        );
         if let Some(c) = &collection {
-            for l in &shards {
+            for l in shards.iter().chain([&sessions, &throttle]) {
                 c.add(l.clone());
             }
         }
-        Counters { shards, collection }
+        Counters {
+            shards,
+            sessions,
+            throttle,
+            collection,
+        }
     }
 
     /// Shard `shard`'s logger.
@@ -179,7 +328,7 @@ impl Counters {
 impl Drop for Counters {
     fn drop(&mut self) {
         if let Some(c) = &self.collection {
-            for l in &self.shards {
+            for l in self.shards.iter().chain([&self.sessions, &self.throttle]) {
                 c.remove(l);
             }
         }

@@ -125,7 +125,7 @@ enum Step<S> {
     Read(std::io::Result<usize>),
     Wrote(std::io::Result<usize>),
     Connected(std::io::Result<S>),
-    Budget(u64, crate::budget::Permits),
+    Budget(crate::budget::Granted),
     Verdict(Option<ident::Verdict>),
     Command(Command),
     Timer,
@@ -219,14 +219,19 @@ impl<T: Transport> Driver<T> {
     /// The session is established (`how`: by our connect or an accept):
     /// the span learns the peer; a session resumed after faults says so.
     fn established(&self, how: &'static str) {
+        use crate::counters::{HANDSHAKE_LAT, RECONNECTS};
         let peer = self.conn.peer();
         crate::log::record_peer(&self.span, &peer.addrs, self.conn.peer_name(), peer.policy);
-        let reconnects = self.conn.stats().reconnects;
-        match reconnects {
-            0 => {
+        let stats = self.conn.stats();
+        let sessions = &self.inner.counters.sessions;
+        sessions.avg_add(HANDSHAKE_LAT, stats.last_handshake_ns);
+        match self.conn.resumed() {
+            false => {
                 tracing::debug!(target: "msgr", how, features = peer.features, "session established")
             }
-            n => {
+            true => {
+                sessions.inc(RECONNECTS, 1);
+                let n = stats.reconnects;
                 tracing::info!(target: "msgr", how, reconnects = n, "session resumed after a fault")
             }
         }
@@ -315,8 +320,8 @@ impl<T: Transport> Driver<T> {
             }
         }
         if let Some(w) = self.budget.wait_mut() {
-            if let Poll::Ready((b, p)) = w.as_mut().poll(cx) {
-                return Poll::Ready(Step::Budget(b, p));
+            if let Poll::Ready(g) = w.as_mut().poll(cx) {
+                return Poll::Ready(Step::Budget(g));
             }
         }
         if let (Some(_), Some(t)) = (self.armed, self.timer.as_mut()) {
@@ -411,8 +416,16 @@ impl<T: Transport> Driver<T> {
     fn on_command(&mut self, cmd: Command) {
         let now = self.now;
         match cmd {
-            Command::Send { msg, counted } => {
-                self.logger().inc(crate::counters::SEND_MESSAGES, 1);
+            Command::Send {
+                msg,
+                counted,
+                queued,
+            } => {
+                let logger = self.logger();
+                logger.inc(crate::counters::SEND_MESSAGES, 1);
+                if let Some(waited) = queued.elapsed() {
+                    logger.tinc(crate::counters::SEND_MESSAGES_QUEUE_LAT, waited);
+                }
                 tracing::info!(
                     target: "msgr",
                     msg_type = msg.msg_type,
@@ -601,6 +614,7 @@ impl<T: Transport> Driver<T> {
             Event::LearnedAddr(a) => inner.learned(a),
             Event::Fault(e) => {
                 tracing::info!(target: "msgr", error = %e, "fault");
+                count_fault(&inner.counters.sessions, &e);
                 dispatcher.ms_handle_fault(conn, &e);
                 self.published.fault(&conn.shared.view, e);
                 // Connection::ready reports a refusal.
@@ -616,6 +630,9 @@ impl<T: Transport> Driver<T> {
                 self.established("accept");
                 let (inner, conn) = (&self.inner, &self.handle);
                 let replaced = std::mem::take(&mut self.replaced);
+                if replaced {
+                    inner.counters.sessions.inc(crate::counters::REPLACED, 1);
+                }
                 inner
                     .dispatcher
                     .ms_handle_accept(conn, self.prev_shard, replaced);
@@ -626,11 +643,13 @@ impl<T: Transport> Driver<T> {
             // after it.
             Event::Reset if !conn.shared.view.marked_down() => {
                 tracing::info!(target: "msgr", "reset: the session is gone");
+                inner.counters.sessions.inc(crate::counters::RESETS, 1);
                 conn.shared.calls.fail_all(crate::CallError::Reset);
                 dispatcher.ms_handle_reset(conn)
             }
             Event::RemoteReset if !conn.shared.view.marked_down() => {
                 tracing::info!(target: "msgr", "remote reset: the peer reset the session");
+                inner.counters.sessions.inc(crate::counters::RESETS, 1);
                 conn.shared.calls.fail_all(crate::CallError::Reset);
                 dispatcher.ms_handle_remote_reset(conn)
             }
@@ -814,7 +833,13 @@ impl<T: Transport> Driver<T> {
                     }
                 }
             }
-            Step::Budget(bytes, permits) => self.budget.granted(bytes, permits),
+            Step::Budget(g) => {
+                if let Some(waited) = g.dispatch_wait {
+                    let throttle = &self.inner.counters.throttle;
+                    throttle.tinc(crate::counters::THROTTLE_WAIT, waited);
+                }
+                self.budget.granted(g.bytes, g.permits)
+            }
             Step::Verdict(v) => self.on_verdict(v),
             Step::Command(cmd) => self.on_command(cmd),
             Step::Timer => {
@@ -835,6 +860,19 @@ impl<T: Transport> Drop for Driver<T> {
         // No reply can come through a connection whose driver is gone.
         self.handle.shared.calls.fail_all(crate::CallError::Closed);
         self.handle.shared.state_changed.notify_waiters();
+    }
+}
+
+/// Counts fault `e` in the sessions' counters (crate::counters): every
+/// one, and the timeouts Ceph 20 counts apart.
+fn count_fault(sessions: &msgr_admin::perf::Logger, e: &msgr_protocol::ProtocolError) {
+    use crate::counters::{FAULTS, IDLE_TIMEOUTS, READY_TIMEOUTS};
+    use msgr_protocol::ProtocolError::Timeout;
+    sessions.inc(FAULTS, 1);
+    match e {
+        Timeout("handshake") => sessions.inc(READY_TIMEOUTS, 1),
+        Timeout(what) if what.starts_with("idle connection") => sessions.inc(IDLE_TIMEOUTS, 1),
+        _ => {}
     }
 }
 

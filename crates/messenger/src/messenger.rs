@@ -435,7 +435,13 @@ impl<T: Transport> Messenger<T> {
         let (shutdown, _) = watch::channel(false);
         // Threads that cannot be made leave every shard in the caller's
         // runtime: the messenger still works, on fewer cores.
-        let counters = crate::counters::Counters::new(opts.shards.max(1), opts.perf);
+        let dispatch_throttle = Throttle::new(u64::MAX, opts.dispatch_throttle_bytes);
+        let counters = crate::counters::Counters::new(
+            &opts.name.to_string(),
+            opts.shards.max(1),
+            dispatch_throttle.clone(),
+            opts.perf,
+        );
         let shards = match (opts.shards, opts.shard_threads) {
             (0 | 1, _) | (_, false) => Shards::inline(opts.shards),
             (n, true) => Shards::threads(n, &opts.thread_name, &counters)
@@ -451,7 +457,7 @@ impl<T: Transport> Messenger<T> {
                 listening: Mutex::new(EntityAddrvec::default()),
                 registry: Mutex::new(HashMap::new()),
                 all: Mutex::new(HashMap::new()),
-                dispatch_throttle: Throttle::new(u64::MAX, opts.dispatch_throttle_bytes),
+                dispatch_throttle,
                 policy_throttles: Mutex::new(HashMap::new()),
                 injector: Injector::new(opts.inject, seed ^ 0x5eed),
                 max_connections: opts.max_connections,

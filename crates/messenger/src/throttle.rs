@@ -44,6 +44,11 @@ impl Throttle {
         })
     }
 
+    /// The most bytes it lets be held.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
     /// What is held now: (messages, bytes).
     pub fn current(&self) -> (u64, u64) {
         let h = self.held.load(Ordering::Acquire);

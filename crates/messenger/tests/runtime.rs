@@ -248,19 +248,17 @@ async fn request_reply_over_uring() {
 }
 
 /// Lossless sessions under 1-in-30 injected socket failures on both sides:
-/// every message arrives exactly once, in order, and there were reconnects.
+/// every message arrives exactly once, in order, and there were reconnects,
+/// each counted in the client's `msgr-sessions` perf counters.
 #[tokio::test]
 async fn lossless_under_injected_failures() {
     for (seed, t) in [(1u64, MemoryNet::new())] {
         let _ = seed;
-        let mut p = pair(
-            t,
-            "v2:10.0.0.1:6800",
-            Policy::lossless_client(),
-            Policy::stateful_server(),
-            30,
-        )
-        .await;
+        let perf = msgr_admin::perf::Collection::new();
+        let mut c = options("client.1", Policy::lossless_client(), 30, 9);
+        c.perf = Some(perf.clone());
+        let s = options("osd.0", Policy::stateful_server(), 30, 7);
+        let mut p = pair_with(t, "v2:10.0.0.1:6800", c, s).await;
         let n = 1000;
         for tid in 1..=n {
             p.conn.send(msg(tid, 100 + (tid as usize % 3000))).await;
@@ -274,7 +272,24 @@ async fn lossless_under_injected_failures() {
         let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= n as usize).await;
         assert_eq!(msgs(&replies), (1..=n).collect::<Vec<_>>());
         assert!(p.client.injected_failures() + p.server.injected_failures() > 0);
-        assert!(p.conn.stats().reconnects > 0, "{:?}", p.conn.stats());
+        let reconnects = p.conn.stats().reconnects;
+        assert!(reconnects > 0, "{:?}", p.conn.stats());
+        let all =
+            msgr_admin::json::parse(&perf.dump(Some("msgr-sessions"), None).to_json()).unwrap();
+        let at = |c: &str| all.at(&["msgr-sessions", c]).and_then(|v| v.as_u64());
+        assert_eq!(
+            at("msgr_connection_reconnects"),
+            Some(reconnects),
+            "{}",
+            all.to_json()
+        );
+        assert!(
+            at("msgr_connection_faults") >= Some(reconnects),
+            "{}",
+            all.to_json()
+        );
+        let handshakes = all.at(&["msgr-sessions", "msgr_handshake_lat", "avgcount"]);
+        assert_eq!(handshakes.and_then(|v| v.as_u64()), Some(reconnects + 1));
         p.client.shutdown().await;
         p.server.shutdown().await;
     }
@@ -661,7 +676,8 @@ async fn perf_counters_count_messages_bytes_and_connections() {
         c.perf = Some(perf.clone());
         let s = options_auth("osd.0", Policy::stateful_server(), 0, 7, server_auth);
         let mut p = pair_with(Tcp::default(), "v2:127.0.0.1:0", c, s).await;
-        let n = 50u64;
+        // Enough that this thread's sends include sampled ones.
+        let n = 2 * u64::from(SAMPLE_EVERY) + 10;
         for tid in 1..=n {
             p.conn.send(msg(tid, 1000)).await;
         }
@@ -710,6 +726,21 @@ async fn perf_counters_count_messages_bytes_and_connections() {
             )),
             "{dump}"
         );
+        // The sampled send queue latency, the sessions' handshake, and the
+        // dispatch throttle's level and limit.
+        let all = msgr_admin::json::parse(&perf.dump(None, None).to_json()).unwrap();
+        let at = |path: &[&str]| all.at(path).and_then(|v| v.as_u64());
+        let worker = "AsyncMessenger::Worker-0";
+        let samples = at(&[worker, "msgr_send_messages_queue_lat", "avgcount"]);
+        assert!(samples >= Some(2), "{}", all.to_json());
+        assert_eq!(
+            at(&["msgr-sessions", "msgr_handshake_lat", "avgcount"]),
+            Some(1)
+        );
+        assert_eq!(at(&["msgr-sessions", "msgr_connection_faults"]), Some(0));
+        let throttle = "throttle-msgr_dispatch_throttler-client.1";
+        assert_eq!(at(&[throttle, "max"]), Some(100 << 20));
+        assert!(at(&[throttle, "val"]).is_some(), "{}", all.to_json());
         p.client.shutdown().await;
         assert_eq!(p.client.counter(ACTIVE_CONNECTIONS), 0);
         p.server.shutdown().await;

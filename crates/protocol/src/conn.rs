@@ -95,6 +95,9 @@ pub struct ConnStats {
     pub messages_in: u64,
     pub messages_out: u64,
     pub duplicates_dropped: u64,
+    /// How long the latest handshake took, from its socket's first step
+    /// to READY, in nanoseconds.
+    pub last_handshake_ns: u64,
 }
 
 /// What an accepted socket carries into the connection it joins.
@@ -122,6 +125,9 @@ pub struct Conn {
     known: bool,
     /// Whether the last handshake was WAITed (back off the maximum).
     waited: bool,
+    /// Whether the latest READY resumed the session (a reconnect) rather
+    /// than starting one.
+    resumed: bool,
     peer_socket: EntityAddr,
     stats: ConnStats,
     last_keepalive_ack: Option<UTime>,
@@ -164,6 +170,7 @@ impl Conn {
             last_active: now,
             known: false,
             waited: false,
+            resumed: false,
             peer_socket: EntityAddr::default(),
             stats: ConnStats::default(),
             last_keepalive_ack: None,
@@ -315,6 +322,12 @@ impl Conn {
     /// Counts of what this connection did, for logs and counters.
     pub fn stats(&self) -> &ConnStats {
         &self.stats
+    }
+
+    /// Whether the latest READY resumed the session after a fault (a
+    /// reconnect, either side) rather than starting a new one.
+    pub fn resumed(&self) -> bool {
+        self.resumed
     }
 
     pub fn side(&self) -> Side {
@@ -541,6 +554,7 @@ impl Conn {
                         self.state = State::Connecting(next);
                     }
                     ConnectStep::Ready { reconnected } => {
+                        self.resumed = reconnected;
                         if reconnected {
                             self.stats.reconnects = self.stats.reconnects.saturating_add(1);
                         }
@@ -609,7 +623,13 @@ impl Conn {
 
     fn become_ready(&mut self, now: Instant) -> Result<(), ProtocolError> {
         self.state = State::Ready;
-        self.handshake_deadline = None;
+        if let Some(deadline) = self.handshake_deadline.take() {
+            // The deadline was set `timeouts.connect` after the start.
+            if let Some(start) = deadline.checked_sub(self.config.timeouts.connect) {
+                let took = now.saturating_duration_since(start).as_nanos();
+                self.stats.last_handshake_ns = u64::try_from(took).unwrap_or(u64::MAX);
+            }
+        }
         self.waited = false;
         self.last_active = now;
         let mut limits = self.config.frame_limits;

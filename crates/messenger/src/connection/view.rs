@@ -74,7 +74,7 @@ pub(crate) struct View {
     /// nanoseconds past the messenger's epoch, plus one; 0: not idle.
     idle_since: AtomicU64,
     pub(super) queued: [AtomicUsize; 2],
-    pub(super) stats: [AtomicU64; 8],
+    pub(super) stats: [AtomicU64; 9],
     /// The session's in_seq and out_seq.
     pub(super) seqs: [AtomicU64; 2],
     /// Bytes read from and written to the connection's sockets.
@@ -193,6 +193,7 @@ impl Published {
                 s.messages_in,
                 s.messages_out,
                 s.duplicates_dropped,
+                s.last_handshake_ns,
             ];
             for (slot, v) in view.stats.iter().zip(all) {
                 slot.store(v, Ordering::Relaxed);

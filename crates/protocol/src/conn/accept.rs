@@ -173,6 +173,7 @@ impl Conn {
         };
         self.events.push_back(Event::Accepted);
         self.known = true;
+        self.resumed = false;
         self.link_send(&ident.into())?;
         self.become_ready(now)
     }
@@ -273,6 +274,7 @@ impl Conn {
                 };
                 self.events.push_back(Event::Accepted);
                 self.known = true;
+                self.resumed = true;
                 self.stats.reconnects = self.stats.reconnects.saturating_add(1);
                 self.link_send(&ok.into())
                     .and_then(|_| self.become_ready(now))

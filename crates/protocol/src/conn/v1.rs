@@ -162,6 +162,8 @@ impl Conn {
         })?;
         self.events.push_back(Event::Accepted);
         self.known = true;
+        // SEQ: the connector's session goes on.
+        self.resumed = seq;
         if seq {
             if let Some(l) = link.v1.as_mut() {
                 l.expect_seq();
