@@ -465,7 +465,7 @@ impl Commands {
     fn register_messenger_dump(&self, table: TableRef) {
         self.register(
             "messenger dump name=msgr,type=CephString,req=false \
-             name=dumpcontents,type=CephChoices,strings=all|listen_sockets|connections|anon_conns|accepting_conns|deleted_conns,n=N,req=false \
+             name=dumpcontents,type=CephChoices,strings=all|listen_sockets|connections|anon_conns|accepting_conns|deleted_conns|by_type,n=N,req=false \
              name=tcp_info,type=CephBool,req=false",
             "dump messenger status",
             Arc::new(move |r| {

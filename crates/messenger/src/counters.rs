@@ -31,6 +31,9 @@
 
 use std::sync::Arc;
 
+mod by_type;
+pub use by_type::Traffic;
+
 use msgr_admin::perf::{Collection, Desc, Kind, Logger, Unit, PRIO_DEBUGONLY};
 
 pub const RECV_MESSAGES: usize = 0;
@@ -266,6 +269,8 @@ fn micros_now() -> u32 {
 /// throttle's, shown in `collection` (if any) while the messenger lives.
 pub(crate) struct Counters {
     shards: Vec<Arc<Logger>>,
+    /// Messages and bytes by type, per shard.
+    by_type: Vec<by_type::ByType>,
     pub sessions: Arc<Logger>,
     pub throttle: Arc<Logger>,
     collection: Option<Collection>,
@@ -301,6 +306,7 @@ impl Counters {
             }
         }
         Counters {
+            by_type: shards.iter().map(|_| by_type::ByType::new()).collect(),
             shards,
             sessions,
             throttle,
@@ -314,6 +320,20 @@ impl Counters {
             .get(shard)
             .or(self.shards.first())
             .expect("a logger per shard, at least one")
+    }
+
+    /// Shard `shard`'s counts by message type.
+    pub fn by_type(&self, shard: usize) -> &by_type::ByType {
+        self.by_type
+            .get(shard)
+            .or(self.by_type.first())
+            .expect("a table per shard, at least one")
+    }
+
+    /// Messages and bytes by type, summed over the shards, for the types
+    /// seen.
+    pub fn traffic(&self) -> Vec<(&'static str, Traffic)> {
+        by_type::summed(self.by_type.iter())
     }
 
     /// Counter `i` summed over the shards.

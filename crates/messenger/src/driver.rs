@@ -423,6 +423,8 @@ impl<T: Transport> Driver<T> {
             } => {
                 let logger = self.logger();
                 logger.inc(crate::counters::SEND_MESSAGES, 1);
+                let by_type = self.inner.counters.by_type(self.shard);
+                by_type.send(msg.msg_type, msg.payload_len());
                 if let Some(waited) = queued.elapsed() {
                     logger.tinc(crate::counters::SEND_MESSAGES_QUEUE_LAT, waited);
                 }
@@ -551,6 +553,8 @@ impl<T: Transport> Driver<T> {
         match self.budget.take(msg.payload_len() as u64) {
             Some(permits) => {
                 self.logger().inc(crate::counters::RECV_MESSAGES, 1);
+                let by_type = self.inner.counters.by_type(self.shard);
+                by_type.recv(msg.msg_type, msg.payload_len());
                 tracing::info!(
                     target: "msgr",
                     seq = msg.seq,

@@ -645,6 +645,12 @@ impl<T: Transport> Messenger<T> {
         self.inner.counters.total(i)
     }
 
+    /// Messages and bytes in and out by message type (Ceph's name of each,
+    /// `other` for the types it does not name), for the types seen.
+    pub fn traffic_by_type(&self) -> Vec<(&'static str, crate::counters::Traffic)> {
+        self.inner.counters.traffic()
+    }
+
     /// Fault injection counters: socket failures injected so far.
     pub fn injected_failures(&self) -> u64 {
         self.inner.injector.failures.load(Ordering::Relaxed)

@@ -719,6 +719,16 @@ async fn perf_counters_count_messages_bytes_and_connections() {
             c.at(&["policy", "server"]),
             Some(&msgr_admin::json::Value::Bool(true))
         );
+        // By message type: MOSDOps (42) in, their replies (43) out.
+        let ops = d.at(&["by_type", "CEPH_MSG_OSD_OP"]).unwrap();
+        assert_eq!(ops.get("recv_messages").and_then(|v| v.as_u64()), Some(n));
+        assert_eq!(
+            ops.get("recv_bytes").and_then(|v| v.as_u64()),
+            Some(n * 1000)
+        );
+        let replies = d.at(&["by_type", "CEPH_MSG_OSD_OPREPLY", "send_messages"]);
+        assert_eq!(replies.and_then(|v| v.as_u64()), Some(n));
+        assert_eq!(p.server.traffic_by_type().len(), 2);
         let dump = perf.dump(None, Some("msgr_recv_messages")).to_json();
         assert!(
             dump.contains(&format!(

@@ -14,7 +14,7 @@ use crate::connection::Connection;
 
 impl<T: Transport> Messenger<T> {
     /// `messenger dump`: `contents` picks sections (`listen_sockets`,
-    /// `connections`; none or `all`: every one).
+    /// `by_type`, `connections`; none or `all`: every one).
     pub fn dump(&self, contents: &[String]) -> Value {
         let all = contents.is_empty() || contents.iter().any(|c| c == "all");
         let want = |s: &str| all || contents.iter().any(|c| c == s);
@@ -30,6 +30,18 @@ impl<T: Transport> Messenger<T> {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             m.set("listen_sockets", addrvec(&listening));
+        }
+        if want("by_type") {
+            let mut types = Object::new();
+            for (name, t) in self.traffic_by_type() {
+                let mut o = Object::new();
+                o.set("recv_messages", t.recv_messages)
+                    .set("recv_bytes", t.recv_bytes)
+                    .set("send_messages", t.send_messages)
+                    .set("send_bytes", t.send_bytes);
+                types.set(name, o.into_value());
+            }
+            m.set("by_type", types.into_value());
         }
         let conns = self.connections();
         m.set("connections_count", conns.len());
