@@ -32,7 +32,7 @@ timeout 60 "$EX/osd_client" "v1:127.0.0.1:$((PORT + 1))/1" 500 >"$LOG/client-v1.
   fail "osd_client -> osd_server over msgr1: $(tail -3 "$LOG/client-v1.log")"
 out=$(timeout 60 "$MSGR" bench --connect "v2:127.0.0.1:$PORT/1" --count 2000 --json 2>"$LOG/bench.err") ||
   fail "msgr bench -> osd_server: $(tail -3 "$LOG/bench.err")"
-python3 -c 'import json,sys; j=json.loads(sys.argv[1]); assert j["msgs"]==2000 and j["lost"]==0, j' "$out" ||
+python3 -c 'import json,sys; j=json.loads(sys.argv[1]); c=j["counters"]; assert j["msgs"]==2000 and j["lost"]==0 and (c["sent"], c["received"], c["handshakes"])==(2000, 2000, 1), j' "$out" ||
   fail "msgr bench -> osd_server: $out"
 cat "$LOG/client-v2.log" "$LOG/client-v1.log"
 echo "examples: msgr bench -> osd_server: 2000 ops answered"

@@ -61,6 +61,11 @@ import json, sys
 r = json.loads(sys.argv[1])
 assert r["msgs"] == 20000 and r["reconnects"] > 0, r
 assert (r["lost"], r["duplicated"], r["reordered"], r["corrupted"]) == (0, 0, 0, 0), r
+# The client's perf counters: each message queued and received once,
+# however many times the sessions replayed it; a fault before each resume.
+c = r["counters"]
+assert (c["sent"], c["received"]) == (20000, 20000), c
+assert c["faults"] >= c["reconnects"] == r["reconnects"] and c["handshakes"] >= c["reconnects"] + 1, c
 print(f"faults: msgr bench -> msgr serve ({sys.argv[2]}), both failing 1 in 30 socket operations: {r['msgs']} messages, "
       f"{r['reconnects']} reconnects, lost/duplicated/reordered/corrupted 0")
 PY

@@ -80,6 +80,117 @@ pub struct BenchResult {
     pub server_cpu: Option<Duration>,
     /// The steady part of a timed run, when it had one.
     pub steady: Option<Steady>,
+    /// What the client messengers' perf counters say of the run.
+    pub counted: Option<Counted>,
+}
+
+/// A run as the client messengers' perf counters count it (the
+/// `AsyncMessenger::Worker-N` and `msgr-sessions` loggers that `perf
+/// dump` shows), summed over the connections' messengers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counted {
+    pub sent: u64,
+    pub received: u64,
+    /// Bytes on the wire, both ways: frames, acks, keepalives, handshakes.
+    pub wire_bytes: u64,
+    pub reconnects: u64,
+    pub faults: u64,
+    /// Handshakes to READY, and their mean time.
+    pub handshakes: u64,
+    pub handshake_mean: Duration,
+    /// Sampled sends, and their mean wait in the send queue.
+    pub queue_samples: u64,
+    pub queue_mean: Duration,
+}
+
+impl Counted {
+    /// Reads the counters of `perf` (a JSON `perf dump`).
+    fn read(perf: &msgr_admin::perf::Collection) -> Counted {
+        let dump = perf.dump(None, None);
+        let u =
+            |v: Option<&crate::json::Value>| v.and_then(crate::json::Value::as_u64).unwrap_or(0);
+        let workers: Vec<&crate::json::Value> = match &dump {
+            crate::json::Value::Object(sections) => sections
+                .iter()
+                .filter(|(name, _)| name.starts_with("AsyncMessenger::Worker-"))
+                .map(|(_, v)| v)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let sum = |path: &[&str]| workers.iter().map(|w| u(w.at(path))).sum::<u64>();
+        // Averages: (count, sum of seconds as S.NNNNNNNNN).
+        let secs = |v: Option<&crate::json::Value>| match v {
+            Some(crate::json::Value::Raw(s)) => s.parse::<f64>().unwrap_or(0.0),
+            _ => 0.0,
+        };
+        let mean = |count: u64, total: f64| Duration::from_secs_f64(total / count.max(1) as f64);
+        let queue_samples = sum(&["msgr_send_messages_queue_lat", "avgcount"]);
+        let queue_total: f64 = workers
+            .iter()
+            .map(|w| secs(w.at(&["msgr_send_messages_queue_lat", "sum"])))
+            .sum();
+        let session = |c: &str| u(dump.at(&["msgr-sessions", c]));
+        let handshakes = u(dump.at(&["msgr-sessions", "msgr_handshake_lat", "avgcount"]));
+        let handshake_total = secs(dump.at(&["msgr-sessions", "msgr_handshake_lat", "sum"]));
+        Counted {
+            sent: sum(&["msgr_send_messages"]),
+            received: sum(&["msgr_recv_messages"]),
+            wire_bytes: sum(&["msgr_send_bytes"]) + sum(&["msgr_recv_bytes"]),
+            reconnects: session("msgr_connection_reconnects"),
+            faults: session("msgr_connection_faults"),
+            handshakes,
+            handshake_mean: mean(handshakes, handshake_total),
+            queue_samples,
+            queue_mean: mean(queue_samples, queue_total),
+        }
+    }
+
+    /// Two runs' counts together (means weighted by their counts).
+    fn merge(self, o: Counted) -> Counted {
+        let mean = |a: Duration, n: u64, b: Duration, m: u64| {
+            let total = a.as_secs_f64() * n as f64 + b.as_secs_f64() * m as f64;
+            Duration::from_secs_f64(total / (n + m).max(1) as f64)
+        };
+        Counted {
+            sent: self.sent + o.sent,
+            received: self.received + o.received,
+            wire_bytes: self.wire_bytes + o.wire_bytes,
+            reconnects: self.reconnects + o.reconnects,
+            faults: self.faults + o.faults,
+            handshakes: self.handshakes + o.handshakes,
+            handshake_mean: mean(
+                self.handshake_mean,
+                self.handshakes,
+                o.handshake_mean,
+                o.handshakes,
+            ),
+            queue_samples: self.queue_samples + o.queue_samples,
+            queue_mean: mean(
+                self.queue_mean,
+                self.queue_samples,
+                o.queue_mean,
+                o.queue_samples,
+            ),
+        }
+    }
+
+    fn json(&self, completed: u64) -> crate::json::Value {
+        let mut o = Object::new();
+        o.set("sent", self.sent)
+            .set("received", self.received)
+            .set("wire_bytes", self.wire_bytes)
+            .set(
+                "wire_bytes_per_msg",
+                self.wire_bytes as f64 / completed.max(1) as f64,
+            )
+            .set("reconnects", self.reconnects)
+            .set("faults", self.faults)
+            .set("handshakes", self.handshakes)
+            .set("handshake_mean_us", self.handshake_mean.as_secs_f64() * 1e6)
+            .set("send_queue_samples", self.queue_samples)
+            .set("send_queue_mean_us", self.queue_mean.as_secs_f64() * 1e6);
+        o.into_value()
+    }
 }
 
 /// The steady part of a timed run: from a second after every connection
@@ -192,6 +303,9 @@ impl BenchResult {
         }
         if let Some(st) = &self.steady {
             o.set("steady", st.json());
+        }
+        if let Some(c) = &self.counted {
+            o.set("counters", c.json(self.completed));
         }
         // Requests never answered are counted whether or not we verify.
         o.set("lost", self.lost);
@@ -403,7 +517,14 @@ async fn run_conn(
         Some(n) => EntityName::new(n.kind, n.num.max(0) + i as i64),
         None => EntityName::new(EntityType::CLIENT, i as i64),
     };
-    let m = messenger(name, 1000 + i as u32, &opts.net, dispatcher.clone());
+    // Each connection's messenger counts into a collection of its own,
+    // read before it shuts down.
+    let perf = msgr_admin::perf::Collection::new();
+    let net = crate::common::NetOpts {
+        perf: Some(perf.clone()),
+        ..opts.net.clone()
+    };
+    let m = messenger(name, 1000 + i as u32, &net, dispatcher.clone());
     let base = Bytes::from(
         (0..opts.size)
             .map(|b| (b * 131 + i) as u8)
@@ -478,7 +599,6 @@ async fn run_conn(
         res
     };
     res.size = opts.size;
-    res.reconnects = conn.stats().reconnects;
     res.handshake = l.connected_at.get().map(|t| t.duration_since(l.started));
     res.session = conn.con_mode().map(|m| {
         (
@@ -487,6 +607,10 @@ async fn run_conn(
             conn.compression().map(|a| a.name().to_string()),
         )
     });
+    // Reconnects as the messenger counted them.
+    let counted = Counted::read(&perf);
+    res.reconnects = counted.reconnects;
+    res.counted = Some(counted);
     l.foreign.lock().unwrap_or_else(|e| e.into_inner()).take();
     m.shutdown().await;
     res
@@ -557,6 +681,12 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
         total.duplicated += r.duplicated;
         total.reordered += r.reordered;
         total.corrupted += r.corrupted;
+        total.counted = Some(
+            total
+                .counted
+                .unwrap_or_default()
+                .merge(r.counted.unwrap_or_default()),
+        );
     }
     total.elapsed = start.elapsed();
     total.cpu = cpu_time() - cpu0;
@@ -770,6 +900,18 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             );
         }
         crate::outln!("reconnects {}", res.reconnects);
+        if let Some(c) = &res.counted {
+            crate::outln!(
+                "counters: {} sent, {} received, {:.0} wire bytes/msg, {} handshake(s) of {:.0} us, send queue {:.1} us ({} samples)",
+                c.sent,
+                c.received,
+                c.wire_bytes as f64 / res.completed.max(1) as f64,
+                c.handshakes,
+                c.handshake_mean.as_secs_f64() * 1e6,
+                c.queue_mean.as_secs_f64() * 1e6,
+                c.queue_samples,
+            );
+        }
         if opts.verify {
             crate::outln!(
                 "verify: lost {} duplicated {} reordered {} corrupted {}",
