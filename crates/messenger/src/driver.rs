@@ -842,6 +842,7 @@ impl<T: Transport> Driver<T> {
                     let throttle = &self.inner.counters.throttle;
                     throttle.tinc(crate::counters::THROTTLE_WAIT, waited);
                 }
+                tracing::debug!(target: "msgr", waited = ?g.dispatch_wait, bytes = g.bytes, "receive budget granted");
                 self.budget.granted(g.bytes, g.permits)
             }
             Step::Verdict(v) => self.on_verdict(v),
