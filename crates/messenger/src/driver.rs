@@ -224,7 +224,9 @@ impl<T: Transport> Driver<T> {
         crate::log::record_peer(&self.span, &peer.addrs, self.conn.peer_name(), peer.policy);
         let stats = self.conn.stats();
         let sessions = &self.inner.counters.sessions;
-        sessions.avg_add(HANDSHAKE_LAT, stats.last_handshake_ns);
+        if stats.last_handshake_ns != 0 {
+            sessions.avg_add(HANDSHAKE_LAT, stats.last_handshake_ns);
+        }
         match self.conn.resumed() {
             false => {
                 tracing::debug!(target: "msgr", how, features = peer.features, "session established")

@@ -623,13 +623,14 @@ impl Conn {
 
     fn become_ready(&mut self, now: Instant) -> Result<(), ProtocolError> {
         self.state = State::Ready;
-        if let Some(deadline) = self.handshake_deadline.take() {
-            // The deadline was set `timeouts.connect` after the start.
-            if let Some(start) = deadline.checked_sub(self.config.timeouts.connect) {
-                let took = now.saturating_duration_since(start).as_nanos();
-                self.stats.last_handshake_ns = u64::try_from(took).unwrap_or(u64::MAX);
-            }
-        }
+        // The deadline was set `timeouts.connect` after the start (none: a
+        // handshake not timed here, 0).
+        let start = self
+            .handshake_deadline
+            .take()
+            .and_then(|d| d.checked_sub(self.config.timeouts.connect));
+        let took = start.map_or(0, |s| now.saturating_duration_since(s).as_nanos());
+        self.stats.last_handshake_ns = u64::try_from(took).unwrap_or(u64::MAX);
         self.waited = false;
         self.last_active = now;
         let mut limits = self.config.frame_limits;
