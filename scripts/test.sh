@@ -40,6 +40,9 @@ done
 step "interop: msgr decode on live Ceph 16 and 20 traffic"
 scripts/interop/live-decode.sh target/release/msgr
 
+step "interop: our CRUSH mapper against crushtool 16 and 20 (every algorithm, firstn/indep, tunables, classes, weight sets)"
+scripts/interop/crush.sh target/release/msgr
+
 step "interop: msgr mon and msgr ping against Ceph 16 and 20 clusters with cephx"
 scripts/interop/clusters.sh target/release/msgr
 

@@ -161,6 +161,9 @@ log "chroot ceph: $("$T" run ceph --version 2>/dev/null || echo 'n/a (tentacle.s
 log "tcpdump: $(tcpdump --version 2>&1 | head -n1), $(tcpdump --version 2>&1 | sed -n 2p)"
 log "object data: $DATA ($(stat -c %s "$DATA") bytes, sha256 $(sha256sum "$DATA" | cut -c1-64))"
 PC=(--conf "$PDIR/ceph.conf")
+# Bound into the chroot, so they must exist before a cluster is started
+# there (a fresh machine has neither).
+mkdir -p "$TDIR" "$TDIR1"
 export TENTACLE_BIND="$TDIR $TDIR1 $OUT"   # cluster dir and OUTDIR visible inside the chroot
 TC=(--conf "$TDIR/ceph.conf")
 PC1=(--conf "$PDIR1/ceph.conf")

@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod common;
+pub mod crush_cmd;
 pub mod decode_cmd;
 pub mod describe;
 pub use msgr_monc::identity;

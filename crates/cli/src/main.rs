@@ -100,6 +100,13 @@ Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
                          only auth none; off by default: an attacker on
                          the path could force it)
 
+  crush -i MAP --test --show-mappings [--rule R] [--num-rep N | --min-rep N
+        --max-rep N] [--min-x X] [--max-x X | --x X] [--weight DEV W]
+        [--pool-id P]
+      Maps inputs through a CRUSH map (crushtool -o, ceph osd getcrushmap)
+      with our mapper, printing what crushtool --test --show-mappings
+      prints: CRUSH rule R x X [a,b,c].
+
   decode CAPTURE [--json] [--keys FILE]
       Print every msgr2 frame of a pcap/pcapng capture, per connection and
       direction. --json prints one JSON object per line. --keys names a file
@@ -155,6 +162,7 @@ fn run() -> Res<ExitCode> {
     }
     match command.as_str() {
         "decode" => decode(parser),
+        "crush" => crush(parser),
         "bench" => bench(parser),
         "serve" => serve(parser),
         "ping" => ping(parser),
@@ -462,6 +470,64 @@ fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+fn crush(mut parser: lexopt::Parser) -> Res<ExitCode> {
+    let mut path = None;
+    let mut t = msgr_cli::crush_cmd::CrushTest {
+        max_x: 1023,
+        min_rep: 1,
+        max_rep: 1,
+        ..Default::default()
+    };
+    let (mut test, mut show) = (false, false);
+    while let Some(arg) = parser.next()? {
+        let num = |p: &mut lexopt::Parser| -> Res<i64> {
+            let v: String = p.value()?.string()?;
+            v.parse().map_err(|_| format!("{v}: not a number").into())
+        };
+        match arg {
+            Short('i') | Long("infn") => path = Some(parser.value()?.string()?),
+            Long("test") => test = true,
+            Long("show-mappings") => show = true,
+            Long("min-x") => t.min_x = i32::try_from(num(&mut parser)?)?,
+            Long("max-x") => t.max_x = i32::try_from(num(&mut parser)?)?,
+            Long("x") => {
+                t.min_x = i32::try_from(num(&mut parser)?)?;
+                t.max_x = t.min_x;
+            }
+            Long("rule") => t.rule = Some(usize::try_from(num(&mut parser)?)?),
+            Long("num-rep") => {
+                t.min_rep = usize::try_from(num(&mut parser)?)?;
+                t.max_rep = t.min_rep;
+            }
+            Long("min-rep") => t.min_rep = usize::try_from(num(&mut parser)?)?,
+            Long("max-rep") => t.max_rep = usize::try_from(num(&mut parser)?)?,
+            Long("pool-id") => t.pool_id = Some(num(&mut parser)?),
+            Long("weight") | Short('w') => {
+                let dev = usize::try_from(num(&mut parser)?)?;
+                let w: String = parser.value()?.string()?;
+                let w: f64 = w.parse().map_err(|_| format!("{w}: not a weight"))?;
+                t.weights.insert(dev, w);
+            }
+            Long("help") | Short('h') => {
+                out!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    if !(test && show) {
+        return Err("crush: only --test --show-mappings is implemented".into());
+    }
+    let path = path.ok_or("crush needs -i MAP")?;
+    let data = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+    let map = msgr_crush::CrushMap::decode(&data).map_err(|e| format!("{path}: {e}"))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    msgr_cli::crush_cmd::run(&map, &t, &mut out)?;
+    std::io::Write::flush(&mut out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {

@@ -18,6 +18,7 @@ use msgr_frames::{ControlFrame, FrameDecoder, FrameLimits, FrameReader, MessageF
 mod admin;
 mod auth;
 mod config;
+mod crush;
 mod gcm;
 mod mon;
 mod msgr1;
@@ -27,6 +28,7 @@ mod session;
 pub use admin::admin;
 pub use auth::cephx;
 pub use config::config;
+pub use crush::crush;
 pub use gcm::gcm_pieces;
 pub use mon::mon_messages;
 pub use msgr1::msgr1;
@@ -53,6 +55,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("capture", capture),
     ("msgr1", msgr1),
     ("admin", admin),
+    ("crush", crush),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {
