@@ -115,7 +115,8 @@ fn connection(c: &Connection) -> Value {
         .set("connect_attempts", s.connect_attempts)
         .set("reconnects", s.reconnects)
         .set("faults", s.faults)
-        .set("duplicates_dropped", s.duplicates_dropped);
+        .set("duplicates_dropped", s.duplicates_dropped)
+        .set("last_handshake_us", s.last_handshake_ns / 1000);
     let mut conn = Object::new();
     conn.set("conn_id", c.id())
         .set("state", format!("{:?}", c.state()))
