@@ -69,6 +69,18 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The bucket a choice descends into from `item` (a bucket of another
+    /// type than wanted): None for a device, a missing bucket, or a
+    /// descent through more buckets than the map has (a cycle, on which C
+    /// would never end).
+    fn descend(&self, item: i32, depth: &mut usize) -> Option<&'a Bucket> {
+        *depth = depth.saturating_add(1);
+        if item >= 0 || *depth > self.map.buckets.len() {
+            return None;
+        }
+        self.bucket(item)
+    }
+
     fn arg(&self, b: &Bucket) -> Option<&'a ChooseArg> {
         self.choose_args?.get(&slot(b.id)?)
     }
@@ -216,15 +228,12 @@ impl<'a> Run<'a> {
                             break 'descent;
                         };
                         if itemtype != type_ {
-                            // A descent longer than there are buckets
-                            // goes round a cycle (C would never end).
-                            depth = depth.saturating_add(1);
-                            match (item < 0).then(|| self.bucket(item)).flatten() {
-                                Some(b) if depth <= self.map.buckets.len() => {
+                            match self.descend(item, &mut depth) {
+                                Some(b) => {
                                     in_b = b;
                                     continue;
                                 }
-                                _ => {
+                                None => {
                                     skip_rep = true;
                                     break 'descent;
                                 }
@@ -364,6 +373,19 @@ impl<'a> Run<'a> {
                         true => None,
                         false => self.item_type(item),
                     };
+                    // A bad item, or a bucket that cannot be descended
+                    // into: a hole, not retried.
+                    let itemtype = match itemtype {
+                        Some(t) if t == type_ => Some(t),
+                        Some(_) => match self.descend(item, &mut depth) {
+                            Some(b) => {
+                                in_b = b;
+                                continue;
+                            }
+                            None => None,
+                        },
+                        None => None,
+                    };
                     let Some(itemtype) = itemtype else {
                         set(out, rep, ITEM_NONE);
                         if let Some(o2) = out2.as_deref_mut() {
@@ -372,23 +394,6 @@ impl<'a> Run<'a> {
                         left = left.wrapping_sub(1);
                         break;
                     };
-                    if itemtype != type_ {
-                        depth = depth.saturating_add(1);
-                        match (item < 0).then(|| self.bucket(item)).flatten() {
-                            Some(b) if depth <= self.map.buckets.len() => {
-                                in_b = b;
-                                continue;
-                            }
-                            _ => {
-                                set(out, rep, ITEM_NONE);
-                                if let Some(o2) = out2.as_deref_mut() {
-                                    set(o2, rep, ITEM_NONE);
-                                }
-                                left = left.wrapping_sub(1);
-                                break;
-                            }
-                        }
-                    }
                     if out.get(outpos..endpos).is_some_and(|o| o.contains(&item)) {
                         break;
                     }
@@ -666,6 +671,68 @@ impl CrushMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::map::{Rule, Step, Tunables};
+
+    /// Two buckets that hold each other, and a rule looking for a type
+    /// neither has: C would descend for ever.
+    #[test]
+    fn a_cycle_of_buckets_ends() {
+        let bucket = |id: i32, other: i32| Bucket {
+            id,
+            type_id: 1,
+            hash: 0,
+            weight: 0x20000,
+            items: vec![other, 0],
+            choose: Choose::Straw2 {
+                item_weights: vec![0x10000, 0],
+            },
+        };
+        let rule = |choose: u32| Rule {
+            ruleset: 0,
+            rule_type: 1,
+            min_size: 1,
+            max_size: 10,
+            steps: vec![
+                Step {
+                    op: op::TAKE,
+                    arg1: -1,
+                    arg2: 0,
+                },
+                Step {
+                    op: choose,
+                    arg1: 2,
+                    arg2: 2,
+                },
+                Step {
+                    op: op::EMIT,
+                    arg1: 0,
+                    arg2: 0,
+                },
+            ],
+        };
+        let map = CrushMap {
+            buckets: vec![Some(bucket(-1, -2)), Some(bucket(-2, -1))],
+            rules: vec![Some(rule(op::CHOOSE_FIRSTN)), Some(rule(op::CHOOSE_INDEP))],
+            max_devices: 1,
+            type_names: Default::default(),
+            names: Default::default(),
+            rule_names: Default::default(),
+            tunables: Tunables::LEGACY,
+            class_of: Default::default(),
+            class_names: Default::default(),
+            class_buckets: Default::default(),
+            choose_args: Default::default(),
+        };
+        assert_eq!(
+            do_rule(&map, 0, 7, 3, &[WEIGHT_IN], None),
+            Vec::<i32>::new()
+        );
+        assert_eq!(
+            do_rule(&map, 1, 7, 3, &[WEIGHT_IN], None),
+            vec![ITEM_NONE; 2]
+        );
+    }
 
     #[test]
     fn a_straw2_draw_as_ceph_computes_it() {

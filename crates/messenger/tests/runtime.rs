@@ -715,7 +715,10 @@ async fn perf_counters_count_messages_bytes_and_connections() {
         );
         assert_eq!(c.get("in_seq").and_then(|v| v.as_u64()), Some(n));
         assert!(c.at(&["counters", "bytes_in"]).and_then(|v| v.as_u64()) > Some(n * 1000));
-        assert!(c.at(&["counters", "last_handshake_us"]).and_then(|v| v.as_u64()).is_some());
+        assert!(c
+            .at(&["counters", "last_handshake_us"])
+            .and_then(|v| v.as_u64())
+            .is_some());
         assert_eq!(
             c.at(&["policy", "server"]),
             Some(&msgr_admin::json::Value::Bool(true))
