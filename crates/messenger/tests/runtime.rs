@@ -272,6 +272,9 @@ async fn lossless_under_injected_failures() {
         let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= n as usize).await;
         assert_eq!(msgs(&replies), (1..=n).collect::<Vec<_>>());
         assert!(p.client.injected_failures() + p.server.injected_failures() > 0);
+        // Read once the client is shut down: a last fault and reconnect
+        // may still be under way, counted a step after the stats show it.
+        p.client.shutdown().await;
         let reconnects = p.conn.stats().reconnects;
         assert!(reconnects > 0, "{:?}", p.conn.stats());
         let all =
@@ -290,7 +293,6 @@ async fn lossless_under_injected_failures() {
         );
         let handshakes = all.at(&["msgr-sessions", "msgr_handshake_lat", "avgcount"]);
         assert_eq!(handshakes.and_then(|v| v.as_u64()), Some(reconnects + 1));
-        p.client.shutdown().await;
         p.server.shutdown().await;
     }
 }
@@ -1028,10 +1030,13 @@ async fn policies_change_at_run_time() {
             echo: false,
         }),
     );
-    let next_message = |rx: &mut mpsc::UnboundedReceiver<DispatchEvent>| {
+    // A message that must come is waited for long; one that must not, a
+    // while (it could only pass a broken throttle late, not fail).
+    let (must, must_not) = (Duration::from_secs(20), Duration::from_millis(300));
+    let next_message = |rx: &mut mpsc::UnboundedReceiver<DispatchEvent>, wait: Duration| {
         let mut rx = std::mem::replace(rx, mpsc::unbounded_channel().1);
         async move {
-            let got = tokio::time::timeout(Duration::from_millis(300), async {
+            let got = tokio::time::timeout(wait, async {
                 loop {
                     match rx.recv().await {
                         Some(DispatchEvent::Message(c, m)) => return Some((c, m)),
@@ -1049,7 +1054,7 @@ async fn policies_change_at_run_time() {
 
     let first = client.connect(&addrs, EntityType::OSD);
     first.send(msg(1, 10)).await;
-    let (got, rx) = next_message(&mut served).await;
+    let (got, rx) = next_message(&mut served, must).await;
     served = rx;
     let (first_served, _) = got.expect("the first connection delivers");
     assert_eq!(first.policy(), Some(Policy::lossy_client()));
@@ -1068,7 +1073,7 @@ async fn policies_change_at_run_time() {
     assert_ne!(second, first);
     second.send(msg(2, 10)).await;
     second.send(msg(3, 10)).await;
-    let (got, rx) = next_message(&mut served).await;
+    let (got, rx) = next_message(&mut served, must).await;
     served = rx;
     let (second_served, held) = got.expect("the second connection delivers");
     assert_eq!(held.tid, 2);
@@ -1076,11 +1081,11 @@ async fn policies_change_at_run_time() {
     assert_eq!(second_served.policy(), Some(throttled));
     assert_eq!(first.policy(), Some(Policy::lossy_client()), "kept");
     // The new policy's throttle holds the next message while one is held.
-    let (got, rx) = next_message(&mut served).await;
+    let (got, rx) = next_message(&mut served, must_not).await;
     served = rx;
     assert!(got.is_none(), "a second message passed a throttle of one");
     drop(held);
-    let (got, _) = next_message(&mut served).await;
+    let (got, _) = next_message(&mut served, must).await;
     assert_eq!(got.expect("released").1.tid, 3);
     client.shutdown().await;
     server.shutdown().await;
