@@ -75,7 +75,11 @@ w0 = schema["AsyncMessenger::Worker-0"]
 assert w0["msgr_recv_messages"]["type"] == 10 and w0["msgr_recv_bytes"]["units"] == "bytes", w0
 assert w0["msgr_running_total_time"]["type"] == 1 and w0["msgr_send_messages_queue_lat"]["type"] == 5
 dump = load("dump")
-total = lambda k: sum(w[k] for w in dump.values())
+workers = [w for name, w in dump.items() if name.startswith("AsyncMessenger::Worker-")]
+total = lambda k: sum(w[k] for w in workers)
+# The sessions' logger and the dispatch throttle's, beside the workers'.
+assert dump["msgr-sessions"]["msgr_handshake_lat"]["avgcount"] >= 1, dump["msgr-sessions"]
+assert dump["throttle-msgr_dispatch_throttler-osd.0"]["max"] > 0, list(dump)
 # 2000 from msgr bench, 500 from Ceph's perf client; each answered.
 assert total("msgr_recv_messages") == 2500, total("msgr_recv_messages")
 assert total("msgr_send_messages") == 2500, total("msgr_send_messages")
