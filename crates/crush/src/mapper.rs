@@ -9,7 +9,9 @@
 //! answer yields [`ITEM_NONE`], which every caller rejects as it rejects
 //! an item past `max_devices`, and a descent through more buckets than
 //! the map has is given up as one through a missing bucket is. The work
-//! a rule costs is the map's to set (its tries), as in Ceph.
+//! a rule costs is the map's to set, as in Ceph: its tries, and the
+//! replicas a choose step asks for (a firstn step asking for two billion,
+//! each one skipped, makes two billion tries).
 
 use crate::hash::{hash2, hash3, hash4};
 use crate::ln::crush_ln;

@@ -14,10 +14,15 @@ pub fn crush(data: &[u8]) {
     t.choose_total_tries = t.choose_total_tries.min(60);
     t.choose_local_tries = t.choose_local_tries.min(4);
     t.choose_local_fallback_tries = t.choose_local_fallback_tries.min(8);
+    // So are the replicas a choose step asks for (a firstn step of two
+    // billion whose every try is skipped makes two billion tries, in Ceph
+    // too).
     for rule in map.rules.iter_mut().flatten() {
         for s in &mut rule.steps {
-            if (8..=11).contains(&s.op) {
-                s.arg1 = s.arg1.min(60);
+            match s.op {
+                8..=11 => s.arg1 = s.arg1.min(60),
+                2 | 3 | 6 | 7 => s.arg1 = s.arg1.clamp(-64, 64),
+                _ => {}
             }
         }
     }
