@@ -11,6 +11,11 @@ use msgr_encoding::{DecodeError, Decoder};
 /// `CRUSH_MAGIC`.
 pub const MAGIC: u32 = 0x0001_0000;
 
+/// The most tries [`CrushMap::check_work`] lets a tunable or step set.
+pub const MAX_TRIES: i64 = 1000;
+/// The most replicas it lets one choose step ask for.
+pub const MAX_REPLICAS: i64 = 256;
+
 /// Bucket algorithms (`CRUSH_BUCKET_*`).
 pub mod alg {
     pub const UNIFORM: u8 = 1;
@@ -185,6 +190,25 @@ pub struct CrushMap {
     pub choose_args: BTreeMap<i64, ChooseArgs>,
 }
 
+impl Default for CrushMap {
+    /// A map with nothing in it: every rule maps to nothing.
+    fn default() -> Self {
+        CrushMap {
+            buckets: Vec::new(),
+            rules: Vec::new(),
+            max_devices: 0,
+            type_names: BTreeMap::new(),
+            names: BTreeMap::new(),
+            rule_names: BTreeMap::new(),
+            tunables: Tunables::LEGACY,
+            class_of: BTreeMap::new(),
+            class_names: BTreeMap::new(),
+            class_buckets: BTreeMap::new(),
+            choose_args: BTreeMap::new(),
+        }
+    }
+}
+
 /// Why a CRUSH map could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CrushError {
@@ -213,6 +237,13 @@ pub enum CrushError {
         key: i64,
         slot: u32,
         why: &'static str,
+    },
+    /// A tunable or a rule step that would make one mapping cost more
+    /// than [`CrushMap::check_work`] allows.
+    TooCostly {
+        what: &'static str,
+        got: i64,
+        max: i64,
     },
 }
 
@@ -243,6 +274,9 @@ impl std::fmt::Display for CrushError {
             }
             CrushError::BadChooseArg { key, slot, why } => {
                 write!(f, "crush map: choose_args {key}, bucket slot {slot}: {why}")
+            }
+            CrushError::TooCostly { what, got, max } => {
+                write!(f, "crush map: {what} is {got}, at most {max} is mapped")
             }
         }
     }
@@ -560,6 +594,47 @@ impl CrushMap {
         self.rules.get(id)?.as_ref()
     }
 
+    /// Refuses a map whose mappings could cost without bound: the work of
+    /// one mapping is the replicas its steps ask for times the tries its
+    /// tunables and set_* steps allow (a firstn step of two billion
+    /// replicas, each skipped, makes two billion tries, in Ceph too). The
+    /// limits are far above any map Ceph makes (50 total tries, 100 in an
+    /// EC rule's `set_choose_tries`, as many replicas as the pool's size).
+    pub fn check_work(&self) -> Result<(), CrushError> {
+        let over = |what, got: i64, max: i64| {
+            if got > max {
+                Err(CrushError::TooCostly { what, got, max })
+            } else {
+                Ok(())
+            }
+        };
+        let t = &self.tunables;
+        over("choose_total_tries", t.choose_total_tries.into(), MAX_TRIES)?;
+        over("choose_local_tries", t.choose_local_tries.into(), MAX_TRIES)?;
+        over(
+            "choose_local_fallback_tries",
+            t.choose_local_fallback_tries.into(),
+            MAX_TRIES,
+        )?;
+        for step in self.rules.iter().flatten().flat_map(|r| &r.steps) {
+            let arg = i64::from(step.arg1);
+            match step.op {
+                op::SET_CHOOSE_TRIES
+                | op::SET_CHOOSELEAF_TRIES
+                | op::SET_CHOOSE_LOCAL_TRIES
+                | op::SET_CHOOSE_LOCAL_FALLBACK_TRIES => {
+                    over("a set_*_tries step", arg, MAX_TRIES)?
+                }
+                op::CHOOSE_FIRSTN
+                | op::CHOOSE_INDEP
+                | op::CHOOSELEAF_FIRSTN
+                | op::CHOOSELEAF_INDEP => over("a choose step's replicas", arg, MAX_REPLICAS)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The id of the item (bucket or device) named `name`.
     pub fn item_id(&self, name: &str) -> Option<i32> {
         self.names.iter().find(|(_, n)| *n == name).map(|(i, _)| *i)
@@ -582,6 +657,42 @@ mod tests {
         assert!(matches!(
             CrushMap::decode(&huge),
             Err(CrushError::BadCount { .. })
+        ));
+    }
+
+    #[test]
+    fn costly_maps_are_named() {
+        let mut map = CrushMap {
+            rules: vec![Some(Rule {
+                ruleset: 0,
+                rule_type: 1,
+                min_size: 1,
+                max_size: 10,
+                steps: vec![Step {
+                    op: op::CHOOSE_FIRSTN,
+                    arg1: 3,
+                    arg2: 0,
+                }],
+            })],
+            ..CrushMap::default()
+        };
+        assert_eq!(map.check_work(), Ok(()));
+        if let Some(Some(r)) = map.rules.first_mut() {
+            r.steps[0].arg1 = 1_600_000_000;
+        }
+        assert_eq!(
+            map.check_work(),
+            Err(CrushError::TooCostly {
+                what: "a choose step's replicas",
+                got: 1_600_000_000,
+                max: MAX_REPLICAS
+            })
+        );
+        map.rules.clear();
+        map.tunables.choose_total_tries = u32::MAX;
+        assert!(matches!(
+            map.check_work(),
+            Err(CrushError::TooCostly { .. })
         ));
     }
 }

@@ -8,10 +8,19 @@ use msgr_encoding::{
 };
 
 /// `pg_t`: `u8 1, u64 pool, u32 seed, i32 -1` (the retired "preferred").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Ordered as Ceph orders it (pool, then seed), the order of the OSDMap's
+/// maps keyed by pg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct PgId {
     pub pool: u64,
     pub seed: u32,
+}
+
+impl std::fmt::Display for PgId {
+    /// As Ceph prints a pg: `1.aabc5e21` (decimal pool, hex seed).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:x}", self.pool, self.seed)
+    }
 }
 
 impl Encode for PgId {
