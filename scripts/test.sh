@@ -43,6 +43,9 @@ scripts/interop/live-decode.sh target/release/msgr
 step "interop: our CRUSH mapper against crushtool 16 and 20 (every algorithm, firstn/indep, tunables, classes, weight sets)"
 scripts/interop/crush.sh target/release/msgr
 
+step "interop: the RADOS client on 3-OSD, 2-host Ceph 16 and 20 clusters (placement against the monitors' osd map)"
+scripts/interop/rados.sh target/release/msgr
+
 step "interop: msgr mon and msgr ping against Ceph 16 and 20 clusters with cephx"
 scripts/interop/clusters.sh target/release/msgr
 

@@ -47,6 +47,10 @@
 #   CEPH_TEST_NUM_OSDS (1)    number of OSDs, osd.0 .. osd.N-1 (a restart without it
 #                             starts every OSD that already has data in DIR)
 #   CEPH_TEST_POOL_SIZE (1)   replica count of pool "test" when it is created (<= NUM_OSDS)
+#   CEPH_TEST_NUM_HOSTS (1)   CRUSH host buckets the OSDs are spread over: osd.N goes to
+#                             host "hostK", K = N mod HOSTS, under root=default (set as
+#                             each new OSD's crush_location; the default rule still
+#                             places by OSD, osd_crush_chooseleaf_type = 0)
 #   CEPH_TEST_DEBUG_MS_MON (1)  CEPH_TEST_DEBUG_MS_OSD (0)   debug_ms levels in the logs
 #   CEPH_TEST_EXTRA_CONF      text appended verbatim to ceph.conf when it is created
 #   CEPH_TEST_MIN_MON_RELEASE (pacific)  monmap min_mon_release; a mon refuses one more
@@ -411,6 +415,10 @@ cmd_start() {
       ceph-osd --conf "$CONF" -i "$id" --mkfs --osd-uuid "$osd_uuid" \
         >"$mkfs_log" 2>&1 || die "ceph-osd --mkfs failed; see $mkfs_log"
       touch "$osd_dir/.mkfs-done"
+    fi
+    if (( ${CEPH_TEST_NUM_HOSTS:-1} > 1 )) && ! grep -qx "\[osd\.$id\]" "$CONF"; then
+      printf '\n[osd.%s]\ncrush_location = root=default host=host%s\n' \
+        "$id" "$((id % CEPH_TEST_NUM_HOSTS))" >>"$CONF"
     fi
     if ! live_pid "osd.$id" >/dev/null; then
       rm -f "$DIR/run/osd.$id.pid"

@@ -17,6 +17,7 @@ pub mod inspect;
 pub use msgr_admin::json;
 pub mod logging;
 pub mod mon;
+pub mod osd;
 pub mod out;
 pub mod ping;
 pub mod raw;

@@ -100,6 +100,13 @@ Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
                          only auth none; off by default: an attacker on
                          the path could force it)
 
+  osd map POOL OBJ [NSPACE] | osd map POOL --objects FILE
+          [CLUSTER OPTIONS] [-f plain|json|json-pretty]
+      Where objects live, computed here from the OSD map the monitors send
+      (CRUSH, upmaps, primary affinity, pg_temp), printed as ceph osd map
+      prints it. --objects places every line of FILE (NAME, or
+      NSPACE<TAB>NAME) against one map.
+
   crush -i MAP --test --show-mappings [--rule R] [--num-rep N | --min-rep N
         --max-rep N] [--min-x X] [--max-x X | --x X] [--weight DEV W]
         [--pool-id P]
@@ -167,6 +174,7 @@ fn run() -> Res<ExitCode> {
         "serve" => serve(parser),
         "ping" => ping(parser),
         "mon" => mon(parser),
+        "osd" => osd(parser),
         other => Err(format!("unknown command {other:?}\n\n{USAGE}").into()),
     }
 }
@@ -528,6 +536,68 @@ fn crush(mut parser: lexopt::Parser) -> Res<ExitCode> {
     msgr_cli::crush_cmd::run(&map, &t, &mut out)?;
     std::io::Write::flush(&mut out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn osd(mut parser: lexopt::Parser) -> Res<ExitCode> {
+    use msgr_cli::osd::{Format, ObjectName};
+    let mut opts = msgr_cli::identity::ClusterOpts::default();
+    let mut format = Format::Plain;
+    let mut objects_file: Option<String> = None;
+    let mut words: Vec<String> = Vec::new();
+    while let Some(arg) = parser.next()? {
+        let flag = match arg {
+            Value(v) => {
+                words.push(v.string()?);
+                continue;
+            }
+            Short(c) => format!("-{c}"),
+            Long(l) => format!("--{l}"),
+        };
+        if opts.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
+            continue;
+        }
+        match flag.as_str() {
+            "-f" | "--format" => format = Format::parse(&parser.value()?.string()?)?,
+            "--objects" => objects_file = Some(parser.value()?.string()?),
+            "--help" | "-h" => {
+                out!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(format!("unexpected option {other}").into()),
+        }
+    }
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let one = |name: &str, nspace: &str| ObjectName {
+        nspace: nspace.to_string(),
+        name: name.to_string(),
+    };
+    let (pool, objects) = match (words.as_slice(), &objects_file) {
+        (["map", pool], Some(file)) => {
+            let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+            (*pool, msgr_cli::osd::parse_objects(&text))
+        }
+        (["map", pool, obj], None) => (*pool, vec![one(obj, "")]),
+        (["map", pool, obj, ns], None) => (*pool, vec![one(obj, ns)]),
+        _ => {
+            return Err(format!(
+                "osd: expected map POOL OBJ [NSPACE] or map POOL --objects FILE\n\n{USAGE}"
+            )
+            .into())
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match rt.block_on(msgr_cli::osd::map(&opts, pool, &objects, format)) {
+        Ok(text) => {
+            out!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("msgr osd: {e}");
+            Ok(ExitCode::from(2))
+        }
+    }
 }
 
 fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {

@@ -254,6 +254,24 @@ impl MonClient {
         self.state.osdmap_epoch()
     }
 
+    /// The OSD map, once one arrived (subscribe to `osdmap`, or call
+    /// [`MonClient::wait_osdmap`]).
+    pub fn osdmap(&self) -> Option<Arc<msgr_osdmap::OsdMap>> {
+        self.state.osdmap()
+    }
+
+    /// The OSD map at `epoch` or newer (0: any), asked for if we do not
+    /// have it; kept current afterwards only with an `osdmap`
+    /// subscription in the config.
+    pub async fn wait_osdmap(
+        &self,
+        epoch: u32,
+        timeout: Duration,
+    ) -> Result<Arc<msgr_osdmap::OsdMap>, MonError> {
+        let deadline = deadline_after(timeout)?;
+        self.state.wait_osdmap(epoch, deadline).await
+    }
+
     /// The monitor the session is with.
     pub fn session(&self) -> Option<Connection> {
         self.state.active()

@@ -48,6 +48,10 @@ struct Inner {
     last_tid: u64,
     commands: BTreeMap<u64, PendingCommand>,
     osdmap_epoch: u32,
+    /// The OSD map, kept current from the osdmap subscription.
+    osdmap: msgr_osdmap::MapFollower,
+    /// Why the last MOSDMap could not be used.
+    osdmap_error: Option<String>,
     last_version_handle: u64,
     versions: BTreeMap<u64, Option<(u64, u64)>>,
     last_keepalive: Option<Instant>,
@@ -103,6 +107,75 @@ impl State {
 
     pub fn osdmap_epoch(&self) -> u32 {
         self.lock().osdmap_epoch
+    }
+
+    pub fn osdmap(&self) -> Option<Arc<msgr_osdmap::OsdMap>> {
+        self.lock().osdmap.map().cloned()
+    }
+
+    pub fn osdmap_error(&self) -> Option<String> {
+        self.lock().osdmap_error.clone()
+    }
+
+    /// The flags of the configured osdmap subscription, if any.
+    fn osdmap_flags(&self) -> Option<u8> {
+        self.cfg
+            .subscribe
+            .iter()
+            .find(|(name, _)| name == "osdmap")
+            .map(|(_, f)| *f)
+    }
+
+    /// Asks the monitor for osdmaps from `from` on (0: the newest, whole):
+    /// as the configured subscription does if there is one, else once.
+    pub fn request_osdmap(&self, c: &Connection, from: u32) {
+        let flags = self.osdmap_flags().unwrap_or(SUBSCRIBE_ONETIME);
+        let mut what = BTreeMap::new();
+        what.insert(
+            "osdmap".to_string(),
+            SubscribeItem {
+                start: from.into(),
+                flags,
+            },
+        );
+        let sub = MMonSubscribe {
+            what,
+            hostname: self.cfg.hostname.clone(),
+        };
+        c.send_nowait(sub.to_message(c.features()));
+    }
+
+    /// Waits until the OSD map is at `epoch` or newer, asking for it when
+    /// it is not.
+    pub async fn wait_osdmap(
+        &self,
+        epoch: u32,
+        deadline: Instant,
+    ) -> Result<Arc<msgr_osdmap::OsdMap>, MonError> {
+        let mut asked: Option<Connection> = None;
+        loop {
+            let changed = self.changed.notified();
+            if let Some(m) = self.osdmap().filter(|m| m.epoch >= epoch.max(1)) {
+                return Ok(m);
+            }
+            if let Some(c) = self.active().filter(|c| asked.as_ref() != Some(c)) {
+                let have = self.lock().osdmap.epoch();
+                self.request_osdmap(&c, if have == 0 { 0 } else { have.saturating_add(1) });
+                asked = Some(c);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let why = self
+                    .osdmap_error()
+                    .or_else(|| self.lock().last_error.clone());
+                return Err(MonError::Timeout(format!(
+                    "no osdmap of epoch {epoch} or newer{}",
+                    why.map(|w| format!(" (last problem: {w})"))
+                        .unwrap_or_default()
+                )));
+            }
+            let _ = tokio::time::timeout(left, changed).await;
+        }
     }
 
     pub fn active(&self) -> Option<Connection> {
@@ -272,11 +345,18 @@ impl State {
             },
         );
         what.insert("config".to_string(), SubscribeItem { start: 0, flags: 0 });
+        // The osdmap from the epoch after ours: incrementals, not a new
+        // whole map, on a new session.
+        let osdmap_next = match self.lock().osdmap.epoch() {
+            0 => 0,
+            e => u64::from(e).saturating_add(1),
+        };
         for (name, flags) in &self.cfg.subscribe {
+            let start = if name == "osdmap" { osdmap_next } else { 0 };
             what.insert(
                 name.clone(),
                 SubscribeItem {
-                    start: 0,
+                    start,
                     flags: *flags,
                 },
             );
@@ -435,8 +515,20 @@ impl State {
             }
             MSG_OSD_MAP => {
                 if let Ok(om) = MOSDMap::from_message(&m) {
-                    let mut i = self.lock();
-                    i.osdmap_epoch = i.osdmap_epoch.max(om.newest_epoch());
+                    let want = {
+                        let mut i = self.lock();
+                        i.osdmap_epoch = i.osdmap_epoch.max(om.newest_epoch());
+                        match i.osdmap.handle(&om) {
+                            Ok(f) => f.want,
+                            Err(e) => {
+                                i.osdmap_error = Some(e.to_string());
+                                None
+                            }
+                        }
+                    };
+                    if let Some(from) = want {
+                        self.request_osdmap(c, from);
+                    }
                 }
             }
             _ => {}

@@ -6,6 +6,7 @@
 //!   its CRUSH map;
 //! - [`Incremental::decode`] and [`OsdMap::apply`]: one epoch's changes,
 //!   checked whole before any is applied;
+//! - [`MapFollower`]: a map kept current from MOSDMap messages;
 //! - placement ([`OsdMap::place`], [`OsdMap::pg_to_up_acting`]): object →
 //!   pg by the pool's hash → placement seed → CRUSH → up set after upmaps
 //!   and primary affinity → acting set after pg_temp and primary_temp.
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod follow;
 pub mod hash;
 mod incremental;
 mod map;
@@ -23,6 +25,7 @@ mod placement;
 pub mod pool;
 
 pub use error::OsdMapError;
+pub use follow::{Followed, MapFollower};
 pub use incremental::Incremental;
 pub use map::{flag, state, OsdMap, DEFAULT_PRIMARY_AFFINITY, MAX_OSD, WEIGHT_IN};
 pub use msgr_messages::osd_types::PgId;

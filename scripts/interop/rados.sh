@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# rados.sh MSGR_BINARY
+#
+# The RADOS client against multi-OSD clusters: a Ceph 16 cluster (host
+# packages) and a Ceph 20 cluster (chroot), each with 3 memstore OSDs on 2
+# CRUSH hosts (osd.0 and osd.2 on host0, osd.1 on host1), cephx. STARTS both
+# once (mon 3300 / OSD 6800+, mon 3301 / OSD 6900+), shares them across
+# every check below, and STOPS exactly them on exit.
+#
+# Pools: test (replicated, size 2, 32 PGs, rule by OSD), byhost (size 2, 64
+# PGs, a rule choosing hosts then OSDs), odd (size 3, 12 PGs: pg_num not a
+# power of two), ec (erasure k=2 m=1, 16 PGs).
+#
+# Placement: for 1000 object names (plain, in namespaces, with spaces and
+# UTF-8) in each pool, `msgr osd map POOL --objects` (computed from the OSD
+# map the monitor sends) prints what the monitor answers to `osd map` (asked
+# through librados, ceph-osd-map.py: what `ceph osd map` prints), at the same
+# epoch: first as the pools are made; then after pg-upmap-items, a pg-upmap,
+# a primary affinity and a reweight (and on Ceph 20 a pg-upmap-primary);
+# then after an OSD is marked out.
+# Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
+set -euo pipefail
+MSGR="$(realpath "${1:?usage: rados.sh MSGR_BINARY}")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+P="$HERE/../ceph/pacific-cluster.sh"
+T="$HERE/../ceph/tentacle.sh"
+PDIR=/tmp/msgr-rados-pacific
+TDIR=/var/tmp/ceph-tentacle/cluster-rados
+OUT="$(mktemp -d /tmp/msgr-rados.XXXXXX)"
+
+PACIFIC_UP=0 TENTACLE_UP=0
+cleanup() {
+  (( PACIFIC_UP )) && "$P" stop "$PDIR" >/dev/null 2>&1 || true
+  (( TENTACLE_UP )) && TENTACLE_CLUSTER_DIR=$TDIR "$T" stop-cluster >/dev/null 2>&1 || true
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+log() { printf '[rados %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+fails=0
+fail() { log "FAIL: $*"; fails=$((fails + 1)); }
+
+export CEPH_TEST_NUM_OSDS=3 CEPH_TEST_NUM_HOSTS=2 CEPH_TEST_POOL_SIZE=2 CEPH_TEST_PG_NUM=32
+log "starting Ceph 16 in $PDIR (3 OSDs, 2 hosts)"
+PACIFIC_UP=1
+"$P" start "$PDIR" --fresh > "$OUT/pacific.env" 2> "$OUT/pacific.log" || {
+  tail -20 "$OUT/pacific.log" >&2; log "Ceph 16 did not start"; exit 1; }
+log "starting Ceph 20 in $TDIR (3 OSDs, 2 hosts)"
+TENTACLE_UP=1
+TENTACLE_CLUSTER_DIR=$TDIR "$T" start-cluster --fresh > "$OUT/tentacle.env" 2> "$OUT/tentacle.log" || {
+  tail -20 "$OUT/tentacle.log" >&2; log "Ceph 20 did not start"; exit 1; }
+
+envval() { sed -n "s/^export $2=//p" "$1" | tr -d "'" | tail -1; }
+PCONF=$PDIR/ceph.conf
+TCONF=$(envval "$OUT/tentacle.env" CEPH_CONF)
+[[ -f "$TCONF" ]] || { log "Ceph 20 environment incomplete"; exit 1; }
+
+# ceph RELEASE ARGS...: Ceph's own CLI (or PROGRAM with `tool`) of that release.
+ceph() {
+  local release=$1; shift
+  case $release in
+    pacific) timeout 60 /usr/bin/ceph -c "$PCONF" "$@" ;;
+    tentacle) TENTACLE_BIND="$HERE:ro $TDIR" timeout 60 "$T" run ceph -c "$TCONF" "$@" ;;
+  esac
+}
+tool() {  # tool RELEASE PROGRAM ARGS...
+  local release=$1; shift
+  case $release in
+    pacific) timeout 120 "$@" ;;
+    tentacle) TENTACLE_BIND="$HERE:ro $TDIR" timeout 120 "$T" run "$@" ;;
+  esac
+}
+conf() { [[ $1 == pacific ]] && echo "$PCONF" || echo "$TCONF"; }
+
+# ------------------------------------------------------------------ pools
+make_pools() {
+  local r=$1
+  ceph "$r" osd set-require-min-compat-client luminous --yes-i-really-mean-it >/dev/null 2>&1 ||
+    ceph "$r" osd set-require-min-compat-client luminous >/dev/null
+  ceph "$r" osd crush rule create-replicated byhost default host >/dev/null
+  ceph "$r" osd pool create byhost 64 64 replicated byhost >/dev/null 2>&1
+  ceph "$r" osd pool set byhost size 2 >/dev/null 2>&1
+  ceph "$r" osd pool create odd 12 12 replicated >/dev/null 2>&1
+  ceph "$r" osd pool set odd size 3 >/dev/null 2>&1
+  ceph "$r" osd erasure-code-profile set k2m1 k=2 m=1 crush-failure-domain=osd >/dev/null
+  ceph "$r" osd pool create ec 16 16 erasure k2m1 >/dev/null 2>&1
+  for p in byhost odd ec; do
+    ceph "$r" osd pool application enable "$p" rados >/dev/null 2>&1 || true
+  done
+  local pools; pools=$(ceph "$r" osd pool ls | sort | paste -sd' ')
+  [[ $pools == "byhost ec odd test" ]] || { fail "$r: pools are '$pools'"; return 1; }
+}
+
+# The names: plain, in namespaces (a tab before the name), odd characters.
+NAMES="$OUT/names.txt"
+{
+  for i in $(seq 1 880); do echo "obj-$i"; done
+  for i in $(seq 1 100); do printf 'ns%s\tobj-%s\n' $((i % 7)) "$i"; done
+  for i in $(seq 1 10); do echo "rbd_data.10ab2e5c3f8$i.0000000000000$i"; done
+  for i in $(seq 1 5); do echo "obj with space $i"; done
+  for i in $(seq 1 5); do echo "ünïcode-名前-$i"; done
+} > "$NAMES"
+(( $(wc -l < "$NAMES") == 1000 )) || { log "expected 1000 names"; exit 1; }
+POOLS=(test byhost odd ec)
+
+# placement RELEASE PHASE: every name in every pool, ours against the
+# monitor's, at one epoch (retried while the map moves under us).
+placement() {
+  local r=$1 phase=$2 try p
+  local ours="$OUT/$r-$phase.ours" theirs="$OUT/$r-$phase.theirs"
+  for try in 1 2 3 4 5; do
+    : > "$ours"
+    for p in "${POOLS[@]}"; do
+      timeout 60 "$MSGR" osd map "$p" --objects "$NAMES" -c "$(conf "$r")" >> "$ours" ||
+        { fail "$r $phase: msgr osd map $p failed"; return; }
+    done
+    for p in "${POOLS[@]}"; do
+      while IFS= read -r line; do
+        case $line in *$'\t'*) printf '%s\t%s\n' "$p" "$line" ;; *) printf '%s\t\t%s\n' "$p" "$line" ;; esac
+      done < "$NAMES"
+    done | tool "$r" /usr/bin/python3 "$HERE/ceph-osd-map.py" "$(conf "$r")" > "$theirs" ||
+      { fail "$r $phase: the monitor's osd map failed"; return; }
+    local epochs; epochs=$(cut -d' ' -f2 "$ours" "$theirs" | sort -u | paste -sd' ')
+    if [[ $epochs == *' '* ]]; then
+      log "$r $phase: the map moved during the check ($epochs), again"; sleep 2; continue
+    fi
+    local n; n=$(wc -l < "$theirs")
+    if (( n != 4000 )); then fail "$r $phase: the monitor answered $n lines"; return; fi
+    if cmp -s "$ours" "$theirs"; then
+      local temp holes
+      temp=$(awk -F'-> up ' '{split($2, a, " acting "); sub(/^\(/, "", a[2]); if (a[1] != "(" a[2]) n++} END {print n+0}' "$ours")
+      holes=$(grep -c NONE "$ours" || true)
+      log "ok: $r $phase: 4000 placements at $epochs as the monitor's ($temp with acting other than up, $holes with holes)"
+    else
+      fail "$r $phase: $(diff "$theirs" "$ours" | grep -c '^>') of 4000 differ at $epochs, e.g.:"
+      diff "$theirs" "$ours" | head -4 >&2
+    fi
+    return
+  done
+  fail "$r $phase: the map kept moving"
+}
+
+# pg_up RELEASE PGID: the PG's up set, comma-separated.
+pg_up() { ceph "$1" pg map "$2" -f json | tr -d '\n' | sed 's/.*"up":\[\([0-9,]*\)\].*/\1/'; }
+
+# other OSD than those of SET (0..2)
+other_osd() { local o; for o in 0 1 2; do [[ ",$1," == *",$o,"* ]] || { echo $o; return; }; done; }
+
+remap() {
+  local r=$1 pg up to
+  # First what moves CRUSH's answers (the monitor drops upmap items whose
+  # source OSD is no longer in the PG's raw set).
+  ceph "$r" osd primary-affinity osd.0 0.5 >/dev/null 2>&1 || fail "$r: primary-affinity refused"
+  ceph "$r" osd reweight 1 0.8 >/dev/null 2>&1 || fail "$r: reweight refused"
+  for pg in 1.1 1.5 1.9 1.d 1.11; do
+    up=$(pg_up "$r" "$pg"); to=$(other_osd "$up")
+    ceph "$r" osd pg-upmap-items "$pg" "${up%%,*}" "$to" >/dev/null 2>&1 ||
+      fail "$r: pg-upmap-items $pg ${up%%,*} $to refused"
+  done
+  up=$(pg_up "$r" 1.2)
+  ceph "$r" osd pg-upmap 1.2 "${up##*,}" "${up%%,*}" >/dev/null 2>&1 || fail "$r: pg-upmap 1.2 refused"
+  if [[ $r == tentacle ]]; then
+    up=$(pg_up "$r" 1.7)
+    ceph "$r" osd set-require-min-compat-client reef >/dev/null 2>&1 || true
+    ceph "$r" osd pg-upmap-primary 1.7 "${up##*,}" >/dev/null 2>&1 ||
+      fail "$r: pg-upmap-primary 1.7 ${up##*,} refused"
+  fi
+  # the upmaps are in the map the checks read
+  local dump; dump=$(ceph "$r" osd dump)
+  local items; items=$(grep -c '^pg_upmap_items' <<<"$dump" || true)
+  (( items == 5 )) || fail "$r: $items pg_upmap_items in the osd dump, expected 5"
+  grep -q '^pg_upmap 1.2 ' <<<"$dump" || fail "$r: no pg_upmap 1.2 in the osd dump"
+  if [[ $r == tentacle ]]; then
+    grep -q '^pg_upmap_primary 1.7 ' <<<"$dump" || fail "$r: no pg_upmap_primary 1.7 in the osd dump"
+  fi
+}
+
+for r in pacific tentacle; do
+  make_pools "$r" || continue
+  placement "$r" pools
+  remap "$r"
+  placement "$r" upmaps
+  ceph "$r" osd out 2 >/dev/null 2>&1 || fail "$r: osd out 2 refused"
+  sleep 1
+  placement "$r" osd-out
+done
+
+if (( fails )); then log "$fails check(s) failed"; exit 1; fi
+log "all checks passed"
