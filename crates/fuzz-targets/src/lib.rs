@@ -23,6 +23,7 @@ mod gcm;
 mod mon;
 mod msgr1;
 mod osd;
+mod osdmap;
 mod session;
 
 pub use admin::admin;
@@ -33,6 +34,7 @@ pub use gcm::gcm_pieces;
 pub use mon::mon_messages;
 pub use msgr1::msgr1;
 pub use osd::osd_messages;
+pub use osdmap::osdmap;
 pub use session::session;
 
 /// Every target, by the name of its corpus folder.
@@ -56,6 +58,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("msgr1", msgr1),
     ("admin", admin),
     ("crush", crush),
+    ("osdmap", osdmap),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {
