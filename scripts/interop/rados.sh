@@ -51,9 +51,17 @@ TENTACLE_CLUSTER_DIR=$TDIR "$T" start-cluster --fresh > "$OUT/tentacle.env" 2> "
   tail -20 "$OUT/tentacle.log" >&2; log "Ceph 20 did not start"; exit 1; }
 
 envval() { sed -n "s/^export $2=//p" "$1" | tr -d "'" | tail -1; }
+# made now, for the data checks that come first
+byhost_pool() {
+  ceph "$1" osd crush rule create-replicated byhost default host >/dev/null
+  ceph "$1" osd pool create byhost 64 64 replicated byhost >/dev/null 2>&1
+  ceph "$1" osd pool set byhost size 2 >/dev/null 2>&1
+  ceph "$1" osd pool application enable byhost rados >/dev/null 2>&1 || true
+}
 PCONF=$PDIR/ceph.conf
 TCONF=$(envval "$OUT/tentacle.env" CEPH_CONF)
 [[ -f "$TCONF" ]] || { log "Ceph 20 environment incomplete"; exit 1; }
+
 
 # ceph RELEASE ARGS...: Ceph's own CLI (or PROGRAM with `tool`) of that release.
 ceph() {
@@ -77,14 +85,11 @@ make_pools() {
   local r=$1
   ceph "$r" osd set-require-min-compat-client luminous --yes-i-really-mean-it >/dev/null 2>&1 ||
     ceph "$r" osd set-require-min-compat-client luminous >/dev/null
-  ceph "$r" osd crush rule create-replicated byhost default host >/dev/null
-  ceph "$r" osd pool create byhost 64 64 replicated byhost >/dev/null 2>&1
-  ceph "$r" osd pool set byhost size 2 >/dev/null 2>&1
   ceph "$r" osd pool create odd 12 12 replicated >/dev/null 2>&1
   ceph "$r" osd pool set odd size 3 >/dev/null 2>&1
   ceph "$r" osd erasure-code-profile set k2m1 k=2 m=1 crush-failure-domain=osd >/dev/null
   ceph "$r" osd pool create ec 16 16 erasure k2m1 >/dev/null 2>&1
-  for p in byhost odd ec; do
+  for p in odd ec; do
     ceph "$r" osd pool application enable "$p" rados >/dev/null 2>&1 || true
   done
   local pools; pools=$(ceph "$r" osd pool ls | sort | paste -sd' ')
@@ -175,7 +180,46 @@ remap() {
   fi
 }
 
+# Objects both ways between msgr rados and Ceph's rados, byte for byte.
+CH=/var/tmp/ceph-tentacle
+DATA=$(mktemp -d "$CH/tmp/rados-data.XXXXXX")   # the same files at /tmp/... in the chroot
+DATA_IN=/tmp/${DATA##*/}
+trap 'cleanup; rm -rf "$DATA"' EXIT
+SIZES=(0 1 4095 4096 65536 4194303 4194304 4194305 16777216)
+for s in "${SIZES[@]}"; do head -c "$s" /dev/urandom > "$DATA/in-$s"; done
+data() {
+  local r=$1 mode=$2 pool=$3 s n=0 here=$DATA there=$DATA
+  [[ $r == tentacle ]] && there=$DATA_IN
+  for s in "${SIZES[@]}"; do
+    local obj="data-$mode-$s"
+    rm -f "$DATA/out-$s"
+    if ! timeout 120 "$MSGR" rados -c "$(conf "$r")" --mode "$mode" -p "$pool" put "$obj" "$here/in-$s" 2>"$OUT/err"; then
+      fail "$r $mode $pool: msgr rados put of $s bytes: $(cat "$OUT/err")"; continue
+    fi
+    if ! tool "$r" rados -c "$(conf "$r")" -p "$pool" get "$obj" "$there/out-$s" 2>"$OUT/err" ||
+       ! cmp -s "$DATA/in-$s" "$DATA/out-$s"; then
+      fail "$r $mode $pool: rados get of msgr's $s bytes differs: $(cat "$OUT/err")"; continue
+    fi
+    obj="ceph-$mode-$s"; rm -f "$DATA/out-$s"
+    tool "$r" rados -c "$(conf "$r")" -p "$pool" put "$obj" "$there/in-$s" ||
+      { fail "$r: rados put of $s bytes"; continue; }
+    if ! timeout 120 "$MSGR" rados -c "$(conf "$r")" --mode "$mode" -p "$pool" get "$obj" "$here/out-$s" 2>"$OUT/err" ||
+       ! cmp -s "$DATA/in-$s" "$DATA/out-$s"; then
+      fail "$r $mode $pool: msgr rados get of rados's $s bytes differs: $(cat "$OUT/err")"; continue
+    fi
+    local ours theirs
+    ours=$("$MSGR" rados -c "$(conf "$r")" --mode "$mode" -p "$pool" stat "$obj" 2>&1)
+    theirs=$(tool "$r" rados -c "$(conf "$r")" -p "$pool" stat "$obj" 2>&1)
+    [[ $ours == "$theirs" ]] || fail "$r $mode: stat: ours '$ours', rados '$theirs'"
+    n=$((n + 1))
+  done
+  log "ok: $r $mode $pool: $n sizes (0 B to 16 MiB) written by each, read back by the other, stat alike"
+}
+
 for r in pacific tentacle; do
+  byhost_pool "$r"
+  for mode in crc secure; do data "$r" "$mode" test; done
+  data "$r" crc byhost
   make_pools "$r" || continue
   placement "$r" pools
   remap "$r"

@@ -107,6 +107,12 @@ Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
       prints it. --objects places every line of FILE (NAME, or
       NSPACE<TAB>NAME) against one map.
 
+  rados -p POOL [-N NSPACE] [CLUSTER OPTIONS] put OBJ FILE|- | get OBJ FILE|-
+        | stat OBJ | rm OBJ...
+      The rados tool's object commands on our RADOS client (objecter, OSD
+      map, CRUSH): put and get move whole objects in 4 MiB pieces, as rados
+      does; stat prints POOL/OBJ mtime TIME, size N.
+
   crush -i MAP --test --show-mappings [--rule R] [--num-rep N | --min-rep N
         --max-rep N] [--min-x X] [--max-x X | --x X] [--weight DEV W]
         [--pool-id P]
@@ -175,6 +181,7 @@ fn run() -> Res<ExitCode> {
         "ping" => ping(parser),
         "mon" => mon(parser),
         "osd" => osd(parser),
+        "rados" => rados(parser),
         other => Err(format!("unknown command {other:?}\n\n{USAGE}").into()),
     }
 }
@@ -596,6 +603,51 @@ fn osd(mut parser: lexopt::Parser) -> Res<ExitCode> {
         Err(e) => {
             eprintln!("msgr osd: {e}");
             Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
+    let mut opts = msgr_cli::identity::ClusterOpts::default();
+    let mut pool: Option<String> = None;
+    let mut nspace = String::new();
+    let mut words: Vec<String> = Vec::new();
+    while let Some(arg) = parser.next()? {
+        let flag = match arg {
+            Value(v) => {
+                words.push(v.string()?);
+                continue;
+            }
+            Short(c) => format!("-{c}"),
+            Long(l) => format!("--{l}"),
+        };
+        if opts.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
+            continue;
+        }
+        match flag.as_str() {
+            "-p" | "--pool" => pool = Some(parser.value()?.string()?),
+            "-N" | "--namespace" => nspace = parser.value()?.string()?,
+            "--help" | "-h" => {
+                out!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(format!("unexpected option {other}").into()),
+        }
+    }
+    let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&words)
+        .map_err(|e| format!("rados: {e}\n\n{USAGE}"))?;
+    let pool = pool.ok_or("rados: -p POOL is needed")?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match rt.block_on(msgr_cli::rados_cmd::run(&opts, &pool, &nspace, &cmd)) {
+        Ok(text) => {
+            out!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("msgr rados: {e}");
+            Ok(ExitCode::from(1))
         }
     }
 }

@@ -1,0 +1,148 @@
+//! `msgr rados`: the `rados` tool's object commands on our client: `-p
+//! POOL [-N NSPACE] put OBJ FILE|-`, `get OBJ FILE|-`, `stat OBJ`, `rm OBJ`,
+//! printing what `rados` prints.
+
+use std::io::{Read, Write};
+
+use bytes::Bytes;
+use msgr_rados::{IoCtx, Limits, Rados, RadosError};
+
+use crate::identity::{ClusterOpts, Identity};
+
+/// One command of `msgr rados`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RadosCmd {
+    Put { obj: String, file: String },
+    Get { obj: String, file: String },
+    Stat { obj: String },
+    Rm { objs: Vec<String> },
+}
+
+impl RadosCmd {
+    /// From the words after the options (`put OBJ FILE`, ...).
+    pub fn parse(words: &[String]) -> Result<RadosCmd, String> {
+        let w: Vec<&str> = words.iter().map(String::as_str).collect();
+        Ok(match w.as_slice() {
+            ["put", obj, file] => RadosCmd::Put {
+                obj: obj.to_string(),
+                file: file.to_string(),
+            },
+            ["get", obj, file] => RadosCmd::Get {
+                obj: obj.to_string(),
+                file: file.to_string(),
+            },
+            ["stat", obj] => RadosCmd::Stat {
+                obj: obj.to_string(),
+            },
+            ["rm", objs @ ..] if !objs.is_empty() => RadosCmd::Rm {
+                objs: objs.iter().map(|s| s.to_string()).collect(),
+            },
+            _ => {
+                return Err("expected put OBJ FILE|-, get OBJ FILE|-, stat OBJ or rm OBJ...".into())
+            }
+        })
+    }
+}
+
+/// `utime_t`'s `operator<<`, as `rados stat` prints an mtime:
+/// `2026-11-26T04:50:00.123456+0000` (UTC here).
+pub fn format_time(sec: u32, nsec: u32) -> String {
+    let days = i64::from(sec / 86400);
+    let secs = sec % 86400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}+0000",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        nsec / 1000
+    )
+}
+
+async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, RadosError> {
+    let io_err = |what: &str, e: std::io::Error| RadosError::Os {
+        errno: -e.raw_os_error().unwrap_or(5),
+        what: what.to_string(),
+    };
+    match cmd {
+        RadosCmd::Put { obj, file } => {
+            let mut data = Vec::new();
+            match file.as_str() {
+                "-" => std::io::stdin().read_to_end(&mut data).map(drop),
+                f => std::fs::File::open(f)
+                    .and_then(|mut h| h.read_to_end(&mut data))
+                    .map(drop),
+            }
+            .map_err(|e| io_err(file, e))?;
+            io.write_all(obj.as_bytes(), Bytes::from(data)).await?;
+            Ok(String::new())
+        }
+        RadosCmd::Get { obj, file } => {
+            let data = io.read_all(obj.as_bytes()).await?;
+            match file.as_str() {
+                "-" => std::io::stdout().write_all(&data),
+                f => std::fs::write(f, &data),
+            }
+            .map_err(|e| io_err(file, e))?;
+            Ok(String::new())
+        }
+        RadosCmd::Stat { obj } => {
+            let st = io.stat(obj.as_bytes()).await?;
+            // `rados stat` takes the time in whole seconds.
+            let t = format_time(st.mtime.sec, 0);
+            Ok(format!("{pool}/{obj} mtime {t}, size {}\n", st.size))
+        }
+        RadosCmd::Rm { objs } => {
+            for o in objs {
+                io.remove(o.as_bytes()).await?;
+            }
+            Ok(String::new())
+        }
+    }
+}
+
+/// Connects, runs `cmd` in `pool` (namespace `nspace`), and returns what
+/// to print.
+pub async fn run(
+    opts: &ClusterOpts,
+    pool: &str,
+    nspace: &str,
+    cmd: &RadosCmd,
+) -> Result<String, String> {
+    let id = Identity::load(opts)?;
+    let rados = Rados::connect(&id, Limits::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let out = match rados.ioctx(pool) {
+        Ok(mut io) => {
+            io.set_namespace(nspace);
+            run_cmd(&io, pool, cmd).await.map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    rados.shutdown().await;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_as_utime_prints_them() {
+        assert_eq!(format_time(0, 0), "1970-01-01T00:00:00.000000+0000");
+        assert_eq!(
+            format_time(1_795_306_128, 929_448_737),
+            "2026-11-22T22:08:48.929448+0000"
+        );
+    }
+}

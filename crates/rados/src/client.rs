@@ -1,0 +1,468 @@
+//! The async client: a monitor session that keeps the OSD map current, a
+//! lossy-client messenger to the OSDs, and the [`Objecter`] between them,
+//! driven under one lock (each step is short: no I/O happens under it).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use msgr_encoding::{EntityType, UTime};
+use msgr_messages::{MOSDOpReply, TypedMessage, MSG_OSD_OPREPLY};
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
+use msgr_monc::identity::Identity;
+use msgr_monc::{MonClient, MonError};
+use msgr_osdmap::OsdMap;
+use msgr_protocol::{PolicyName, PolicySet};
+use msgr_transport::tcp::Tcp;
+use tokio::sync::{oneshot, Notify};
+
+use crate::objecter::{Limits, Object, Objecter, Request, ENOENT, ETIMEDOUT};
+use crate::request::{decode_stat, decode_xattrs, Ops, Reply, Stat};
+
+/// How long a reset connection's ops wait before they go again (the OSD
+/// may be restarting; its new address comes with a new map).
+const RESET_DELAY: Duration = Duration::from_millis(200);
+/// Reads and writes of whole objects go in pieces of this size, as the
+/// `rados` tool's (`--op-size`, 4 MiB).
+pub const OP_SIZE: usize = 4 << 20;
+
+/// What went wrong with a request.
+#[derive(Debug)]
+pub enum RadosError {
+    /// The monitors could not be reached or refused us.
+    Mon(MonError),
+    /// No pool of that name.
+    NoPool(String),
+    /// An OSD (or the objecter) answered with an errno.
+    Os { errno: i32, what: String },
+    /// A reply that could not be read.
+    BadReply(String),
+    /// The client is shut down.
+    Shutdown,
+}
+
+/// The name of an errno an OSD returns (negative or not).
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno.saturating_abs() {
+        1 => "EPERM (operation not permitted)",
+        2 => "ENOENT (no such object)",
+        5 => "EIO (input/output error)",
+        7 => "E2BIG (argument list too long)",
+        11 => "EAGAIN (try again)",
+        13 => "EACCES (permission denied)",
+        17 => "EEXIST (object exists)",
+        22 => "EINVAL (invalid argument)",
+        27 => "EFBIG (object too large)",
+        28 => "ENOSPC (no space left)",
+        34 => "ERANGE (out of range)",
+        61 => "ENODATA (no such attribute)",
+        95 => "EOPNOTSUPP (operation not supported)",
+        108 => "ESHUTDOWN (client blocklisted)",
+        110 => "ETIMEDOUT (timed out)",
+        122 => "EDQUOT (quota exceeded)",
+        125 => "ECANCELED (canceled)",
+        _ => "unknown errno",
+    }
+}
+
+impl std::fmt::Display for RadosError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RadosError::Mon(e) => write!(f, "monitors: {e}"),
+            RadosError::NoPool(p) => write!(f, "pool {p} does not exist"),
+            RadosError::Os { errno, what } => {
+                write!(f, "{what}: error {errno}: {}", errno_name(*errno))
+            }
+            RadosError::BadReply(why) => write!(f, "an OSD's reply: {why}"),
+            RadosError::Shutdown => write!(f, "the client is shut down"),
+        }
+    }
+}
+
+impl std::error::Error for RadosError {}
+
+impl From<MonError> for RadosError {
+    fn from(e: MonError) -> Self {
+        RadosError::Mon(e)
+    }
+}
+
+impl RadosError {
+    /// The errno, for errors that have one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            RadosError::Os { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+}
+
+/// What the tasks and the dispatcher share.
+struct Shared {
+    objecter: Mutex<Objecter>,
+    waiters: Mutex<HashMap<u64, oneshot::Sender<Result<Reply, i32>>>>,
+    /// The connection to each OSD we talk to.
+    conns: Mutex<HashMap<i32, Connection>>,
+    messenger: Mutex<Option<Messenger<Tcp>>>,
+    /// Wakes the timer when a request with a deadline arrives.
+    timer: Notify,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    /// Sends what the objecter queued and hands out what it finished.
+    fn flush(&self) {
+        let (transmits, done) = {
+            let mut o = lock(&self.objecter);
+            let t: Vec<_> = std::iter::from_fn(|| o.poll_transmit()).collect();
+            let d: Vec<_> = std::iter::from_fn(|| o.poll_completion()).collect();
+            (t, d)
+        };
+        for t in transmits {
+            let Some(c) = self.conn_to(t.osd, &t.addrs) else {
+                return;
+            };
+            c.send_nowait(t.msg.to_message(c.features()));
+        }
+        let mut waiters = lock(&self.waiters);
+        for c in done {
+            if let Some(w) = waiters.remove(&c.tid) {
+                let _ = w.send(c.result);
+            }
+        }
+    }
+
+    /// The connection to `osd` at `addrs` (a new one if the OSD moved).
+    fn conn_to(&self, osd: i32, addrs: &msgr_encoding::EntityAddrvec) -> Option<Connection> {
+        let messenger = lock(&self.messenger).clone()?;
+        let mut conns = lock(&self.conns);
+        if let Some(c) = conns.get(&osd) {
+            if c.peer_addrs() == *addrs {
+                return Some(c.clone());
+            }
+            c.mark_down();
+        }
+        let c = messenger.connect(addrs, EntityType::OSD);
+        conns.insert(osd, c.clone());
+        Some(c)
+    }
+
+    /// The OSD a connection is to.
+    fn osd_of(&self, conn: &Connection) -> Option<i32> {
+        lock(&self.conns)
+            .iter()
+            .find(|(_, c)| *c == conn)
+            .map(|(o, _)| *o)
+    }
+}
+
+struct OsdDispatch(Arc<Shared>);
+
+impl Dispatcher for OsdDispatch {
+    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+        if msg.msg_type != MSG_OSD_OPREPLY {
+            return;
+        }
+        let Some(osd) = self.0.osd_of(conn) else {
+            return;
+        };
+        let Ok(reply) = MOSDOpReply::from_message(&msg) else {
+            // Unreadable: the request stays in flight and goes again on
+            // the next reset or map change.
+            return;
+        };
+        lock(&self.0.objecter).handle_reply(osd, reply);
+        self.0.flush();
+    }
+
+    fn ms_handle_reset(&self, conn: &Connection) {
+        let Some(osd) = self.0.osd_of(conn) else {
+            return;
+        };
+        lock(&self.0.conns).retain(|_, c| c != conn);
+        let shared = self.0.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(RESET_DELAY).await;
+            lock(&shared.objecter).handle_reset(osd);
+            shared.flush();
+        });
+    }
+}
+
+/// A RADOS client.
+pub struct Rados {
+    mon: Arc<MonClient>,
+    shared: Arc<Shared>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Rados {
+    /// Connects to the monitors as `id`, takes the OSD map, and is ready
+    /// to talk to OSDs.
+    pub async fn connect(id: &Identity, limits: Limits) -> Result<Rados, RadosError> {
+        let mut cfg = id.mon_client_config();
+        cfg.subscribe.push(("osdmap".to_string(), 0));
+        let mon = Arc::new(MonClient::connect(cfg).await?);
+        let map = mon.wait_osdmap(0, Duration::from_secs(30)).await?;
+        let shared = Arc::new(Shared {
+            objecter: Mutex::new(Objecter::new(map, limits)),
+            waiters: Mutex::new(HashMap::new()),
+            conns: Mutex::new(HashMap::new()),
+            messenger: Mutex::new(None),
+            timer: Notify::new(),
+        });
+        let messenger = Messenger::new(
+            Tcp::default(),
+            id.client_options(PolicySet::new(PolicyName::LossyClient.policy())),
+            Arc::new(OsdDispatch(shared.clone())),
+        );
+        *lock(&shared.messenger) = Some(messenger);
+        let tasks = vec![
+            tokio::spawn(follow_maps(mon.clone(), shared.clone())),
+            tokio::spawn(timeouts(shared.clone())),
+        ];
+        Ok(Rados { mon, shared, tasks })
+    }
+
+    /// The current OSD map.
+    pub fn osdmap(&self) -> Arc<OsdMap> {
+        lock(&self.shared.objecter).map().clone()
+    }
+
+    /// The monitor session.
+    pub fn mon(&self) -> &MonClient {
+        &self.mon
+    }
+
+    /// An I/O context on pool `name` (the default namespace).
+    pub fn ioctx(&self, name: &str) -> Result<IoCtx, RadosError> {
+        let pool = self
+            .osdmap()
+            .pool_id(name)
+            .ok_or_else(|| RadosError::NoPool(name.to_string()))?;
+        Ok(IoCtx {
+            shared: self.shared.clone(),
+            pool,
+            nspace: String::new(),
+            timeout: None,
+        })
+    }
+
+    /// Closes the OSD sessions and the monitor session.
+    pub async fn shutdown(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let messenger = lock(&self.shared.messenger).take();
+        if let Some(m) = messenger {
+            m.shutdown().await;
+        }
+        if let Ok(mon) = Arc::try_unwrap(self.mon) {
+            mon.shutdown().await;
+        }
+    }
+}
+
+/// Hands each new OSD map to the objecter.
+async fn follow_maps(mon: Arc<MonClient>, shared: Arc<Shared>) {
+    loop {
+        let epoch = lock(&shared.objecter).map().epoch;
+        if let Ok(map) = mon
+            .wait_osdmap(epoch.saturating_add(1), Duration::from_secs(3600))
+            .await
+        {
+            lock(&shared.objecter).handle_map(map);
+            shared.flush();
+        }
+    }
+}
+
+/// Ends requests whose time is up.
+async fn timeouts(shared: Arc<Shared>) {
+    loop {
+        let next = lock(&shared.objecter).next_deadline();
+        let wake = shared.timer.notified();
+        match next {
+            Some(at) => {
+                let _ = tokio::time::timeout_at(at.into(), wake).await;
+            }
+            None => wake.await,
+        }
+        lock(&shared.objecter).handle_timeout(Instant::now());
+        shared.flush();
+    }
+}
+
+/// Object I/O in one pool and namespace.
+#[derive(Clone)]
+pub struct IoCtx {
+    shared: Arc<Shared>,
+    pool: i64,
+    nspace: String,
+    timeout: Option<Duration>,
+}
+
+/// The first op's output of a reply.
+fn first_out(r: &Reply) -> Bytes {
+    r.ops.first().map(|o| o.outdata.clone()).unwrap_or_default()
+}
+
+impl IoCtx {
+    pub fn pool(&self) -> i64 {
+        self.pool
+    }
+
+    /// Objects in namespace `nspace` from now on.
+    pub fn set_namespace(&mut self, nspace: &str) {
+        self.nspace = nspace.to_string();
+    }
+
+    /// Requests end with ETIMEDOUT after this long (`rados_osd_op_timeout`).
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
+    }
+
+    /// Runs `ops` on object `name`; an errno in the reply is an error
+    /// naming `what`.
+    pub async fn operate(&self, name: &[u8], ops: Ops) -> Result<Reply, RadosError> {
+        let what = String::from_utf8_lossy(name).into_owned();
+        let req = Request {
+            object: Object {
+                pool: self.pool,
+                name: Bytes::copy_from_slice(name),
+                nspace: self.nspace.clone(),
+                key: String::new(),
+            },
+            ops,
+            mtime: UTime::from_duration(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default(),
+            ),
+            timeout: self.timeout,
+        };
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut o = lock(&self.shared.objecter);
+            let tid = o.submit(req, Instant::now());
+            lock(&self.shared.waiters).insert(tid, tx);
+        }
+        self.shared.timer.notify_one();
+        self.shared.flush();
+        match rx.await {
+            Ok(Ok(r)) if r.result < 0 => Err(RadosError::Os {
+                errno: r.result,
+                what,
+            }),
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(errno)) if errno == ENOENT => Err(RadosError::NoPool(self.pool.to_string())),
+            Ok(Err(errno)) => Err(RadosError::Os {
+                errno,
+                what: match errno {
+                    ETIMEDOUT => format!("{what} (no reply in time)"),
+                    _ => what,
+                },
+            }),
+            Err(_) => Err(RadosError::Shutdown),
+        }
+    }
+
+    pub async fn write_full(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().write_full(data))
+            .await
+            .map(drop)
+    }
+
+    pub async fn write(&self, name: &[u8], offset: u64, data: Bytes) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().write(offset, data))
+            .await
+            .map(drop)
+    }
+
+    pub async fn append(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().append(data)).await.map(drop)
+    }
+
+    pub async fn read(&self, name: &[u8], offset: u64, length: u64) -> Result<Bytes, RadosError> {
+        let r = self.operate(name, Ops::new().read(offset, length)).await?;
+        Ok(first_out(&r))
+    }
+
+    pub async fn stat(&self, name: &[u8]) -> Result<Stat, RadosError> {
+        let r = self.operate(name, Ops::new().stat()).await?;
+        decode_stat(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("stat: {e}")))
+    }
+
+    pub async fn remove(&self, name: &[u8]) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().remove()).await.map(drop)
+    }
+
+    pub async fn truncate(&self, name: &[u8], size: u64) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().truncate(size))
+            .await
+            .map(drop)
+    }
+
+    pub async fn zero(&self, name: &[u8], offset: u64, length: u64) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().zero(offset, length))
+            .await
+            .map(drop)
+    }
+
+    pub async fn create(&self, name: &[u8], exclusive: bool) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().create(exclusive))
+            .await
+            .map(drop)
+    }
+
+    pub async fn setxattr(&self, name: &[u8], key: &str, value: &[u8]) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().setxattr(key, value))
+            .await
+            .map(drop)
+    }
+
+    pub async fn getxattr(&self, name: &[u8], key: &str) -> Result<Bytes, RadosError> {
+        let r = self.operate(name, Ops::new().getxattr(key)).await?;
+        Ok(first_out(&r))
+    }
+
+    pub async fn getxattrs(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
+        let r = self.operate(name, Ops::new().getxattrs()).await?;
+        decode_xattrs(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("getxattrs: {e}")))
+    }
+
+    /// The whole object, read in [`OP_SIZE`] pieces until one comes back
+    /// short (as `rados get` reads).
+    pub async fn read_all(&self, name: &[u8]) -> Result<Vec<u8>, RadosError> {
+        let mut out = Vec::new();
+        loop {
+            let piece = self.read(name, out.len() as u64, OP_SIZE as u64).await?;
+            out.extend_from_slice(&piece);
+            if piece.len() < OP_SIZE {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Replaces the object with `data`, written in [`OP_SIZE`] pieces (the
+    /// first a write_full, as `rados put` writes).
+    pub async fn write_all(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
+        let mut at = 0usize;
+        loop {
+            let end = at.saturating_add(OP_SIZE).min(data.len());
+            let piece = data.slice(at..end);
+            match at {
+                0 => self.write_full(name, piece).await?,
+                _ => self.write(name, at as u64, piece).await?,
+            }
+            at = end;
+            if at >= data.len() {
+                return Ok(());
+            }
+        }
+    }
+}

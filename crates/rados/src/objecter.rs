@@ -1,0 +1,456 @@
+//! The objecter (src/osdc/Objecter.cc), sans-IO: requests are targeted at
+//! the acting primary of their object's PG in the current OSD map, sent,
+//! and completed by the reply of the OSD they were last sent to; a new map
+//! that moves a request's PG (or a reset of the connection it went on)
+//! sends it again, with the next `retry_attempt`. In-flight ops and bytes
+//! are bounded (`objecter_inflight_ops`, `objecter_inflight_op_bytes`);
+//! requests past the bounds wait their turn. The driver carries the
+//! messages, and tells the time.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use msgr_encoding::{EntityAddrvec, UTime};
+use msgr_messages::osd_types::{ObjectLocator, PgId, SpgId, NOSNAP};
+use msgr_messages::{MOSDOp, MOSDOpReply};
+use msgr_osdmap::OsdMap;
+
+use crate::request::{flag, split_outdata, Ops, Reply};
+
+/// `-EAGAIN`: the OSD asks for the request again.
+const EAGAIN: i32 = -11;
+/// `-ENOENT`: the pool is gone.
+pub const ENOENT: i32 = -2;
+/// `-ETIMEDOUT`.
+pub const ETIMEDOUT: i32 = -110;
+/// `osd_client_op_priority`, the priority librados sends ops at.
+const PRIORITY: u16 = 63;
+
+/// The objecter's bounds on what is in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `objecter_inflight_ops`.
+    pub ops: usize,
+    /// `objecter_inflight_op_bytes`.
+    pub bytes: u64,
+}
+
+impl Default for Limits {
+    /// Ceph's defaults: 1024 ops, 100 MiB.
+    fn default() -> Limits {
+        Limits {
+            ops: 1024,
+            bytes: 100 << 20,
+        }
+    }
+}
+
+/// An object: its pool, name, namespace and locator key.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Object {
+    pub pool: i64,
+    pub name: Bytes,
+    pub nspace: String,
+    /// Placed by this key instead of the name when not empty.
+    pub key: String,
+}
+
+/// What to do to one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub object: Object,
+    pub ops: Ops,
+    /// Writes carry their time.
+    pub mtime: UTime,
+    /// Completed with [`ETIMEDOUT`] if not answered in this long
+    /// (`rados_osd_op_timeout`; `None`: wait).
+    pub timeout: Option<Duration>,
+}
+
+/// Where a request goes: the PG and its acting primary, and what of the
+/// PG's mapping decides whether a new map makes it go again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub osd: i32,
+    pub pgid: SpgId,
+    /// The object's full hash (the raw pg's seed).
+    pub hash: u32,
+    up: Vec<i32>,
+    acting: Vec<i32>,
+    up_primary: i32,
+    pg_num: u32,
+    size: u8,
+    min_size: u8,
+}
+
+/// A message for an OSD.
+#[derive(Debug, Clone)]
+pub struct Transmit {
+    pub osd: i32,
+    pub addrs: EntityAddrvec,
+    pub msg: MOSDOp,
+}
+
+/// A request's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub tid: u64,
+    /// The OSD's reply, or the objecter's own errno (pool gone, timed out).
+    pub result: Result<Reply, i32>,
+}
+
+struct InFlight {
+    req: Request,
+    budget: u64,
+    target: Option<Target>,
+    /// Sends so far (the next one's `retry_attempt`).
+    attempts: i32,
+    deadline: Option<Instant>,
+}
+
+/// The objecter's state.
+pub struct Objecter {
+    map: Arc<OsdMap>,
+    limits: Limits,
+    last_tid: u64,
+    /// Requests holding budget: sent, or waiting for a target.
+    inflight: BTreeMap<u64, InFlight>,
+    /// Requests waiting for budget, in order.
+    throttled: VecDeque<(u64, Request, Option<Instant>)>,
+    used_ops: usize,
+    used_bytes: u64,
+    transmit: VecDeque<Transmit>,
+    completed: VecDeque<Completion>,
+}
+
+impl Objecter {
+    pub fn new(map: Arc<OsdMap>, limits: Limits) -> Objecter {
+        Objecter {
+            map,
+            limits,
+            last_tid: 0,
+            inflight: BTreeMap::new(),
+            throttled: VecDeque::new(),
+            used_ops: 0,
+            used_bytes: 0,
+            transmit: VecDeque::new(),
+            completed: VecDeque::new(),
+        }
+    }
+
+    pub fn map(&self) -> &Arc<OsdMap> {
+        &self.map
+    }
+
+    /// Requests not yet completed.
+    pub fn pending(&self) -> usize {
+        self.inflight.len().saturating_add(self.throttled.len())
+    }
+
+    /// Takes a request; its completion comes with the returned tid.
+    pub fn submit(&mut self, req: Request, now: Instant) -> u64 {
+        self.last_tid = self.last_tid.wrapping_add(1);
+        let tid = self.last_tid;
+        let deadline = req.timeout.and_then(|t| now.checked_add(t));
+        self.throttled.push_back((tid, req, deadline));
+        self.admit();
+        tid
+    }
+
+    /// Moves throttled requests in flight while the budget allows (one
+    /// larger than the whole budget goes alone).
+    fn admit(&mut self) {
+        while let Some((_, req, _)) = self.throttled.front() {
+            let bytes = req.ops.budget_bytes();
+            let idle = self.used_ops == 0;
+            let fits = self.used_ops < self.limits.ops
+                && self.used_bytes.saturating_add(bytes) <= self.limits.bytes;
+            if !(fits || idle) {
+                return;
+            }
+            let Some((tid, req, deadline)) = self.throttled.pop_front() else {
+                return;
+            };
+            self.used_ops = self.used_ops.saturating_add(1);
+            self.used_bytes = self.used_bytes.saturating_add(bytes);
+            self.inflight.insert(
+                tid,
+                InFlight {
+                    req,
+                    budget: bytes,
+                    target: None,
+                    attempts: 0,
+                    deadline,
+                },
+            );
+            self.retarget(tid, true);
+        }
+    }
+
+    /// The next message to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmit.pop_front()
+    }
+
+    /// The next finished request.
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.completed.pop_front()
+    }
+
+    /// The earliest time [`Objecter::handle_timeout`] has work.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let inflight = self.inflight.values().filter_map(|f| f.deadline);
+        let throttled = self.throttled.iter().filter_map(|t| t.2);
+        inflight.chain(throttled).min()
+    }
+
+    fn complete(&mut self, tid: u64, result: Result<Reply, i32>) {
+        if let Some(f) = self.inflight.remove(&tid) {
+            self.used_ops = self.used_ops.saturating_sub(1);
+            self.used_bytes = self.used_bytes.saturating_sub(f.budget);
+        }
+        self.completed.push_back(Completion { tid, result });
+        self.admit();
+    }
+
+    /// `_calc_target`: the request's PG and acting primary in the current
+    /// map. `Err(ENOENT)` when its pool is gone; `Ok(None)` when the PG has
+    /// no usable primary yet.
+    fn target_of(&self, object: &Object) -> Result<Option<Target>, i32> {
+        let map = &self.map;
+        let pool = map.pools.get(&object.pool).ok_or(ENOENT)?;
+        let raw = map
+            .object_to_raw_pg(
+                object.pool,
+                &object.name,
+                object.key.as_bytes(),
+                object.nspace.as_bytes(),
+            )
+            .ok_or(ENOENT)?;
+        let pg = pool.raw_pg_to_pg(raw);
+        let Some(ua) = map.pg_to_up_acting(pg) else {
+            return Ok(None);
+        };
+        let osd = ua.acting_primary;
+        if osd < 0 || !map.is_up(osd) {
+            return Ok(None);
+        }
+        // An EC PG's shard is the primary's position in the acting set.
+        let shard = match pool.is_erasure() {
+            true => ua
+                .acting
+                .iter()
+                .position(|&o| o == osd)
+                .and_then(|i| i8::try_from(i).ok())
+                .unwrap_or(-1),
+            false => -1,
+        };
+        Ok(Some(Target {
+            osd,
+            pgid: SpgId { pgid: pg, shard },
+            hash: raw.seed,
+            up: ua.up,
+            acting: ua.acting,
+            up_primary: ua.up_primary,
+            pg_num: pool.pg_num,
+            size: pool.size,
+            min_size: pool.min_size,
+        }))
+    }
+
+    /// Recomputes a request's target; sends it when `force`, or when the
+    /// target moved (another PG, primary, up or acting set, pg_num, size:
+    /// Ceph's new interval).
+    fn retarget(&mut self, tid: u64, force: bool) {
+        let Some(f) = self.inflight.get(&tid) else {
+            return;
+        };
+        match self.target_of(&f.req.object) {
+            Err(errno) => self.complete(tid, Err(errno)),
+            Ok(target) => {
+                let moved = target != f.target;
+                let forced = target.as_ref().is_some_and(|t| self.forced_resend(f, t));
+                if let Some(f) = self.inflight.get_mut(&tid) {
+                    f.target = target;
+                }
+                if force || moved || forced {
+                    self.send(tid);
+                }
+            }
+        }
+    }
+
+    /// `last_force_op_resend`: the pool asks every op to go again at this
+    /// epoch.
+    fn forced_resend(&self, _f: &InFlight, t: &Target) -> bool {
+        self.map
+            .pools
+            .get(&(t.pgid.pgid.pool as i64))
+            .is_some_and(|p| p.last_force_op_resend == self.map.epoch)
+    }
+
+    /// Queues the request's MOSDOp for its target (if it has one).
+    fn send(&mut self, tid: u64) {
+        let epoch = self.map.epoch;
+        let Some(f) = self.inflight.get_mut(&tid) else {
+            return;
+        };
+        let Some(t) = f.target.clone() else {
+            return;
+        };
+        let Some(addrs) = self.map.osd_addrs(t.osd).cloned() else {
+            return;
+        };
+        let attempt = f.attempts;
+        f.attempts = f.attempts.saturating_add(1);
+        let msg = build_op(tid, &f.req, &t, epoch, attempt);
+        self.transmit.push_back(Transmit {
+            osd: t.osd,
+            addrs,
+            msg,
+        });
+    }
+
+    /// A new OSD map: requests whose PG moved go again; requests of a pool
+    /// that is gone end with ENOENT; requests without a target get one.
+    pub fn handle_map(&mut self, map: Arc<OsdMap>) {
+        if map.epoch <= self.map.epoch {
+            return;
+        }
+        self.map = map;
+        let tids: Vec<u64> = self.inflight.keys().copied().collect();
+        for tid in tids {
+            self.retarget(tid, false);
+        }
+    }
+
+    /// The connection to `osd` was reset: what was sent on it may be lost,
+    /// so it goes again.
+    pub fn handle_reset(&mut self, osd: i32) {
+        let tids: Vec<u64> = self
+            .inflight
+            .iter()
+            .filter(|(_, f)| f.target.as_ref().is_some_and(|t| t.osd == osd))
+            .map(|(t, _)| *t)
+            .collect();
+        for tid in tids {
+            self.retarget(tid, true);
+        }
+    }
+
+    /// An OSD's reply. One from an OSD the request is no longer at, or to
+    /// an earlier send of it, is stale and dropped, as Ceph's objecter
+    /// drops them; EAGAIN sends the request again.
+    pub fn handle_reply(&mut self, osd: i32, reply: MOSDOpReply) {
+        let tid = reply.tid;
+        let Some(f) = self.inflight.get(&tid) else {
+            return;
+        };
+        let at = f.target.as_ref().map(|t| t.osd);
+        let last_attempt = f.attempts.saturating_sub(1);
+        if at != Some(osd) || (reply.retry_attempt >= 0 && reply.retry_attempt != last_attempt) {
+            return;
+        }
+        if reply.result == EAGAIN {
+            self.retarget(tid, true);
+            return;
+        }
+        let result = match split_outdata(&reply.ops, &reply.data) {
+            Some(ops) => Ok(Reply {
+                result: reply.result,
+                ops,
+                version: reply.user_version,
+            }),
+            // The OSD's op lengths claim more than its data: EIO, as the
+            // reply cannot be read.
+            None => Err(-5),
+        };
+        self.complete(tid, result);
+    }
+
+    /// Ends the requests whose time is up with [`ETIMEDOUT`].
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let late = |d: &Option<Instant>| d.is_some_and(|d| d <= now);
+        let expired: Vec<u64> = self
+            .inflight
+            .iter()
+            .filter(|(_, f)| late(&f.deadline))
+            .map(|(t, _)| *t)
+            .collect();
+        for tid in expired {
+            self.complete(tid, Err(ETIMEDOUT));
+        }
+        let (gone, kept): (Vec<_>, Vec<_>) = self.throttled.drain(..).partition(|t| late(&t.2));
+        self.throttled = kept.into();
+        for (tid, _, _) in gone {
+            self.completed.push_back(Completion {
+                tid,
+                result: Err(ETIMEDOUT),
+            });
+        }
+    }
+}
+
+/// The MOSDOp of one send of a request, as librados builds it.
+fn build_op(tid: u64, req: &Request, t: &Target, epoch: u32, attempt: i32) -> MOSDOp {
+    let writes = req.ops.writes();
+    let mut ops = Vec::with_capacity(req.ops.0.len());
+    let mut inputs: Vec<&Bytes> = Vec::new();
+    for o in &req.ops.0 {
+        let mut op = o.op;
+        op.payload_len = o.indata.len() as u32;
+        ops.push(op);
+        if !o.indata.is_empty() {
+            inputs.push(&o.indata);
+        }
+    }
+    // One input goes as it is; several are joined.
+    let data = match inputs.as_slice() {
+        [] => Bytes::new(),
+        [one] => Bytes::clone(one),
+        many => {
+            let mut joined = BytesMut::new();
+            for b in many {
+                joined.extend_from_slice(b);
+            }
+            joined.freeze()
+        }
+    };
+    let rw = if writes { flag::WRITE } else { flag::READ };
+    MOSDOp {
+        tid,
+        priority: PRIORITY,
+        pgid: t.pgid,
+        hash: t.hash,
+        osdmap_epoch: epoch,
+        flags: rw | flag::ONDISK | flag::KNOWN_REDIR,
+        reqid: Default::default(),
+        trace: [0; 24],
+        otel: Default::default(),
+        client_inc: 0,
+        mtime: if writes { req.mtime } else { UTime::default() },
+        oloc: ObjectLocator {
+            pool: req.object.pool,
+            key: req.object.key.clone(),
+            nspace: req.object.nspace.clone(),
+            hash: -1,
+        },
+        oid: req.object.name.clone(),
+        ops,
+        snapid: NOSNAP,
+        snap_seq: 0,
+        snaps: Vec::new(),
+        retry_attempt: attempt,
+        features: 0,
+        data,
+    }
+}
+
+/// The PG of a request's target, for tests and logs.
+impl Target {
+    pub fn pg(&self) -> PgId {
+        self.pgid.pgid
+    }
+}

@@ -1,0 +1,306 @@
+//! What a client asks of one object: a list of ops (`ObjectOperation`),
+//! each a `ceph_osd_op` with its input data, and what their replies hold
+//! (src/osdc/Objecter.h, src/include/rados.h; docs/research/rados-ops.md).
+
+use std::collections::BTreeMap;
+
+use bytes::{BufMut, Bytes};
+use msgr_encoding::{Decode, DecodeError, Decoder, Encode, UTime};
+use msgr_messages::osd_types::{op, OsdOp};
+
+/// `CEPH_OSD_OP_*` beyond the data ops the messages crate names.
+pub mod code {
+    pub use msgr_messages::osd_types::op::*;
+    pub const TRUNCATE: u16 = 0x2203;
+    pub const ZERO: u16 = 0x2204;
+    pub const APPEND: u16 = 0x2206;
+    pub const CREATE: u16 = 0x220d;
+    pub const GETXATTR: u16 = 0x1301;
+    pub const GETXATTRS: u16 = 0x1302;
+    pub const SETXATTR: u16 = 0x2301;
+    pub const RMXATTR: u16 = 0x2304;
+    pub const OMAPGETKEYS: u16 = 0x1211;
+    pub const OMAPGETVALS: u16 = 0x1212;
+    pub const OMAPSETVALS: u16 = 0x2215;
+    pub const OMAPRMKEYS: u16 = 0x2218;
+    pub const PGNLS: u16 = 0x1505;
+}
+
+/// `CEPH_OSD_OP_FLAG_EXCL`: create fails if the object exists.
+pub const OP_FLAG_EXCL: u32 = 1;
+
+/// `CEPH_OSD_FLAG_*` a request carries.
+pub mod flag {
+    pub const ONDISK: u32 = 0x4;
+    pub const READ: u32 = 0x10;
+    pub const WRITE: u32 = 0x20;
+    pub const PGOP: u32 = 0x400;
+    pub const IGNORE_OVERLAY: u32 = 0x20000;
+    pub const KNOWN_REDIR: u32 = 0x40_0000;
+}
+
+/// One op and its input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    pub op: OsdOp,
+    pub indata: Bytes,
+}
+
+impl Op {
+    fn new(code: u16) -> Op {
+        Op {
+            op: OsdOp {
+                op: code,
+                ..OsdOp::default()
+            },
+            indata: Bytes::new(),
+        }
+    }
+
+    fn extent(code: u16, offset: u64, length: u64, indata: Bytes) -> Op {
+        Op {
+            op: OsdOp::extent(code, offset, length),
+            indata,
+        }
+    }
+
+    /// The `xattr` union member: name and value lengths.
+    fn xattr(code: u16, name: &str, value: &[u8]) -> Op {
+        let mut o = Op::new(code);
+        o.op.args[..4].copy_from_slice(&(name.len() as u32).to_le_bytes());
+        o.op.args[4..8].copy_from_slice(&(value.len() as u32).to_le_bytes());
+        let mut indata = Vec::with_capacity(name.len().saturating_add(value.len()));
+        indata.extend_from_slice(name.as_bytes());
+        indata.extend_from_slice(value);
+        o.indata = Bytes::from(indata);
+        o
+    }
+
+    /// Whether the op changes the object (`CEPH_OSD_OP_MODE_WR`).
+    pub fn writes(&self) -> bool {
+        self.op.op & 0x2000 != 0
+    }
+}
+
+/// Ops on one object, run by its primary OSD in order, all or nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ops(pub Vec<Op>);
+
+impl Ops {
+    pub fn new() -> Ops {
+        Ops(Vec::new())
+    }
+
+    fn push(mut self, op: Op) -> Ops {
+        self.0.push(op);
+        self
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write(self, offset: u64, data: Bytes) -> Ops {
+        let len = data.len() as u64;
+        self.push(Op::extent(code::WRITE, offset, len, data))
+    }
+
+    /// Replaces the object's content with `data`.
+    pub fn write_full(self, data: Bytes) -> Ops {
+        let len = data.len() as u64;
+        self.push(Op::extent(code::WRITEFULL, 0, len, data))
+    }
+
+    /// Appends `data`.
+    pub fn append(self, data: Bytes) -> Ops {
+        let len = data.len() as u64;
+        self.push(Op::extent(code::APPEND, 0, len, data))
+    }
+
+    /// Reads `length` bytes from `offset` (0: to the end).
+    pub fn read(self, offset: u64, length: u64) -> Ops {
+        self.push(Op::extent(code::READ, offset, length, Bytes::new()))
+    }
+
+    /// The object's size and modification time ([`Stat`]).
+    pub fn stat(self) -> Ops {
+        self.push(Op::new(op::STAT))
+    }
+
+    /// Removes the object.
+    pub fn remove(self) -> Ops {
+        self.push(Op::new(op::DELETE))
+    }
+
+    /// Cuts (or extends with zeros) the object to `size` bytes.
+    pub fn truncate(self, size: u64) -> Ops {
+        self.push(Op::extent(code::TRUNCATE, size, 0, Bytes::new()))
+    }
+
+    /// Zeroes `length` bytes from `offset`.
+    pub fn zero(self, offset: u64, length: u64) -> Ops {
+        self.push(Op::extent(code::ZERO, offset, length, Bytes::new()))
+    }
+
+    /// Creates the object; `exclusive`: fail with EEXIST if it exists.
+    pub fn create(self, exclusive: bool) -> Ops {
+        let mut o = Op::new(code::CREATE);
+        if exclusive {
+            o.op.flags = OP_FLAG_EXCL;
+        }
+        self.push(o)
+    }
+
+    pub fn setxattr(self, name: &str, value: &[u8]) -> Ops {
+        self.push(Op::xattr(code::SETXATTR, name, value))
+    }
+
+    pub fn getxattr(self, name: &str) -> Ops {
+        self.push(Op::xattr(code::GETXATTR, name, &[]))
+    }
+
+    pub fn rmxattr(self, name: &str) -> Ops {
+        self.push(Op::xattr(code::RMXATTR, name, &[]))
+    }
+
+    /// Every xattr ([`decode_xattrs`]).
+    pub fn getxattrs(self) -> Ops {
+        self.push(Op::new(code::GETXATTRS))
+    }
+
+    /// Sets omap keys.
+    pub fn omap_set(self, kv: &BTreeMap<String, Bytes>) -> Ops {
+        let mut o = Op::new(code::OMAPSETVALS);
+        o.indata = kv.to_bytes();
+        self.push(o)
+    }
+
+    /// Removes omap keys.
+    pub fn omap_rm(self, keys: &[String]) -> Ops {
+        let mut o = Op::new(code::OMAPRMKEYS);
+        let set: std::collections::BTreeSet<&String> = keys.iter().collect();
+        let mut v = Vec::new();
+        v.put_u32_le(set.len() as u32);
+        for k in set {
+            k.encode(&mut v);
+        }
+        o.indata = Bytes::from(v);
+        self.push(o)
+    }
+
+    /// Up to `max` omap keys after `start_after` ([`decode_omap_keys`]).
+    pub fn omap_get_keys(self, start_after: &str, max: u64) -> Ops {
+        let mut o = Op::new(code::OMAPGETKEYS);
+        let mut v = Vec::new();
+        start_after.encode(&mut v);
+        v.put_u64_le(max);
+        o.indata = Bytes::from(v);
+        self.push(o)
+    }
+
+    /// Up to `max` omap entries after `start_after` whose keys start with
+    /// `prefix` ([`decode_omap_vals`]).
+    pub fn omap_get_vals(self, start_after: &str, prefix: &str, max: u64) -> Ops {
+        let mut o = Op::new(code::OMAPGETVALS);
+        let mut v = Vec::new();
+        start_after.encode(&mut v);
+        v.put_u64_le(max);
+        prefix.encode(&mut v);
+        o.indata = Bytes::from(v);
+        self.push(o)
+    }
+
+    /// Whether any op writes (the request is a write).
+    pub fn writes(&self) -> bool {
+        self.0.iter().any(Op::writes)
+    }
+
+    /// The bytes the request moves: its input data, or what its reads ask
+    /// for (the objecter's in-flight byte budget).
+    pub fn budget_bytes(&self) -> u64 {
+        self.0
+            .iter()
+            .map(|o| match o.op.op {
+                code::READ => o.op.extent_range().1,
+                _ => o.indata.len() as u64,
+            })
+            .fold(0, u64::saturating_add)
+    }
+}
+
+/// A finished request: the result of the whole, each op's result and
+/// output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// 0, or a negative errno.
+    pub result: i32,
+    pub ops: Vec<OpReply>,
+    /// The object's version after a write (`user_version`).
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpReply {
+    pub rval: i32,
+    pub outdata: Bytes,
+}
+
+/// What a STAT returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub size: u64,
+    pub mtime: UTime,
+}
+
+/// STAT's output: `u64 size`, then the mtime as a `utime_t`.
+pub fn decode_stat(out: &[u8]) -> Result<Stat, DecodeError> {
+    let mut d = Decoder::new(out);
+    Ok(Stat {
+        size: d.u64("stat size")?,
+        mtime: UTime::decode(&mut d)?,
+    })
+}
+
+/// GETXATTRS' output: `map<string, bufferlist>`.
+pub fn decode_xattrs(out: &[u8]) -> Result<BTreeMap<String, Bytes>, DecodeError> {
+    BTreeMap::decode(&mut Decoder::new(out))
+}
+
+/// OMAPGETKEYS' output: the keys, then (when present) whether more follow.
+pub fn decode_omap_keys(out: &[u8]) -> Result<(Vec<String>, bool), DecodeError> {
+    let mut d = Decoder::new(out);
+    let keys = std::collections::BTreeSet::<String>::decode(&mut d)?;
+    let more = if d.is_empty() {
+        false
+    } else {
+        bool::decode(&mut d)?
+    };
+    Ok((keys.into_iter().collect(), more))
+}
+
+/// OMAPGETVALS' output: the entries, then whether more follow.
+pub fn decode_omap_vals(out: &[u8]) -> Result<(BTreeMap<String, Bytes>, bool), DecodeError> {
+    let mut d = Decoder::new(out);
+    let vals = BTreeMap::decode(&mut d)?;
+    let more = if d.is_empty() {
+        false
+    } else {
+        bool::decode(&mut d)?
+    };
+    Ok((vals, more))
+}
+
+/// Splits a reply's data segment into each op's output by the lengths the
+/// ops carry (`split_osd_op_vector_out_data`); `None` if they claim more
+/// than there is.
+pub fn split_outdata(ops: &[OsdOp], data: &Bytes) -> Option<Vec<OpReply>> {
+    let mut at = 0usize;
+    ops.iter()
+        .map(|o| {
+            let end = at.checked_add(o.payload_len as usize)?;
+            let out = data.get(at..end).map(|_| data.slice(at..end))?;
+            at = end;
+            Some(OpReply {
+                rval: o.rval,
+                outdata: out,
+            })
+        })
+        .collect()
+}
