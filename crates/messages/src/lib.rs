@@ -5,6 +5,7 @@
 
 pub mod mon;
 pub mod monmap;
+pub mod osd_backoff;
 pub mod osd_op;
 pub mod osd_types;
 pub mod simple;
@@ -13,6 +14,7 @@ mod types;
 
 pub use mon::*;
 pub use monmap::{MonInfo, MonMap};
+pub use osd_backoff::{HObject, MOSDBackoff, MSG_OSD_BACKOFF};
 pub use osd_op::{MOSDOp, MOSDOpReply, MSG_OSD_OP, MSG_OSD_OPREPLY};
 pub use simple::{MCommand, MCommandReply, MPing};
 pub use typed::{MessageError, TypedMessage};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use msgr_encoding::{EntityType, UTime};
-use msgr_messages::{MOSDOpReply, TypedMessage, MSG_OSD_OPREPLY};
+use msgr_messages::{MOSDBackoff, MOSDOpReply, TypedMessage, MSG_OSD_BACKOFF, MSG_OSD_OPREPLY};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
 use msgr_monc::identity::Identity;
 use msgr_monc::{MonClient, MonError};
@@ -164,18 +164,30 @@ struct OsdDispatch(Arc<Shared>);
 
 impl Dispatcher for OsdDispatch {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        if msg.msg_type != MSG_OSD_OPREPLY {
-            return;
-        }
+        // Only from the OSD's current connection.
         let Some(osd) = self.0.osd_of(conn) else {
             return;
         };
-        let Ok(reply) = MOSDOpReply::from_message(&msg) else {
-            // Unreadable: the request stays in flight and goes again on
-            // the next reset or map change.
-            return;
-        };
-        lock(&self.0.objecter).handle_reply(osd, reply);
+        match msg.msg_type {
+            MSG_OSD_OPREPLY => {
+                let Ok(reply) = MOSDOpReply::from_message(&msg) else {
+                    // Unreadable: the request stays in flight and goes
+                    // again on the next reset or map change.
+                    return;
+                };
+                lock(&self.0.objecter).handle_reply(osd, reply);
+            }
+            MSG_OSD_BACKOFF => {
+                let Ok(b) = MOSDBackoff::from_message(&msg) else {
+                    return;
+                };
+                let ack = lock(&self.0.objecter).handle_backoff(osd, b);
+                if let Some(ack) = ack {
+                    conn.send_nowait(ack.to_message(conn.features()));
+                }
+            }
+            _ => return,
+        }
         self.0.flush();
     }
 

@@ -4,7 +4,8 @@
 //! that moves a request's PG (or a reset of the connection it went on)
 //! sends it again, with the next `retry_attempt`. In-flight ops and bytes
 //! are bounded (`objecter_inflight_ops`, `objecter_inflight_op_bytes`);
-//! requests past the bounds wait their turn. The driver carries the
+//! requests past the bounds wait their turn. An OSD's backoff holds the
+//! requests it covers until the OSD lifts it. The driver carries the
 //! messages, and tells the time.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -13,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use msgr_encoding::{EntityAddrvec, UTime};
+use msgr_messages::osd_backoff::backoff_op;
 use msgr_messages::osd_types::{ObjectLocator, PgId, SpgId, NOSNAP};
-use msgr_messages::{MOSDOp, MOSDOpReply};
+use msgr_messages::{HObject, MOSDBackoff, MOSDOp, MOSDOpReply};
 use msgr_osdmap::OsdMap;
 
 use crate::request::{flag, split_outdata, Ops, Reply};
@@ -123,6 +125,27 @@ pub struct Objecter {
     used_bytes: u64,
     transmit: VecDeque<Transmit>,
     completed: VecDeque<Completion>,
+    /// The blocks OSDs put on ranges of their PGs' objects.
+    backoffs: Vec<Backoff>,
+}
+
+/// A BLOCK from an OSD, until its UNBLOCK or the connection's reset.
+#[derive(Debug, Clone)]
+struct Backoff {
+    osd: i32,
+    block: MOSDBackoff,
+}
+
+/// The object a request is about, as its PG orders objects.
+fn hobject_of(req: &Request, hash: u32) -> HObject {
+    let o = &req.object;
+    HObject::head(
+        o.pool,
+        o.name.clone(),
+        Bytes::copy_from_slice(o.key.as_bytes()),
+        Bytes::copy_from_slice(o.nspace.as_bytes()),
+        hash,
+    )
 }
 
 impl Objecter {
@@ -137,6 +160,7 @@ impl Objecter {
             used_bytes: 0,
             transmit: VecDeque::new(),
             completed: VecDeque::new(),
+            backoffs: Vec::new(),
         }
     }
 
@@ -303,6 +327,15 @@ impl Objecter {
         let Some(addrs) = self.map.osd_addrs(t.osd).cloned() else {
             return;
         };
+        let held = |b: &Backoff| b.osd == t.osd && b.block.pgid == t.pgid;
+        if self
+            .backoffs
+            .iter()
+            .any(|b| held(b) && b.block.covers(&hobject_of(&f.req, t.hash)))
+        {
+            // Held: it goes when the OSD lifts the block.
+            return;
+        }
         let attempt = f.attempts;
         f.attempts = f.attempts.saturating_add(1);
         let msg = build_op(tid, &f.req, &t, epoch, attempt);
@@ -326,9 +359,46 @@ impl Objecter {
         }
     }
 
+    /// An OSD's backoff (`handle_osd_backoff`): a BLOCK holds the requests
+    /// it covers and is acknowledged (the returned message, for the
+    /// connection it came on); an UNBLOCK sends what it covered.
+    pub fn handle_backoff(&mut self, osd: i32, m: MOSDBackoff) -> Option<MOSDBackoff> {
+        match m.op {
+            backoff_op::BLOCK => {
+                let ack = m.ack();
+                self.backoffs.push(Backoff { osd, block: m });
+                Some(ack)
+            }
+            backoff_op::UNBLOCK => {
+                self.backoffs
+                    .retain(|b| !(b.osd == osd && b.block.id == m.id));
+                // The message's range, not the block's: the PG may have
+                // split since.
+                let tids: Vec<u64> = self
+                    .inflight
+                    .iter()
+                    .filter(|(_, f)| {
+                        f.target.as_ref().is_some_and(|t| {
+                            t.osd == osd
+                                && t.pgid == m.pgid
+                                && m.covers(&hobject_of(&f.req, t.hash))
+                        })
+                    })
+                    .map(|(t, _)| *t)
+                    .collect();
+                for tid in tids {
+                    self.send(tid);
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
     /// The connection to `osd` was reset: what was sent on it may be lost,
-    /// so it goes again.
+    /// so it goes again (and the OSD's blocks went with the connection).
     pub fn handle_reset(&mut self, osd: i32) {
+        self.backoffs.retain(|b| b.osd != osd);
         let tids: Vec<u64> = self
             .inflight
             .iter()
@@ -454,3 +524,7 @@ impl Target {
         self.pgid.pgid
     }
 }
+
+#[cfg(test)]
+#[path = "objecter_tests.rs"]
+mod tests;
