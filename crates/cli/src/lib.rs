@@ -20,6 +20,7 @@ pub mod mon;
 pub mod osd;
 pub mod out;
 pub mod ping;
+pub mod rados_bench;
 pub mod rados_cmd;
 pub mod raw;
 pub mod security;

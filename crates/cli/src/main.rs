@@ -108,10 +108,15 @@ Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
       NSPACE<TAB>NAME) against one map.
 
   rados -p POOL [-N NSPACE] [CLUSTER OPTIONS] put OBJ FILE|- | get OBJ FILE|-
-        | stat OBJ | rm OBJ...
-      The rados tool's object commands on our RADOS client (objecter, OSD
-      map, CRUSH): put and get move whole objects in 4 MiB pieces, as rados
-      does; stat prints POOL/OBJ mtime TIME, size N.
+        | stat OBJ | rm OBJ... | ls [--all]
+        | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup]
+          [-f json]
+      The rados tool's commands on our RADOS client (objecter, OSD map,
+      CRUSH): put and get move whole objects in 4 MiB pieces, as rados does;
+      stat prints POOL/OBJ mtime TIME, size N; ls lists the namespace (or
+      all, NSPACE<TAB>NAME). bench writes and reads the objects rados bench
+      does (same names, contents and metadata object: each tool reads what
+      the other wrote), printing what it prints.
 
   crush -i MAP --test --show-mappings [--rule R] [--num-rep N | --min-rep N
         --max-rep N] [--min-x X] [--max-x X | --x X] [--weight DEV W]
@@ -611,6 +616,7 @@ fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
     let mut opts = msgr_cli::identity::ClusterOpts::default();
     let mut pool: Option<String> = None;
     let mut nspace = String::new();
+    let mut cmd_opts = msgr_cli::rados_cmd::CmdOpts::default();
     let mut words: Vec<String> = Vec::new();
     while let Some(arg) = parser.next()? {
         let flag = match arg {
@@ -627,6 +633,11 @@ fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
         match flag.as_str() {
             "-p" | "--pool" => pool = Some(parser.value()?.string()?),
             "-N" | "--namespace" => nspace = parser.value()?.string()?,
+            "--all" => cmd_opts.all = true,
+            "-t" | "--concurrent-ios" => cmd_opts.concurrency = parser.value()?.parse()?,
+            "-b" | "--block-size" => cmd_opts.op_size = parse_size(&parser.value()?.string()?)?,
+            "--no-cleanup" => cmd_opts.no_cleanup = true,
+            "-f" | "--format" => cmd_opts.json = parser.value()?.string()? == "json",
             "--help" | "-h" => {
                 out!("{USAGE}");
                 return Ok(ExitCode::SUCCESS);
@@ -634,7 +645,7 @@ fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
             other => return Err(format!("unexpected option {other}").into()),
         }
     }
-    let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&words)
+    let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&words, &cmd_opts)
         .map_err(|e| format!("rados: {e}\n\n{USAGE}"))?;
     let pool = pool.ok_or("rados: -p POOL is needed")?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -650,6 +661,17 @@ fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// `4096`, `4K`, `4M`: bytes, as rados takes `-b`.
+fn parse_size(s: &str) -> Res<usize> {
+    let (n, mul) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    Ok(n.parse::<usize>().map_err(|_| format!("{s}: not a size"))? * mul)
 }
 
 fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {

@@ -12,17 +12,51 @@ use crate::identity::{ClusterOpts, Identity};
 /// One command of `msgr rados`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RadosCmd {
-    Put { obj: String, file: String },
-    Get { obj: String, file: String },
-    Stat { obj: String },
-    Rm { objs: Vec<String> },
+    Put {
+        obj: String,
+        file: String,
+    },
+    Get {
+        obj: String,
+        file: String,
+    },
+    Stat {
+        obj: String,
+    },
+    Rm {
+        objs: Vec<String>,
+    },
+    /// `ls` (`--all`: every namespace, `NSPACE<TAB>NAME`).
+    Ls {
+        all: bool,
+    },
+    Bench(crate::rados_bench::BenchArgs),
 }
 
 impl RadosCmd {
-    /// From the words after the options (`put OBJ FILE`, ...).
-    pub fn parse(words: &[String]) -> Result<RadosCmd, String> {
+    /// From the words after the options (`put OBJ FILE`, ...); `bench`
+    /// and `ls` take their options from `opts` (`-t`, `-b`,
+    /// `--no-cleanup`, `--format`, `--all`).
+    pub fn parse(words: &[String], opts: &CmdOpts) -> Result<RadosCmd, String> {
+        use crate::rados_bench::{BenchArgs, Mode};
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
         Ok(match w.as_slice() {
+            ["ls"] => RadosCmd::Ls { all: opts.all },
+            ["bench", secs, mode] => RadosCmd::Bench(BenchArgs {
+                seconds: secs
+                    .parse()
+                    .map_err(|_| format!("bench: {secs} is not a number of seconds"))?,
+                mode: match *mode {
+                    "write" => Mode::Write,
+                    "seq" => Mode::Seq,
+                    "rand" => Mode::Rand,
+                    m => return Err(format!("bench: {m}: expected write, seq or rand")),
+                },
+                concurrency: opts.concurrency.max(1),
+                op_size: opts.op_size,
+                cleanup: !opts.no_cleanup,
+                json: opts.json,
+            }),
             ["put", obj, file] => RadosCmd::Put {
                 obj: obj.to_string(),
                 file: file.to_string(),
@@ -41,6 +75,29 @@ impl RadosCmd {
                 return Err("expected put OBJ FILE|-, get OBJ FILE|-, stat OBJ or rm OBJ...".into())
             }
         })
+    }
+}
+
+/// The options of `ls` and `bench`.
+#[derive(Debug, Clone)]
+pub struct CmdOpts {
+    pub all: bool,
+    pub concurrency: usize,
+    pub op_size: usize,
+    pub no_cleanup: bool,
+    pub json: bool,
+}
+
+impl Default for CmdOpts {
+    /// `rados bench`'s: 16 in flight, 4 MiB.
+    fn default() -> Self {
+        CmdOpts {
+            all: false,
+            concurrency: 16,
+            op_size: 4 << 20,
+            no_cleanup: false,
+            json: false,
+        }
     }
 }
 
@@ -105,6 +162,33 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
             for o in objs {
                 io.remove(o.as_bytes()).await?;
             }
+            Ok(String::new())
+        }
+        RadosCmd::Ls { all } => {
+            let mut io = io.clone();
+            if *all {
+                io.set_namespace(msgr_rados::ALL_NAMESPACES);
+            }
+            let mut out = String::new();
+            for o in io.list().await? {
+                // As rados prints --all: the namespace (maybe empty), a tab.
+                if *all {
+                    out.push_str(&o.nspace);
+                    out.push('\t');
+                }
+                out.push_str(&String::from_utf8_lossy(&o.name));
+                out.push('\n');
+            }
+            Ok(out)
+        }
+        RadosCmd::Bench(args) => {
+            // Progress as it goes, as rados bench prints it.
+            let mut print = |s: &str| {
+                let mut o = std::io::stdout();
+                let _ = o.write_all(s.as_bytes());
+                let _ = o.flush();
+            };
+            crate::rados_bench::run(io, args, &mut print).await?;
             Ok(String::new())
         }
     }

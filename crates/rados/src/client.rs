@@ -18,7 +18,7 @@ use msgr_transport::tcp::Tcp;
 use tokio::sync::{oneshot, Notify};
 
 use crate::objecter::{Limits, Object, Objecter, Request, ENOENT, ETIMEDOUT};
-use crate::request::{decode_stat, decode_xattrs, Ops, Reply, Stat};
+use crate::request::{decode_nls, decode_stat, decode_xattrs, Listed, Ops, Reply, Stat};
 
 /// How long a reset connection's ops wait before they go again (the OSD
 /// may be restarting; its new address comes with a new map).
@@ -26,6 +26,10 @@ const RESET_DELAY: Duration = Duration::from_millis(200);
 /// Reads and writes of whole objects go in pieces of this size, as the
 /// `rados` tool's (`--op-size`, 4 MiB).
 pub const OP_SIZE: usize = 4 << 20;
+/// Objects asked for per PGNLS.
+const LIST_COUNT: u64 = 1024;
+/// The namespace that lists every namespace (`LIBRADOS_ALL_NSPACES`).
+pub const ALL_NAMESPACES: &str = "\u{1}";
 
 /// What went wrong with a request.
 #[derive(Debug)]
@@ -102,8 +106,9 @@ impl RadosError {
 struct Shared {
     objecter: Mutex<Objecter>,
     waiters: Mutex<HashMap<u64, oneshot::Sender<Result<Reply, i32>>>>,
-    /// The connection to each OSD we talk to.
-    conns: Mutex<HashMap<i32, Connection>>,
+    /// The connection to each OSD we talk to, and the addresses (as the
+    /// map gave them) it was opened to.
+    conns: Mutex<HashMap<i32, (msgr_encoding::EntityAddrvec, Connection)>>,
     messenger: Mutex<Option<Messenger<Tcp>>>,
     /// Wakes the timer when a request with a deadline arrives.
     timer: Notify,
@@ -140,14 +145,14 @@ impl Shared {
     fn conn_to(&self, osd: i32, addrs: &msgr_encoding::EntityAddrvec) -> Option<Connection> {
         let messenger = lock(&self.messenger).clone()?;
         let mut conns = lock(&self.conns);
-        if let Some(c) = conns.get(&osd) {
-            if c.peer_addrs() == *addrs {
+        if let Some((at, c)) = conns.get(&osd) {
+            if at == addrs {
                 return Some(c.clone());
             }
             c.mark_down();
         }
         let c = messenger.connect(addrs, EntityType::OSD);
-        conns.insert(osd, c.clone());
+        conns.insert(osd, (addrs.clone(), c.clone()));
         Some(c)
     }
 
@@ -155,7 +160,7 @@ impl Shared {
     fn osd_of(&self, conn: &Connection) -> Option<i32> {
         lock(&self.conns)
             .iter()
-            .find(|(_, c)| *c == conn)
+            .find(|(_, (_, c))| c == conn)
             .map(|(o, _)| *o)
     }
 }
@@ -195,7 +200,7 @@ impl Dispatcher for OsdDispatch {
         let Some(osd) = self.0.osd_of(conn) else {
             return;
         };
-        lock(&self.0.conns).retain(|_, c| c != conn);
+        lock(&self.0.conns).retain(|_, (_, c)| c != conn);
         let shared = self.0.clone();
         tokio::spawn(async move {
             tokio::time::sleep(RESET_DELAY).await;
@@ -342,12 +347,25 @@ impl IoCtx {
     /// naming `what`.
     pub async fn operate(&self, name: &[u8], ops: Ops) -> Result<Reply, RadosError> {
         let what = String::from_utf8_lossy(name).into_owned();
+        self.submit(Bytes::copy_from_slice(name), None, ops, &what)
+            .await
+    }
+
+    async fn submit(
+        &self,
+        name: Bytes,
+        pg: Option<u32>,
+        ops: Ops,
+        what: &str,
+    ) -> Result<Reply, RadosError> {
+        let what = what.to_string();
         let req = Request {
             object: Object {
                 pool: self.pool,
-                name: Bytes::copy_from_slice(name),
+                name,
                 nspace: self.nspace.clone(),
                 key: String::new(),
+                pg,
             },
             ops,
             mtime: UTime::from_duration(
@@ -381,6 +399,34 @@ impl IoCtx {
             }),
             Err(_) => Err(RadosError::Shutdown),
         }
+    }
+
+    /// Every object of the pool in this namespace (or in all of them, with
+    /// the namespace [`ALL_NAMESPACES`]), PG by PG in the order the OSDs
+    /// keep them (`list_nobjects`).
+    pub async fn list(&self) -> Result<Vec<Listed>, RadosError> {
+        let mut cursor = msgr_messages::HObject::default();
+        let mut found = Vec::new();
+        while !cursor.max {
+            let (epoch, pg) = {
+                let o = lock(&self.shared.objecter);
+                let map = o.map();
+                let pool = map
+                    .pools
+                    .get(&self.pool)
+                    .ok_or_else(|| RadosError::NoPool(self.pool.to_string()))?;
+                let seed =
+                    msgr_osdmap::hash::stable_mod(cursor.hash, pool.pg_num, pool.pg_num_mask);
+                (map.epoch, seed)
+            };
+            let ops = Ops::new().pg_nls(LIST_COUNT, &cursor, epoch);
+            let r = self.submit(Bytes::new(), Some(pg), ops, "listing").await?;
+            let (next, entries) = decode_nls(&first_out(&r))
+                .map_err(|e| RadosError::BadReply(format!("object listing: {e}")))?;
+            found.extend(entries);
+            cursor = next;
+        }
+        Ok(found)
     }
 
     pub async fn write_full(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {

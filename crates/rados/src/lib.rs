@@ -12,6 +12,6 @@ mod client;
 pub mod objecter;
 pub mod request;
 
-pub use client::{IoCtx, Rados, RadosError};
+pub use client::{IoCtx, Rados, RadosError, ALL_NAMESPACES, OP_SIZE};
 pub use objecter::{Limits, Object, Objecter, Request};
-pub use request::{Ops, Reply, Stat};
+pub use request::{Listed, Ops, Reply, Stat};

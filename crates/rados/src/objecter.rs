@@ -57,6 +57,9 @@ pub struct Object {
     pub nspace: String,
     /// Placed by this key instead of the name when not empty.
     pub key: String,
+    /// For PG ops (listing): the PG to go to, by its seed, instead of the
+    /// object's.
+    pub pg: Option<u32>,
 }
 
 /// What to do to one object.
@@ -245,14 +248,20 @@ impl Objecter {
     fn target_of(&self, object: &Object) -> Result<Option<Target>, i32> {
         let map = &self.map;
         let pool = map.pools.get(&object.pool).ok_or(ENOENT)?;
-        let raw = map
-            .object_to_raw_pg(
-                object.pool,
-                &object.name,
-                object.key.as_bytes(),
-                object.nspace.as_bytes(),
-            )
-            .ok_or(ENOENT)?;
+        let raw = match object.pg {
+            Some(seed) => PgId {
+                pool: object.pool as u64,
+                seed,
+            },
+            None => map
+                .object_to_raw_pg(
+                    object.pool,
+                    &object.name,
+                    object.key.as_bytes(),
+                    object.nspace.as_bytes(),
+                )
+                .ok_or(ENOENT)?,
+        };
         let pg = pool.raw_pg_to_pg(raw);
         let Some(ua) = map.pg_to_up_acting(pg) else {
             return Ok(None);
@@ -488,7 +497,12 @@ fn build_op(tid: u64, req: &Request, t: &Target, epoch: u32, attempt: i32) -> MO
             joined.freeze()
         }
     };
-    let rw = if writes { flag::WRITE } else { flag::READ };
+    let rw = match (writes, req.object.pg) {
+        (true, _) => flag::WRITE,
+        (false, None) => flag::READ,
+        // PG ops skip cache tiers (`prepare_pg_read_op`).
+        (false, Some(_)) => flag::READ | flag::IGNORE_OVERLAY,
+    };
     MOSDOp {
         tid,
         priority: PRIORITY,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use bytes::{BufMut, Bytes};
 use msgr_encoding::{Decode, DecodeError, Decoder, Encode, UTime};
 use msgr_messages::osd_types::{op, OsdOp};
+use msgr_messages::HObject;
 
 /// `CEPH_OSD_OP_*` beyond the data ops the messages crate names.
 pub mod code {
@@ -24,6 +25,7 @@ pub mod code {
     pub const OMAPSETVALS: u16 = 0x2215;
     pub const OMAPRMKEYS: u16 = 0x2218;
     pub const PGNLS: u16 = 0x1505;
+    pub const SETALLOCHINT: u16 = 0x2223;
 }
 
 /// `CEPH_OSD_OP_FLAG_EXCL`: create fails if the object exists.
@@ -207,6 +209,26 @@ impl Ops {
         self.push(o)
     }
 
+    /// PGNLS: up to `count` objects of a PG from `cursor` on
+    /// ([`decode_nls`]); `epoch`: the map the listing started in.
+    pub fn pg_nls(self, count: u64, cursor: &HObject, epoch: u32) -> Ops {
+        let mut o = Op::new(code::PGNLS);
+        o.op.args[..8].copy_from_slice(&count.to_le_bytes());
+        o.op.args[8..12].copy_from_slice(&epoch.to_le_bytes());
+        o.indata = cursor.to_bytes();
+        self.push(o)
+    }
+
+    /// SETALLOCHINT: how large the object and its writes will be, and how
+    /// it is used (`CEPH_OSD_ALLOC_HINT_FLAG_*`).
+    pub fn alloc_hint(self, object_size: u64, write_size: u64, flags: u32) -> Ops {
+        let mut o = Op::new(code::SETALLOCHINT);
+        o.op.args[..8].copy_from_slice(&object_size.to_le_bytes());
+        o.op.args[8..16].copy_from_slice(&write_size.to_le_bytes());
+        o.op.args[16..20].copy_from_slice(&flags.to_le_bytes());
+        self.push(o)
+    }
+
     /// Whether any op writes (the request is a write).
     pub fn writes(&self) -> bool {
         self.0.iter().any(Op::writes)
@@ -303,4 +325,31 @@ pub fn split_outdata(ops: &[OsdOp], data: &Bytes) -> Option<Vec<OpReply>> {
             })
         })
         .collect()
+}
+
+/// One object a listing found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub nspace: String,
+    pub name: Bytes,
+    pub locator: String,
+}
+
+/// PGNLS' output (`pg_nls_response_t`): where to go on, and what was
+/// found.
+pub fn decode_nls(out: &[u8]) -> Result<(HObject, Vec<Listed>), DecodeError> {
+    let mut d = Decoder::new(out);
+    msgr_encoding::decode_versioned(&mut d, "pg_nls_response_t", 1, |d, _| {
+        let handle = HObject::decode(d)?;
+        let n = d.length("pg_nls_response_t entries", 12)?;
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            entries.push(Listed {
+                nspace: String::decode(d)?,
+                name: Bytes::decode(d)?,
+                locator: String::decode(d)?,
+            });
+        }
+        Ok((handle, entries))
+    })
 }

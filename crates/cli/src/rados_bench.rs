@@ -1,0 +1,425 @@
+//! `msgr rados bench SECONDS write|seq|rand`: `rados bench` on our client,
+//! with its objects (names, contents, the metadata object), so that each
+//! tool reads what the other wrote, and its output (src/common/
+//! obj_bencher.cc; docs/research/rados-ops.md §6).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes};
+use msgr_rados::{IoCtx, Ops, RadosError};
+use tokio::task::JoinSet;
+
+/// `BENCH_LASTRUN_METADATA`.
+const METADATA: &str = "benchmark_last_metadata";
+/// SEQUENTIAL_WRITE | SEQUENTIAL_READ | APPEND_ONLY | IMMUTABLE.
+const HINT_FLAGS: u32 = 0x35;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Write,
+    Seq,
+    Rand,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchArgs {
+    pub seconds: u64,
+    pub mode: Mode,
+    /// `-t`.
+    pub concurrency: usize,
+    /// `-b`.
+    pub op_size: usize,
+    pub cleanup: bool,
+    pub json: bool,
+}
+
+/// What a run measured.
+#[derive(Debug, Default)]
+pub struct Totals {
+    pub ops: u64,
+    pub seconds: f64,
+    pub lat: Vec<f64>,
+    bw_samples: Vec<f64>,
+    iops_samples: Vec<f64>,
+}
+
+/// C++ iostream's default float format (`%g`, 6 significant digits).
+pub fn g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return if v.is_nan() {
+            "nan".into()
+        } else if v == 0.0 {
+            "0".into()
+        } else {
+            "inf".into()
+        };
+    }
+    let exp = v.abs().log10().floor() as i32;
+    if !(-5..6).contains(&exp) {
+        let s = format!("{:.5e}", v);
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = trim(m);
+        let e: i32 = e.parse().unwrap_or(0);
+        return format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    }
+    let decimals = (5 - exp).max(0) as usize;
+    trim(&format!("{v:.decimals$}")).to_string()
+}
+
+fn trim(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+fn hostname() -> String {
+    let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    h.trim().chars().take(29).collect()
+}
+
+fn object_name(prefix: &str, n: u64) -> String {
+    format!("{prefix}_object{n}")
+}
+
+/// An op's buffer: `'z'`s with `I'm the %16dth op!` (and its NUL) first.
+pub fn contents(op_size: usize, index: u64) -> Bytes {
+    let mut b = vec![b'z'; op_size];
+    let mut text = format!("I'm the {index:>16}th op!").into_bytes();
+    text.push(0);
+    // snprintf writes at most op_size - 1 characters and the NUL.
+    let n = text.len().min(op_size);
+    if n > 0 {
+        b[..n - 1].copy_from_slice(&text[..n - 1]);
+        b[n - 1] = 0;
+    }
+    Bytes::from(b)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The sample standard deviation (n - 1), as Ceph's running variance.
+fn stddev(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0, f64::max)
+}
+
+const MIB: f64 = 1048576.0;
+
+/// The per-second table's header.
+fn header() -> String {
+    format!(
+        "{:>5}{:>8}{:>10}{:>10}{:>10}{:>10}{:>12}{:>12}\n",
+        "sec",
+        "Cur ops",
+        "started",
+        "finished",
+        "avg MB/s",
+        "cur MB/s",
+        "last lat(s)",
+        "avg lat(s)"
+    )
+}
+
+/// The one-op-at-a-time engine: keeps `concurrency` ops going until the
+/// time is up or `next` has no more, printing a row a second.
+async fn run_ops(
+    args: &BenchArgs,
+    io: &IoCtx,
+    mut next: impl FnMut(u64) -> Option<(String, Ops, Option<u64>)>,
+    out: &mut impl FnMut(&str),
+) -> Result<Totals, RadosError> {
+    let start = Instant::now();
+    let end = start + Duration::from_secs(args.seconds);
+    let mut set: JoinSet<(Result<(), RadosError>, f64)> = JoinSet::new();
+    let mut started = 0u64;
+    let mut t = Totals::default();
+    let spawn = |set: &mut JoinSet<_>, name: String, ops: Ops, verify: Option<Bytes>| {
+        let io = io.clone();
+        set.spawn(async move {
+            let at = Instant::now();
+            let r = io.operate(name.as_bytes(), ops).await.and_then(|reply| {
+                let Some(want) = verify else { return Ok(()) };
+                let got = reply
+                    .ops
+                    .first()
+                    .map(|o| o.outdata.clone())
+                    .unwrap_or_default();
+                if got == want {
+                    Ok(())
+                } else {
+                    eprintln!("{name} is not correct!");
+                    Err(RadosError::Os {
+                        errno: -5,
+                        what: name.clone(),
+                    })
+                }
+            });
+            (r, at.elapsed().as_secs_f64())
+        });
+    };
+    // Reads check what they got against the op index it was written by.
+    let verify = |index: Option<u64>| index.map(|i| contents(args.op_size, i));
+    while (set.len() < args.concurrency) && Instant::now() < end {
+        let Some((name, ops, check)) = next(started) else {
+            break;
+        };
+        spawn(&mut set, name, ops, verify(check));
+        started += 1;
+    }
+    let mut tick = tokio::time::interval_at(
+        (start + Duration::from_secs(1)).into(),
+        Duration::from_secs(1),
+    );
+    let (mut sec, mut prev_finished, mut cycles) = (0u64, 0u64, 1u64);
+    out(&header());
+    out(&format!(
+        "{:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
+        0,
+        set.len(),
+        started,
+        0,
+        0,
+        0,
+        "-",
+        0
+    ));
+    while !set.is_empty() {
+        tokio::select! {
+            done = set.join_next() => {
+                let Some(Ok((r, lat))) = done else { break };
+                r?;
+                t.ops += 1;
+                t.lat.push(lat);
+                if Instant::now() < end {
+                    if let Some((name, ops, check)) = next(started) {
+                        spawn(&mut set, name, ops, verify(check));
+                        started += 1;
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                sec += 1;
+                if sec % 20 == 0 {
+                    out(&format!("min lat: {} max lat: {} avg lat: {}\n", g(min(&t.lat)), g(max(&t.lat)), g(mean(&t.lat))));
+                    out(&header());
+                }
+                let elapsed = start.elapsed().as_secs_f64();
+                let avg_bw = t.ops as f64 * args.op_size as f64 / elapsed / MIB;
+                let row = if t.ops != prev_finished {
+                    let cur_bw = (t.ops - prev_finished) as f64 * args.op_size as f64 / MIB / cycles as f64;
+                    t.bw_samples.push(cur_bw);
+                    t.iops_samples.push((t.ops - prev_finished) as f64 / cycles as f64);
+                    prev_finished = t.ops;
+                    cycles = 1;
+                    format!("{:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n", sec, set.len(), started, t.ops,
+                        g(avg_bw), g(cur_bw), g(t.lat.last().copied().unwrap_or(0.0)), g(mean(&t.lat)))
+                } else {
+                    cycles += 1;
+                    format!("{:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n", sec, set.len(), started, t.ops,
+                        g(avg_bw), 0, "-", g(mean(&t.lat)))
+                };
+                out(&row);
+            }
+        }
+    }
+    t.seconds = start.elapsed().as_secs_f64();
+    if t.iops_samples.is_empty() {
+        let iops = t.ops as f64 / t.seconds;
+        t.iops_samples.push(iops);
+        t.bw_samples.push(iops * args.op_size as f64 / MIB);
+    }
+    Ok(t)
+}
+
+/// The summary `rados bench` prints after a run.
+fn summary(args: &BenchArgs, t: &Totals, object_size: usize) -> String {
+    let bw = t.ops as f64 * args.op_size as f64 / t.seconds / MIB;
+    let iops = (t.ops as f64 / t.seconds) as u64;
+    let mut s = String::new();
+    if args.json {
+        let _ = write!(
+            s,
+            "{{\"total_time_run\":{},\"total_ops_made\":{},\"op_size\":{},\"object_size\":{object_size},\"bandwidth\":{},\"average_iops\":{iops},\"stddev_iops\":{},\"max_iops\":{},\"min_iops\":{},\"average_latency\":{},\"stddev_latency\":{},\"max_latency\":{},\"min_latency\":{}}}\n",
+            t.seconds, t.ops, args.op_size, bw, stddev(&t.iops_samples), max(&t.iops_samples) as u64,
+            min(&t.iops_samples) as u64, mean(&t.lat), stddev(&t.lat), max(&t.lat), min(&t.lat)
+        );
+        return s;
+    }
+    let w = if args.mode == Mode::Write { 24 } else { 22 };
+    let mut line = |label: &str, v: String| {
+        let _ = writeln!(s, "{:<w$}{v}", format!("{label}:"));
+    };
+    let (kind, size) = match args.mode {
+        Mode::Write => ("writes", "Write size"),
+        _ => ("reads", "Read size"),
+    };
+    line("Total time run", g(t.seconds));
+    line(&format!("Total {kind} made"), t.ops.to_string());
+    line(size, args.op_size.to_string());
+    line("Object size", object_size.to_string());
+    line("Bandwidth (MB/sec)", g(bw));
+    if args.mode == Mode::Write {
+        line("Stddev Bandwidth", g(stddev(&t.bw_samples)));
+        line("Max bandwidth (MB/sec)", g(max(&t.bw_samples)));
+        line("Min bandwidth (MB/sec)", g(min(&t.bw_samples)));
+    }
+    line("Average IOPS", iops.to_string());
+    line("Stddev IOPS", g(stddev(&t.iops_samples)));
+    line("Max IOPS", (max(&t.iops_samples) as u64).to_string());
+    line("Min IOPS", (min(&t.iops_samples) as u64).to_string());
+    line("Average Latency(s)", g(mean(&t.lat)));
+    if args.mode == Mode::Write {
+        line("Stddev Latency(s)", g(stddev(&t.lat)));
+    }
+    line("Max latency(s)", g(max(&t.lat)));
+    line("Min latency(s)", g(min(&t.lat)));
+    s
+}
+
+/// The metadata object: object size, ops finished, the writer's pid, op
+/// size.
+fn metadata(object_size: u64, ops: u64, pid: u32, op_size: u64) -> Bytes {
+    let mut b = Vec::with_capacity(24);
+    b.put_u64_le(object_size);
+    b.put_i32_le(ops as i32);
+    b.put_i32_le(pid as i32);
+    b.put_u64_le(op_size);
+    Bytes::from(b)
+}
+
+/// Runs a bench, printing as it goes through `out`.
+pub async fn run(
+    io: &IoCtx,
+    args: &BenchArgs,
+    out: &mut impl FnMut(&str),
+) -> Result<Totals, RadosError> {
+    let host = hostname();
+    out("hints = 1\n");
+    match args.mode {
+        Mode::Write => {
+            let pid = std::process::id();
+            let prefix = format!("benchmark_data_{host}_{pid}");
+            out(&format!(
+                "Maintaining {} concurrent writes of {} bytes to objects of size {} for up to {} seconds or 0 objects\n",
+                args.concurrency, args.op_size, args.op_size, args.seconds
+            ));
+            out(&format!("Object prefix: {prefix}\n"));
+            let size = args.op_size;
+            let t = run_ops(
+                args,
+                io,
+                |i| {
+                    let ops = Ops::new()
+                        .alloc_hint(size as u64, size as u64, HINT_FLAGS)
+                        .write(0, contents(size, i));
+                    Some((object_name(&prefix, i), ops, None))
+                },
+                out,
+            )
+            .await?;
+            out(&summary(args, &t, size));
+            io.write_full(
+                METADATA.as_bytes(),
+                metadata(size as u64, t.ops, pid, size as u64),
+            )
+            .await?;
+            if args.cleanup {
+                let begin = Instant::now();
+                out("Cleaning up (deleting benchmark objects)\n");
+                for i in 0..t.ops {
+                    match io.remove(object_name(&prefix, i).as_bytes()).await {
+                        Err(e) if e.errno() != Some(-2) => return Err(e),
+                        _ => {}
+                    }
+                }
+                out(&format!(
+                    "Removed {} object{}\n",
+                    t.ops,
+                    if t.ops == 1 { "" } else { "s" }
+                ));
+                io.remove(METADATA.as_bytes()).await?;
+                out(&format!(
+                    "Clean up completed and total clean up time :{}\n",
+                    g(begin.elapsed().as_secs_f64())
+                ));
+            }
+            Ok(t)
+        }
+        Mode::Seq | Mode::Rand => {
+            let meta = match io.read(METADATA.as_bytes(), 0, 24).await {
+                Ok(m) if m.len() >= 16 => m,
+                Ok(_) | Err(_) => {
+                    eprintln!("Must write data before running a read benchmark!");
+                    return Err(RadosError::Os {
+                        errno: -2,
+                        what: METADATA.into(),
+                    });
+                }
+            };
+            let u64_at =
+                |at: usize| u64::from_le_bytes(meta[at..at + 8].try_into().unwrap_or([0; 8]));
+            let object_size = u64_at(0) as usize;
+            let num_ops = u64::from(u32::from_le_bytes(meta[8..12].try_into().unwrap_or([0; 4])));
+            let pid = u32::from_le_bytes(meta[12..16].try_into().unwrap_or([0; 4]));
+            let op_size = if meta.len() >= 24 {
+                u64_at(16) as usize
+            } else {
+                object_size
+            };
+            let prefix = format!("benchmark_data_{host}_{pid}");
+            let per_object = (object_size / op_size.max(1)).max(1) as u64;
+            let args = BenchArgs {
+                op_size,
+                ..args.clone()
+            };
+            let mut rng = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1;
+            let mode = args.mode;
+            let t = run_ops(
+                &args,
+                io,
+                |i| {
+                    let index = match mode {
+                        Mode::Seq if i >= num_ops => return None,
+                        Mode::Seq => i,
+                        _ => {
+                            rng ^= rng << 13;
+                            rng ^= rng >> 7;
+                            rng ^= rng << 17;
+                            rng % num_ops.max(1)
+                        }
+                    };
+                    let off = op_size as u64 * (index % per_object);
+                    let ops = Ops::new().read(off, op_size as u64);
+                    Some((object_name(&prefix, index / per_object), ops, Some(index)))
+                },
+                out,
+            )
+            .await?;
+            out(&summary(&args, &t, object_size));
+            Ok(t)
+        }
+    }
+}
