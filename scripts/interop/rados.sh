@@ -18,6 +18,14 @@
 # epoch: first as the pools are made; then after pg-upmap-items, a pg-upmap,
 # a primary affinity and a reweight (and on Ceph 20 a pg-upmap-primary);
 # then after an OSD is marked out.
+#
+# Data: objects of 0 B to 16 MiB written by `msgr rados put` are read back
+# byte for byte by `rados get`, and the reverse, in crc and secure mode;
+# `msgr rados stat` prints what `rados stat` does; `msgr rados ls` lists
+# what `rados ls` does. Bench: `rados bench seq` reads and verifies what
+# `msgr rados bench write` wrote, and `msgr rados bench seq|rand` what
+# `rados bench write` wrote. Fault: osd.1 is stopped during `msgr rados
+# bench write`; every op completes and `rados bench seq` reads all back.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
 set -euo pipefail
 MSGR="$(realpath "${1:?usage: rados.sh MSGR_BINARY}")"
@@ -147,6 +155,7 @@ placement() {
 
 # pg_up RELEASE PGID: the PG's up set, comma-separated.
 pg_up() { ceph "$1" pg map "$2" -f json | tr -d '\n' | sed 's/.*"up":\[\([0-9,]*\)\].*/\1/'; }
+pg_acting() { ceph "$1" pg map "$2" -f json | tr -d '\n' | sed 's/.*"acting":\[\([0-9,]*\)\].*/\1/'; }
 
 # other OSD than those of SET (0..2)
 other_osd() { local o; for o in 0 1 2; do [[ ",$1," == *",$o,"* ]] || { echo $o; return; }; done; }
@@ -165,10 +174,17 @@ remap() {
   up=$(pg_up "$r" 1.2)
   ceph "$r" osd pg-upmap 1.2 "${up##*,}" "${up%%,*}" >/dev/null 2>&1 || fail "$r: pg-upmap 1.2 refused"
   if [[ $r == tentacle ]]; then
-    up=$(pg_up "$r" 1.7)
-    ceph "$r" osd set-require-min-compat-client reef >/dev/null 2>&1 || true
-    ceph "$r" osd pg-upmap-primary 1.7 "${up##*,}" >/dev/null 2>&1 ||
-      fail "$r: pg-upmap-primary 1.7 ${up##*,} refused"
+    # a PG with a second OSD in its acting set (recovery may have left some
+    # with one): that OSD becomes its primary
+    local upp=""
+    for pg in 1.7 1.3 1.b 1.f 1.13 1.17 1.1b 1.1f; do
+      up=$(pg_acting "$r" "$pg")
+      [[ $up == *,* ]] && { upp=$pg; break; }
+    done
+    ceph "$r" osd set-require-min-compat-client reef > "$OUT/compat.err" 2>&1 ||
+      fail "$r: set-require-min-compat-client reef: $(cat "$OUT/compat.err")"
+    ceph "$r" osd pg-upmap-primary "$upp" "${up##*,}" > "$OUT/upp.err" 2>&1 ||
+      fail "$r: pg-upmap-primary $upp ${up##*,} (acting $up) refused: $(cat "$OUT/upp.err")"
   fi
   # the upmaps are in the map the checks read
   local dump; dump=$(ceph "$r" osd dump)
@@ -176,7 +192,7 @@ remap() {
   (( items == 5 )) || fail "$r: $items pg_upmap_items in the osd dump, expected 5"
   grep -q '^pg_upmap 1.2 ' <<<"$dump" || fail "$r: no pg_upmap 1.2 in the osd dump"
   if [[ $r == tentacle ]]; then
-    grep -q '^pg_upmap_primary 1.7 ' <<<"$dump" || fail "$r: no pg_upmap_primary 1.7 in the osd dump"
+    grep -q '^pg_upmap_primary ' <<<"$dump" || fail "$r: no pg_upmap_primary in the osd dump"
   fi
 }
 
@@ -216,10 +232,96 @@ data() {
   log "ok: $r $mode $pool: $n sizes (0 B to 16 MiB) written by each, read back by the other, stat alike"
 }
 
+# msgr rados ls against rados ls: the data objects, one namespace and all.
+listing() {
+  local r=$1
+  tool "$r" rados -c "$(conf "$r")" -p test -N ns1 put in-ns1 "$([[ $r == tentacle ]] && echo "$DATA_IN" || echo "$DATA")/in-1" ||
+    fail "$r: rados put in ns1"
+  local flags
+  for flags in "" "--all" "-N ns1"; do
+    # shellcheck disable=SC2086
+    local ours theirs
+    ours=$(timeout 60 "$MSGR" rados -c "$(conf "$r")" -p test $flags ls | sort)
+    theirs=$(tool "$r" rados -c "$(conf "$r")" -p test $flags ls | sort)
+    if [[ -n $ours && $ours == "$theirs" ]]; then
+      log "ok: $r: msgr rados ls $flags lists what rados does ($(wc -l <<<"$ours") objects)"
+    else
+      fail "$r: ls $flags: ours $(wc -l <<<"$ours") objects, rados's $(wc -l <<<"$theirs")"
+    fi
+  done
+}
+
+# bench both ways: each tool's seq (and rand) reads and verifies what the
+# other's write left (rados bench's names, contents, metadata object).
+benches() {
+  local r=$1 c; c=$(conf "$r")
+  if ! timeout 60 "$MSGR" rados -c "$c" -p test bench 3 write -t 16 -b 4096 --no-cleanup > "$OUT/bw.out" 2>&1; then
+    fail "$r: msgr rados bench write: $(tail -3 "$OUT/bw.out")"; return
+  fi
+  local n; n=$(sed -n 's/^Total writes made: *//p' "$OUT/bw.out")
+  tool "$r" rados -c "$c" -p test bench 30 seq -t 16 > "$OUT/rs.out" 2>&1 ||
+    fail "$r: rados bench seq over msgr's objects: $(tail -3 "$OUT/rs.out")"
+  local got; got=$(sed -n 's/^Total reads made: *//p' "$OUT/rs.out")
+  [[ -n $n && $got == "$n" ]] && ! grep -q "not correct" "$OUT/rs.out" &&
+    log "ok: $r: rados bench seq read and verified the $n objects msgr rados bench wrote" ||
+    fail "$r: msgr wrote $n, rados bench seq read ${got:-none}"
+  tool "$r" rados -c "$c" -p test cleanup > /dev/null 2>&1 || fail "$r: rados cleanup"
+  tool "$r" rados -c "$c" -p test bench 3 write -t 16 -b 4096 --no-cleanup > "$OUT/rw.out" 2>&1 ||
+    fail "$r: rados bench write"
+  n=$(sed -n 's/^Total writes made: *//p' "$OUT/rw.out")
+  local mode
+  for mode in seq rand; do
+    if timeout 60 "$MSGR" rados -c "$c" -p test bench 3 "$mode" -t 16 > "$OUT/ms.out" 2>&1; then
+      got=$(sed -n 's/^Total reads made: *//p' "$OUT/ms.out")
+      log "ok: $r: msgr rados bench $mode read and verified $got reads of the $n objects rados bench wrote"
+    else
+      fail "$r: msgr rados bench $mode over rados's objects: $(tail -3 "$OUT/ms.out")"
+    fi
+  done
+  [[ $(sed -n 's/^Total reads made: *//p' "$OUT/ms.out") -gt 0 ]] || fail "$r: msgr rand read nothing"
+  timeout 120 "$MSGR" rados -c "$c" -p test bench 1 write -t 4 -b 4096 > "$OUT/bc.out" 2>&1 &&
+    grep -q "^Removed [0-9]* objects" "$OUT/bc.out" || fail "$r: msgr rados bench cleanup: $(tail -2 "$OUT/bc.out")"
+  tool "$r" rados -c "$c" -p test cleanup > /dev/null 2>&1 || fail "$r: rados cleanup"
+}
+
+# An OSD stops during msgr rados bench write (pool test: size 2, min_size
+# 1): every op completes after the map change, and rados bench seq reads
+# back (and verifies) every object written.
+osd_stops() {
+  local r=$1 c dir; c=$(conf "$r")
+  dir=$([[ $r == pacific ]] && echo "$PDIR" || echo "$TDIR")
+  timeout 120 "$MSGR" rados -c "$c" -p test bench 12 write -t 16 -b 4096 --no-cleanup > "$OUT/fault.out" 2>&1 &
+  local bench=$!
+  sleep 4
+  kill -TERM "$(cat "$dir/run/osd.1.pid")" || fail "$r: could not stop osd.1"
+  if ! wait "$bench"; then
+    fail "$r: msgr rados bench write with osd.1 stopped: $(tail -3 "$OUT/fault.out")"; return
+  fi
+  local n max; n=$(sed -n 's/^Total writes made: *//p' "$OUT/fault.out")
+  max=$(sed -n 's/^Max latency(s): *//p' "$OUT/fault.out")
+  tool "$r" rados -c "$c" -p test bench 60 seq -t 16 > "$OUT/fs.out" 2>&1 ||
+    fail "$r: rados bench seq after the fault: $(tail -3 "$OUT/fs.out")"
+  local got; got=$(sed -n 's/^Total reads made: *//p' "$OUT/fs.out")
+  if [[ -n $n && $got == "$n" ]] && ! grep -q "not correct" "$OUT/fs.out"; then
+    log "ok: $r: osd.1 stopped during msgr rados bench write: all $n writes completed (max latency $max s), rados read back and verified all $n"
+  else
+    fail "$r: after osd.1 stopped: msgr wrote ${n:-?}, rados bench seq read ${got:-none}"
+  fi
+  tool "$r" rados -c "$c" -p test cleanup > /dev/null 2>&1 || fail "$r: rados cleanup"
+  # osd.1 back (the cluster script restarts what is stopped) for what follows
+  case $r in
+    pacific) "$P" start "$PDIR" > /dev/null 2> "$OUT/restart.log" ;;
+    tentacle) TENTACLE_CLUSTER_DIR=$TDIR "$T" start-cluster > /dev/null 2> "$OUT/restart.log" ;;
+  esac || { fail "$r: osd.1 did not come back: $(tail -3 "$OUT/restart.log")"; return; }
+}
+
 for r in pacific tentacle; do
   byhost_pool "$r"
   for mode in crc secure; do data "$r" "$mode" test; done
   data "$r" crc byhost
+  listing "$r"
+  benches "$r"
+  osd_stops "$r"
   make_pools "$r" || continue
   placement "$r" pools
   remap "$r"
