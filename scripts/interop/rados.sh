@@ -22,7 +22,7 @@
 # Data: objects of 0 B to 16 MiB written by `msgr rados put` are read back
 # byte for byte by `rados get`, and the reverse, in crc and secure mode;
 # `msgr rados stat` prints what `rados stat` does; `msgr rados ls` lists
-# what `rados ls` does. Bench: `rados bench seq` reads and verifies what
+# what `rados ls` does; xattrs and omap set by each are read by the other. Bench: `rados bench seq` reads and verifies what
 # `msgr rados bench write` wrote, and `msgr rados bench seq|rand` what
 # `rados bench write` wrote. Fault: osd.1 is stopped during `msgr rados
 # bench write`; every op completes and `rados bench seq` reads all back.
@@ -251,6 +251,32 @@ listing() {
   done
 }
 
+# xattrs and omap, each tool reading what the other set.
+attrs() {
+  local r=$1 c; c=$(conf "$r")
+  local m=("$MSGR" rados -c "$c" -p test) o=attr-obj
+  rdo() { tool "$r" rados -c "$c" -p test "$@"; }
+  rdo create "$o" 2>/dev/null || true
+  local ok=1 check
+  check() { [[ $2 == "$3" ]] || { fail "$r: $1: ours/msgr '$2', expected '$3'"; ok=0; }; }
+  "${m[@]}" setxattr "$o" mine from-msgr || fail "$r: msgr setxattr"
+  rdo setxattr "$o" theirs from-rados || fail "$r: rados setxattr"
+  check "rados getxattr of msgr's" "$(rdo getxattr "$o" mine)" from-msgr
+  check "msgr getxattr of rados's" "$("${m[@]}" getxattr "$o" theirs)" from-rados
+  check "listxattr" "$("${m[@]}" listxattr "$o" | sort | paste -sd,)" "$(rdo listxattr "$o" | sort | paste -sd,)"
+  "${m[@]}" rmxattr "$o" mine || fail "$r: msgr rmxattr"
+  check "rados listxattr after msgr rmxattr" "$(rdo listxattr "$o" | paste -sd,)" theirs
+  "${m[@]}" setomapval "$o" k1 v-msgr || fail "$r: msgr setomapval"
+  rdo setomapval "$o" k2 v-rados || fail "$r: rados setomapval"
+  check "listomapkeys" "$("${m[@]}" listomapkeys "$o" | paste -sd,)" "$(rdo listomapkeys "$o" | paste -sd,)"
+  check "msgr listomapvals" "$("${m[@]}" listomapvals "$o" | paste -sd,)" $'k1\tv-msgr,k2\tv-rados'
+  rdo getomapval "$o" k1 | grep -q "76 2d 6d 73 67 72" || { fail "$r: rados getomapval of msgr's k1"; ok=0; }
+  "${m[@]}" rmomapkey "$o" k2 || fail "$r: msgr rmomapkey"
+  check "rados listomapkeys after msgr rmomapkey" "$(rdo listomapkeys "$o" | paste -sd,)" k1
+  rdo rm "$o"
+  (( ok )) && log "ok: $r: xattrs and omap set, read, listed and removed by each tool, seen by the other"
+}
+
 # bench both ways: each tool's seq (and rand) reads and verifies what the
 # other's write left (rados bench's names, contents, metadata object).
 benches() {
@@ -320,6 +346,7 @@ for r in pacific tentacle; do
   for mode in crc secure; do data "$r" "$mode" test; done
   data "$r" crc byhost
   listing "$r"
+  attrs "$r"
   benches "$r"
   osd_stops "$r"
   make_pools "$r" || continue

@@ -108,7 +108,10 @@ Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
       NSPACE<TAB>NAME) against one map.
 
   rados -p POOL [-N NSPACE] [CLUSTER OPTIONS] put OBJ FILE|- | get OBJ FILE|-
-        | stat OBJ | rm OBJ... | ls [--all]
+        | stat OBJ | rm OBJ... | ls [--all] | setxattr OBJ NAME VALUE
+        | getxattr OBJ NAME | listxattr OBJ | rmxattr OBJ NAME
+        | setomapval OBJ KEY VALUE | listomapkeys OBJ | rmomapkey OBJ KEY
+        | listomapvals OBJ (KEY<TAB>VALUE a line)
         | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup]
           [-f json]
       The rados tool's commands on our RADOS client (objecter, OSD map,

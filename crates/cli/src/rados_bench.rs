@@ -257,12 +257,30 @@ fn summary(args: &BenchArgs, t: &Totals, object_size: usize) -> String {
     let iops = (t.ops as f64 / t.seconds) as u64;
     let mut s = String::new();
     if args.json {
-        let _ = write!(
-            s,
-            "{{\"total_time_run\":{},\"total_ops_made\":{},\"op_size\":{},\"object_size\":{object_size},\"bandwidth\":{},\"average_iops\":{iops},\"stddev_iops\":{},\"max_iops\":{},\"min_iops\":{},\"average_latency\":{},\"stddev_latency\":{},\"max_latency\":{},\"min_latency\":{}}}\n",
-            t.seconds, t.ops, args.op_size, bw, stddev(&t.iops_samples), max(&t.iops_samples) as u64,
-            min(&t.iops_samples) as u64, mean(&t.lat), stddev(&t.lat), max(&t.lat), min(&t.lat)
-        );
+        // rados bench --format json's summary keys.
+        let (made, size) = match args.mode {
+            Mode::Write => ("total_writes_made", "write_size"),
+            _ => ("total_reads_made", "read_size"),
+        };
+        let mut j = crate::json::Object::new();
+        j.set("total_time_run", t.seconds)
+            .set(made, t.ops)
+            .set(size, args.op_size)
+            .set("object_size", object_size)
+            .set("bandwidth", bw)
+            .set("stddev_bandwidth", stddev(&t.bw_samples))
+            .set("max_bandwidth", max(&t.bw_samples))
+            .set("min_bandwidth", min(&t.bw_samples))
+            .set("average_iops", iops)
+            .set("stddev_iops", stddev(&t.iops_samples))
+            .set("max_iops", max(&t.iops_samples) as u64)
+            .set("min_iops", min(&t.iops_samples) as u64)
+            .set("average_latency", mean(&t.lat))
+            .set("stddev_latency", stddev(&t.lat))
+            .set("max_latency", max(&t.lat))
+            .set("min_latency", min(&t.lat));
+        s.push_str(&j.into_value().to_json());
+        s.push('\n');
         return s;
     }
     let w = if args.mode == Mode::Write { 24 } else { 22 };
@@ -307,7 +325,8 @@ fn metadata(object_size: u64, ops: u64, pid: u32, op_size: u64) -> Bytes {
     Bytes::from(b)
 }
 
-/// Runs a bench, printing as it goes through `out`.
+/// Runs a bench, printing as it goes through `out` (with `json`, the
+/// summary is one line of JSON, the only one starting with `{`).
 pub async fn run(
     io: &IoCtx,
     args: &BenchArgs,

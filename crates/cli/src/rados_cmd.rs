@@ -26,6 +26,38 @@ pub enum RadosCmd {
     Rm {
         objs: Vec<String>,
     },
+    SetXattr {
+        obj: String,
+        name: String,
+        value: String,
+    },
+    GetXattr {
+        obj: String,
+        name: String,
+    },
+    ListXattr {
+        obj: String,
+    },
+    RmXattr {
+        obj: String,
+        name: String,
+    },
+    SetOmapVal {
+        obj: String,
+        key: String,
+        value: String,
+    },
+    ListOmapKeys {
+        obj: String,
+    },
+    /// Our format: `KEY<TAB>VALUE` a line (values as text).
+    ListOmapVals {
+        obj: String,
+    },
+    RmOmapKey {
+        obj: String,
+        key: String,
+    },
     /// `ls` (`--all`: every namespace, `NSPACE<TAB>NAME`).
     Ls {
         all: bool,
@@ -42,6 +74,37 @@ impl RadosCmd {
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
         Ok(match w.as_slice() {
             ["ls"] => RadosCmd::Ls { all: opts.all },
+            ["setxattr", obj, name, value] => RadosCmd::SetXattr {
+                obj: obj.to_string(),
+                name: name.to_string(),
+                value: value.to_string(),
+            },
+            ["getxattr", obj, name] => RadosCmd::GetXattr {
+                obj: obj.to_string(),
+                name: name.to_string(),
+            },
+            ["listxattr", obj] => RadosCmd::ListXattr {
+                obj: obj.to_string(),
+            },
+            ["rmxattr", obj, name] => RadosCmd::RmXattr {
+                obj: obj.to_string(),
+                name: name.to_string(),
+            },
+            ["setomapval", obj, key, value] => RadosCmd::SetOmapVal {
+                obj: obj.to_string(),
+                key: key.to_string(),
+                value: value.to_string(),
+            },
+            ["listomapkeys", obj] => RadosCmd::ListOmapKeys {
+                obj: obj.to_string(),
+            },
+            ["listomapvals", obj] => RadosCmd::ListOmapVals {
+                obj: obj.to_string(),
+            },
+            ["rmomapkey", obj, key] => RadosCmd::RmOmapKey {
+                obj: obj.to_string(),
+                key: key.to_string(),
+            },
             ["bench", secs, mode] => RadosCmd::Bench(BenchArgs {
                 seconds: secs
                     .parse()
@@ -164,6 +227,43 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
             }
             Ok(String::new())
         }
+        RadosCmd::SetXattr { obj, name, value } => {
+            io.setxattr(obj.as_bytes(), name, value.as_bytes()).await?;
+            Ok(String::new())
+        }
+        RadosCmd::GetXattr { obj, name } => {
+            let v = io.getxattr(obj.as_bytes(), name).await?;
+            Ok(format!("{}\n", String::from_utf8_lossy(&v)))
+        }
+        RadosCmd::ListXattr { obj } => {
+            let all = io.getxattrs(obj.as_bytes()).await?;
+            Ok(all.keys().map(|k| format!("{k}\n")).collect())
+        }
+        RadosCmd::RmXattr { obj, name } => {
+            io.rmxattr(obj.as_bytes(), name).await?;
+            Ok(String::new())
+        }
+        RadosCmd::SetOmapVal { obj, key, value } => {
+            let kv = [(key.clone(), Bytes::from(value.clone().into_bytes()))].into();
+            io.omap_set(obj.as_bytes(), &kv).await?;
+            Ok(String::new())
+        }
+        RadosCmd::ListOmapKeys { obj } => {
+            let keys = io.omap_keys(obj.as_bytes()).await?;
+            Ok(keys.iter().map(|k| format!("{k}\n")).collect())
+        }
+        RadosCmd::ListOmapVals { obj } => {
+            let vals = io.omap_vals(obj.as_bytes()).await?;
+            Ok(vals
+                .iter()
+                .map(|(k, v)| format!("{k}\t{}\n", String::from_utf8_lossy(v)))
+                .collect())
+        }
+        RadosCmd::RmOmapKey { obj, key } => {
+            io.omap_rm(obj.as_bytes(), std::slice::from_ref(key))
+                .await?;
+            Ok(String::new())
+        }
         RadosCmd::Ls { all } => {
             let mut io = io.clone();
             if *all {
@@ -182,11 +282,15 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
             Ok(out)
         }
         RadosCmd::Bench(args) => {
-            // Progress as it goes, as rados bench prints it.
+            // Progress as it goes, as rados bench prints it; with --format
+            // json on stderr, and the JSON summary alone on stdout.
+            let json = args.json;
             let mut print = |s: &str| {
-                let mut o = std::io::stdout();
-                let _ = o.write_all(s.as_bytes());
-                let _ = o.flush();
+                let _ = match json && !s.starts_with('{') {
+                    true => std::io::stderr().write_all(s.as_bytes()),
+                    false => std::io::stdout().write_all(s.as_bytes()),
+                };
+                let _ = std::io::stdout().flush();
             };
             crate::rados_bench::run(io, args, &mut print).await?;
             Ok(String::new())

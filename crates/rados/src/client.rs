@@ -18,7 +18,10 @@ use msgr_transport::tcp::Tcp;
 use tokio::sync::{oneshot, Notify};
 
 use crate::objecter::{Limits, Object, Objecter, Request, ENOENT, ETIMEDOUT};
-use crate::request::{decode_nls, decode_stat, decode_xattrs, Listed, Ops, Reply, Stat};
+use crate::request::{
+    decode_nls, decode_omap_keys, decode_omap_vals, decode_stat, decode_xattrs, Listed, Ops, Reply,
+    Stat,
+};
 
 /// How long a reset connection's ops wait before they go again (the OSD
 /// may be restarting; its new address comes with a new map).
@@ -26,6 +29,8 @@ const RESET_DELAY: Duration = Duration::from_millis(200);
 /// Reads and writes of whole objects go in pieces of this size, as the
 /// `rados` tool's (`--op-size`, 4 MiB).
 pub const OP_SIZE: usize = 4 << 20;
+/// Omap entries asked for at a time (librados's default batch).
+pub const OMAP_BATCH: u64 = 512;
 /// Objects asked for per PGNLS.
 const LIST_COUNT: u64 = 1024;
 /// The namespace that lists every namespace (`LIBRADOS_ALL_NSPACES`).
@@ -232,9 +237,15 @@ impl Rados {
             messenger: Mutex::new(None),
             timer: Notify::new(),
         });
+        let mut options = id.client_options(PolicySet::new(PolicyName::LossyClient.policy()));
+        // One shard, in the caller's runtime: a request, its message and
+        // its reply stay on the thread that made them (no hand-off to a
+        // shard thread and back per op). A caller on a multi-threaded
+        // runtime spreads its requests itself.
+        options.shards = 1;
         let messenger = Messenger::new(
             Tcp::default(),
-            id.client_options(PolicySet::new(PolicyName::LossyClient.policy())),
+            options,
             Arc::new(OsdDispatch(shared.clone())),
         );
         *lock(&shared.messenger) = Some(messenger);
@@ -491,6 +502,60 @@ impl IoCtx {
     pub async fn getxattrs(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
         let r = self.operate(name, Ops::new().getxattrs()).await?;
         decode_xattrs(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("getxattrs: {e}")))
+    }
+
+    pub async fn rmxattr(&self, name: &[u8], key: &str) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().rmxattr(key)).await.map(drop)
+    }
+
+    /// Sets omap entries.
+    pub async fn omap_set(
+        &self,
+        name: &[u8],
+        kv: &BTreeMap<String, Bytes>,
+    ) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().omap_set(kv)).await.map(drop)
+    }
+
+    /// Removes omap keys.
+    pub async fn omap_rm(&self, name: &[u8], keys: &[String]) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().omap_rm(keys)).await.map(drop)
+    }
+
+    /// Every omap key, asked for [`OMAP_BATCH`] at a time.
+    pub async fn omap_keys(&self, name: &[u8]) -> Result<Vec<String>, RadosError> {
+        let mut keys: Vec<String> = Vec::new();
+        loop {
+            let after = keys.last().cloned().unwrap_or_default();
+            let r = self
+                .operate(name, Ops::new().omap_get_keys(&after, OMAP_BATCH))
+                .await?;
+            let (batch, more) = decode_omap_keys(&first_out(&r))
+                .map_err(|e| RadosError::BadReply(format!("omap keys: {e}")))?;
+            let done = !more || batch.is_empty();
+            keys.extend(batch);
+            if done {
+                return Ok(keys);
+            }
+        }
+    }
+
+    /// Every omap entry, asked for [`OMAP_BATCH`] at a time.
+    pub async fn omap_vals(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
+        let mut vals: BTreeMap<String, Bytes> = BTreeMap::new();
+        loop {
+            let after = vals.keys().next_back().cloned().unwrap_or_default();
+            let r = self
+                .operate(name, Ops::new().omap_get_vals(&after, "", OMAP_BATCH))
+                .await?;
+            let (batch, more) = decode_omap_vals(&first_out(&r))
+                .map_err(|e| RadosError::BadReply(format!("omap values: {e}")))?;
+            let done = !more || batch.is_empty();
+            vals.extend(batch);
+            if done {
+                return Ok(vals);
+            }
+        }
     }
 
     /// The whole object, read in [`OP_SIZE`] pieces until one comes back

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# rados-vs-librados.sh [ROUNDS] [SECONDS]
+#
+# Benchmark (not a test): `msgr rados bench` against Ceph 16's `rados bench`
+# (librados on AsyncMessenger) on the same cluster, in the same run,
+# interleaved ROUNDS times (3), SECONDS each (8): 4 KiB writes and random
+# reads with 16 in flight, and 4 MiB writes with 16 in flight, in crc and in
+# secure mode. The cluster: 3 memstore OSDs on 2 CRUSH hosts, pool size 2,
+# started and stopped here (mon 3300, OSDs from 6800: no other cluster may
+# run). Per run: IOPS and average latency as the tool prints them, and the
+# client's CPU per op (user + system time of the process, /usr/bin/time,
+# over the ops it made). Prints each run, then per workload the medians
+# and msgr/rados ratios. The OSDs and the client share this machine's
+# cores: IOPS say as much about the OSDs as about the client.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROUNDS=${1:-3}
+SECS=${2:-8}
+cargo build --profile perf -q -p msgr-cli
+MSGR=$PWD/target/perf/msgr
+DIR=/tmp/msgr-bench-rados
+OUT=$(mktemp -d)
+trap 'scripts/ceph/pacific-cluster.sh stop "$DIR" --purge >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
+CEPH_TEST_NUM_OSDS=3 CEPH_TEST_NUM_HOSTS=2 CEPH_TEST_POOL_SIZE=2 CEPH_TEST_PG_NUM=32 \
+  CEPH_TEST_MEMSTORE_BYTES=$((3 << 30)) \
+  scripts/ceph/pacific-cluster.sh start "$DIR" --fresh > "$OUT/env" 2>/dev/null
+CONF=$DIR/ceph.conf
+
+# one TOOL MODE WORKLOAD: a bench run; prints "iops lat cpu_us_per_op".
+one() {
+  local tool=$1 mode=$2 w=$3 args
+  case $w in
+    4k-write) args=(bench "$SECS" write -t 16 -b 4096 --no-cleanup) ;;
+    4k-rand) args=(bench "$SECS" rand -t 16) ;;
+    4m-write) args=(bench "$SECS" write -t 16 -b 4194304) ;;
+  esac
+  local cmd
+  case $tool in
+    msgr) cmd=("$MSGR" rados -c "$CONF" --mode "$mode" -p test "${args[@]}") ;;
+    rados) cmd=(rados -c "$CONF" --ms_client_mode "$mode" -p test "${args[@]}") ;;
+  esac
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "${cmd[@]}" > "$OUT/run" 2>&1 || { echo "0 0 0"; return; }
+  local ops iops lat cpu
+  ops=$(sed -n 's/^Total \(writes\|reads\) made: *//p' "$OUT/run")
+  iops=$(sed -n 's/^Average IOPS: *//p' "$OUT/run")
+  lat=$(sed -n 's/^Average Latency(s): *//p' "$OUT/run")
+  cpu=$(awk -v ops="$ops" '{printf "%.1f", ($1 + $2) * 1e6 / ops}' "$OUT/time")
+  echo "$iops $lat $cpu"
+}
+
+RESULTS=$OUT/results
+for mode in crc secure; do
+  for w in 4k-write 4k-rand 4m-write; do
+    for round in $(seq 1 "$ROUNDS"); do
+      for tool in msgr rados; do
+        # rand reads the objects the last 4k-write of the same tool left
+        [[ $w == 4k-rand ]] || rados -c "$CONF" -p test cleanup >/dev/null 2>&1 || true
+        if [[ $w == 4k-rand ]]; then one "$tool" "$mode" 4k-write >/dev/null; fi
+        r=$(one "$tool" "$mode" "$w")
+        echo "$mode $w $round $tool $r" | tee -a "$RESULTS"
+      done
+    done
+  done
+done
+rados -c "$CONF" -p test cleanup >/dev/null 2>&1 || true
+
+echo
+echo "medians (mode workload: msgr iops / rados iops = ratio; latency; client CPU us/op)"
+python3 - "$RESULTS" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+keys = sorted({(r[0], r[1]) for r in rows}, key=lambda k: (k[0], ["4k-write","4k-rand","4m-write"].index(k[1])))
+for mode, w in keys:
+    m = {}
+    for tool in ("msgr", "rados"):
+        rs = [r for r in rows if r[0] == mode and r[1] == w and r[3] == tool]
+        m[tool] = [st.median(float(r[i]) for r in rs) for i in (4, 5, 6)]
+    (mi, ml, mc), (ri, rl, rc) = m["msgr"], m["rados"]
+    ratio = lambda a, b: a / b if b else float("nan")
+    print(f"{mode:6} {w:8}: IOPS {mi:.0f} / {ri:.0f} = {ratio(mi, ri):.2f}x; "
+          f"latency {ml*1e3:.2f} / {rl*1e3:.2f} ms = {ratio(ml, rl):.2f}x; "
+          f"CPU/op {mc:.0f} / {rc:.0f} us = {ratio(mc, rc):.2f}x")
+PY
