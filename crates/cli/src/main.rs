@@ -555,32 +555,19 @@ fn crush(mut parser: lexopt::Parser) -> Res<ExitCode> {
 
 fn osd(mut parser: lexopt::Parser) -> Res<ExitCode> {
     use msgr_cli::osd::{Format, ObjectName};
-    let mut opts = msgr_cli::identity::ClusterOpts::default();
     let mut format = Format::Plain;
     let mut objects_file: Option<String> = None;
-    let mut words: Vec<String> = Vec::new();
-    while let Some(arg) = parser.next()? {
-        let flag = match arg {
-            Value(v) => {
-                words.push(v.string()?);
-                continue;
-            }
-            Short(c) => format!("-{c}"),
-            Long(l) => format!("--{l}"),
-        };
-        if opts.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
-            continue;
+    let Some((opts, words)) = cluster_command(&mut parser, |flag, p| {
+        match flag {
+            "-f" | "--format" => format = Format::parse(&p.value()?.string()?)?,
+            "--objects" => objects_file = Some(p.value()?.string()?),
+            _ => return Ok(false),
         }
-        match flag.as_str() {
-            "-f" | "--format" => format = Format::parse(&parser.value()?.string()?)?,
-            "--objects" => objects_file = Some(parser.value()?.string()?),
-            "--help" | "-h" => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(format!("unexpected option {other}").into()),
-        }
-    }
+        Ok(true)
+    })?
+    else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let one = |name: &str, nspace: &str| ObjectName {
         nspace: nspace.to_string(),
@@ -600,26 +587,47 @@ fn osd(mut parser: lexopt::Parser) -> Res<ExitCode> {
             .into())
         }
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    match rt.block_on(msgr_cli::osd::map(&opts, pool, &objects, format)) {
-        Ok(text) => {
-            out!("{text}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            eprintln!("msgr osd: {e}");
-            Ok(ExitCode::from(2))
-        }
-    }
+    printing("osd", msgr_cli::osd::map(&opts, pool, &objects, format), 2)
 }
 
 fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut opts = msgr_cli::identity::ClusterOpts::default();
     let mut pool: Option<String> = None;
     let mut nspace = String::new();
     let mut cmd_opts = msgr_cli::rados_cmd::CmdOpts::default();
+    let Some((opts, words)) = cluster_command(&mut parser, |flag, p| {
+        match flag {
+            "-p" | "--pool" => pool = Some(p.value()?.string()?),
+            "-N" | "--namespace" => nspace = p.value()?.string()?,
+            "--all" => cmd_opts.all = true,
+            "-t" | "--concurrent-ios" => cmd_opts.concurrency = p.value()?.parse()?,
+            "-b" | "--block-size" => cmd_opts.op_size = parse_size(&p.value()?.string()?)?,
+            "--no-cleanup" => cmd_opts.no_cleanup = true,
+            "-f" | "--format" => cmd_opts.json = p.value()?.string()? == "json",
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?
+    else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&words, &cmd_opts)
+        .map_err(|e| format!("rados: {e}\n\n{USAGE}"))?;
+    let pool = pool.ok_or("rados: -p POOL is needed")?;
+    printing(
+        "rados",
+        msgr_cli::rados_cmd::run(&opts, &pool, &nspace, &cmd),
+        1,
+    )
+}
+
+/// The cluster options and the words of a command that talks to a
+/// cluster; `own` takes the command's own flags (false: not one of them).
+/// `None` when `--help` was asked for (and printed).
+fn cluster_command(
+    parser: &mut lexopt::Parser,
+    mut own: impl FnMut(&str, &mut lexopt::Parser) -> Res<bool>,
+) -> Res<Option<(msgr_cli::identity::ClusterOpts, Vec<String>)>> {
+    let mut opts = msgr_cli::identity::ClusterOpts::default();
     let mut words: Vec<String> = Vec::new();
     while let Some(arg) = parser.next()? {
         let flag = match arg {
@@ -630,38 +638,38 @@ fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
             Short(c) => format!("-{c}"),
             Long(l) => format!("--{l}"),
         };
-        if opts.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
+        if opts.take(&flag, || msgr_cli::common::option_value(parser))? {
             continue;
         }
-        match flag.as_str() {
-            "-p" | "--pool" => pool = Some(parser.value()?.string()?),
-            "-N" | "--namespace" => nspace = parser.value()?.string()?,
-            "--all" => cmd_opts.all = true,
-            "-t" | "--concurrent-ios" => cmd_opts.concurrency = parser.value()?.parse()?,
-            "-b" | "--block-size" => cmd_opts.op_size = parse_size(&parser.value()?.string()?)?,
-            "--no-cleanup" => cmd_opts.no_cleanup = true,
-            "-f" | "--format" => cmd_opts.json = parser.value()?.string()? == "json",
-            "--help" | "-h" => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(format!("unexpected option {other}").into()),
+        if flag == "--help" || flag == "-h" {
+            out!("{USAGE}");
+            return Ok(None);
+        }
+        if !own(&flag, parser)? {
+            return Err(format!("unexpected option {flag}").into());
         }
     }
-    let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&words, &cmd_opts)
-        .map_err(|e| format!("rados: {e}\n\n{USAGE}"))?;
-    let pool = pool.ok_or("rados: -p POOL is needed")?;
+    Ok(Some((opts, words)))
+}
+
+/// Runs a command's work on a current-thread runtime: its text to
+/// stdout, or `msgr NAME: ERROR` to stderr and exit status `code`.
+fn printing(
+    name: &str,
+    work: impl std::future::Future<Output = Result<String, String>>,
+    code: u8,
+) -> Res<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match rt.block_on(msgr_cli::rados_cmd::run(&opts, &pool, &nspace, &cmd)) {
+    match rt.block_on(work) {
         Ok(text) => {
             out!("{text}");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("msgr rados: {e}");
-            Ok(ExitCode::from(1))
+            eprintln!("msgr {name}: {e}");
+            Ok(ExitCode::from(code))
         }
     }
 }
@@ -679,30 +687,14 @@ fn parse_size(s: &str) -> Res<usize> {
 
 fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {
     use msgr_cli::mon::MonAction;
-    let mut opts = msgr_cli::identity::ClusterOpts::default();
     let mut as_json = false;
-    let mut words: Vec<String> = Vec::new();
-    while let Some(arg) = parser.next()? {
-        let flag = match arg {
-            Value(v) => {
-                words.push(v.string()?);
-                continue;
-            }
-            Short(c) => format!("-{c}"),
-            Long(l) => format!("--{l}"),
-        };
-        if opts.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
-            continue;
-        }
-        match flag.as_str() {
-            "--json" => as_json = true,
-            "--help" | "-h" => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(format!("unexpected option {other}").into()),
-        }
-    }
+    let Some((opts, words)) = cluster_command(&mut parser, |flag, _| {
+        as_json |= flag == "--json";
+        Ok(flag == "--json")
+    })?
+    else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let action = match words
         .iter()
         .map(String::as_str)
