@@ -101,6 +101,33 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Objects: a RADOS client
+//!
+//! [`rados::Rados`] is librados's data path on this messenger: a monitor
+//! session keeping the [`osdmap::OsdMap`] current, an objecter sending each
+//! request to its PG's acting primary (and again when a map moves it, its
+//! connection resets or an OSD lifts a backoff), in-flight limits and
+//! timeouts. [`rados::IoCtx`] reads and writes objects of one pool.
+//!
+//! ```no_run
+//! use bytes::Bytes;
+//! use msgr::monc::identity::{ClusterOpts, Identity};
+//! use msgr::rados::{Limits, Rados};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let id = Identity::load(&ClusterOpts::default())?;
+//! let rados = Rados::connect(&id, Limits::default()).await?;
+//! let io = rados.ioctx("test")?;
+//! io.write_full(b"greeting", Bytes::from_static(b"hello")).await?;
+//! assert_eq!(&io.read(b"greeting", 0, 0).await?[..], b"hello");
+//! println!("{} bytes", io.stat(b"greeting").await?.size);
+//! // Where it lives, as `ceph osd map` says.
+//! let map = rados.osdmap();
+//! let p = map.place(io.pool(), b"greeting", b"").ok_or("no such pool")?;
+//! println!("{}", p.ceph_line(map.epoch, "test", "greeting", ""));
+//! rados.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
 //! # Seeing into it
 //!
 //! Each messenger counts what it does in Ceph's `AsyncMessenger::Worker-N`
@@ -171,4 +198,14 @@ pub mod monc {
 /// Perf counters and the admin socket.
 pub mod admin {
     pub use msgr_admin::*;
+}
+
+/// The OSD map: full maps and incrementals, pools, placement.
+pub mod osdmap {
+    pub use msgr_osdmap::*;
+}
+
+/// A RADOS client: object ops, the objecter, `Rados` and `IoCtx`.
+pub mod rados {
+    pub use msgr_rados::*;
 }
