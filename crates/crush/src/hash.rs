@@ -9,9 +9,10 @@ const X: u32 = 231_232;
 const Y: u32 = 1232;
 
 /// `crush_hashmix`: mixes all three values in place (later mixes see the
-/// first two as this one left them).
+/// first two as this one left them). The same mix is ceph_hash.cc's, under
+/// `ceph_str_hash_rjenkins`.
 #[inline]
-fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
+pub fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
     for (s1, s2, s3) in [(13, 8, 13), (12, 16, 5), (3, 10, 15)] {
         *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> s1);
         *b = b.wrapping_sub(*c).wrapping_sub(*a) ^ (*a << s2);

@@ -24,7 +24,7 @@ pub mod map;
 )]
 mod mapper;
 
-pub use hash::{hash2, hash3, hash4};
+pub use hash::{hash2, hash3, hash4, mix as jenkins_mix};
 pub use ln::crush_ln;
 pub use map::{Bucket, Choose, ChooseArg, ChooseArgs, CrushError, CrushMap, Rule, Step, Tunables};
 pub use mapper::{do_rule, ITEM_NONE, WEIGHT_IN};

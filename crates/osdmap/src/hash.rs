@@ -6,14 +6,7 @@ pub const STR_HASH_LINUX: u8 = 1;
 /// `CEPH_STR_HASH_RJENKINS`, what pools are created with.
 pub const STR_HASH_RJENKINS: u8 = 2;
 
-/// Jenkins' `mix`, as ceph_hash.cc writes it (all wrapping u32).
-fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
-    for (s1, s2, s3) in [(13, 8, 13), (12, 16, 5), (3, 10, 15)] {
-        *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> s1);
-        *b = b.wrapping_sub(*c).wrapping_sub(*a) ^ (*a << s2);
-        *c = c.wrapping_sub(*a).wrapping_sub(*b) ^ (*b >> s3);
-    }
-}
+use msgr_crush::jenkins_mix as mix;
 
 /// Up to four bytes little-endian, as the hash's tail `switch` adds them.
 fn le(bytes: &[u8]) -> u32 {

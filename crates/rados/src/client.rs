@@ -126,15 +126,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     /// Sends what the objecter queued and hands out what it finished.
     fn flush(&self) {
-        let (transmits, done) = {
+        let (map, transmits, done) = {
             let mut o = lock(&self.objecter);
             let t: Vec<_> = std::iter::from_fn(|| o.poll_transmit()).collect();
             let d: Vec<_> = std::iter::from_fn(|| o.poll_completion()).collect();
-            (t, d)
+            (o.map().clone(), t, d)
         };
         for t in transmits {
-            let Some(c) = self.conn_to(t.osd, &t.addrs) else {
-                return;
+            // An OSD gone from this newer map: its request goes again with
+            // the map that moved it.
+            let Some(c) = map.osd_addrs(t.osd).and_then(|a| self.conn_to(t.osd, a)) else {
+                continue;
             };
             c.send_nowait(t.msg.to_message(c.features()));
         }
@@ -357,19 +359,16 @@ impl IoCtx {
     /// Runs `ops` on object `name`; an errno in the reply is an error
     /// naming `what`.
     pub async fn operate(&self, name: &[u8], ops: Ops) -> Result<Reply, RadosError> {
-        let what = String::from_utf8_lossy(name).into_owned();
-        self.submit(Bytes::copy_from_slice(name), None, ops, &what)
-            .await
+        self.submit(Bytes::copy_from_slice(name), None, ops).await
     }
 
-    async fn submit(
-        &self,
-        name: Bytes,
-        pg: Option<u32>,
-        ops: Ops,
-        what: &str,
-    ) -> Result<Reply, RadosError> {
-        let what = what.to_string();
+    async fn submit(&self, name: Bytes, pg: Option<u32>, ops: Ops) -> Result<Reply, RadosError> {
+        // What an error names: the object, or the listing of a PG.
+        let what = |name: &Bytes| match pg {
+            Some(_) => "listing".to_string(),
+            None => String::from_utf8_lossy(name).into_owned(),
+        };
+        let label = name.clone();
         let req = Request {
             object: Object {
                 pool: self.pool,
@@ -397,15 +396,15 @@ impl IoCtx {
         match rx.await {
             Ok(Ok(r)) if r.result < 0 => Err(RadosError::Os {
                 errno: r.result,
-                what,
+                what: what(&label),
             }),
             Ok(Ok(r)) => Ok(r),
             Ok(Err(errno)) if errno == ENOENT => Err(RadosError::NoPool(self.pool.to_string())),
             Ok(Err(errno)) => Err(RadosError::Os {
                 errno,
                 what: match errno {
-                    ETIMEDOUT => format!("{what} (no reply in time)"),
-                    _ => what,
+                    ETIMEDOUT => format!("{} (no reply in time)", what(&label)),
+                    _ => what(&label),
                 },
             }),
             Err(_) => Err(RadosError::Shutdown),
@@ -431,7 +430,7 @@ impl IoCtx {
                 (map.epoch, seed)
             };
             let ops = Ops::new().pg_nls(LIST_COUNT, &cursor, epoch);
-            let r = self.submit(Bytes::new(), Some(pg), ops, "listing").await?;
+            let r = self.submit(Bytes::new(), Some(pg), ops).await?;
             let (next, entries) = decode_nls(&first_out(&r))
                 .map_err(|e| RadosError::BadReply(format!("object listing: {e}")))?;
             found.extend(entries);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use msgr_encoding::{EntityAddrvec, UTime};
+use msgr_encoding::UTime;
 use msgr_messages::osd_backoff::backoff_op;
 use msgr_messages::osd_types::{ObjectLocator, PgId, SpgId, NOSNAP};
 use msgr_messages::{HObject, MOSDBackoff, MOSDOp, MOSDOpReply};
@@ -90,11 +90,10 @@ pub struct Target {
     min_size: u8,
 }
 
-/// A message for an OSD.
+/// A message for an OSD (reached at its address in [`Objecter::map`]).
 #[derive(Debug, Clone)]
 pub struct Transmit {
     pub osd: i32,
-    pub addrs: EntityAddrvec,
     pub msg: MOSDOp,
 }
 
@@ -330,12 +329,12 @@ impl Objecter {
         let Some(f) = self.inflight.get_mut(&tid) else {
             return;
         };
-        let Some(t) = f.target.clone() else {
+        let Some(t) = f.target.as_ref() else {
             return;
         };
-        let Some(addrs) = self.map.osd_addrs(t.osd).cloned() else {
+        if self.map.osd_addrs(t.osd).is_none() {
             return;
-        };
+        }
         let held = |b: &Backoff| b.osd == t.osd && b.block.pgid == t.pgid;
         if self
             .backoffs
@@ -346,13 +345,9 @@ impl Objecter {
             return;
         }
         let attempt = f.attempts;
-        f.attempts = f.attempts.saturating_add(1);
-        let msg = build_op(tid, &f.req, &t, epoch, attempt);
-        self.transmit.push_back(Transmit {
-            osd: t.osd,
-            addrs,
-            msg,
-        });
+        let (osd, msg) = (t.osd, build_op(tid, &f.req, t, epoch, attempt));
+        f.attempts = attempt.saturating_add(1);
+        self.transmit.push_back(Transmit { osd, msg });
     }
 
     /// A new OSD map: requests whose PG moved go again; requests of a pool
