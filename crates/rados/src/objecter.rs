@@ -29,6 +29,9 @@ pub const ENOENT: i32 = -2;
 pub const ETIMEDOUT: i32 = -110;
 /// `osd_client_op_priority`, the priority librados sends ops at.
 const PRIORITY: u16 = 63;
+/// The most blocks one OSD can have us hold: past them, its oldest goes
+/// (an OSD blocks a few ranges of a PG at a time, not thousands).
+pub const MAX_BACKOFFS_PER_OSD: usize = 256;
 
 /// The objecter's bounds on what is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,6 +373,15 @@ impl Objecter {
         match m.op {
             backoff_op::BLOCK => {
                 let ack = m.ack();
+                // A block of an id already held replaces it.
+                self.backoffs
+                    .retain(|b| !(b.osd == osd && b.block.id == m.id));
+                let held = self.backoffs.iter().filter(|b| b.osd == osd).count();
+                if held >= MAX_BACKOFFS_PER_OSD {
+                    if let Some(oldest) = self.backoffs.iter().position(|b| b.osd == osd) {
+                        self.backoffs.remove(oldest);
+                    }
+                }
                 self.backoffs.push(Backoff { osd, block: m });
                 Some(ack)
             }

@@ -217,3 +217,32 @@ fn a_reply_whose_lengths_overrun_its_data_is_eio() {
     o.handle_reply(t.osd, r);
     assert_eq!(o.poll_completion().expect("ended").result, Err(-5));
 }
+
+#[test]
+fn what_an_osd_can_make_us_hold_in_blocks_is_bounded() {
+    let mut o = Objecter::new(map(), Limits::default());
+    let block = |id: u64| MOSDBackoff {
+        pgid: Default::default(),
+        map_epoch: 43,
+        op: backoff_op::BLOCK,
+        id,
+        begin: HObject::default(),
+        end: HObject::max(),
+    };
+    for id in 0..(MAX_BACKOFFS_PER_OSD as u64 + 50) {
+        assert!(
+            o.handle_backoff(1, block(id)).is_some(),
+            "each is acknowledged"
+        );
+        assert!(
+            o.handle_backoff(1, block(id)).is_some(),
+            "again, replacing itself"
+        );
+    }
+    assert_eq!(o.backoffs.len(), MAX_BACKOFFS_PER_OSD);
+    // The newest are kept.
+    assert_eq!(
+        o.backoffs.last().map(|b| b.block.id),
+        Some(MAX_BACKOFFS_PER_OSD as u64 + 49)
+    );
+}
