@@ -20,6 +20,9 @@ enum State {
     Posted(Option<Waker>),
     /// Completed, not yet seen by the half.
     Done(Done),
+    /// The half is gone: a completion is the ring's to dispose of (a pool
+    /// buffer it names goes back to the pool).
+    Abandoned,
 }
 
 /// A completion: the result (bytes, or -errno), its flags (the buffer a
@@ -46,7 +49,7 @@ impl Slot {
     pub fn look(&self, waker: &Waker) -> Seen {
         let mut st = self.lock();
         match &mut *st {
-            State::Idle => Seen::Idle,
+            State::Idle | State::Abandoned => Seen::Idle,
             State::Posted(w) => {
                 if !w.as_ref().is_some_and(|w| w.will_wake(waker)) {
                     *w = Some(waker.clone());
@@ -69,12 +72,36 @@ impl Slot {
         *self.lock() = State::Posted(Some(waker.clone()));
     }
 
-    /// Stores a completion; returns the waker to wake.
-    pub(crate) fn complete(&self, done: Done) -> Option<Waker> {
-        match std::mem::replace(&mut *self.lock(), State::Done(done)) {
-            State::Posted(w) => w,
-            _ => None,
+    /// Stores a completion; returns the waker to wake, or the completion
+    /// back if the half is gone.
+    pub(crate) fn complete(&self, done: Done) -> Result<Option<Waker>, Done> {
+        let mut st = self.lock();
+        if matches!(*st, State::Abandoned) {
+            return Err(done);
         }
+        match std::mem::replace(&mut *st, State::Done(done)) {
+            State::Posted(w) => Ok(w),
+            _ => Ok(None),
+        }
+    }
+
+    /// The half lets go: from now on a completion comes back from
+    /// `complete`. Returns what was there: an operation still in flight
+    /// (to cancel), or a completion the half never saw.
+    pub fn abandon(&self) -> Seen {
+        match std::mem::replace(&mut *self.lock(), State::Abandoned) {
+            State::Idle | State::Abandoned => Seen::Idle,
+            State::Posted(_) => Seen::Waiting,
+            State::Done(d) => Seen::Done(d),
+        }
+    }
+}
+
+impl Done {
+    /// The pool buffer this completion holds (a pool receive's), which
+    /// whoever takes the completion must give back.
+    pub fn pool_buffer(&self) -> Option<u16> {
+        io_uring::cqueue::buffer_select(self.flags)
     }
 }
 

@@ -42,6 +42,8 @@ pub(crate) struct Pool {
     size: u32,
     /// Our copy of the tail (the next descriptor to fill).
     tail: u16,
+    /// Buffers completions handed to us and not yet given back.
+    lent_out: u16,
 }
 
 // SAFETY: the pool's memory is reached only through `&self`/`&mut self`
@@ -89,9 +91,10 @@ impl Pool {
             count,
             size,
             tail: 0,
+            lent_out: 0,
         };
         for bid in 0..count {
-            pool.give_back(bid);
+            pool.lend(bid);
         }
         Ok(pool)
     }
@@ -118,8 +121,30 @@ impl Pool {
         Some(unsafe { std::slice::from_raw_parts(self.mem.as_ptr().add(at), len as usize) })
     }
 
-    /// Lends buffer `bid` to the kernel again (or for the first time).
+    /// A completion handed us buffer `bid`: it is ours until given back.
+    pub fn taken(&mut self, bid: u16) {
+        if bid < self.count {
+            self.lent_out = self.lent_out.saturating_add(1);
+        }
+    }
+
+    /// Buffers completions handed to us and not yet given back.
+    #[cfg(test)]
+    pub fn lent_out(&self) -> u16 {
+        self.lent_out
+    }
+
+    /// Lends buffer `bid`, which a completion handed us, to the kernel
+    /// again.
     pub fn give_back(&mut self, bid: u16) {
+        if bid < self.count {
+            self.lent_out = self.lent_out.saturating_sub(1);
+            self.lend(bid);
+        }
+    }
+
+    /// Lends buffer `bid` to the kernel.
+    fn lend(&mut self, bid: u16) {
         if bid >= self.count {
             return;
         }

@@ -17,9 +17,18 @@
 //!   let go of the pages), whatever happens to the connection meanwhile.
 //!   The ring, when dropped, cancels what is still in flight and waits for
 //!   it before that memory goes.
+//! - **Ownership of the socket.** The entry holds the socket too, so its
+//!   fd stays open until the last completion: the kernel resolves an SQE's
+//!   fd when it submits it, after the post, and a socket closed meanwhile
+//!   would have its number given to the next socket opened, which the
+//!   operation would then read or write.
+//! - **Abandoned completions.** A completion whose half is gone (dropped
+//!   with the operation in flight) is disposed of here: the pool buffer a
+//!   receive took goes back to the pool.
 
 use std::cell::RefCell;
 use std::io;
+use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,13 +70,15 @@ struct State {
     woken: Vec<Waker>,
 }
 
-/// An operation in the table: its slot and what its SQE points at.
+/// An operation in the table: its slot, what its SQE points at, and the
+/// socket it names (open until the last completion).
 enum Entry {
     Free,
     Live {
         generation: u32,
         slot: Arc<Slot>,
         keep: Keep,
+        _sock: Arc<TcpStream>,
     },
 }
 
@@ -153,20 +164,21 @@ impl Ring {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Posts `sqe`, whose memory `keep` owns, for `slot`; returns its
-    /// user_data (to cancel it). The slot must be idle; it is `Posted`
-    /// with `waker` after this.
+    /// Posts `sqe`, whose memory `keep` owns, on `sock` for `slot`;
+    /// returns its user_data (to cancel it). The slot must be idle; it is
+    /// `Posted` with `waker` after this. The table holds `sock` until the
+    /// last completion.
     ///
     /// # Safety
     /// Every pointer in `sqe` points into memory that `keep` owns (heap
     /// memory, which does not move with `keep`) or into the ring's pool,
-    /// and the fd it names stays open until the operation completes (the
-    /// slot holds the socket).
+    /// and the only fd it names is `sock`'s.
     #[allow(unsafe_code)]
     pub unsafe fn post(
         &self,
         slot: &Arc<Slot>,
         keep: Keep,
+        sock: &Arc<TcpStream>,
         sqe: squeue::Entry,
         waker: &Waker,
     ) -> io::Result<u64> {
@@ -197,6 +209,7 @@ impl Ring {
                 generation,
                 slot: slot.clone(),
                 keep,
+                _sock: sock.clone(),
             };
         }
         st.in_flight += 1;
@@ -280,6 +293,7 @@ impl Ring {
         let _ = st.uring.submit();
         let State {
             uring,
+            pool,
             ops,
             free,
             in_flight,
@@ -288,7 +302,7 @@ impl Ring {
         } = &mut *st;
         let mut woken = std::mem::take(woken);
         for cqe in uring.completion() {
-            if let Some(w) = complete(ops, free, in_flight, &cqe) {
+            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &cqe) {
                 woken.push(w);
             }
         }
@@ -303,11 +317,13 @@ fn recycle(mut v: Vec<Waker>) -> Vec<Waker> {
 
 /// Hands `cqe` to its operation: the result to the slot (with the memory
 /// it owned, unless a zero-copy notification is still to come), and the
-/// entry back to the free list on its last completion.
+/// entry back to the free list on its last completion. A completion whose
+/// half is gone gives back the pool buffer it took.
 fn complete(
     ops: &mut [Entry],
     free: &mut Vec<u32>,
     in_flight: &mut usize,
+    mut pool: Option<&mut Pool>,
     cqe: &cqueue::Entry,
 ) -> Option<Waker> {
     let user_data = cqe.user_data();
@@ -334,11 +350,24 @@ fn complete(
         } else {
             Keep::Nothing
         };
-        slot.complete(Done {
+        let done = Done {
             res: cqe.result(),
             flags,
             keep,
-        })
+        };
+        let bid = done.pool_buffer();
+        if let (Some(p), Some(bid)) = (pool.as_deref_mut(), bid) {
+            p.taken(bid);
+        }
+        match slot.complete(done) {
+            Ok(waker) => waker,
+            Err(_abandoned) => {
+                if let (Some(p), Some(bid)) = (pool, bid) {
+                    p.give_back(bid);
+                }
+                None
+            }
+        }
     };
     if last {
         *entry = Entry::Free;
@@ -386,13 +415,14 @@ impl Drop for State {
                 let _ = self.uring.submitter().submit_with_args(1, &args);
                 let State {
                     uring,
+                    pool,
                     ops,
                     free,
                     in_flight,
                     ..
                 } = self;
                 for cqe in uring.completion() {
-                    if let Some(w) = complete(ops, free, in_flight, &cqe) {
+                    if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &cqe) {
                         w.wake();
                     }
                 }
@@ -432,5 +462,10 @@ impl Ring {
     /// Operations posted and not completed.
     pub fn in_flight(&self) -> usize {
         self.lock().in_flight
+    }
+
+    /// Pool buffers completions handed out and not given back.
+    pub fn lent_out(&self) -> u16 {
+        self.lock().pool.as_ref().map_or(0, Pool::lent_out)
     }
 }

@@ -100,16 +100,19 @@ impl Half {
         types::Fd(self.sock.as_raw_fd())
     }
 
-    /// Posts `sqe`, whose memory `keep` owns.
+    /// Posts `sqe` on this half's socket, whose memory `keep` owns (the
+    /// table keeps both until the last completion; a half dropped with the
+    /// operation in flight cancels it).
     ///
     /// # Safety
-    /// As [`Ring::post`]; the socket stays open while the slot... the half
-    /// holds it, and a half dropped with the operation in flight cancels it
-    /// (the table keeps `keep` until the completion).
+    /// As [`Ring::post`], with this half's socket the only fd `sqe` names.
     #[allow(unsafe_code)]
     unsafe fn post(&mut self, keep: Keep, sqe: squeue::Entry, cx: &Context<'_>) -> io::Result<()> {
         // SAFETY: as the caller vouches.
-        let ud = unsafe { self.ring.post(&self.slot, keep, sqe, cx.waker())? };
+        let ud = unsafe {
+            self.ring
+                .post(&self.slot, keep, &self.sock, sqe, cx.waker())?
+        };
         self.posted = Some((self.ring.clone(), ud));
         Ok(())
     }
@@ -131,11 +134,23 @@ impl Half {
 }
 
 impl Drop for Half {
+    /// Cancels an operation in flight (its completion, when it comes, is
+    /// the ring's to dispose of), or gives back the pool buffer of one
+    /// that completed unseen.
     fn drop(&mut self) {
-        if let Some((ring, ud)) = self.posted.take() {
-            if self.slot.posted_now() {
-                ring.cancel(ud);
+        let ring = self.posted.take();
+        match self.slot.abandon() {
+            Seen::Waiting => {
+                if let Some((ring, ud)) = ring {
+                    ring.cancel(ud);
+                }
             }
+            Seen::Done(d) => {
+                if let Some(bid) = d.pool_buffer() {
+                    ring.as_ref().map_or(&self.ring, |(r, _)| r).give_back(bid);
+                }
+            }
+            Seen::Idle => {}
         }
     }
 }

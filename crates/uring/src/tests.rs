@@ -262,3 +262,73 @@ fn a_listener_hands_out_ring_streams() {
         );
     });
 }
+
+/// A send posted and not yet submitted (submission waits for the reaper)
+/// when its stream is dropped must not reach the socket that is given the
+/// stream's fd number next: the ring resolves an fd when it submits.
+/// Seen in the crimson matrix: a connection faulted with a MESSAGE queued,
+/// and its peer's next accepted connection read that frame where the
+/// banner belonged.
+#[test]
+fn a_dropped_streams_queued_send_reaches_no_later_socket() {
+    rt().block_on(async {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        for _ in 0..20 {
+            let a = std::net::TcpStream::connect(addr).unwrap();
+            let (a_peer, _) = listener.accept().unwrap();
+            let (ar, mut aw) = UringStream::new(a, Config::default()).unwrap().into_split();
+            let stale = [Bytes::from_static(b"STALE")];
+            let waker = std::task::Waker::noop();
+            let mut cx = std::task::Context::from_waker(waker);
+            // Posted: queued for the reaper, which has not run.
+            assert!(aw
+                .poll_send(&mut cx, Outgoing::new((&stale, &[])))
+                .is_pending());
+            drop((ar, aw));
+            // Without the ring holding the socket, this takes its fd.
+            let b = std::net::TcpStream::connect(addr).unwrap();
+            let (b_peer, _) = listener.accept().unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            b_peer.set_nonblocking(true).unwrap();
+            let mut got = [0; 8];
+            let read = std::io::Read::read(&mut &b_peer, &mut got);
+            assert!(
+                matches!(&read, Err(e) if e.kind() == io::ErrorKind::WouldBlock),
+                "the new socket received {read:?}: {:?}",
+                &got[..]
+            );
+            drop((a_peer, b, b_peer));
+        }
+    });
+}
+
+/// A pool receive that completed after its reader stopped looking (the
+/// reader dropped with the completion unseen, or before it came) gives its
+/// buffer back to the pool.
+#[test]
+fn an_abandoned_receive_gives_its_pool_buffer_back() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let ring = s.ring();
+        let (mut r, _w) = s.into_split();
+        let mut buf = BytesMut::new();
+        let room = ReadRoom {
+            want: 5,
+            min_read: MIN_READ,
+        };
+        let waited = tokio::time::timeout(Duration::from_millis(20), r.recv(&mut buf, room)).await;
+        assert!(waited.is_err());
+        peer.write_all(b"hello").await.unwrap();
+        for _ in 0..100 {
+            if ring.in_flight() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(ring.in_flight(), 0);
+        assert_eq!(ring.lent_out(), 1, "the completion holds a pool buffer");
+        drop(r);
+        assert_eq!(ring.lent_out(), 0, "the dropped reader gave it back");
+    });
+}
