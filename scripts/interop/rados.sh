@@ -26,6 +26,9 @@
 # `msgr rados bench write` wrote, and `msgr rados bench seq|rand` what
 # `rados bench write` wrote. Fault: osd.1 is stopped during `msgr rados
 # bench write`; every op completes and `rados bench seq` reads all back.
+# Pause: a put and a get wait while the map says pause and complete once it
+# is lifted. Cache tier: reads follow the overlay, writes the cache OSD's
+# redirect.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
 set -euo pipefail
 MSGR="$(realpath "${1:?usage: rados.sh MSGR_BINARY}")"
@@ -310,6 +313,68 @@ benches() {
   tool "$r" rados -c "$c" -p test cleanup > /dev/null 2>&1 || fail "$r: rados cleanup"
 }
 
+# `ceph osd set pause` (PAUSERD and PAUSEWR in the map): a msgr rados put
+# and get wait, and complete once `osd unset pause` lifts it.
+paused() {
+  local r=$1 c; c=$(conf "$r")
+  local src; src=$DATA/in-65536
+  "$MSGR" rados -c "$c" -p test put paused-src "$src" || { fail "$r: put before the pause"; return; }
+  ceph "$r" osd set pause >/dev/null 2>&1 || { fail "$r: osd set pause refused"; return; }
+  timeout 60 "$MSGR" rados -c "$c" -p test put paused-w "$src" 2>"$OUT/pw.err" & local w=$!
+  rm -f "$DATA/out-paused"
+  timeout 60 "$MSGR" rados -c "$c" -p test get paused-src "$DATA/out-paused" 2>"$OUT/pr.err" & local g=$!
+  sleep 3
+  local held=0
+  kill -0 "$w" 2>/dev/null && kill -0 "$g" 2>/dev/null && held=1
+  ceph "$r" osd unset pause >/dev/null 2>&1 || fail "$r: osd unset pause refused"
+  wait "$w" || fail "$r: the paused put failed: $(cat "$OUT/pw.err")"
+  wait "$g" || fail "$r: the paused get failed: $(cat "$OUT/pr.err")"
+  rm -f "$DATA/out-$$"
+  tool "$r" rados -c "$c" -p test get paused-w "$([[ $r == tentacle ]] && echo "$DATA_IN" || echo "$DATA")/out-$$" 2>/dev/null
+  if (( held )) && cmp -s "$src" "$DATA/out-paused" && cmp -s "$src" "$DATA/out-$$"; then
+    log "ok: $r: a put and a get waited 3 s while the map said pause, and completed once it was lifted"
+  else
+    fail "$r: pause: held=$held, get and put $(cmp -s "$src" "$DATA/out-paused" && echo alike || echo differ)/$(cmp -s "$src" "$DATA/out-$$" && echo alike || echo differ)"
+  fi
+  tool "$r" rados -c "$c" -p test rm paused-src; tool "$r" rados -c "$c" -p test rm paused-w
+  rm -f "$DATA/out-$$" "$DATA/out-paused"
+}
+
+# A cache tier (pool tcache over tbase, mode readonly, overlay set): msgr
+# rados follows the overlay (a read of an object only in tbase goes to
+# tcache, which promotes it there) and the cache's redirect (a write sent
+# to tcache is redirected by its OSD to tbase, where it lands).
+tiers() {
+  local r=$1 c; c=$(conf "$r")
+  local src; src=$DATA/in-65536
+  ceph "$r" osd pool create tbase 8 8 >/dev/null 2>&1
+  ceph "$r" osd pool create tcache 8 8 >/dev/null 2>&1
+  for p in tbase tcache; do ceph "$r" osd pool application enable "$p" rados >/dev/null 2>&1 || true; done
+  tool "$r" rados -c "$c" -p tbase put before-tier "$([[ $r == tentacle ]] && echo "$DATA_IN" || echo "$DATA")/in-65536" ||
+    { fail "$r: rados put before the tier"; return; }
+  { ceph "$r" osd tier add tbase tcache &&
+    ceph "$r" osd tier cache-mode tcache readonly --yes-i-really-mean-it &&
+    ceph "$r" osd tier set-overlay tbase tcache; } >/dev/null 2>"$OUT/tier.err" ||
+    { fail "$r: cache tier refused: $(tail -2 "$OUT/tier.err")"; return; }
+  sleep 1
+  rm -f "$DATA/out-tier"
+  "$MSGR" rados -c "$c" -p tbase get before-tier "$DATA/out-tier" 2>"$OUT/tg.err" && cmp -s "$src" "$DATA/out-tier" ||
+    fail "$r: msgr rados get through the tier: $(cat "$OUT/tg.err")"
+  tool "$r" rados -c "$c" -p tcache ls | grep -qx before-tier ||
+    fail "$r: the read did not go to the cache tier (nothing promoted)"
+  "$MSGR" rados -c "$c" -p tbase put through-tier "$src" --debug-ms 1 2>"$OUT/tp.err" ||
+    fail "$r: msgr rados put through the tier: $(grep -v INFO "$OUT/tp.err" | tail -2)"
+  local redirects; redirects=$(grep -c "request redirected" "$OUT/tp.err" || true)
+  if (( redirects > 0 )) && tool "$r" rados -c "$c" -p tbase ls | grep -qx through-tier &&
+     ! tool "$r" rados -c "$c" -p tcache ls | grep -qx through-tier; then
+    log "ok: $r: cache tier: a read went to the cache (promoted there), a write was redirected by the cache's OSD ($redirects redirect) to the base pool"
+  else
+    fail "$r: cache tier write: $redirects redirects, base: $(tool "$r" rados -c "$c" -p tbase ls | paste -sd,), cache: $(tool "$r" rados -c "$c" -p tcache ls | paste -sd,)"
+  fi
+  { ceph "$r" osd tier remove-overlay tbase && ceph "$r" osd tier cache-mode tcache none --yes-i-really-mean-it &&
+    ceph "$r" osd tier remove tbase tcache; } >/dev/null 2>&1 || fail "$r: removing the cache tier"
+}
+
 # An OSD stops during msgr rados bench write (pool test: size 2, min_size
 # 1): every op completes after the map change, and rados bench seq reads
 # back (and verifies) every object written.
@@ -348,6 +413,8 @@ for r in pacific tentacle; do
   listing "$r"
   attrs "$r"
   benches "$r"
+  paused "$r"
+  tiers "$r"
   osd_stops "$r"
   make_pools "$r" || continue
   placement "$r" pools

@@ -15,7 +15,7 @@ mod types;
 pub use mon::*;
 pub use monmap::{MonInfo, MonMap};
 pub use osd_backoff::{HObject, MOSDBackoff, MSG_OSD_BACKOFF};
-pub use osd_op::{MOSDOp, MOSDOpReply, MSG_OSD_OP, MSG_OSD_OPREPLY};
+pub use osd_op::{MOSDOp, MOSDOpReply, RequestRedirect, MSG_OSD_OP, MSG_OSD_OPREPLY};
 pub use simple::{MCommand, MCommandReply, MPing};
 pub use typed::{MessageError, TypedMessage};
 pub use types::{message_type_name, MESSAGE_TYPES};

@@ -187,12 +187,16 @@ impl Dispatcher for OsdDispatch {
                     // again on the next reset or map change.
                     return;
                 };
+                if let Some(r) = &reply.redirect {
+                    tracing::info!(target: "msgr", osd, tid = reply.tid, pool = r.locator.pool, "request redirected");
+                }
                 lock(&self.0.objecter).handle_reply(osd, reply);
             }
             MSG_OSD_BACKOFF => {
                 let Ok(b) = MOSDBackoff::from_message(&msg) else {
                     return;
                 };
+                tracing::info!(target: "msgr", osd, op = b.op, id = b.id, pg = %b.pgid.pgid, "backoff");
                 let ack = lock(&self.0.objecter).handle_backoff(osd, b);
                 if let Some(ack) = ack {
                     conn.send_nowait(ack.to_message(conn.features()));

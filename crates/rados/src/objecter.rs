@@ -5,8 +5,10 @@
 //! sends it again, with the next `retry_attempt`. In-flight ops and bytes
 //! are bounded (`objecter_inflight_ops`, `objecter_inflight_op_bytes`);
 //! requests past the bounds wait their turn. An OSD's backoff holds the
-//! requests it covers until the OSD lifts it. The driver carries the
-//! messages, and tells the time.
+//! requests it covers until the OSD lifts it; a map that pauses reads or
+//! writes (PAUSERD, PAUSEWR, FULL, a full pool) holds them until a map
+//! lifts it. Requests follow a pool's cache tier overlay, and an OSD's
+//! redirect. The driver carries the messages, and tells the time.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use msgr_encoding::UTime;
 use msgr_messages::osd_backoff::backoff_op;
 use msgr_messages::osd_types::{ObjectLocator, PgId, SpgId, NOSNAP};
-use msgr_messages::{HObject, MOSDBackoff, MOSDOp, MOSDOpReply};
+use msgr_messages::{HObject, MOSDBackoff, MOSDOp, MOSDOpReply, RequestRedirect};
 use msgr_osdmap::OsdMap;
 
 use crate::request::{flag, split_outdata, Ops, Reply};
@@ -115,6 +117,20 @@ struct InFlight {
     /// Sends so far (the next one's `retry_attempt`).
     attempts: i32,
     deadline: Option<Instant>,
+    /// The map holds it (`op_target_t::paused`): not sent until a map
+    /// lifts the pause.
+    paused: bool,
+    /// An OSD redirected it (`req.object` is where it was sent to): it
+    /// skips tiers from then on.
+    redirected: bool,
+}
+
+impl InFlight {
+    /// CEPH_OSD_FLAG_IGNORE_OVERLAY: PG ops and redirected requests go to
+    /// the pool they name, not its cache tier.
+    fn ignores_overlay(&self) -> bool {
+        self.redirected || self.req.object.pg.is_some()
+    }
 }
 
 /// The objecter's state.
@@ -212,6 +228,8 @@ impl Objecter {
                     target: None,
                     attempts: 0,
                     deadline,
+                    paused: false,
+                    redirected: false,
                 },
             );
             self.retarget(tid, true);
@@ -244,12 +262,21 @@ impl Objecter {
         self.admit();
     }
 
-    /// `_calc_target`: the request's PG and acting primary in the current
-    /// map. `Err(ENOENT)` when its pool is gone; `Ok(None)` when the PG has
-    /// no usable primary yet.
-    fn target_of(&self, object: &Object) -> Result<Option<Target>, i32> {
+    /// `_calc_target`: the request's pool (its own, or the cache tier
+    /// its pool's overlay sends reads or writes to), PG and acting primary
+    /// in the current map. `Err(ENOENT)` when the pool is gone; `Ok(None)`
+    /// when the PG has no usable primary yet.
+    fn target_of(&self, f: &InFlight) -> Result<Option<Target>, i32> {
         let map = &self.map;
-        let pool = map.pools.get(&object.pool).ok_or(ENOENT)?;
+        let object = &f.req.object;
+        let base = map.pools.get(&object.pool).ok_or(ENOENT)?;
+        let tier = match (f.ignores_overlay(), f.req.ops.writes()) {
+            (true, _) => -1,
+            (false, true) => base.write_tier,
+            (false, false) => base.read_tier,
+        };
+        let pool_id = if tier >= 0 { tier } else { object.pool };
+        let pool = map.pools.get(&pool_id).ok_or(ENOENT)?;
         let raw = match object.pg {
             Some(seed) => PgId {
                 pool: object.pool as u64,
@@ -257,7 +284,7 @@ impl Objecter {
             },
             None => map
                 .object_to_raw_pg(
-                    object.pool,
+                    pool_id,
                     &object.name,
                     object.key.as_bytes(),
                     object.nspace.as_bytes(),
@@ -295,26 +322,46 @@ impl Objecter {
         }))
     }
 
-    /// Recomputes a request's target; sends it when `force`, or when the
+    /// Recomputes a request's target; sends it when `force`, when the
     /// target moved (another PG, primary, up or acting set, pg_num, size:
-    /// Ceph's new interval).
+    /// Ceph's new interval), or when the map lifted its pause.
     fn retarget(&mut self, tid: u64, force: bool) {
         let Some(f) = self.inflight.get(&tid) else {
             return;
         };
-        match self.target_of(&f.req.object) {
+        match self.target_of(f) {
             Err(errno) => self.complete(tid, Err(errno)),
             Ok(target) => {
                 let moved = target != f.target;
                 let forced = target.as_ref().is_some_and(|t| self.forced_resend(f, t));
+                let paused = self.should_pause(f);
+                let unpaused = f.paused && !paused;
                 if let Some(f) = self.inflight.get_mut(&tid) {
                     f.target = target;
+                    f.paused = paused;
                 }
-                if force || moved || forced {
+                if force || moved || forced || unpaused {
                     self.send(tid);
                 }
             }
         }
+    }
+
+    /// `target_should_be_paused`: reads while the map says PAUSERD;
+    /// writes while it says PAUSEWR or FULL, or the pool is full (Ceph's
+    /// objecter holds them, as librados does by default, rather than
+    /// failing them).
+    fn should_pause(&self, f: &InFlight) -> bool {
+        let map_flags = self.map.flags;
+        if !f.req.ops.writes() {
+            return map_flags & msgr_osdmap::flag::PAUSERD != 0;
+        }
+        let pool_full = self
+            .map
+            .pools
+            .get(&f.req.object.pool)
+            .is_some_and(|p| p.flags & msgr_osdmap::pool::flag::FULL != 0);
+        map_flags & (msgr_osdmap::flag::PAUSEWR | msgr_osdmap::flag::FULL) != 0 || pool_full
     }
 
     /// `last_force_op_resend`: the pool asks every op to go again at this
@@ -335,7 +382,7 @@ impl Objecter {
         let Some(t) = f.target.as_ref() else {
             return;
         };
-        if self.map.osd_addrs(t.osd).is_none() {
+        if f.paused || self.map.osd_addrs(t.osd).is_none() {
             return;
         }
         let held = |b: &Backoff| b.osd == t.osd && b.block.pgid == t.pgid;
@@ -348,7 +395,7 @@ impl Objecter {
             return;
         }
         let attempt = f.attempts;
-        let (osd, msg) = (t.osd, build_op(tid, &f.req, t, epoch, attempt));
+        let (osd, msg) = (t.osd, build_op(tid, f, t, epoch, attempt));
         f.attempts = attempt.saturating_add(1);
         self.transmit.push_back(Transmit { osd, msg });
     }
@@ -439,6 +486,10 @@ impl Objecter {
         if at != Some(osd) || (reply.retry_attempt >= 0 && reply.retry_attempt != last_attempt) {
             return;
         }
+        if let Some(r) = reply.redirect {
+            self.redirect(tid, r);
+            return;
+        }
         if reply.result == EAGAIN {
             self.retarget(tid, true);
             return;
@@ -454,6 +505,24 @@ impl Objecter {
             None => Err(-5),
         };
         self.complete(tid, result);
+    }
+
+    /// `do_redirect`: the request goes where the OSD says (its locator,
+    /// and its name unless empty: `combine_with_locator`), past any tier.
+    fn redirect(&mut self, tid: u64, r: RequestRedirect) {
+        let Some(f) = self.inflight.get_mut(&tid) else {
+            return;
+        };
+        let o = &mut f.req.object;
+        o.pool = r.locator.pool;
+        o.key = r.locator.key;
+        o.nspace = r.locator.nspace;
+        if !r.object.is_empty() {
+            o.name = r.object;
+        }
+        f.redirected = true;
+        f.target = None;
+        self.retarget(tid, true);
     }
 
     /// Ends the requests whose time is up with [`ETIMEDOUT`].
@@ -480,7 +549,8 @@ impl Objecter {
 }
 
 /// The MOSDOp of one send of a request, as librados builds it.
-fn build_op(tid: u64, req: &Request, t: &Target, epoch: u32, attempt: i32) -> MOSDOp {
+fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOSDOp {
+    let req = &f.req;
     let writes = req.ops.writes();
     let mut ops = Vec::with_capacity(req.ops.0.len());
     let mut inputs: Vec<&Bytes> = Vec::new();
@@ -510,20 +580,26 @@ fn build_op(tid: u64, req: &Request, t: &Target, epoch: u32, attempt: i32) -> MO
         // PG ops skip cache tiers (`prepare_pg_read_op`).
         (false, Some(_)) => flag::READ | flag::IGNORE_OVERLAY,
     };
+    // A redirected request says so, and skips tiers (`handle_osd_op_reply`).
+    let redirected = match f.redirected {
+        true => flag::REDIRECTED | flag::IGNORE_CACHE | flag::IGNORE_OVERLAY,
+        false => 0,
+    };
     MOSDOp {
         tid,
         priority: PRIORITY,
         pgid: t.pgid,
         hash: t.hash,
         osdmap_epoch: epoch,
-        flags: rw | flag::ONDISK | flag::KNOWN_REDIR,
+        flags: rw | redirected | flag::ONDISK | flag::KNOWN_REDIR,
         reqid: Default::default(),
         trace: [0; 24],
         otel: Default::default(),
         client_inc: 0,
         mtime: if writes { req.mtime } else { UTime::default() },
+        // The pool it goes to: a tier's when the overlay sent it there.
         oloc: ObjectLocator {
-            pool: req.object.pool,
+            pool: t.pgid.pgid.pool as i64,
             key: req.object.key.clone(),
             nspace: req.object.nspace.clone(),
             hash: -1,

@@ -246,3 +246,136 @@ fn what_an_osd_can_make_us_hold_in_blocks_is_bounded() {
         Some(MAX_BACKOFFS_PER_OSD as u64 + 49)
     );
 }
+
+/// The map with `f` applied, one epoch on.
+fn next_map(m: &OsdMap, f: impl FnOnce(&mut OsdMap)) -> Arc<OsdMap> {
+    let mut next = m.clone();
+    next.epoch += 1;
+    f(&mut next);
+    Arc::new(next)
+}
+
+#[test]
+fn paused_requests_wait_for_a_map_that_lifts_the_pause() {
+    use msgr_osdmap::flag::{PAUSERD, PAUSEWR};
+    let m = next_map(&map(), |m| m.flags |= PAUSEWR);
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    let now = Instant::now();
+    let w = o.submit(
+        req("w", Ops::new().write_full(Bytes::from_static(b"x"))),
+        now,
+    );
+    o.submit(req("r", Ops::new().read(0, 1)), now);
+    let sent = drain(&mut o);
+    assert_eq!(sent.len(), 1, "the read goes, the write waits");
+    assert_eq!(sent[0].msg.flags & flag::READ, flag::READ);
+    // Reads paused too; a reset sends nothing paused.
+    let m = next_map(&m, |m| m.flags |= PAUSERD);
+    o.handle_map(m.clone());
+    o.handle_reset(sent[0].osd);
+    assert!(drain(&mut o).is_empty());
+    // Writes lifted: the write goes, once, its first send.
+    let m = next_map(&m, |m| m.flags &= !PAUSEWR);
+    o.handle_map(m.clone());
+    let sent = drain(&mut o);
+    assert_eq!(sent.len(), 1);
+    assert_eq!((sent[0].msg.tid, sent[0].msg.retry_attempt), (w, 0));
+    // Reads lifted: the read goes again.
+    o.handle_map(next_map(&m, |m| m.flags &= !PAUSERD));
+    let sent = drain(&mut o);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].msg.flags & flag::READ, flag::READ);
+}
+
+#[test]
+fn a_full_pool_or_cluster_holds_writes_only() {
+    use msgr_osdmap::pool::flag::FULL as POOL_FULL;
+    for full in [
+        |m: &mut OsdMap| m.pools.get_mut(&1).unwrap().flags |= POOL_FULL,
+        |m: &mut OsdMap| m.flags |= msgr_osdmap::flag::FULL,
+    ] {
+        let m = next_map(&map(), full);
+        let mut o = Objecter::new(m.clone(), Limits::default());
+        let now = Instant::now();
+        o.submit(req("w", Ops::new().append(Bytes::from_static(b"x"))), now);
+        o.submit(req("s", Ops::new().stat()), now);
+        assert_eq!(drain(&mut o).len(), 1, "the stat goes");
+        let lifted = next_map(&m, |m| {
+            m.flags &= !msgr_osdmap::flag::FULL;
+            m.pools.get_mut(&1).unwrap().flags &= !POOL_FULL;
+        });
+        o.handle_map(lifted);
+        let sent = drain(&mut o);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].msg.flags & flag::WRITE, flag::WRITE);
+    }
+}
+
+/// Pool 1 with pool 2 as its cache tier for reads and writes.
+fn tiered() -> Arc<OsdMap> {
+    next_map(&map(), |m| {
+        let base = m.pools.get_mut(&1).unwrap();
+        base.read_tier = 2;
+        base.write_tier = 2;
+    })
+}
+
+#[test]
+fn a_tier_overlay_sends_object_ops_to_the_cache_pool() {
+    let m = tiered();
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    let now = Instant::now();
+    o.submit(req("a", Ops::new().read(0, 1)), now);
+    o.submit(
+        req("b", Ops::new().write_full(Bytes::from_static(b"x"))),
+        now,
+    );
+    let mut listing = req("", Ops::new().stat());
+    listing.object.pg = Some(0);
+    o.submit(listing, now);
+    let sent = drain(&mut o);
+    let place = m.place(2, b"a", b"").expect("placed");
+    assert_eq!(sent[0].msg.pgid.pgid, place.pg);
+    assert_eq!(sent[0].msg.oloc.pool, 2);
+    assert_eq!(sent[1].msg.oloc.pool, 2);
+    assert_eq!(sent[2].msg.oloc.pool, 1, "PG ops ignore the overlay");
+    assert_eq!(sent[2].msg.pgid.pgid.pool, 1);
+}
+
+#[test]
+fn a_redirect_sends_the_request_where_the_osd_says() {
+    let m = tiered();
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    let tid = o.submit(req("a", Ops::new().read(0, 3)), Instant::now());
+    let first = drain(&mut o).remove(0);
+    assert_eq!(first.msg.oloc.pool, 2);
+    // The cache tier forwards the read to the base pool.
+    let mut r = reply_to(&first, 0, b"");
+    r.redirect = Some(msgr_messages::RequestRedirect {
+        locator: ObjectLocator {
+            pool: 1,
+            ..ObjectLocator::default()
+        },
+        object: Bytes::new(),
+    });
+    o.handle_reply(first.osd, r);
+    assert!(o.poll_completion().is_none());
+    let second = drain(&mut o).remove(0);
+    let place = m.place(1, b"a", b"").expect("placed");
+    assert_eq!(
+        (second.osd, second.msg.pgid.pgid),
+        (place.osds.acting_primary, place.pg)
+    );
+    assert_eq!(second.msg.oloc.pool, 1);
+    assert_eq!(&second.msg.oid[..], b"a");
+    let redirected = flag::REDIRECTED | flag::IGNORE_CACHE | flag::IGNORE_OVERLAY;
+    assert_eq!(second.msg.flags & redirected, redirected);
+    assert_eq!(second.msg.retry_attempt, 1);
+    // A new map does not send it back to the tier.
+    o.handle_map(next_map(&m, |_| {}));
+    assert!(drain(&mut o).is_empty());
+    o.handle_reply(second.osd, reply_to(&second, 0, b"abc"));
+    let c = o.poll_completion().expect("completed");
+    assert_eq!(c.tid, tid);
+    assert_eq!(&c.result.unwrap().ops[0].outdata[..], b"abc");
+}

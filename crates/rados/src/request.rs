@@ -37,7 +37,9 @@ pub mod flag {
     pub const READ: u32 = 0x10;
     pub const WRITE: u32 = 0x20;
     pub const PGOP: u32 = 0x400;
+    pub const IGNORE_CACHE: u32 = 0x8000;
     pub const IGNORE_OVERLAY: u32 = 0x20000;
+    pub const REDIRECTED: u32 = 0x20_0000;
     pub const KNOWN_REDIR: u32 = 0x40_0000;
 }
 
