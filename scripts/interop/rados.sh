@@ -28,7 +28,7 @@
 # bench write`; every op completes and `rados bench seq` reads all back.
 # Pause: a put and a get wait while the map says pause and complete once it
 # is lifted. Cache tier: reads follow the overlay, writes the cache OSD's
-# redirect.
+# redirect. Backoffs: OSDs re-peering block and unblock the bench's ops.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
 set -euo pipefail
 MSGR="$(realpath "${1:?usage: rados.sh MSGR_BINARY}")"
@@ -52,6 +52,8 @@ fails=0
 fail() { log "FAIL: $*"; fails=$((fails + 1)); }
 
 export CEPH_TEST_NUM_OSDS=3 CEPH_TEST_NUM_HOSTS=2 CEPH_TEST_POOL_SIZE=2 CEPH_TEST_PG_NUM=32
+# 2 GiB memstores: with 1 GiB, an OSD filled up (full pools) during the benches
+export CEPH_TEST_MEMSTORE_BYTES=$((2 << 30))
 log "starting Ceph 16 in $PDIR (3 OSDs, 2 hosts)"
 PACIFIC_UP=1
 "$P" start "$PDIR" --fresh > "$OUT/pacific.env" 2> "$OUT/pacific.log" || {
@@ -308,6 +310,30 @@ benches() {
     fi
   done
   [[ $(sed -n 's/^Total reads made: *//p' "$OUT/ms.out") -gt 0 ]] || fail "$r: msgr rand read nothing"
+  # --format json: the same document as rados bench's (keys in order, the
+  # per-second datas, every value a string), for write and seq.
+  local m
+  for m in "write --no-cleanup" seq; do
+    # shellcheck disable=SC2086
+    { timeout 60 "$MSGR" rados -c "$c" -p test bench 2 $m -t 4 -f json > "$OUT/mj.out" 2>/dev/null &&
+      tool "$r" rados -c "$c" -p test bench 2 $m -t 4 -f json > "$OUT/rj.out" 2>/dev/null &&
+      /usr/bin/python3 - "$OUT/mj.out" "$OUT/rj.out" <<'PY'
+import json, sys
+def doc(path):
+    line = next(l for l in open(path) if l.startswith('{'))
+    return json.loads(line)
+ours, theirs = doc(sys.argv[1]), doc(sys.argv[2])
+def shape(d):
+    rows = d.get('datas', [])
+    strings = all(isinstance(v, str) for k, v in d.items() if k != 'datas')
+    strings = strings and all(isinstance(v, str) for r in rows for v in r.values())
+    return list(d), [list(r) for r in rows[:1]], strings, len(rows) > 0
+if shape(ours) != shape(theirs):
+    sys.exit(f"ours {shape(ours)}\nrados's {shape(theirs)}")
+PY
+    } && log "ok: $r: msgr rados bench $m -f json has rados bench's keys, datas and string values" ||
+      fail "$r: bench $m -f json differs from rados bench's"
+  done
   timeout 120 "$MSGR" rados -c "$c" -p test bench 1 write -t 4 -b 4096 > "$OUT/bc.out" 2>&1 &&
     grep -q "^Removed [0-9]* objects" "$OUT/bc.out" || fail "$r: msgr rados bench cleanup: $(tail -2 "$OUT/bc.out")"
   tool "$r" rados -c "$c" -p test cleanup > /dev/null 2>&1 || fail "$r: rados cleanup"
@@ -372,7 +398,10 @@ tiers() {
     fail "$r: cache tier write: $redirects redirects, base: $(tool "$r" rados -c "$c" -p tbase ls | paste -sd,), cache: $(tool "$r" rados -c "$c" -p tcache ls | paste -sd,)"
   fi
   { ceph "$r" osd tier remove-overlay tbase && ceph "$r" osd tier cache-mode tcache none --yes-i-really-mean-it &&
-    ceph "$r" osd tier remove tbase tcache; } >/dev/null 2>&1 || fail "$r: removing the cache tier"
+    ceph "$r" osd tier remove tbase tcache &&
+    ceph "$r" osd pool rm tcache tcache --yes-i-really-really-mean-it &&
+    ceph "$r" osd pool rm tbase tbase --yes-i-really-really-mean-it; } >/dev/null 2>&1 ||
+    fail "$r: removing the cache tier and its pools"
 }
 
 # An OSD stops during msgr rados bench write (pool test: size 2, min_size
@@ -406,6 +435,37 @@ osd_stops() {
   esac || { fail "$r: osd.1 did not come back: $(tail -3 "$OUT/restart.log")"; return; }
 }
 
+# MOSDBackoff from live OSDs: with osd_backoff_on_peering, an OSD blocks
+# a client's ops on a PG that is peering (rather than queueing them) and
+# unblocks them once it is active. osd.0 and then osd.1 are marked down
+# during msgr rados bench write (each comes back by itself, its PGs peer):
+# the client is seen acknowledging blocks and resending on unblocks (its
+# log), every op completes, and rados bench seq verifies every object.
+backoffs() {
+  local r=$1 c; c=$(conf "$r")
+  ceph "$r" config set osd osd_backoff_on_peering true >/dev/null 2>&1 || { fail "$r: config set"; return; }
+  RUST_LOG=msgr::rados=info timeout 120 "$MSGR" rados -c "$c" -p test bench 10 write -t 16 -b 4096 --no-cleanup \
+    > "$OUT/bo.out" 2> "$OUT/bo.err" &
+  local bench=$!
+  sleep 3; ceph "$r" osd down 0 >/dev/null 2>&1 || fail "$r: osd down 0"
+  sleep 3; ceph "$r" osd down 1 >/dev/null 2>&1 || fail "$r: osd down 1"
+  wait "$bench" || { fail "$r: msgr rados bench with backoffs: $(tail -3 "$OUT/bo.out")"; return; }
+  local n blocks unblocks
+  n=$(sed -n 's/^Total writes made: *//p' "$OUT/bo.out")
+  blocks=$(grep -c "backoff.* op=1 " "$OUT/bo.err" || true)
+  unblocks=$(grep -c "backoff.* op=2 " "$OUT/bo.err" || true)
+  tool "$r" rados -c "$c" -p test bench 60 seq -t 16 > "$OUT/bs.out" 2>&1 || fail "$r: rados bench seq after backoffs"
+  local got; got=$(sed -n 's/^Total reads made: *//p' "$OUT/bs.out")
+  if (( blocks > 0 )) && [[ -n $n && $got == "$n" ]] && ! grep -q "not correct" "$OUT/bs.out"; then
+    log "ok: $r: $blocks backoff blocks and $unblocks unblocks from OSDs re-peering during msgr rados bench write; all $n writes completed, rados read back and verified all $n"
+  else
+    fail "$r: backoffs: $blocks blocks, $unblocks unblocks; msgr wrote ${n:-?}, rados bench seq read ${got:-none}"
+  fi
+  tool "$r" rados -c "$c" -p test cleanup > /dev/null 2>&1 || fail "$r: rados cleanup"
+  ceph "$r" config rm osd osd_backoff_on_peering >/dev/null 2>&1 || true
+  sleep 2
+}
+
 for r in pacific tentacle; do
   byhost_pool "$r"
   for mode in crc secure; do data "$r" "$mode" test; done
@@ -416,6 +476,7 @@ for r in pacific tentacle; do
   paused "$r"
   tiers "$r"
   osd_stops "$r"
+  backoffs "$r"
   make_pools "$r" || continue
   placement "$r" pools
   remap "$r"

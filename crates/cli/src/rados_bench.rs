@@ -42,6 +42,56 @@ pub struct Totals {
     pub lat: Vec<f64>,
     bw_samples: Vec<f64>,
     iops_samples: Vec<f64>,
+    /// The per-second rows (`--format json`'s `datas`).
+    seconds_rows: Vec<Second>,
+}
+
+/// One second's row of the table (`status_printer`); `last_lat` None when
+/// nothing finished in that second.
+#[derive(Debug, Clone, Copy)]
+struct Second {
+    sec: u64,
+    cur_ops: usize,
+    started: u64,
+    finished: u64,
+    avg_bw: f64,
+    cur_bw: f64,
+    last_lat: Option<f64>,
+    avg_lat: f64,
+}
+
+impl Second {
+    fn text(&self) -> String {
+        let (cur_bw, last) = match self.last_lat {
+            Some(l) => (g(self.cur_bw), g(l)),
+            None => ("0".into(), "-".into()),
+        };
+        format!(
+            "{:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
+            self.sec,
+            self.cur_ops,
+            self.started,
+            self.finished,
+            g(self.avg_bw),
+            cur_bw,
+            last,
+            g(self.avg_lat)
+        )
+    }
+
+    /// As Ceph's formatter writes it: every value a string, floats `%f`.
+    fn json(&self) -> crate::json::Value {
+        let mut j = crate::json::Object::new();
+        j.set("sec", self.sec.to_string())
+            .set("cur_ops", self.cur_ops.to_string())
+            .set("started", self.started.to_string())
+            .set("finished", self.finished.to_string())
+            .set("avg_bw", format!("{:.6}", self.avg_bw))
+            .set("cur_bw", format!("{:.6}", self.cur_bw))
+            .set("last_lat", format!("{:.6}", self.last_lat.unwrap_or(0.0)))
+            .set("avg_lat", format!("{:.6}", self.avg_lat));
+        j.into_value()
+    }
 }
 
 /// C++ iostream's default float format (`%g`, 6 significant digits).
@@ -191,18 +241,26 @@ async fn run_ops(
         Duration::from_secs(1),
     );
     let (mut sec, mut prev_finished, mut cycles) = (0u64, 0u64, 1u64);
-    out(&header());
-    out(&format!(
-        "{:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
-        0,
-        set.len(),
+    let row = |t: &mut Totals, r: Second, out: &mut dyn FnMut(&str)| {
+        if !args.json {
+            out(&r.text());
+        }
+        t.seconds_rows.push(r);
+    };
+    if !args.json {
+        out(&header());
+    }
+    let first = Second {
+        sec: 0,
+        cur_ops: set.len(),
         started,
-        0,
-        0,
-        0,
-        "-",
-        0
-    ));
+        finished: 0,
+        avg_bw: 0.0,
+        cur_bw: 0.0,
+        last_lat: None,
+        avg_lat: 0.0,
+    };
+    row(&mut t, first, out);
     while !set.is_empty() {
         tokio::select! {
             done = set.join_next() => {
@@ -219,26 +277,32 @@ async fn run_ops(
             }
             _ = tick.tick() => {
                 sec += 1;
-                if sec % 20 == 0 {
+                if sec % 20 == 0 && !args.json {
                     out(&format!("min lat: {} max lat: {} avg lat: {}\n", g(min(&t.lat)), g(max(&t.lat)), g(mean(&t.lat))));
                     out(&header());
                 }
                 let elapsed = start.elapsed().as_secs_f64();
-                let avg_bw = t.ops as f64 * args.op_size as f64 / elapsed / MIB;
-                let row = if t.ops != prev_finished {
-                    let cur_bw = (t.ops - prev_finished) as f64 * args.op_size as f64 / MIB / cycles as f64;
-                    t.bw_samples.push(cur_bw);
+                let mut r = Second {
+                    sec,
+                    cur_ops: set.len(),
+                    started,
+                    finished: t.ops,
+                    avg_bw: t.ops as f64 * args.op_size as f64 / elapsed / MIB,
+                    cur_bw: 0.0,
+                    last_lat: None,
+                    avg_lat: mean(&t.lat),
+                };
+                if t.ops != prev_finished {
+                    r.cur_bw = (t.ops - prev_finished) as f64 * args.op_size as f64 / MIB / cycles as f64;
+                    r.last_lat = Some(t.lat.last().copied().unwrap_or(0.0));
+                    t.bw_samples.push(r.cur_bw);
                     t.iops_samples.push((t.ops - prev_finished) as f64 / cycles as f64);
                     prev_finished = t.ops;
                     cycles = 1;
-                    format!("{:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n", sec, set.len(), started, t.ops,
-                        g(avg_bw), g(cur_bw), g(t.lat.last().copied().unwrap_or(0.0)), g(mean(&t.lat)))
                 } else {
                     cycles += 1;
-                    format!("{:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n", sec, set.len(), started, t.ops,
-                        g(avg_bw), 0, "-", g(mean(&t.lat)))
-                };
-                out(&row);
+                }
+                row(&mut t, r, out);
             }
         }
     }
@@ -251,38 +315,64 @@ async fn run_ops(
     Ok(t)
 }
 
+/// What `rados bench --format json` writes: the run's settings (writes
+/// only), the per-second rows (`datas`) and the summary, every value a
+/// string as Ceph's formatter writes them (`%d`, `%f`). One line, after
+/// the run (Ceph streams it as it goes).
+fn json_summary(args: &BenchArgs, t: &Totals, object_size: usize, prefix: Option<&str>) -> String {
+    let bw = t.ops as f64 * args.op_size as f64 / t.seconds / MIB;
+    let f = |v: f64| format!("{v:.6}");
+    let mut j = crate::json::Object::new();
+    if let Some(prefix) = prefix {
+        j.set("concurrent_ios", args.concurrency.to_string())
+            .set("object_size", object_size.to_string())
+            .set("op_size", args.op_size.to_string())
+            .set("seconds_to_run", args.seconds.to_string())
+            .set("max_objects", "0")
+            .set("object_prefix", prefix);
+    }
+    let rows: Vec<crate::json::Value> = t.seconds_rows.iter().map(Second::json).collect();
+    let writes = args.mode == Mode::Write;
+    let (made, size) = match writes {
+        true => ("total_writes_made", "write_size"),
+        false => ("total_reads_made", "read_size"),
+    };
+    j.set("datas", crate::json::Value::List(rows))
+        .set("total_time_run", f(t.seconds))
+        .set(made, t.ops.to_string())
+        .set(size, args.op_size.to_string())
+        .set("object_size", object_size.to_string())
+        .set("bandwidth", f(bw));
+    if writes {
+        j.set("stddev_bandwidth", f(stddev(&t.bw_samples)))
+            .set("max_bandwidth", f(max(&t.bw_samples)))
+            .set("min_bandwidth", f(min(&t.bw_samples)));
+    }
+    // Ceph writes stddev_iops with %d from a double (garbage); ours is
+    // the value it means, whole.
+    j.set(
+        "average_iops",
+        ((t.ops as f64 / t.seconds) as u64).to_string(),
+    )
+    .set("stddev_iops", (stddev(&t.iops_samples) as u64).to_string())
+    .set("max_iops", (max(&t.iops_samples) as u64).to_string())
+    .set("min_iops", (min(&t.iops_samples) as u64).to_string())
+    .set("average_latency", f(mean(&t.lat)));
+    if writes {
+        j.set("stddev_latency", f(stddev(&t.lat)));
+    }
+    j.set("max_latency", f(max(&t.lat)))
+        .set("min_latency", f(min(&t.lat)));
+    let mut s = j.into_value().to_json();
+    s.push('\n');
+    s
+}
+
 /// The summary `rados bench` prints after a run.
 fn summary(args: &BenchArgs, t: &Totals, object_size: usize) -> String {
     let bw = t.ops as f64 * args.op_size as f64 / t.seconds / MIB;
     let iops = (t.ops as f64 / t.seconds) as u64;
     let mut s = String::new();
-    if args.json {
-        // rados bench --format json's summary keys.
-        let (made, size) = match args.mode {
-            Mode::Write => ("total_writes_made", "write_size"),
-            _ => ("total_reads_made", "read_size"),
-        };
-        let mut j = crate::json::Object::new();
-        j.set("total_time_run", t.seconds)
-            .set(made, t.ops)
-            .set(size, args.op_size)
-            .set("object_size", object_size)
-            .set("bandwidth", bw)
-            .set("stddev_bandwidth", stddev(&t.bw_samples))
-            .set("max_bandwidth", max(&t.bw_samples))
-            .set("min_bandwidth", min(&t.bw_samples))
-            .set("average_iops", iops)
-            .set("stddev_iops", stddev(&t.iops_samples))
-            .set("max_iops", max(&t.iops_samples) as u64)
-            .set("min_iops", min(&t.iops_samples) as u64)
-            .set("average_latency", mean(&t.lat))
-            .set("stddev_latency", stddev(&t.lat))
-            .set("max_latency", max(&t.lat))
-            .set("min_latency", min(&t.lat));
-        s.push_str(&j.into_value().to_json());
-        s.push('\n');
-        return s;
-    }
     let w = if args.mode == Mode::Write { 24 } else { 22 };
     let mut line = |label: &str, v: String| {
         let _ = writeln!(s, "{:<w$}{v}", format!("{label}:"));
@@ -338,11 +428,13 @@ pub async fn run(
         Mode::Write => {
             let pid = std::process::id();
             let prefix = format!("benchmark_data_{host}_{pid}");
-            out(&format!(
-                "Maintaining {} concurrent writes of {} bytes to objects of size {} for up to {} seconds or 0 objects\n",
-                args.concurrency, args.op_size, args.op_size, args.seconds
-            ));
-            out(&format!("Object prefix: {prefix}\n"));
+            if !args.json {
+                out(&format!(
+                    "Maintaining {} concurrent writes of {} bytes to objects of size {} for up to {} seconds or 0 objects\n",
+                    args.concurrency, args.op_size, args.op_size, args.seconds
+                ));
+                out(&format!("Object prefix: {prefix}\n"));
+            }
             let size = args.op_size;
             let t = run_ops(
                 args,
@@ -356,7 +448,10 @@ pub async fn run(
                 out,
             )
             .await?;
-            out(&summary(args, &t, size));
+            out(&match args.json {
+                true => json_summary(args, &t, size, Some(&prefix)),
+                false => summary(args, &t, size),
+            });
             io.write_full(
                 METADATA.as_bytes(),
                 metadata(size as u64, t.ops, pid, size as u64),
@@ -437,7 +532,10 @@ pub async fn run(
                 out,
             )
             .await?;
-            out(&summary(&args, &t, object_size));
+            out(&match args.json {
+                true => json_summary(&args, &t, object_size, None),
+                false => summary(&args, &t, object_size),
+            });
             Ok(t)
         }
     }

@@ -188,7 +188,7 @@ impl Dispatcher for OsdDispatch {
                     return;
                 };
                 if let Some(r) = &reply.redirect {
-                    tracing::info!(target: "msgr", osd, tid = reply.tid, pool = r.locator.pool, "request redirected");
+                    tracing::info!(target: "msgr::rados", osd, tid = reply.tid, pool = r.locator.pool, "request redirected");
                 }
                 lock(&self.0.objecter).handle_reply(osd, reply);
             }
@@ -196,7 +196,7 @@ impl Dispatcher for OsdDispatch {
                 let Ok(b) = MOSDBackoff::from_message(&msg) else {
                     return;
                 };
-                tracing::info!(target: "msgr", osd, op = b.op, id = b.id, pg = %b.pgid.pgid, "backoff");
+                tracing::info!(target: "msgr::rados", osd, op = b.op, id = b.id, pg = %b.pgid.pgid, "backoff");
                 let ack = lock(&self.0.objecter).handle_backoff(osd, b);
                 if let Some(ack) = ack {
                     conn.send_nowait(ack.to_message(conn.features()));

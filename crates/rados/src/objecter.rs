@@ -348,20 +348,27 @@ impl Objecter {
     }
 
     /// `target_should_be_paused`: reads while the map says PAUSERD;
-    /// writes while it says PAUSEWR or FULL, or the pool is full (Ceph's
+    /// writes while it says PAUSEWR, or FULL or the pool is full (Ceph's
     /// objecter holds them, as librados does by default, rather than
-    /// failing them).
+    /// failing them), but for removes, which free space (`FULL_FORCE`).
     fn should_pause(&self, f: &InFlight) -> bool {
+        use msgr_osdmap::flag::{FULL, PAUSERD, PAUSEWR};
         let map_flags = self.map.flags;
         if !f.req.ops.writes() {
-            return map_flags & msgr_osdmap::flag::PAUSERD != 0;
+            return map_flags & PAUSERD != 0;
+        }
+        if map_flags & PAUSEWR != 0 {
+            return true;
+        }
+        if f.req.ops.only_removes() {
+            return false;
         }
         let pool_full = self
             .map
             .pools
             .get(&f.req.object.pool)
             .is_some_and(|p| p.flags & msgr_osdmap::pool::flag::FULL != 0);
-        map_flags & (msgr_osdmap::flag::PAUSEWR | msgr_osdmap::flag::FULL) != 0 || pool_full
+        map_flags & FULL != 0 || pool_full
     }
 
     /// `last_force_op_resend`: the pool asks every op to go again at this
@@ -585,13 +592,17 @@ fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOS
         true => flag::REDIRECTED | flag::IGNORE_CACHE | flag::IGNORE_OVERLAY,
         false => 0,
     };
+    let force = match req.ops.only_removes() {
+        true => flag::FULL_FORCE,
+        false => 0,
+    };
     MOSDOp {
         tid,
         priority: PRIORITY,
         pgid: t.pgid,
         hash: t.hash,
         osdmap_epoch: epoch,
-        flags: rw | redirected | flag::ONDISK | flag::KNOWN_REDIR,
+        flags: rw | redirected | force | flag::ONDISK | flag::KNOWN_REDIR,
         reqid: Default::default(),
         trace: [0; 24],
         otel: Default::default(),

@@ -299,7 +299,10 @@ fn a_full_pool_or_cluster_holds_writes_only() {
         let now = Instant::now();
         o.submit(req("w", Ops::new().append(Bytes::from_static(b"x"))), now);
         o.submit(req("s", Ops::new().stat()), now);
-        assert_eq!(drain(&mut o).len(), 1, "the stat goes");
+        o.submit(req("rm", Ops::new().remove()), now);
+        let sent = drain(&mut o);
+        assert_eq!(sent.len(), 2, "the stat and the remove go");
+        assert_eq!(sent[1].msg.flags & flag::FULL_FORCE, flag::FULL_FORCE);
         let lifted = next_map(&m, |m| {
             m.flags &= !msgr_osdmap::flag::FULL;
             m.pools.get_mut(&1).unwrap().flags &= !POOL_FULL;

@@ -41,6 +41,7 @@ pub mod flag {
     pub const IGNORE_OVERLAY: u32 = 0x20000;
     pub const REDIRECTED: u32 = 0x20_0000;
     pub const KNOWN_REDIR: u32 = 0x40_0000;
+    pub const FULL_FORCE: u32 = 0x100_0000;
 }
 
 /// One op and its input.
@@ -234,6 +235,12 @@ impl Ops {
     /// Whether any op writes (the request is a write).
     pub fn writes(&self) -> bool {
         self.0.iter().any(Op::writes)
+    }
+
+    /// Only removes the object: it goes even to a full pool (librados
+    /// sends removes with `FULL_FORCE`, so space can be freed).
+    pub fn only_removes(&self) -> bool {
+        !self.0.is_empty() && self.0.iter().all(|o| o.op.op == op::DELETE)
     }
 
     /// The bytes the request moves: its input data, or what its reads ask
