@@ -49,6 +49,28 @@ async fn recv_exact(r: &mut UringReader, buf: &mut BytesMut, n: usize) -> io::Re
     Ok(buf.split_to(n).freeze())
 }
 
+/// Waits (up to 0.5 s) for every operation on `ring` to complete.
+async fn settle(ring: &ring::Ring) {
+    for _ in 0..100 {
+        if ring.in_flight() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(ring.in_flight(), 0);
+}
+
+/// A pool receive posted on `r` and given up on: it stays in flight.
+async fn post_a_pool_receive(r: &mut UringReader, buf: &mut BytesMut) -> ReadRoom {
+    let room = ReadRoom {
+        want: 5,
+        min_read: MIN_READ,
+    };
+    let waited = tokio::time::timeout(Duration::from_millis(20), r.recv(buf, room)).await;
+    assert!(waited.is_err());
+    room
+}
+
 fn pattern(n: usize, seed: u8) -> Bytes {
     (0..n)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
@@ -103,13 +125,7 @@ fn a_dropped_receive_loses_nothing() {
         let ring = s.ring();
         let (mut r, _w) = s.into_split();
         let mut buf = BytesMut::new();
-        let room = ReadRoom {
-            want: 5,
-            min_read: MIN_READ,
-        };
-        // Posted, then given up on: the receive stays in flight.
-        let waited = tokio::time::timeout(Duration::from_millis(20), r.recv(&mut buf, room)).await;
-        assert!(waited.is_err());
+        let room = post_a_pool_receive(&mut r, &mut buf).await;
         assert_eq!(ring.in_flight(), 1);
         peer.write_all(b"hello").await.unwrap();
         assert_eq!(r.recv(&mut buf, room).await.unwrap(), 5);
@@ -133,13 +149,7 @@ fn a_half_dropped_in_flight_cancels_its_receive() {
         assert!(waited.is_err());
         assert_eq!(ring.in_flight(), 1);
         drop((r, w));
-        for _ in 0..100 {
-            if ring.in_flight() == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert_eq!(ring.in_flight(), 0);
+        settle(&ring).await;
         // The socket is closed once the cancelled receive let go of it.
         assert_eq!(peer.read(&mut [0; 8]).await.unwrap(), 0);
     });
@@ -313,20 +323,9 @@ fn an_abandoned_receive_gives_its_pool_buffer_back() {
         let ring = s.ring();
         let (mut r, _w) = s.into_split();
         let mut buf = BytesMut::new();
-        let room = ReadRoom {
-            want: 5,
-            min_read: MIN_READ,
-        };
-        let waited = tokio::time::timeout(Duration::from_millis(20), r.recv(&mut buf, room)).await;
-        assert!(waited.is_err());
+        post_a_pool_receive(&mut r, &mut buf).await;
         peer.write_all(b"hello").await.unwrap();
-        for _ in 0..100 {
-            if ring.in_flight() == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert_eq!(ring.in_flight(), 0);
+        settle(&ring).await;
         assert_eq!(ring.lent_out(), 1, "the completion holds a pool buffer");
         drop(r);
         assert_eq!(ring.lent_out(), 0, "the dropped reader gave it back");
