@@ -450,14 +450,15 @@ backoffs() {
   sleep 3; ceph "$r" osd down 0 >/dev/null 2>&1 || fail "$r: osd down 0"
   sleep 3; ceph "$r" osd down 1 >/dev/null 2>&1 || fail "$r: osd down 1"
   wait "$bench" || { fail "$r: msgr rados bench with backoffs: $(tail -3 "$OUT/bo.out")"; return; }
-  local n blocks unblocks
+  local n blocks unblocks max
   n=$(sed -n 's/^Total writes made: *//p' "$OUT/bo.out")
-  blocks=$(grep -c "backoff.* op=1 " "$OUT/bo.err" || true)
-  unblocks=$(grep -c "backoff.* op=2 " "$OUT/bo.err" || true)
+  max=$(sed -n 's/^Max latency(s): *//p' "$OUT/bo.out")
+  blocks=$(grep -c "backoff.* op=1 " "$OUT/bo.err" || true)       # CEPH_OSD_BACKOFF_OP_BLOCK
+  unblocks=$(grep -c "backoff.* op=3 " "$OUT/bo.err" || true)   # CEPH_OSD_BACKOFF_OP_UNBLOCK
   tool "$r" rados -c "$c" -p test bench 60 seq -t 16 > "$OUT/bs.out" 2>&1 || fail "$r: rados bench seq after backoffs"
   local got; got=$(sed -n 's/^Total reads made: *//p' "$OUT/bs.out")
   if (( blocks > 0 )) && [[ -n $n && $got == "$n" ]] && ! grep -q "not correct" "$OUT/bs.out"; then
-    log "ok: $r: $blocks backoff blocks and $unblocks unblocks from OSDs re-peering during msgr rados bench write; all $n writes completed, rados read back and verified all $n"
+    log "ok: $r: $blocks backoff blocks and $unblocks unblocks from OSDs re-peering during msgr rados bench write; all $n writes completed (max latency $max s), rados read back and verified all $n"
   else
     fail "$r: backoffs: $blocks blocks, $unblocks unblocks; msgr wrote ${n:-?}, rados bench seq read ${got:-none}"
   fi
