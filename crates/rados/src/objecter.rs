@@ -581,28 +581,29 @@ fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOS
             joined.freeze()
         }
     };
-    let rw = match (writes, req.object.pg) {
-        (true, _) => flag::WRITE,
-        (false, None) => flag::READ,
-        // PG ops skip cache tiers (`prepare_pg_read_op`).
-        (false, Some(_)) => flag::READ | flag::IGNORE_OVERLAY,
-    };
-    // A redirected request says so, and skips tiers (`handle_osd_op_reply`).
-    let redirected = match f.redirected {
-        true => flag::REDIRECTED | flag::IGNORE_CACHE | flag::IGNORE_OVERLAY,
-        false => 0,
-    };
-    let force = match req.ops.only_removes() {
-        true => flag::FULL_FORCE,
-        false => 0,
-    };
+    let mut flags = match writes {
+        true => flag::WRITE,
+        false => flag::READ,
+    } | flag::ONDISK
+        | flag::KNOWN_REDIR;
+    // PG ops (`prepare_pg_read_op`) and redirected requests skip tiers; a
+    // redirected one says so (`handle_osd_op_reply`).
+    if f.ignores_overlay() {
+        flags |= flag::IGNORE_OVERLAY;
+    }
+    if f.redirected {
+        flags |= flag::REDIRECTED | flag::IGNORE_CACHE;
+    }
+    if req.ops.only_removes() {
+        flags |= flag::FULL_FORCE;
+    }
     MOSDOp {
         tid,
         priority: PRIORITY,
         pgid: t.pgid,
         hash: t.hash,
         osdmap_epoch: epoch,
-        flags: rw | redirected | force | flag::ONDISK | flag::KNOWN_REDIR,
+        flags,
         reqid: Default::default(),
         trace: [0; 24],
         otel: Default::default(),
