@@ -275,10 +275,8 @@ fn a_listener_hands_out_ring_streams() {
 
 /// A send posted and not yet submitted (submission waits for the reaper)
 /// when its stream is dropped must not reach the socket that is given the
-/// stream's fd number next: the ring resolves an fd when it submits.
-/// Seen in the crimson matrix: a connection faulted with a MESSAGE queued,
-/// and its peer's next accepted connection read that frame where the
-/// banner belonged.
+/// stream's fd number next: the ring resolves an fd when it submits, so
+/// the table keeps the socket open until the operation completes.
 #[test]
 fn a_dropped_streams_queued_send_reaches_no_later_socket() {
     rt().block_on(async {
