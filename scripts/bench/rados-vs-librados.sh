@@ -12,6 +12,8 @@
 # over the ops it made). Prints each run, then per workload the medians
 # and msgr/rados ratios. The OSDs and the client share this machine's
 # cores: IOPS say as much about the OSDs as about the client.
+# MODES ("crc secure") and WORKLOADS ("4k-write 4k-rand 4m-write") pick a
+# part; MEMSTORE_GIB (3) sizes each OSD's store.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROUNDS=${1:-3}
@@ -22,7 +24,7 @@ DIR=/tmp/msgr-bench-rados
 OUT=$(mktemp -d)
 trap 'scripts/ceph/pacific-cluster.sh stop "$DIR" --purge >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
 CEPH_TEST_NUM_OSDS=3 CEPH_TEST_NUM_HOSTS=2 CEPH_TEST_POOL_SIZE=2 CEPH_TEST_PG_NUM=32 \
-  CEPH_TEST_MEMSTORE_BYTES=$((3 << 30)) \
+  CEPH_TEST_MEMSTORE_BYTES=$((${MEMSTORE_GIB:-3} << 30)) \
   scripts/ceph/pacific-cluster.sh start "$DIR" --fresh > "$OUT/env" 2>/dev/null
 CONF=$DIR/ceph.conf
 
@@ -49,8 +51,8 @@ one() {
 }
 
 RESULTS=$OUT/results
-for mode in crc secure; do
-  for w in 4k-write 4k-rand 4m-write; do
+for mode in ${MODES:-crc secure}; do
+  for w in ${WORKLOADS:-4k-write 4k-rand 4m-write}; do
     for round in $(seq 1 "$ROUNDS"); do
       for tool in msgr rados; do
         # rand reads the objects the last 4k-write of the same tool left

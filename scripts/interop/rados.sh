@@ -27,7 +27,8 @@
 # `rados bench write` wrote. Fault: osd.1 is stopped during `msgr rados
 # bench write`; every op completes and `rados bench seq` reads all back.
 # Pause: a put and a get wait while the map says pause and complete once it
-# is lifted. Cache tier: reads follow the overlay, writes the cache OSD's
+# is lifted. Full pool: an rm goes through, a put waits for the flag to be
+# lifted. Cache tier: reads follow the overlay, writes the cache OSD's
 # redirect. Backoffs: OSDs re-peering block and unblock the bench's ops.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
 set -euo pipefail
@@ -366,6 +367,57 @@ paused() {
   rm -f "$DATA/out-$$" "$DATA/out-paused"
 }
 
+# A full pool: with the full ratios set near 0 every OSD reports itself
+# full and the monitor marks pool test full (no mgr needed). A msgr rados
+# rm goes through (sent with FULL_FORCE, as librados sends removes); a put
+# waits, and completes once the ratios are back and the flag is lifted.
+full() {
+  local r=$1 c; c=$(conf "$r")
+  local src; src=$DATA/in-65536
+  "$MSGR" rados -c "$c" -p test put full-rm "$src" || { fail "$r: put before full"; return; }
+  local ratios; ratios=$(ceph "$r" osd dump -f json 2>/dev/null | python3 -c '
+import json, sys; d = json.load(sys.stdin)
+print(d["nearfull_ratio"], d["backfillfull_ratio"], d["full_ratio"])') || { fail "$r: osd dump"; return; }
+  set_ratios() {
+    ceph "$r" osd set-nearfull-ratio "$1" >/dev/null 2>&1 &&
+      ceph "$r" osd set-backfillfull-ratio "$2" >/dev/null 2>&1 &&
+      ceph "$r" osd set-full-ratio "$3" >/dev/null 2>&1
+  }
+  pool_full() {
+    ceph "$r" osd dump -f json 2>/dev/null | python3 -c '
+import json, sys
+p = [p for p in json.load(sys.stdin)["pools"] if p["pool_name"] == "test"]
+sys.exit(0 if p and "full" in p[0]["flags_names"].split(",") else 1)'
+  }
+  set_ratios 0.0000001 0.0000002 0.0000003 || { fail "$r: full ratios refused"; return; }
+  local i flagged=0
+  for i in $(seq 60); do pool_full && { flagged=1; break; }; sleep 1; done
+  if (( ! flagged )); then
+    fail "$r: pool test never marked full"
+  else
+    timeout 30 "$MSGR" rados -c "$c" -p test rm full-rm 2>"$OUT/fr.err" || fail "$r: rm in a full pool: $(cat "$OUT/fr.err")"
+    timeout 90 "$MSGR" rados -c "$c" -p test put full-w "$src" 2>"$OUT/fw.err" & local w=$!
+    sleep 3
+    local held=0
+    kill -0 "$w" 2>/dev/null && held=1
+  fi
+  # shellcheck disable=SC2086
+  set_ratios $ratios || fail "$r: full ratios not restored"
+  (( flagged )) || return 0
+  wait "$w" || fail "$r: the put into a full pool failed: $(cat "$OUT/fw.err")"
+  rm -f "$DATA/out-$$"
+  tool "$r" rados -c "$c" -p test get full-w "$([[ $r == tentacle ]] && echo "$DATA_IN" || echo "$DATA")/out-$$" 2>/dev/null
+  local gone=0
+  tool "$r" rados -c "$c" -p test stat full-rm >/dev/null 2>&1 || gone=1
+  if (( held && gone )) && cmp -s "$src" "$DATA/out-$$"; then
+    log "ok: $r: in a full pool an rm went through, a put waited 3 s and completed once the flag was lifted"
+  else
+    fail "$r: full pool: put held=$held, removed=$gone, put $(cmp -s "$src" "$DATA/out-$$" && echo alike || echo differs)"
+  fi
+  tool "$r" rados -c "$c" -p test rm full-w
+  rm -f "$DATA/out-$$"
+}
+
 # A cache tier (pool tcache over tbase, mode readonly, overlay set): msgr
 # rados follows the overlay (a read of an object only in tbase goes to
 # tcache, which promotes it there) and the cache's redirect (a write sent
@@ -475,6 +527,7 @@ for r in pacific tentacle; do
   attrs "$r"
   benches "$r"
   paused "$r"
+  full "$r"
   tiers "$r"
   osd_stops "$r"
   backoffs "$r"

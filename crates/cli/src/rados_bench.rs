@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use msgr_rados::{IoCtx, Ops, RadosError};
 use tokio::task::JoinSet;
 
@@ -89,22 +89,36 @@ fn is_contents(got: &[u8], op_size: usize, index: u64) -> bool {
     got.len() == op_size && got[..n] == head[..n] && got[n..].iter().all(|&c| c == b'z')
 }
 
-/// Write buffers, reused once an op is done with them, as rados bench
+/// Write buffers, reused once nothing else holds them, as rados bench
 /// rewrites its `contents[slot]`: a fresh buffer costs its fill and, at
 /// 4 MiB, its pages' faults on every op (a quarter of the client's CPU).
+/// A buffer comes back when its op completes, often while the messenger
+/// still holds it (a sent message is kept until the OSD acknowledges it,
+/// which may come after the reply); it is taken once it is free.
 #[derive(Default)]
-struct Recycler(Mutex<Vec<BytesMut>>);
+struct Recycler(Mutex<Vec<Bytes>>);
+
+/// Buffers kept at most: more than the ops in flight and the messages
+/// awaiting acknowledgement.
+const RECYCLED: usize = 1024;
 
 impl Recycler {
-    fn buffers(&self) -> std::sync::MutexGuard<'_, Vec<BytesMut>> {
+    fn buffers(&self) -> std::sync::MutexGuard<'_, Vec<Bytes>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Op `index`'s buffer: a returned one with its header rewritten, or
-    /// a new one.
+    /// Op `index`'s buffer: a returned one nothing else holds, with its
+    /// header rewritten, or a new one.
     fn contents(&self, op_size: usize, index: u64) -> Bytes {
-        match self.buffers().pop() {
-            Some(mut b) if b.len() == op_size => {
+        let free = {
+            let mut kept = self.buffers();
+            let at = kept
+                .iter()
+                .position(|b| b.len() == op_size && b.is_unique());
+            at.map(|i| kept.swap_remove(i))
+        };
+        match free.map(Bytes::try_into_mut) {
+            Some(Ok(mut b)) => {
                 put_header(&mut b, index);
                 b.freeze()
             }
@@ -112,14 +126,11 @@ impl Recycler {
         }
     }
 
-    /// Takes back a buffer nothing else holds any more (the messenger and
-    /// the objecter let go of it once the op completed).
+    /// Takes back the buffer of an op that completed.
     fn give_back(&self, b: Bytes) {
-        if let Ok(m) = b.try_into_mut() {
-            let mut free = self.buffers();
-            if free.len() < 1024 {
-                free.push(m);
-            }
+        let mut kept = self.buffers();
+        if kept.len() < RECYCLED {
+            kept.push(b);
         }
     }
 }
@@ -423,10 +434,16 @@ mod tests {
         assert_eq!(b, contents(4096, 123), "a reused buffer is op 123's");
         let held = b.clone();
         r.give_back(b);
-        assert!(
-            r.buffers().is_empty(),
+        let other = r.contents(4096, 5);
+        assert_ne!(
+            other.as_ptr(),
+            held.as_ptr(),
             "a buffer held elsewhere is not taken"
         );
         drop(held);
+        let freed = r.contents(4096, 6);
+        assert_eq!(freed, contents(4096, 6), "taken once free");
+        assert!(r.buffers().is_empty());
+        drop(other);
     }
 }
