@@ -74,16 +74,21 @@ pub trait Sender: Send + Unpin + 'static {
     fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send + '_;
 }
 
+/// Slices of a send of few chunks (a reply or two, a request and its
+/// acknowledgement): filled without clearing MAX_IOV of them (4 KiB of
+/// stack) per send.
+const FEW_IOV: usize = 8;
+
 /// Byte-stream writers (tokio's socket halves, in-memory pipes) send with
 /// one vectored write of the first [`MAX_IOV`] chunks. The slices are
 /// made on the stack of each poll, not kept in the waiting future: an
 /// idle connection's task stays small.
 impl<W: AsyncWrite + Send + Unpin + 'static> Sender for W {
     fn poll_send(&mut self, cx: &mut Context<'_>, out: Outgoing<'_>) -> Poll<io::Result<usize>> {
-        let mut iov = [IoSlice::new(&[]); MAX_IOV];
-        let n = out.io_slices(&mut iov);
-        let slices = iov.get(..n).unwrap_or_default();
-        Pin::new(&mut *self).poll_write_vectored(cx, slices)
+        match out.head.len().saturating_add(out.tail.len()) {
+            0..=FEW_IOV => write_vectored::<W, FEW_IOV>(self, cx, out),
+            _ => write_vectored::<W, MAX_IOV>(self, cx, out),
+        }
     }
 
     fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send + '_ {
@@ -91,9 +96,33 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Sender for W {
     }
 }
 
+/// One vectored write of the first `N` chunks of `out`.
+fn write_vectored<W: AsyncWrite + Unpin, const N: usize>(
+    w: &mut W,
+    cx: &mut Context<'_>,
+    out: Outgoing<'_>,
+) -> Poll<io::Result<usize>> {
+    let mut iov = [IoSlice::new(&[]); N];
+    let n = out.io_slices(&mut iov);
+    let slices = iov.get(..n).unwrap_or_default();
+    Pin::new(w).poll_write_vectored(cx, slices)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_send_takes_up_to_max_iov_chunks_few_or_many() {
+        for chunks in [1usize, FEW_IOV, FEW_IOV + 1, MAX_IOV + 44] {
+            let all: Vec<Bytes> = (0..chunks).map(|i| Bytes::from(vec![i as u8; 3])).collect();
+            let (head, tail) = all.split_at(chunks / 2);
+            let mut w: Vec<u8> = Vec::new();
+            let n = w.send(Outgoing::new((head, tail))).await.unwrap();
+            let want: Vec<u8> = all.iter().take(MAX_IOV).flat_map(|c| c.to_vec()).collect();
+            assert_eq!((n, &w), (want.len(), &want), "{chunks} chunks");
+        }
+    }
 
     #[test]
     fn outgoing_lists_both_halves_in_order() {
