@@ -180,13 +180,17 @@ remap() {
   up=$(pg_up "$r" 1.2)
   ceph "$r" osd pg-upmap 1.2 "${up##*,}" "${up%%,*}" >/dev/null 2>&1 || fail "$r: pg-upmap 1.2 refused"
   if [[ $r == tentacle ]]; then
-    # a PG with a second OSD in its acting set (recovery may have left some
-    # with one): that OSD becomes its primary
-    local upp=""
+    # a PG with a second OSD in its up set, settled (acting as up: the
+    # monitor drops a primary upmap to an OSD the up set no longer has, and
+    # the upmaps above are still moving some): that OSD becomes its primary
+    local upp="" act
     for pg in 1.7 1.3 1.b 1.f 1.13 1.17 1.1b 1.1f; do
-      up=$(pg_acting "$r" "$pg")
-      [[ $up == *,* ]] && { upp=$pg; break; }
+      up=$(pg_up "$r" "$pg"); act=$(pg_acting "$r" "$pg")
+      [[ $up == *,* && $up == "$act" ]] && { upp=$pg; break; }
     done
+    if [[ -z $upp ]]; then
+      for pg in 1.7 1.3 1.b 1.f; do up=$(pg_up "$r" "$pg"); [[ $up == *,* ]] && { upp=$pg; break; }; done
+    fi
     ceph "$r" osd set-require-min-compat-client reef > "$OUT/compat.err" 2>&1 ||
       fail "$r: set-require-min-compat-client reef: $(cat "$OUT/compat.err")"
     ceph "$r" osd pg-upmap-primary "$upp" "${up##*,}" > "$OUT/upp.err" 2>&1 ||
