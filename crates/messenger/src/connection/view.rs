@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use msgr_encoding::{EntityAddrvec, EntityName, UTime};
-use msgr_protocol::{Conn, ConnState, ConnStats};
+use msgr_protocol::{Conn, ConnState};
 
 /// The states a view stores as a byte, in ConnState's order.
 const STATES: [ConnState; 9] = [
@@ -139,19 +139,33 @@ impl View {
     }
 }
 
-/// The driver's last publication, to publish only what changed.
+/// What the driver last published of what the view does not hold as
+/// plain values, to publish only what changed. The counters are compared
+/// with the view itself (the driver is their only writer): no copy of
+/// them in the driver, whose lines every message touches.
 #[derive(Default)]
 pub(crate) struct Published {
     state: Option<ConnState>,
-    stats: ConnStats,
-    queued: (usize, usize),
-    seqs: (u64, u64),
-    bytes: [u64; 2],
-    over_limit: bool,
+    /// The idle time last published: the view's may have been claimed
+    /// (set to 0) by an evictor since.
     idle_since: u64,
     keepalive_ack: Option<UTime>,
     /// The peer's name was known (msgr1 learns it from the first message).
     named: bool,
+}
+
+/// Stores `v` in `slot` if it holds something else.
+fn set_u64(slot: &AtomicU64, v: u64) {
+    if slot.load(Ordering::Relaxed) != v {
+        slot.store(v, Ordering::Relaxed);
+    }
+}
+
+/// Stores `v` in `slot` if it holds something else.
+fn set_usize(slot: &AtomicUsize, v: usize) {
+    if slot.load(Ordering::Relaxed) != v {
+        slot.store(v, Ordering::Relaxed);
+    }
 }
 
 impl Published {
@@ -182,41 +196,32 @@ impl Published {
             self.keepalive_ack = ack;
             self.named = named;
         }
-        if self.stats != *c.stats() {
-            let s = *c.stats();
-            let all = [
-                s.connect_attempts,
-                s.client_idents,
-                s.reconnects_sent,
-                s.reconnects,
-                s.faults,
-                s.messages_in,
-                s.messages_out,
-                s.duplicates_dropped,
-                s.last_handshake_ns,
-            ];
-            for (slot, v) in view.stats.iter().zip(all) {
-                slot.store(v, Ordering::Relaxed);
-            }
-            self.stats = s;
+        let st = c.stats();
+        let all = [
+            st.connect_attempts,
+            st.client_idents,
+            st.reconnects_sent,
+            st.reconnects,
+            st.faults,
+            st.messages_in,
+            st.messages_out,
+            st.duplicates_dropped,
+            st.last_handshake_ns,
+        ];
+        for (slot, v) in view.stats.iter().zip(all) {
+            set_u64(slot, v);
         }
         let session = c.session();
-        let seqs = (session.in_seq(), session.out_seq());
-        if self.seqs != seqs {
-            view.seqs[0].store(seqs.0, Ordering::Relaxed);
-            view.seqs[1].store(seqs.1, Ordering::Relaxed);
-            self.seqs = seqs;
-        }
-        let queued = c.session().queued();
-        if self.queued != queued {
-            view.queued[0].store(queued.0, Ordering::Relaxed);
-            view.queued[1].store(queued.1, Ordering::Relaxed);
-            self.queued = queued;
-        }
+        let [i, o] = &view.seqs;
+        set_u64(i, session.in_seq());
+        set_u64(o, session.out_seq());
+        let (n, b) = session.queued();
+        let [qn, qb] = &view.queued;
+        set_usize(qn, n);
+        set_usize(qb, b);
         let over = c.over_queue_limit();
-        if self.over_limit != over {
+        if view.over_limit.load(Ordering::Relaxed) != over {
             view.over_limit.store(over, Ordering::Release);
-            self.over_limit = over;
         }
         let idle = c.idle_since().map_or(0, |t| {
             let nanos = t.saturating_duration_since(epoch).as_nanos();
@@ -233,12 +238,9 @@ impl Published {
 
     /// Publishes the bytes the driver counted (read, written), when they
     /// changed.
-    pub fn bytes(&mut self, view: &View, bytes: [u64; 2]) {
-        if self.bytes != bytes {
-            for (slot, v) in view.bytes.iter().zip(bytes) {
-                slot.store(v, Ordering::Relaxed);
-            }
-            self.bytes = bytes;
+    pub fn bytes(&self, view: &View, bytes: [u64; 2]) {
+        for (slot, v) in view.bytes.iter().zip(bytes) {
+            set_u64(slot, v);
         }
     }
 
