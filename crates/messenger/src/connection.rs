@@ -512,7 +512,10 @@ impl Connection {
     /// Messages queued and not yet written: (count, bytes).
     pub fn queued(&self) -> (usize, usize) {
         let q = &self.shared.view.queued;
-        (q[0].load(Ordering::Relaxed), q[1].load(Ordering::Relaxed))
+        let at = |a: &std::sync::atomic::AtomicU64| {
+            usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
+        };
+        (at(&q[0]), at(&q[1]))
     }
 }
 

@@ -73,7 +73,8 @@ pub(crate) struct View {
     /// Since when a READY connection has been idle (Conn::idle_since), as
     /// nanoseconds past the messenger's epoch, plus one; 0: not idle.
     idle_since: AtomicU64,
-    pub(super) queued: [AtomicUsize; 2],
+    /// Messages queued and their bytes (usize values, held as u64).
+    pub(super) queued: [AtomicU64; 2],
     pub(super) stats: [AtomicU64; 9],
     /// The session's in_seq and out_seq.
     pub(super) seqs: [AtomicU64; 2],
@@ -161,13 +162,6 @@ fn set_u64(slot: &AtomicU64, v: u64) {
     }
 }
 
-/// Stores `v` in `slot` if it holds something else.
-fn set_usize(slot: &AtomicUsize, v: usize) {
-    if slot.load(Ordering::Relaxed) != v {
-        slot.store(v, Ordering::Relaxed);
-    }
-}
-
 impl Published {
     /// Publishes `c` into `view`; `epoch` dates idle times. Returns the
     /// state published before, when the state changed.
@@ -217,8 +211,8 @@ impl Published {
         set_u64(o, session.out_seq());
         let (n, b) = session.queued();
         let [qn, qb] = &view.queued;
-        set_usize(qn, n);
-        set_usize(qb, b);
+        set_u64(qn, u64::try_from(n).unwrap_or(u64::MAX));
+        set_u64(qb, u64::try_from(b).unwrap_or(u64::MAX));
         let over = c.over_queue_limit();
         if view.over_limit.load(Ordering::Relaxed) != over {
             view.over_limit.store(over, Ordering::Release);
