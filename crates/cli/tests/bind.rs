@@ -40,10 +40,15 @@ fn ping(addr: &str) -> String {
 
 #[test]
 fn a_bare_address_binds_both_protocols_on_consecutive_ports() {
-    let port0 = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // A port whose next one is free too (the server binds both).
+    let port0 = (0..100)
+        .find_map(|_| {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let p = l.local_addr().unwrap().port();
+            let next = std::net::TcpListener::bind(("127.0.0.1", p.checked_add(1)?));
+            next.is_ok().then_some(p)
+        })
+        .expect("a free pair of consecutive ports");
     let bind = format!("127.0.0.1:{port0}");
     let server = Server::start_at(&bind, &[]);
     let a = addrs(&server.line);
