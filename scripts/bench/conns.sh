@@ -52,7 +52,7 @@ import json, re, sys
 log, conns, run, label = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
 ticks = []
 for l in open(log):
-    m = re.search(r"total (\d+) ops, (\d+) conns, \d+ pings, cpu ([\d.]+)s", l)
+    m = re.search(r"total (\d+) (?:ops|msgs), (\d+) conns, \d+ pings, cpu ([\d.]+)s", l)
     if m:
         ticks.append((int(m[1]), int(m[2]), float(m[3])))
 # Ticks with every connection up and traffic on both sides of them.
