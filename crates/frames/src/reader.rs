@@ -34,8 +34,10 @@ impl RawFrame {
 pub struct FrameReader {
     decoder: FrameDecoder,
     head: Option<FrameHead>,
-    /// The first error; the stream stays failed.
-    failed: Option<FrameError>,
+    /// The first error; the stream stays failed. Boxed: rare, and the
+    /// reader's other fields are read per frame (a connection's hot state
+    /// in fewer cache lines).
+    failed: Option<Box<FrameError>>,
 }
 
 impl FrameReader {
@@ -116,14 +118,14 @@ impl FrameReader {
 
     fn check(&self) -> Result<(), FrameError> {
         match &self.failed {
-            Some(e) => Err(e.clone()),
+            Some(e) => Err(FrameError::clone(e)),
             None => Ok(()),
         }
     }
 
     fn remember<R>(&mut self, r: Result<R, FrameError>) -> Result<R, FrameError> {
         if let Err(e) = &r {
-            self.failed = Some(e.clone());
+            self.failed = Some(Box::new(e.clone()));
         }
         r
     }

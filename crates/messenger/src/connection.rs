@@ -96,30 +96,35 @@ mod tests {
     }
 }
 
+/// In declared order (`repr(C)`): what the driver looks at per message
+/// (the view's counters, the senders and calls counts, the inbox's flag
+/// and waker) first, in four cache lines; what changes with the session
+/// or is used by handles' waits after.
+#[repr(C)]
 pub(crate) struct Shared {
-    pub id: u64,
-    /// Commands for the driver.
-    pub inbox: Inbox,
     pub view: View,
-    /// Wakes senders waiting for the queue to drain.
-    pub drained: Notify,
     /// Senders waiting on `drained` (so the driver only notifies when
     /// needed).
     pub senders_waiting: AtomicUsize,
     /// Bytes of messages `send` gave the driver and it has not taken yet.
     pub in_flight: AtomicUsize,
+    /// Commands for the driver.
+    pub inbox: Inbox,
+    /// Requests waiting for their replies (Connection::call).
+    pub calls: Calls,
+    pub id: u64,
     /// QueueLimits::soft: `send` waits while the driver is over it, or
     /// while this much is on its way to the driver.
     soft_limit: usize,
+    /// Wakes senders waiting for the queue to drain.
+    pub drained: Notify,
     /// Wakes `keepalive_roundtrip` callers.
     pub keepalive_acked: Notify,
+    /// Wakes `ready` callers when the published state changes.
+    pub state_changed: Notify,
     /// The key this connection was last registered under (read and
     /// written under the registry's lock).
     pub registered: Mutex<Option<msgr_protocol::registry::PeerKey>>,
-    /// Requests waiting for their replies (Connection::call).
-    pub calls: Calls,
-    /// Wakes `ready` callers when the published state changes.
-    pub state_changed: Notify,
     /// What the user keeps with the connection (Connection::set_user_data).
     user_data: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
 }

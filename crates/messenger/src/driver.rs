@@ -53,55 +53,72 @@ pub(crate) fn start<T: Transport>(inner: &Arc<Inner<T>>, shard: usize, d: Box<Dr
     let again = inner.clone();
     let done = inner.task_guard();
     let span = d.span.clone();
-    inner.shards.spawn(
-        shard,
-        async move {
-            if let Some((d, to)) = d.run(shard).await {
-                start(&again, to, d);
-            }
-            drop(done);
+    let task = async move {
+        if let Some((d, to)) = d.run(shard).await {
+            start(&again, to, d);
         }
-        .instrument(span),
-    );
+        drop(done);
+    };
+    match span.is_disabled() {
+        // A span is enabled or not for good when it is made: entering a
+        // disabled one on every poll would only touch one more line of
+        // the task's memory.
+        true => inner.shards.spawn(shard, task),
+        false => inner.shards.spawn(shard, task.instrument(span)),
+    }
 }
 
 /// One connection's task: the connection, the socket, the bytes in flight
 /// each way, the events not yet handled and the receive budget.
+///
+/// In declared order (`repr(C)`): the fields a turn of the loop reads per
+/// message first, then the connection (its own per-message fields first),
+/// then what serves moves and logs: a connection's hot state in adjacent
+/// cache lines (BENCHMARKS.md, "What grows with connections").
+#[repr(C)]
 pub(crate) struct Driver<T: Transport> {
     inner: Arc<Inner<T>>,
-    conn: Conn,
     handle: Connection,
     /// The shard this task runs on.
     shard: usize,
+    /// The time of the current step: dispatches and the sends they make
+    /// use it instead of reading the clock per message.
+    now: Instant,
+    armed: Option<Instant>,
+    /// One timer per stay on a shard (made there: a timer belongs to its
+    /// runtime), moved when the deadline changes.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The timer's waker (TimerWake) and whether the timer has been polled
+    /// with it since it was made, reset or fired: until it fires, the
+    /// driver does not poll it again (its entry is a cache line of its
+    /// own, cold when connections are many).
+    timer_waker: Option<std::task::Waker>,
+    timer_polled: bool,
+    /// Bytes read and written on this connection's sockets.
+    bytes: [u64; 2],
+    /// We stopped reading (receive budget, the queue limit): the frame
+    /// being read gets its full time again when we resume.
+    paused: bool,
     io: SocketIo<T>,
-    connecting: Option<Connecting<T::Stream>>,
-    /// A message taken from the connection that waits for receive budget:
-    /// the connection's later events wait behind it, in its queue. Boxed:
-    /// rare, and every driver would carry a message's size.
-    held: Option<Box<msgr_protocol::Message>>,
+    budget: Budget,
     /// Commands taken from the inbox in one go, not yet handled.
     taken: std::collections::VecDeque<Command>,
     /// The outbox's buffer between dispatches (connection/outbox.rs).
     given: Vec<Command>,
-    budget: Budget,
-    /// We stopped reading (receive budget, the queue limit): the frame
-    /// being read gets its full time again when we resume.
-    paused: bool,
+    /// A message taken from the connection that waits for receive budget:
+    /// the connection's later events wait behind it, in its queue. Boxed:
+    /// rare, and every driver would carry a message's size.
+    held: Option<Box<msgr_protocol::Message>>,
+    connecting: Option<Connecting<T::Stream>>,
     /// Sockets to flush and shut down (Event::ShutdownSocket).
     closing: Vec<(Socket<T>, WireQueue)>,
-    /// One timer per stay on a shard (made there: a timer belongs to its
-    /// runtime), moved when the deadline changes.
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
-    armed: Option<Instant>,
-    /// The time of the current step: dispatches and the sends they make
-    /// use it instead of reading the clock per message.
-    now: Instant,
-    published: Published,
     ident: ident::Pending,
     /// A move to carry out at the next point where the connection can
     /// leave (not connecting, no ident awaiting a verdict); whether it is
     /// an accept's or a connect's placement.
     move_to: Option<(usize, bool)>,
+    published: Published,
+    conn: Conn,
     /// Where the connection ran before it last moved, and whether its
     /// accept replaced a lossy connection: ms_handle_accept and
     /// ms_handle_connect say so (crimson's prv_shard and is_replace).
@@ -109,8 +126,6 @@ pub(crate) struct Driver<T: Transport> {
     replaced: bool,
     /// The shard whose `msgr_active_connections` counts this connection.
     active_on: Option<usize>,
-    /// Bytes read and written on this connection's sockets.
-    bytes: [u64; 2],
     /// The connection's log span (crate::log).
     span: tracing::Span,
 }
@@ -169,6 +184,8 @@ impl<T: Transport> Driver<T> {
             paused: false,
             closing: Vec::new(),
             timer: None,
+            timer_waker: None,
+            timer_polled: false,
             armed: None,
             now: crate::now(),
             published: Published::default(),
@@ -326,11 +343,6 @@ impl<T: Transport> Driver<T> {
                 return Poll::Ready(Step::Budget(g));
             }
         }
-        if let (Some(_), Some(t)) = (self.armed, self.timer.as_mut()) {
-            if t.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Step::Timer);
-            }
-        }
         if let Some(v) = self.ident.verdict_mut() {
             if let Poll::Ready(v) = Pin::new(v).poll(cx) {
                 return Poll::Ready(Step::Verdict(v.ok()));
@@ -340,7 +352,33 @@ impl<T: Transport> Driver<T> {
         if let Some(c) = self.taken.pop_front() {
             return Poll::Ready(Step::Command(c));
         }
-        self.handle.shared.inbox.poll_pop(cx).map(Step::Command)
+        if let Poll::Ready(c) = self.handle.shared.inbox.poll_pop(cx) {
+            return Poll::Ready(Step::Command(c));
+        }
+        // The timer last, once the inbox holds the task's waker: the
+        // timer's own waker wakes the task through it.
+        match self.poll_timer() {
+            true => Poll::Ready(Step::Timer),
+            false => Poll::Pending,
+        }
+    }
+
+    /// Whether the timer fired. It is polled once armed, with a waker of
+    /// its own (TimerWake), then only once that waker said it fired (a
+    /// poll per turn would touch its entry, a cache line of its own).
+    fn poll_timer(&mut self) -> bool {
+        let (Some(t), Some(w)) = (self.timer.as_mut(), self.timer_waker.as_ref()) else {
+            return false;
+        };
+        if self.armed.is_none() {
+            return false;
+        }
+        let due = self.handle.shared.inbox.take_timer_due();
+        if !due && self.timer_polled {
+            return false;
+        }
+        self.timer_polled = true;
+        t.as_mut().poll(&mut Context::from_waker(w)).is_ready()
     }
 
     /// Settles on `shard`: a timer of its runtime, and the socket
@@ -348,6 +386,8 @@ impl<T: Transport> Driver<T> {
     fn arrive(&mut self, shard: usize) {
         self.set_active(Some(shard));
         self.timer = Some(Box::pin(tokio::time::sleep_until(far())));
+        self.timer_waker = Some(TimerWake::waker(&self.handle));
+        self.timer_polled = false;
         self.armed = None;
         if shard != self.shard {
             self.prev_shard = self.shard;
@@ -622,7 +662,6 @@ impl<T: Transport> Driver<T> {
                 tracing::info!(target: "msgr", error = %e, "fault");
                 count_fault(&inner.counters.sessions, &e);
                 dispatcher.ms_handle_fault(conn, &e);
-                self.published.fault(&conn.shared.view, e);
                 // Connection::ready reports a refusal.
                 conn.shared.state_changed.notify_waiters();
             }
@@ -772,6 +811,7 @@ impl<T: Transport> Driver<T> {
         if let (true, Some(timer)) = (earlier, self.timer.as_mut()) {
             self.armed = deadline;
             timer.as_mut().reset(deadline.map_or_else(far, Into::into));
+            self.timer_polled = false;
         }
     }
 
@@ -851,10 +891,31 @@ impl<T: Transport> Driver<T> {
             Step::Command(cmd) => self.on_command(cmd),
             Step::Timer => {
                 self.armed = None;
+                self.timer_polled = false;
                 c.handle_timeout(now);
                 self.trim();
             }
         }
+    }
+}
+
+/// The waker the driver's timer is polled with: it tells the driver that
+/// the timer fired (Inbox::timer_fired), which then polls it.
+struct TimerWake(Connection);
+
+impl TimerWake {
+    fn waker(handle: &Connection) -> std::task::Waker {
+        std::task::Waker::from(Arc::new(TimerWake(handle.clone())))
+    }
+}
+
+impl std::task::Wake for TimerWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.shared.inbox.timer_fired()
     }
 }
 

@@ -108,19 +108,26 @@ pub struct Reuse {
 }
 
 /// A connection to one peer.
+///
+/// In declared order (`repr(C)`): what a READY connection touches per
+/// message first (timestamps, events, counters, the session, the socket's
+/// framing, the peer's name and policy, the state's tag), what changes
+/// with handshakes and faults after, so that a server with thousands of
+/// connections touches a few contiguous cache lines of each, not lines
+/// spread over all of it (BENCHMARKS.md, "What grows with connections").
+#[repr(C)]
 pub struct Conn {
     config: Arc<Config>,
-    side: Side,
-    peer: PeerInfo,
-    me: MyAddrs,
-    session: Session,
-    state: State,
-    link: Option<Link>,
-    next_link: LinkId,
-    events: VecDeque<Event>,
-    backoff: Duration,
-    handshake_deadline: Option<Instant>,
+    /// Bytes the runtime holds unwritten (Config::output_window).
+    writer_backlog: usize,
     last_active: Instant,
+    /// Since when part of a frame waits to be completed (Timeouts::frame).
+    partial_since: Option<Instant>,
+    /// `last_active` when the queues were last trimmed (Timeouts::trim).
+    trimmed: Option<Instant>,
+    events: VecDeque<Event>,
+    stats: ConnStats,
+    side: Side,
     /// The user has seen this connection (connect dispatched, or accepted).
     known: bool,
     /// Whether the last handshake was WAITed (back off the maximum).
@@ -128,29 +135,35 @@ pub struct Conn {
     /// Whether the latest READY resumed the session (a reconnect) rather
     /// than starting one.
     resumed: bool,
-    peer_socket: EntityAddr,
-    stats: ConnStats,
-    last_keepalive_ack: Option<UTime>,
-    /// The runtime's name for this connection (for the interceptor).
-    id: u64,
     /// An interceptor holds the next connect attempt (BLOCK).
     connect_held: bool,
-    /// Bytes the runtime holds unwritten (Config::output_window).
-    writer_backlog: usize,
-    /// Since when part of a frame waits to be completed (Timeouts::frame).
-    partial_since: Option<Instant>,
     /// An accepted socket was promised to this connection (a Reuse
     /// decision) and has not arrived yet: Ceph's `replacing`. Other idents
     /// are told to wait, and the old socket is not read meanwhile.
     replacing: bool,
-    /// `last_active` when the queues were last trimmed (Timeouts::trim).
-    trimmed: Option<Instant>,
     /// The connection speaks msgr1 (its target or listener is a `v1:`
     /// address).
     msgr1: bool,
     /// msgr1: the session was opened here (SEQ sent), the connector has
     /// not confirmed it yet (its in_seq), and it never carried a message.
     unconfirmed: bool,
+    session: Session,
+    link: Option<Link>,
+    peer: PeerInfo,
+    /// Last of the per-message fields: its tag is read per message, what
+    /// a handshake phase holds is not.
+    state: State,
+    /// The runtime's name for this connection (for the interceptor).
+    id: u64,
+    next_link: LinkId,
+    me: MyAddrs,
+    backoff: Duration,
+    handshake_deadline: Option<Instant>,
+    peer_socket: EntityAddr,
+    last_keepalive_ack: Option<UTime>,
+    /// The latest fault, kept until the next: a runtime publishes it with
+    /// the state it led to, so that whoever sees that state sees why.
+    last_fault: Option<ProtocolError>,
 }
 
 impl Conn {
@@ -182,6 +195,7 @@ impl Conn {
             trimmed: None,
             msgr1: false,
             unconfirmed: false,
+            last_fault: None,
         }
     }
 
@@ -336,6 +350,11 @@ impl Conn {
 
     pub fn last_keepalive_ack(&self) -> Option<UTime> {
         self.last_keepalive_ack
+    }
+
+    /// The latest fault (its Event::Fault is queued when it happens).
+    pub fn last_fault(&self) -> Option<&ProtocolError> {
+        self.last_fault.as_ref()
     }
 
     /// The current socket's link id, if the connection has a socket.
@@ -532,6 +551,13 @@ impl Conn {
     }
 
     fn on_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
+        // READY, every message's state, is looked at in place: taking the
+        // state out and putting it back moves all of it (a handshake
+        // phase's size), lines a busy server would otherwise touch per
+        // message for nothing.
+        if matches!(self.state, State::Ready) {
+            return self.on_ready_input(input, now);
+        }
         let state = std::mem::replace(&mut self.state, State::Closed);
         match state {
             State::Connecting(phase) => {
@@ -587,10 +613,6 @@ impl Conn {
                         .on_ident(req)
                         .inspect_err(|_| self.state = State::Accepting(Accepting::Banner))?,
                 }
-            }
-            State::Ready => {
-                self.state = State::Ready;
-                self.on_ready_input(input, now)?;
             }
             other => {
                 // Waiting for a socket, a decision or the peer's close:
@@ -833,6 +855,7 @@ impl Conn {
     /// session.rs and §7/§12 of the research note).
     fn fault(&mut self, err: ProtocolError, now: Instant) {
         self.stats.faults = self.stats.faults.saturating_add(1);
+        self.last_fault = Some(err.clone());
         self.events.push_back(Event::Fault(err));
         let policy = self.peer.policy;
         let connecting = matches!(
@@ -924,6 +947,7 @@ impl Conn {
     /// then closed with a reset (what it held for the peer is lost).
     fn fail_closed(&mut self, e: ProtocolError) {
         self.stats.faults = self.stats.faults.saturating_add(1);
+        self.last_fault = Some(e.clone());
         self.events.push_back(Event::Fault(e));
         self.close(true);
     }

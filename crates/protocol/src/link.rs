@@ -81,29 +81,33 @@ enum ReadStage {
 }
 
 /// The framing state of one socket.
+///
+/// `repr(C)`: what frames use, per message, first; the banner and the
+/// handshake's record last (Conn).
+#[repr(C)]
 pub struct Link {
     pub id: LinkId,
-    our_banner: Banner,
-    negotiated: Option<Negotiated>,
-    encoder: Option<FrameEncoder>,
-    /// The peer's frames, once its banner is in.
-    reader: Option<FrameReader>,
     stage: ReadStage,
-    limits: FrameLimits,
-    /// To be written to the socket.
-    pub output: WireQueue,
-    /// Recording for AUTH_SIGNATURE, until the owner stops it.
-    record: Option<PreAuthRecord>,
-    /// The test interceptor's hook and gate (inert without one).
-    pub(crate) tap: Tap,
     /// Write what is queued before the socket closes (a refusal the peer
     /// should read, e.g. AUTH_BAD_METHOD).
     pub(crate) linger: bool,
+    negotiated: Option<Negotiated>,
     /// Auth frames the peer sent on this socket (handshake::auth_round).
     pub(crate) auth_rounds: u32,
     /// Set on an msgr1 socket: its framing, in place of msgr2's. Boxed:
     /// few connections speak msgr1.
     pub(crate) v1: Option<Box<Link1>>,
+    limits: FrameLimits,
+    /// The test interceptor's hook and gate (inert without one).
+    pub(crate) tap: Tap,
+    /// To be written to the socket.
+    pub output: WireQueue,
+    encoder: Option<FrameEncoder>,
+    /// The peer's frames, once its banner is in.
+    reader: Option<FrameReader>,
+    our_banner: Banner,
+    /// Recording for AUTH_SIGNATURE, until the owner stops it.
+    record: Option<PreAuthRecord>,
 }
 
 impl Link {

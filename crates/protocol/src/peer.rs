@@ -10,19 +10,24 @@ use crate::decide::Owner;
 use crate::policy::Policy;
 
 /// The peer as far as it is known.
+///
+/// `repr(C)`: what a READY connection reads per message (the name it
+/// stamps on messages, the policy) first, beside the connection's other
+/// per-message fields (Conn).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct PeerInfo {
+    /// Known from the ident exchange.
+    pub name: Option<EntityName>,
+    pub policy: Policy,
+    /// Features both sides support (connection features).
+    pub features: u64,
     pub entity_type: EntityType,
     /// Its addresses (the target's on a connector until SERVER_IDENT; from
     /// the ident on an acceptor).
     pub addrs: EntityAddrvec,
     /// The address a connector dials / the acceptor's peer's msgr2 address.
     pub target_addr: EntityAddr,
-    /// Known from the ident exchange.
-    pub name: Option<EntityName>,
-    /// Features both sides support (connection features).
-    pub features: u64,
-    pub policy: Policy,
     /// Who the peer authenticated as (an acceptor learns it at AUTH_DONE; a
     /// connector knows the server by the type it connected to).
     pub identity: Option<Identity>,

@@ -26,6 +26,9 @@ use crate::intercept::Point1;
 use crate::link::Link;
 use crate::message::Message;
 
+mod lists;
+use lists::Lists;
+
 /// Priority of requeued messages: they go before everything else.
 const REQUEUE_PRIORITY: u16 = u16::MAX;
 
@@ -48,8 +51,29 @@ pub enum Arrival {
     Duplicate,
 }
 
+/// `repr(C)`: what moves per message (queues, sequence numbers, the ack
+/// owed) first; what changes with handshakes (cookies, connect and global
+/// sequences) last (Conn).
 #[derive(Default)]
+#[repr(C)]
 pub struct Session {
+    /// Messages by priority, highest first, FIFO within a priority. Lists
+    /// stay once created (few priorities are ever used), so queueing does
+    /// not allocate in the steady state, until the connection is idle
+    /// (Session::trim).
+    queue: Lists<Queued>,
+    queued_messages: usize,
+    queued_bytes: usize,
+    /// Written, not yet acknowledged (lossless only), oldest first.
+    sent: VecDeque<Box<Message>>,
+    /// Their payload bytes.
+    sent_bytes: usize,
+    pub(crate) out_seq: u64,
+    pub(crate) in_seq: u64,
+    /// Messages received since our last ack went out.
+    pub(crate) ack_left: u64,
+    pub(crate) keepalive_pending: Option<UTime>,
+    pub(crate) keepalive_ack_pending: Option<UTime>,
     pub(crate) client_cookie: u64,
     pub(crate) server_cookie: u64,
     pub(crate) connect_seq: u64,
@@ -57,23 +81,6 @@ pub struct Session {
     pub(crate) global_seq: u64,
     /// The last the peer presented.
     pub(crate) peer_global_seq: u64,
-    pub(crate) out_seq: u64,
-    pub(crate) in_seq: u64,
-    /// Messages received since our last ack went out.
-    pub(crate) ack_left: u64,
-    /// Messages by priority, highest first, FIFO within a priority. Lists
-    /// stay once created (few priorities are ever used), so queueing does
-    /// not allocate in the steady state, until the connection is idle
-    /// (Session::trim).
-    queue: Vec<(u16, VecDeque<Queued>)>,
-    queued_messages: usize,
-    queued_bytes: usize,
-    /// Written, not yet acknowledged (lossless only), oldest first.
-    sent: VecDeque<Box<Message>>,
-    /// Their payload bytes.
-    sent_bytes: usize,
-    pub(crate) keepalive_pending: Option<UTime>,
-    pub(crate) keepalive_ack_pending: Option<UTime>,
 }
 
 /// The session's numbers, as the peer and we know them.
@@ -101,10 +108,7 @@ impl Session {
 impl Session {
     /// Lets go of empty queues' capacity (an idle connection's).
     pub(crate) fn trim(&mut self) {
-        self.queue.retain(|(_, l)| !l.is_empty());
-        if self.queue.is_empty() {
-            self.queue = Vec::new();
-        }
+        self.queue.trim();
         if self.sent.is_empty() {
             self.sent = VecDeque::new();
         }
@@ -121,26 +125,11 @@ impl Session {
         );
     }
 
-    // `at` indexes the list: it is where the priority was found or where
-    // its list was just inserted (at most the length, before the insert).
-    #[allow(clippy::indexing_slicing)]
-    fn list(&mut self, priority: u16) -> &mut VecDeque<Queued> {
-        let at = self
-            .queue
-            .iter()
-            .position(|(p, _)| *p <= priority)
-            .unwrap_or(self.queue.len());
-        if self.queue.get(at).is_none_or(|(p, _)| *p != priority) {
-            self.queue.insert(at, (priority, VecDeque::new()));
-        }
-        &mut self.queue[at].1
-    }
-
     fn push(&mut self, priority: u16, q: Queued, front: bool) {
         // Counts of what is queued: bounded by memory (QueueLimits).
         self.queued_messages = self.queued_messages.saturating_add(1);
         self.queued_bytes = self.queued_bytes.saturating_add(q.msg.payload_len());
-        let list = self.list(priority);
+        let list = self.queue.list(priority);
         if front {
             list.push_front(q);
         } else {
@@ -152,7 +141,7 @@ impl Session {
         if self.queued_messages == 0 {
             return None;
         }
-        let q = self.queue.iter_mut().find_map(|(_, l)| l.pop_front())?;
+        let q = self.queue.pop_front()?;
         self.queued_messages = self.queued_messages.saturating_sub(1);
         self.queued_bytes = self.queued_bytes.saturating_sub(q.msg.payload_len());
         Some(q)
@@ -340,23 +329,26 @@ impl Session {
             || self
                 .queue
                 .iter()
-                .any(|(_, list)| list.iter().any(|q| q.requeued))
+                .any(|list| list.iter().any(|q| q.requeued))
     }
 
     /// On resuming the session: the peer received up to `peer_in_seq`;
     /// requeued messages it has are dropped, the rest are written again with
     /// their old numbers (discard_requeued_up_to / requeue_out_sent_up_to).
     pub(crate) fn resume_from(&mut self, peer_in_seq: u64) {
-        let list = self.list(REQUEUE_PRIORITY);
         let mut dropped_bytes: usize = 0;
         let mut dropped: usize = 0;
-        while list
-            .front()
-            .is_some_and(|q| q.requeued && q.msg.seq <= peer_in_seq)
-        {
-            if let Some(q) = list.pop_front() {
-                dropped = dropped.saturating_add(1);
-                dropped_bytes = dropped_bytes.saturating_add(q.msg.payload_len());
+        // Looked up, not made: an empty requeue list ahead of the others
+        // would be one more line each message touches.
+        if let Some(list) = self.queue.get_mut(REQUEUE_PRIORITY) {
+            while list
+                .front()
+                .is_some_and(|q| q.requeued && q.msg.seq <= peer_in_seq)
+            {
+                if let Some(q) = list.pop_front() {
+                    dropped = dropped.saturating_add(1);
+                    dropped_bytes = dropped_bytes.saturating_add(q.msg.payload_len());
+                }
             }
         }
         self.queued_messages = self.queued_messages.saturating_sub(dropped);
@@ -369,7 +361,7 @@ impl Session {
     /// (crimson's reset_peer_state; classic Ceph keeps its old `out_seq`).
     pub(crate) fn restart_numbering(&mut self) {
         self.requeue_sent();
-        for q in self.list(REQUEUE_PRIORITY).iter_mut() {
+        for q in self.queue.get_mut(REQUEUE_PRIORITY).into_iter().flatten() {
             q.requeued = false;
         }
         self.out_seq = 0;

@@ -49,16 +49,22 @@ impl std::error::Error for CallError {}
 
 type Reply = Result<Message, CallError>;
 
+/// The calls waiting, by tid: the reply type each expects, and its caller.
+type Waiting = HashMap<u64, (u16, oneshot::Sender<Reply>)>;
+
+/// The count the driver reads per message is held beside the
+/// connection's other per-message fields (Shared); the waiting calls,
+/// locked only when there are any, apart.
 #[derive(Default)]
 pub(crate) struct Calls {
-    waiting: Mutex<HashMap<u64, (u16, oneshot::Sender<Reply>)>>,
     /// How many wait: the driver looks no further while none do.
     count: AtomicUsize,
     next_tid: AtomicU64,
+    waiting: Box<Mutex<Waiting>>,
 }
 
 impl Calls {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, (u16, oneshot::Sender<Reply>)>> {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -15,13 +15,19 @@ use atomic_waker::AtomicWaker;
 
 use super::Command;
 
+/// The flag and waker the driver looks at every turn are held beside the
+/// connection's other per-message fields (Shared); the queue, locked only
+/// when commands come, apart.
 #[derive(Default)]
 pub(crate) struct Inbox {
-    queue: Mutex<Queue>,
     /// The queue holds commands (set and cleared under its lock): the
     /// driver, which looks at every turn, takes the lock only then.
     queued: AtomicBool,
+    /// The driver's timer fired (Inbox::timer_fired): the driver polls its
+    /// timer only then (and once after arming it), not every turn.
+    timer_due: AtomicBool,
     waker: AtomicWaker,
+    queue: Box<Mutex<Queue>>,
 }
 
 #[derive(Default)]
@@ -97,6 +103,21 @@ impl Inbox {
         }
     }
 
+    /// The driver's timer fired: the driver wakes and looks at it.
+    pub fn timer_fired(&self) {
+        self.timer_due.store(true, Ordering::Release);
+        self.waker.wake();
+    }
+
+    /// Whether the driver's timer fired since the last look.
+    pub fn take_timer_due(&self) -> bool {
+        let due = self.timer_due.load(Ordering::Acquire);
+        if due {
+            self.timer_due.store(false, Ordering::Release);
+        }
+        due
+    }
+
     #[cfg(test)]
     async fn pop(&self) -> Command {
         std::future::poll_fn(|cx| self.poll_pop(cx)).await
@@ -151,6 +172,32 @@ mod tests {
         inbox.close();
         assert!(inbox.try_pop().is_none());
         assert!(inbox.push(Command::Evict).is_err());
+    }
+
+    #[test]
+    fn a_fired_timer_wakes_the_waiting_driver_and_is_seen_once() {
+        use std::sync::atomic::AtomicUsize;
+        use std::sync::Arc;
+        struct Count(AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let inbox = Inbox::default();
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = std::task::Waker::from(count.clone());
+        // The driver waits: its waker is the inbox's.
+        assert!(inbox
+            .poll_pop(&mut Context::from_waker(&waker))
+            .is_pending());
+        assert!(!inbox.take_timer_due());
+        inbox.timer_fired();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(inbox.take_timer_due());
+        assert!(!inbox.take_timer_due());
+        // Nothing queued came of it.
+        assert!(inbox.try_pop().is_none());
     }
 
     #[tokio::test]

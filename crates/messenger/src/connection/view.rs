@@ -51,7 +51,7 @@ impl Info {
             wire_format: c.wire_format(),
             compression: c.compression(),
             last_keepalive_ack: c.last_keepalive_ack(),
-            last_fault: None,
+            last_fault: c.last_fault().cloned(),
             msgr1: c.is_msgr1(),
             policy: Some(c.peer().policy),
         }
@@ -60,27 +60,34 @@ impl Info {
 
 /// What a connection's driver publishes for its handles: written only by
 /// the driver, read by anyone.
+///
+/// What the driver writes per message fills three cache lines; the
+/// session's `Info` (which changes with handshakes and faults) is held
+/// apart, so that a busy server does not touch lines it does not need
+/// (BENCHMARKS.md, "What grows with connections").
+#[repr(C)]
 pub(crate) struct View {
     state: AtomicU8,
     /// mark_down was called: the connection is closed for its users at
     /// once, whatever its driver has done yet.
     pub(super) marked_down: AtomicBool,
-    shard: AtomicUsize,
-    pub(super) features: AtomicU64,
     pub(super) peer_type: AtomicU8,
     /// Conn::over_queue_limit, as of the driver's last step.
     pub(super) over_limit: AtomicBool,
+    shard: AtomicUsize,
+    pub(super) features: AtomicU64,
     /// Since when a READY connection has been idle (Conn::idle_since), as
     /// nanoseconds past the messenger's epoch, plus one; 0: not idle.
     idle_since: AtomicU64,
     /// Messages queued and their bytes (usize values, held as u64).
     pub(super) queued: [AtomicU64; 2],
-    pub(super) stats: [AtomicU64; 9],
     /// The session's in_seq and out_seq.
     pub(super) seqs: [AtomicU64; 2],
     /// Bytes read from and written to the connection's sockets.
     pub(super) bytes: [AtomicU64; 2],
-    info: Mutex<Info>,
+    pub(super) stats: [AtomicU64; 9],
+    /// Apart: read and written when the session changes, not per message.
+    info: Box<Mutex<Info>>,
 }
 
 impl View {
@@ -97,7 +104,7 @@ impl View {
             stats: Default::default(),
             seqs: Default::default(),
             bytes: Default::default(),
-            info: Mutex::new(Info::default()),
+            info: Box::new(Mutex::new(Info::default())),
         }
     }
 
@@ -153,6 +160,9 @@ pub(crate) struct Published {
     keepalive_ack: Option<UTime>,
     /// The peer's name was known (msgr1 learns it from the first message).
     named: bool,
+    /// The connection's fault count: a fault is published with the state
+    /// it led to (whoever sees the state sees why).
+    faults: u64,
 }
 
 /// Stores `v` in `slot` if it holds something else.
@@ -170,15 +180,15 @@ impl Published {
         let state = c.state();
         let ack = c.last_keepalive_ack();
         let named = c.peer_name().is_some();
-        if self.state != Some(state) || self.keepalive_ack != ack || self.named != named {
-            {
-                let mut info = view.info();
-                let last_fault = info.last_fault.take();
-                *info = Info {
-                    last_fault,
-                    ..Info::of(c)
-                };
-            }
+        let faults = c.stats().faults;
+        if self.state != Some(state)
+            || self.keepalive_ack != ack
+            || self.named != named
+            || self.faults != faults
+        {
+            // Before the state: a handle that sees the new state (Acquire)
+            // sees the info that goes with it, its fault included.
+            *view.info() = Info::of(c);
             let peer = c.peer();
             view.features.store(peer.features, Ordering::Release);
             view.peer_type.store(peer.entity_type.0, Ordering::Release);
@@ -189,6 +199,7 @@ impl Published {
             self.state = Some(state);
             self.keepalive_ack = ack;
             self.named = named;
+            self.faults = faults;
         }
         let st = c.stats();
         let all = [
@@ -236,10 +247,5 @@ impl Published {
         for (slot, v) in view.bytes.iter().zip(bytes) {
             set_u64(slot, v);
         }
-    }
-
-    /// The connection faulted with `e` (kept until the next fault).
-    pub fn fault(&self, view: &View, e: msgr_protocol::ProtocolError) {
-        view.info().last_fault = Some(e);
     }
 }
