@@ -129,6 +129,19 @@ pub(crate) struct Shared {
     user_data: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
+/// The waker of the connection's timer (the driver polls the timer with
+/// it): waking it tells the driver that the timer fired, and wakes the
+/// driver's task through the inbox.
+impl std::task::Wake for Shared {
+    fn wake(self: Arc<Self>) {
+        self.inbox.timer_fired()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.inbox.timer_fired()
+    }
+}
+
 /// A cheap, cloneable handle on one connection, usable from any thread.
 #[derive(Clone)]
 pub struct Connection {

@@ -163,7 +163,8 @@ pub struct Conn {
     last_keepalive_ack: Option<UTime>,
     /// The latest fault, kept until the next: a runtime publishes it with
     /// the state it led to, so that whoever sees that state sees why.
-    last_fault: Option<ProtocolError>,
+    /// Boxed: rare, and the connection's size is a connection's memory.
+    last_fault: Option<Box<ProtocolError>>,
 }
 
 impl Conn {
@@ -354,7 +355,7 @@ impl Conn {
 
     /// The latest fault (its Event::Fault is queued when it happens).
     pub fn last_fault(&self) -> Option<&ProtocolError> {
-        self.last_fault.as_ref()
+        self.last_fault.as_deref()
     }
 
     /// The current socket's link id, if the connection has a socket.
@@ -855,7 +856,7 @@ impl Conn {
     /// session.rs and §7/§12 of the research note).
     fn fault(&mut self, err: ProtocolError, now: Instant) {
         self.stats.faults = self.stats.faults.saturating_add(1);
-        self.last_fault = Some(err.clone());
+        self.last_fault = Some(Box::new(err.clone()));
         self.events.push_back(Event::Fault(err));
         let policy = self.peer.policy;
         let connecting = matches!(
@@ -947,7 +948,7 @@ impl Conn {
     /// then closed with a reset (what it held for the peer is lost).
     fn fail_closed(&mut self, e: ProtocolError) {
         self.stats.faults = self.stats.faults.saturating_add(1);
-        self.last_fault = Some(e.clone());
+        self.last_fault = Some(Box::new(e.clone()));
         self.events.push_back(Event::Fault(e));
         self.close(true);
     }

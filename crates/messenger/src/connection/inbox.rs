@@ -109,6 +109,11 @@ impl Inbox {
         self.waker.wake();
     }
 
+    /// Whether the driver's timer fired and was not looked at yet.
+    pub fn timer_due(&self) -> bool {
+        self.timer_due.load(Ordering::Acquire)
+    }
+
     /// Whether the driver's timer fired since the last look.
     pub fn take_timer_due(&self) -> bool {
         let due = self.timer_due.load(Ordering::Acquire);
@@ -194,7 +199,9 @@ mod tests {
         assert!(!inbox.take_timer_due());
         inbox.timer_fired();
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(inbox.timer_due());
         assert!(inbox.take_timer_due());
+        assert!(!inbox.timer_due());
         assert!(!inbox.take_timer_due());
         // Nothing queued came of it.
         assert!(inbox.try_pop().is_none());
