@@ -855,9 +855,7 @@ impl Conn {
     /// ProtocolV2::_fault, with crimson's corrections (see the module doc of
     /// session.rs and §7/§12 of the research note).
     fn fault(&mut self, err: ProtocolError, now: Instant) {
-        self.stats.faults = self.stats.faults.saturating_add(1);
-        self.last_fault = Some(Box::new(err.clone()));
-        self.events.push_back(Event::Fault(err));
+        self.report_fault(err);
         let policy = self.peer.policy;
         let connecting = matches!(
             self.state,
@@ -947,10 +945,15 @@ impl Conn {
     /// A fault that ends the connection whatever its policy: reported,
     /// then closed with a reset (what it held for the peer is lost).
     fn fail_closed(&mut self, e: ProtocolError) {
+        self.report_fault(e);
+        self.close(true);
+    }
+
+    /// Counts fault `e`, keeps it as the last, and queues its event.
+    fn report_fault(&mut self, e: ProtocolError) {
         self.stats.faults = self.stats.faults.saturating_add(1);
         self.last_fault = Some(Box::new(e.clone()));
         self.events.push_back(Event::Fault(e));
-        self.close(true);
     }
 }
 

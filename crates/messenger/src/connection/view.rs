@@ -61,10 +61,11 @@ impl Info {
 /// What a connection's driver publishes for its handles: written only by
 /// the driver, read by anyone.
 ///
-/// What the driver writes per message fills three cache lines; the
-/// session's `Info` (which changes with handshakes and faults) is held
-/// apart, so that a busy server does not touch lines it does not need
-/// (BENCHMARKS.md, "What grows with connections").
+/// In declared order (`repr(C)`): what the driver writes per message
+/// first, in three cache lines; the session's `Info` (which changes with
+/// handshakes and faults) is held apart, so that a busy server does not
+/// touch lines it does not need (BENCHMARKS.md, "What grows with
+/// connections").
 #[repr(C)]
 pub(crate) struct View {
     state: AtomicU8,

@@ -28,22 +28,28 @@ impl<T> Default for Lists<T> {
 
 impl<T> Lists<T> {
     /// The list of `priority`, made (in its place) if there is none.
+    pub fn list(&mut self, priority: u16) -> &mut VecDeque<T> {
+        match self.head.as_ref().map(|(p, _)| *p) {
+            Some(p) if p > priority => return self.rest_list(priority),
+            Some(p) if p == priority => {}
+            // A higher priority (or the first): the head moves to the rest.
+            _ => {
+                if let Some(old) = self.head.replace((priority, VecDeque::new())) {
+                    self.rest.insert(0, old);
+                }
+            }
+        }
+        &mut self
+            .head
+            .get_or_insert_with(|| (priority, VecDeque::new()))
+            .1
+    }
+
+    /// The list of `priority`, below the head's, made if there is none.
     // `at` indexes `rest`: where the priority was found or its list was
     // just inserted (at most the length, before the insert).
     #[allow(clippy::indexing_slicing)]
-    pub fn list(&mut self, priority: u16) -> &mut VecDeque<T> {
-        let head_priority = self.head.as_ref().map(|(p, _)| *p);
-        match head_priority {
-            None => return &mut self.head.insert((priority, VecDeque::new())).1,
-            Some(p) if p < priority => {
-                let old = self.head.replace((priority, VecDeque::new()));
-                self.rest.splice(0..0, old);
-            }
-            Some(_) => {}
-        }
-        if let Some((_, list)) = self.head.as_mut().filter(|(p, _)| *p == priority) {
-            return list;
-        }
+    fn rest_list(&mut self, priority: u16) -> &mut VecDeque<T> {
         let at = self
             .rest
             .iter()
@@ -55,10 +61,14 @@ impl<T> Lists<T> {
         &mut self.rest[at].1
     }
 
+    /// Every list with its priority, highest first.
+    fn lists_mut(&mut self) -> impl Iterator<Item = &mut (u16, VecDeque<T>)> {
+        self.head.iter_mut().chain(&mut self.rest)
+    }
+
     /// The list of `priority`, if there is one.
     pub fn get_mut(&mut self, priority: u16) -> Option<&mut VecDeque<T>> {
-        let head = self.head.iter_mut();
-        head.chain(&mut self.rest)
+        self.lists_mut()
             .find(|(p, _)| *p == priority)
             .map(|(_, l)| l)
     }
@@ -70,8 +80,7 @@ impl<T> Lists<T> {
 
     /// The front of the highest priority's list that holds any.
     pub fn pop_front(&mut self) -> Option<T> {
-        let head = self.head.iter_mut();
-        head.chain(&mut self.rest).find_map(|(_, l)| l.pop_front())
+        self.lists_mut().find_map(|(_, l)| l.pop_front())
     }
 
     /// Drops every list.
