@@ -11,12 +11,17 @@
 //!
 //! CVE-2020-1759: the transmit side refuses to reuse its initial nonce after
 //! a wrap ("out of nonces"), forcing a reconnect with fresh keys.
+//!
+//! One key, so one key schedule: a connection's two halves share a
+//! [`GcmContext`] (about 900 bytes of aws-lc's memory) and take turns with
+//! it under a lock. The lock is never contended (a connection encodes and
+//! decodes from one task); it makes the sharing safe wherever the halves
+//! go.
 
-use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
-use aws_lc_rs::cipher::{self, DecryptingKey, DecryptionContext, UnboundCipherKey};
-use aws_lc_rs::iv::FixedLength;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
 use bytes::BytesMut;
-use msgr_gcm::GcmSealer;
+use msgr_gcm::{GcmContext, GcmError};
 
 use crate::layout::GCM_TAG_LEN;
 use crate::FrameError;
@@ -80,11 +85,19 @@ impl SecureKeys {
         })
     }
 
-    /// The two ciphers of one end; `rev1` picks the nonce counter layout.
+    /// The two ciphers of one end, sharing one key schedule; `rev1` picks
+    /// the nonce counter layout.
     pub fn ciphers(&self, rev1: bool) -> (TxCipher, RxCipher) {
+        let gcm = shared_context(&self.key);
         (
-            TxCipher::new(&self.key, self.tx_nonce, rev1),
-            RxCipher::new(&self.key, self.rx_nonce, rev1),
+            TxCipher {
+                gcm: gcm.clone(),
+                nonces: NonceSequence::new(self.tx_nonce, rev1),
+            },
+            RxCipher {
+                gcm,
+                nonces: NonceSequence::new(self.rx_nonce, rev1),
+            },
         )
     }
 }
@@ -153,24 +166,37 @@ impl NonceSequence {
     }
 }
 
-fn gcm_key(key: &[u8; KEY_LEN]) -> LessSafeKey {
-    // AES-128 accepts any 16-byte key: this cannot fail.
-    LessSafeKey::new(UnboundKey::new(&aead::AES_128_GCM, key).expect("16-byte AES-128 key"))
+/// A key schedule the two halves of a connection share.
+type SharedContext = Arc<Mutex<GcmContext>>;
+
+fn shared_context(key: &[u8; KEY_LEN]) -> SharedContext {
+    // Only an allocation failure can stop a 16-byte AES-128 key.
+    Arc::new(Mutex::new(
+        GcmContext::new(key).expect("AES-128-GCM context"),
+    ))
+}
+
+/// The context, for one operation. A panic while it was held poisons the
+/// lock but leaves nothing to distrust: every operation starts by setting
+/// its own nonce and direction.
+fn lock(gcm: &SharedContext) -> MutexGuard<'_, GcmContext> {
+    gcm.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The transmit half: one nonce per operation. Seals through
-/// [`msgr_gcm::GcmSealer`], which streams a frame's scattered pieces into
+/// [`msgr_gcm::GcmContext`], which streams a frame's scattered pieces into
 /// the send buffer (no gathering copy; see that crate).
 pub struct TxCipher {
-    sealer: GcmSealer,
+    gcm: SharedContext,
     nonces: NonceSequence,
 }
 
 impl TxCipher {
+    /// A transmit half with a key schedule of its own (a connection's
+    /// halves come from [`SecureKeys::ciphers`]).
     pub fn new(key: &[u8; KEY_LEN], nonce: [u8; NONCE_LEN], rev1: bool) -> Self {
         TxCipher {
-            // Only an allocation failure can stop a 16-byte AES-128 key.
-            sealer: GcmSealer::new(key).expect("AES-128-GCM context"),
+            gcm: shared_context(key),
             nonces: NonceSequence::new(nonce, rev1),
         }
     }
@@ -182,9 +208,10 @@ impl TxCipher {
             // Fuzz builds only: the identity, with a zero tag.
             return Ok([0u8; GCM_TAG_LEN]);
         }
-        let mut s = self.sealer.begin(&nonce).map_err(FrameError::SealFailed)?;
-        s.in_place(in_out).map_err(FrameError::SealFailed)?;
-        s.finish().map_err(FrameError::SealFailed)
+        let mut gcm = lock(&self.gcm);
+        let mut s = gcm.begin(&nonce).map_err(FrameError::CipherFailed)?;
+        s.in_place(in_out).map_err(FrameError::CipherFailed)?;
+        s.finish().map_err(FrameError::CipherFailed)
     }
 
     /// Seals the concatenation of `pieces` as one GCM operation: appends
@@ -198,11 +225,12 @@ impl TxCipher {
             out.extend_from_slice(&[0u8; GCM_TAG_LEN]);
             return Ok(());
         }
-        let mut s = self.sealer.begin(&nonce).map_err(FrameError::SealFailed)?;
+        let mut gcm = lock(&self.gcm);
+        let mut s = gcm.begin(&nonce).map_err(FrameError::CipherFailed)?;
         for piece in pieces {
-            s.append(piece, out).map_err(FrameError::SealFailed)?;
+            s.append(piece, out).map_err(FrameError::CipherFailed)?;
         }
-        out.extend_from_slice(&s.finish().map_err(FrameError::SealFailed)?);
+        out.extend_from_slice(&s.finish().map_err(FrameError::CipherFailed)?);
         Ok(())
     }
 
@@ -229,76 +257,63 @@ impl TxCipher {
 
 /// The receive half: decrypts in place, one nonce per operation.
 pub struct RxCipher {
-    key: LessSafeKey,
-    /// AES-128-CTR under the same key, to read a msgr2.0 preamble before the
-    /// frame's tag has arrived (GCM is CTR with the counter starting at 2).
-    /// msgr2.1 has no use for it: not made (every secure connection would
-    /// carry its key schedule), and boxed (its 500 bytes, inline, would be
-    /// carried anyway).
-    ctr: Option<Box<DecryptingKey>>,
+    gcm: SharedContext,
     nonces: NonceSequence,
 }
 
 impl RxCipher {
+    /// A receive half with a key schedule of its own (a connection's
+    /// halves come from [`SecureKeys::ciphers`]).
     pub fn new(key: &[u8; KEY_LEN], nonce: [u8; NONCE_LEN], rev1: bool) -> Self {
-        let ctr = (!rev1).then(|| {
-            Box::new(
-                DecryptingKey::ctr(
-                    UnboundCipherKey::new(&cipher::AES_128, key).expect("16-byte AES-128 key"),
-                )
-                .expect("AES-128-CTR key"),
-            )
-        });
         RxCipher {
-            key: gcm_key(key),
-            ctr,
+            gcm: shared_context(key),
             nonces: NonceSequence::new(nonce, rev1),
         }
     }
 
     /// Authenticates and decrypts `in_out`, whose last 16 bytes are the tag;
-    /// returns the plaintext length (`in_out.len() - 16`).
+    /// returns the plaintext length (`in_out.len() - 16`). A frame that
+    /// fails is left zeroed.
     pub fn open(&mut self, in_out: &mut [u8]) -> Result<usize, FrameError> {
-        let nonce = Nonce::assume_unique_for_key(self.nonces.next());
+        let nonce = self.nonces.next();
+        let (body, tag) = in_out
+            .split_last_chunk_mut::<GCM_TAG_LEN>()
+            .ok_or(FrameError::DecryptFailed)?;
         #[cfg(all(fuzzing, feature = "fuzz-cipher"))]
         {
             // Fuzz builds only: the identity; the tag must be zero.
             let _ = nonce;
-            return match in_out.split_last_chunk::<GCM_TAG_LEN>() {
-                Some((plain, tag)) if *tag == [0; GCM_TAG_LEN] => Ok(plain.len()),
-                _ => Err(FrameError::DecryptFailed),
+            return match *tag == [0; GCM_TAG_LEN] {
+                true => Ok(body.len()),
+                false => Err(FrameError::DecryptFailed),
             };
         }
         #[allow(unreachable_code)]
-        self.key
-            .open_in_place(nonce, Aad::empty(), in_out)
-            .map(|plain| plain.len())
-            .map_err(|_| FrameError::DecryptFailed)
+        match lock(&self.gcm).open(&nonce, body, tag) {
+            Ok(()) => Ok(body.len()),
+            Err(GcmError::Unauthentic) => Err(FrameError::DecryptFailed),
+            Err(e) => Err(FrameError::CipherFailed(e)),
+        }
     }
 
     /// Decrypts, without authenticating and without using up a nonce, the
-    /// start of the ciphertext the next [`RxCipher::open`] will see. msgr2.0
-    /// secure mode needs this to learn a frame's length (msgr2 document,
-    /// "msgr2.0-secure mode", issue 1); the frame is authenticated as a
-    /// whole afterwards. A msgr2.1 cipher has no CTR key (msgr2.1 frames
-    /// carry their length in an authenticated preamble): it copies.
-    pub fn peek(&self, ciphertext: &[u8], out: &mut [u8]) {
+    /// start of the ciphertext the next [`RxCipher::open`] will see, into
+    /// `out` (as much as both hold). msgr2.0 secure mode needs this to
+    /// learn a frame's length (msgr2 document, "msgr2.0-secure mode",
+    /// issue 1); the frame is authenticated as a whole afterwards.
+    pub fn peek(&self, ciphertext: &[u8], out: &mut [u8]) -> Result<(), FrameError> {
         // The common prefix of the two.
         let n = ciphertext.len().min(out.len());
         let (Some(out), Some(ciphertext)) = (out.get_mut(..n), ciphertext.get(..n)) else {
-            return;
+            return Ok(());
         };
         out.copy_from_slice(ciphertext);
         if cfg!(all(fuzzing, feature = "fuzz-cipher")) {
-            return;
+            return Ok(());
         }
-        let mut iv = [0u8; 16];
-        iv[..NONCE_LEN].copy_from_slice(&self.nonces.current);
-        iv[15] = 2;
-        // CTR decryption of any length with a 16-byte IV cannot fail.
-        if let Some(ctr) = &self.ctr {
-            let _ = ctr.decrypt(out, DecryptionContext::Iv128(FixedLength::from(iv)));
-        }
+        lock(&self.gcm)
+            .keystream(&self.nonces.current, out)
+            .map_err(FrameError::CipherFailed)
     }
 }
 
@@ -370,7 +385,7 @@ mod tests {
         let (_, mut rx) = recorded_pair(false);
         let mut buf = hex(RECORDED);
         let mut head = [0u8; 20];
-        rx.peek(&buf[..20], &mut head);
+        rx.peek(&buf[..20], &mut head).unwrap();
         assert_eq!(&head, &PLAIN[..20]);
         let n = rx.open(&mut buf).unwrap();
         assert_eq!(&buf[..n], PLAIN);
@@ -401,6 +416,59 @@ mod tests {
             SecureKeys::from_connection_secret(&secret[..39], Role::Connector),
             Err(FrameError::BadConnectionSecret { len: 39 })
         );
+    }
+
+    /// Each end's halves share one key schedule: a conversation in both
+    /// directions, each end sealing between its peeks and opens.
+    #[test]
+    fn the_halves_of_an_end_take_turns_with_one_key_schedule() {
+        let secret: Vec<u8> = (100..164).collect();
+        let c = SecureKeys::from_connection_secret(&secret, Role::Connector).unwrap();
+        let a = SecureKeys::from_connection_secret(&secret, Role::Acceptor).unwrap();
+        for rev1 in [false, true] {
+            let (mut ctx, mut crx) = c.ciphers(rev1);
+            let (mut atx, mut arx) = a.ciphers(rev1);
+            for round in 0..6u8 {
+                let plain = vec![round; 40 + round as usize];
+                let mut to_a = plain.clone();
+                let tag = ctx.seal(&mut to_a).unwrap();
+                to_a.extend_from_slice(&tag);
+                let mut to_c = plain.clone();
+                let tag = atx.seal(&mut to_c).unwrap();
+                to_c.extend_from_slice(&tag);
+                let mut head = [0u8; 32];
+                if !rev1 {
+                    arx.peek(&to_a, &mut head).unwrap();
+                    assert_eq!(head[..], plain[..32]);
+                }
+                let n = arx.open(&mut to_a).unwrap();
+                assert_eq!(to_a[..n], plain[..]);
+                let mut more = plain.clone();
+                let tag = ctx.seal(&mut more).unwrap();
+                if !rev1 {
+                    crx.peek(&to_c, &mut head).unwrap();
+                    assert_eq!(head[..], plain[..32]);
+                }
+                let n = crx.open(&mut to_c).unwrap();
+                assert_eq!(to_c[..n], plain[..]);
+                more.extend_from_slice(&tag);
+                let n = arx.open(&mut more).unwrap();
+                assert_eq!(more[..n], plain[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_open_leaves_the_frame_zeroed() {
+        let (_, mut rx) = recorded_pair(true);
+        let (mut tx, _) = recorded_pair(true);
+        let mut buf = PLAIN.to_vec();
+        let tag = tx.seal(&mut buf).unwrap();
+        buf.extend_from_slice(&tag);
+        buf[3] ^= 4;
+        assert_eq!(rx.open(&mut buf), Err(FrameError::DecryptFailed));
+        assert!(buf[..PLAIN.len()].iter().all(|&b| b == 0));
+        assert_eq!(rx.open(&mut [0u8; 15]), Err(FrameError::DecryptFailed));
     }
 
     #[test]

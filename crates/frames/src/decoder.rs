@@ -166,7 +166,7 @@ impl FrameDecoder {
             (Some(c), false) => c.peek(
                 head.first_chunk::<PREAMBLE_LEN>().ok_or_else(short)?,
                 &mut plain,
-            ),
+            )?,
             (Some(c), true) => {
                 let mut block: [u8; PREAMBLE_LEN + INLINE_LEN + GCM_TAG_LEN] =
                     *head.first_chunk().ok_or_else(short)?;

@@ -83,9 +83,10 @@ pub enum FrameError {
     /// (or a head buffer is shorter than `FrameDecoder::head_len`, or the
     /// `FrameHead` was altered or decoded in another format).
     WrongFrameBufferLength { expected: usize, got: usize },
-    /// AES-GCM refused to seal an outgoing frame (a message beyond GCM's
-    /// limit under one nonce, or no memory for the cipher context).
-    SealFailed(msgr_gcm::GcmError),
+    /// AES-GCM failed for a reason of ours (a message beyond GCM's limit
+    /// under one nonce, or no memory for the cipher context); a frame that
+    /// fails authentication is `DecryptFailed`.
+    CipherFailed(msgr_gcm::GcmError),
     /// Compressing an outgoing segment failed.
     Compress {
         algorithm: Algorithm,
@@ -102,7 +103,7 @@ impl FrameError {
             OutOfNonces
             | BadConnectionSecret { .. }
             | WrongFrameBufferLength { .. }
-            | SealFailed(_)
+            | CipherFailed(_)
             | Compress { .. } => Fault::LocalMisuse,
             NotMsgr2 { .. }
             | BannerTooShort { .. }
@@ -192,7 +193,7 @@ impl fmt::Display for FrameError {
                     "frame buffer is {got} bytes, the preamble says {expected}"
                 )
             }
-            SealFailed(e) => write!(f, "sealing a frame failed: {e}"),
+            CipherFailed(e) => write!(f, "AES-GCM failed: {e}"),
             Compress { algorithm, reason } => write!(f, "{algorithm} compression failed: {reason}"),
         }
     }

@@ -1,4 +1,5 @@
-//! Streaming AES-128-GCM sealing for msgr2 secure mode.
+//! AES-128-GCM for msgr2 secure mode: streaming sealing, opening, and
+//! the bare keystream, all from one key schedule.
 //!
 //! A secure frame's tail is one GCM message made of several pieces: each
 //! segment, its zero padding, and the epilogue (msgr2 document, "secure
@@ -12,21 +13,30 @@
 //! instead, encrypting each straight from where it lies into the send
 //! buffer, as Ceph does.
 //!
+//! Both directions of a msgr2 connection use the same key, with different
+//! nonces (`rxtx_t::create_handler_pair`). One [`GcmContext`] therefore
+//! serves both: it seals, opens, and (for msgr2.0's preamble, read before
+//! its tag has arrived) applies GCM's keystream alone. A key schedule and
+//! its GHASH table cost about 900 bytes of aws-lc's memory; a secure
+//! connection holding one instead of two (and a third, a CTR key, for
+//! msgr2.0) is what keeps it within its idle-memory budget.
+//!
 //! # Unsafe code
 //! This is the workspace's one crate with `unsafe`: foreign calls into
 //! aws-lc (the C library aws-lc-rs already links) and the length update of
 //! a `BytesMut` after aws-lc filled its spare capacity. Every block states
 //! why it is sound; the public API is safe. The crate's tests check it
-//! against aws-lc-rs's one-shot seal for random splits and lengths and
-//! against NIST's GCM test vectors.
+//! against aws-lc-rs's one-shot seal and open for random splits and
+//! lengths and against NIST's GCM test vectors.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 use std::ptr::{self, NonNull};
 
 use aws_lc_sys::{
-    EVP_CIPHER_CTX_ctrl, EVP_CIPHER_CTX_free, EVP_CIPHER_CTX_new, EVP_EncryptFinal_ex,
-    EVP_EncryptInit_ex, EVP_EncryptUpdate, EVP_aes_128_gcm, EVP_CIPHER_CTX, EVP_CTRL_GCM_GET_TAG,
+    EVP_CIPHER_CTX_ctrl, EVP_CIPHER_CTX_free, EVP_CIPHER_CTX_new, EVP_CipherFinal_ex,
+    EVP_CipherInit_ex, EVP_CipherUpdate, EVP_aes_128_gcm, EVP_CIPHER_CTX, EVP_CTRL_GCM_GET_TAG,
+    EVP_CTRL_GCM_SET_TAG,
 };
 use bytes::BytesMut;
 
@@ -34,11 +44,12 @@ pub const KEY_LEN: usize = 16;
 pub const NONCE_LEN: usize = 12;
 pub const TAG_LEN: usize = 16;
 
-/// The most one `EVP_EncryptUpdate` call takes (its length is a C int);
+/// The most one `EVP_CipherUpdate` call takes (its length is a C int);
 /// longer pieces go in several calls.
 const MAX_UPDATE: usize = 1 << 30;
 
-/// Why aws-lc refused: both are local conditions, never a peer's doing.
+/// Why an operation failed. `Setup` and `Refused` are local conditions;
+/// `Unauthentic` is the peer's (or the wire's) doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GcmError {
     /// The cipher context could not be allocated or keyed.
@@ -46,6 +57,9 @@ pub enum GcmError {
     /// aws-lc refused an operation: the message outgrew GCM's limit of
     /// 2^36 - 32 bytes under one nonce, or an earlier piece failed.
     Refused,
+    /// The tag did not match: the ciphertext or the tag was altered, or it
+    /// was sealed under another key or nonce.
+    Unauthentic,
 }
 
 impl std::fmt::Display for GcmError {
@@ -53,15 +67,18 @@ impl std::fmt::Display for GcmError {
         match self {
             GcmError::Setup => f.write_str("AES-GCM context setup failed"),
             GcmError::Refused => f.write_str("AES-GCM refused the input (length limit)"),
+            GcmError::Unauthentic => f.write_str("AES-GCM tag mismatch"),
         }
     }
 }
 
 impl std::error::Error for GcmError {}
 
-/// An AES-128-GCM key ready to seal messages, one nonce per message, with
-/// no additional authenticated data (msgr2 uses none).
-pub struct GcmSealer {
+/// An AES-128-GCM key, expanded once, that seals and opens messages, one
+/// nonce per message, with no additional authenticated data (msgr2 uses
+/// none). One operation at a time: each starts by setting its nonce and
+/// direction, so an operation left unfinished leaves nothing behind.
+pub struct GcmContext {
     /// Owned exclusively: created in `new`, freed in `drop`, never shared.
     ctx: NonNull<EVP_CIPHER_CTX>,
 }
@@ -69,55 +86,134 @@ pub struct GcmSealer {
 // SAFETY: the context is owned by this value alone and only used through
 // `&mut self`, so it is never touched from two threads at once; aws-lc
 // cipher contexts hold no thread-local state and may move between threads.
-unsafe impl Send for GcmSealer {}
+unsafe impl Send for GcmContext {}
 
-impl GcmSealer {
+/// `EVP_CipherInit_ex`'s direction argument.
+const ENCRYPT: c_int = 1;
+const DECRYPT: c_int = 0;
+
+impl GcmContext {
     /// Expands `key` once; every message reuses the schedule.
     pub fn new(key: &[u8; KEY_LEN]) -> Result<Self, GcmError> {
         // SAFETY: no arguments; a null return is handled.
         let ctx = NonNull::new(unsafe { EVP_CIPHER_CTX_new() }).ok_or(GcmError::Setup)?;
-        let sealer = GcmSealer { ctx };
+        let gcm = GcmContext { ctx };
         // SAFETY: `ctx` is a fresh context; the cipher is aws-lc's static
         // AES-128-GCM; `key` points to the 16 bytes AES-128 reads; a null
-        // IV defers it to `begin`.
+        // IV defers it to `start`.
         let ok = unsafe {
-            EVP_EncryptInit_ex(
-                sealer.ctx.as_ptr(),
+            EVP_CipherInit_ex(
+                gcm.ctx.as_ptr(),
                 EVP_aes_128_gcm(),
                 ptr::null_mut(),
                 key.as_ptr(),
                 ptr::null(),
+                ENCRYPT,
             )
         };
         match ok {
-            1 => Ok(sealer),
+            1 => Ok(gcm),
             _ => Err(GcmError::Setup),
         }
     }
 
-    /// Starts a message under `nonce` (a 96-bit GCM IV). Feed the plaintext
-    /// in order with [`Sealing::append`] or [`Sealing::in_place`], then take
-    /// the tag with [`Sealing::finish`]. A `Sealing` dropped unfinished
-    /// leaves nothing behind: the next `begin` restarts the context.
-    pub fn begin(&mut self, nonce: &[u8; NONCE_LEN]) -> Result<Sealing<'_>, GcmError> {
+    /// Starts a message under `nonce` (a 96-bit GCM IV) in direction
+    /// `enc`, keeping the key schedule.
+    fn start(&mut self, nonce: &[u8; NONCE_LEN], enc: c_int) -> Result<(), GcmError> {
         // SAFETY: `ctx` is keyed (`new`); null cipher and key keep both;
-        // `nonce` points to the 12 bytes of GCM's default IV length.
+        // `nonce` points to the 12 bytes of GCM's default IV length. GCM's
+        // keystream is AES encryption in both directions, so the schedule
+        // serves either.
         let ok = unsafe {
-            EVP_EncryptInit_ex(
+            EVP_CipherInit_ex(
                 self.ctx.as_ptr(),
                 ptr::null(),
                 ptr::null_mut(),
                 ptr::null(),
                 nonce.as_ptr(),
+                enc,
             )
         };
         match ok {
-            1 => Ok(Sealing { sealer: self }),
+            1 => Ok(()),
             _ => Err(GcmError::Setup),
         }
     }
 
-    /// Encrypts `len` bytes from `input` to `output`.
+    /// Starts sealing a message under `nonce`. Feed the plaintext in order
+    /// with [`Sealing::append`] or [`Sealing::in_place`], then take the tag
+    /// with [`Sealing::finish`].
+    pub fn begin(&mut self, nonce: &[u8; NONCE_LEN]) -> Result<Sealing<'_>, GcmError> {
+        self.start(nonce, ENCRYPT)?;
+        Ok(Sealing { gcm: self })
+    }
+
+    /// Authenticates and decrypts, in place, a message sealed under
+    /// `nonce` with `tag`. On any error `in_out` is zeroed: none of the
+    /// unauthenticated plaintext is left to be read.
+    pub fn open(
+        &mut self,
+        nonce: &[u8; NONCE_LEN],
+        in_out: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), GcmError> {
+        let opened = self.open_unchecked(nonce, in_out, tag);
+        if opened.is_err() {
+            in_out.fill(0);
+        }
+        opened
+    }
+
+    fn open_unchecked(
+        &mut self,
+        nonce: &[u8; NONCE_LEN],
+        in_out: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), GcmError> {
+        self.keystream(nonce, in_out)?;
+        let mut expected = *tag;
+        // SAFETY: SET_TAG copies `TAG_LEN` bytes from `expected`, which has
+        // them; the context is decrypting (`keystream`), as SET_TAG needs.
+        let ok = unsafe {
+            EVP_CIPHER_CTX_ctrl(
+                self.ctx.as_ptr(),
+                EVP_CTRL_GCM_SET_TAG as c_int,
+                TAG_LEN as c_int,
+                expected.as_mut_ptr().cast(),
+            )
+        };
+        if ok != 1 {
+            return Err(GcmError::Refused);
+        }
+        let mut none = [0u8; TAG_LEN];
+        let mut written: c_int = 0;
+        // SAFETY: GCM's final step writes no output (`written` stays 0);
+        // the buffer is there for the interface. It compares the tag in
+        // constant time and fails on a mismatch.
+        match unsafe { EVP_CipherFinal_ex(self.ctx.as_ptr(), none.as_mut_ptr(), &mut written) } {
+            1 => Ok(()),
+            _ => Err(GcmError::Unauthentic),
+        }
+    }
+
+    /// Applies the keystream of a message under `nonce` to `buf` where it
+    /// lies, without authenticating it: AES-CTR from counter 2, which is
+    /// how GCM encrypts. msgr2.0 secure mode reads a frame's preamble this
+    /// way, before the tag at the frame's end has arrived; the frame is
+    /// opened as a whole afterwards.
+    pub fn keystream(&mut self, nonce: &[u8; NONCE_LEN], buf: &mut [u8]) -> Result<(), GcmError> {
+        self.start(nonce, DECRYPT)?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let p = buf.as_mut_ptr();
+        // SAFETY: a non-empty slice: valid, non-null, and input and output
+        // are the same bytes, which GCM allows.
+        unsafe { self.update(p, p, buf.len()) }
+    }
+
+    /// Encrypts or decrypts (as `start` set) `len` bytes from `input` to
+    /// `output`.
     ///
     /// # Safety
     /// `input` must be valid for reads and `output` for writes of `len`
@@ -136,7 +232,7 @@ impl GcmSealer {
             // SAFETY: the caller's contract covers `done..done + n`; `n`
             // fits a C int; GCM writes exactly `n` bytes (checked below).
             let ok = unsafe {
-                EVP_EncryptUpdate(
+                EVP_CipherUpdate(
                     self.ctx.as_ptr(),
                     output.add(done),
                     &mut written,
@@ -153,7 +249,7 @@ impl GcmSealer {
     }
 }
 
-impl Drop for GcmSealer {
+impl Drop for GcmContext {
     fn drop(&mut self) {
         // SAFETY: `ctx` came from `EVP_CIPHER_CTX_new` and is freed once.
         unsafe { EVP_CIPHER_CTX_free(self.ctx.as_ptr()) }
@@ -163,7 +259,7 @@ impl Drop for GcmSealer {
 /// One message being sealed: the plaintext goes in piece by piece, in
 /// order; the ciphertext is as long as the plaintext.
 pub struct Sealing<'a> {
-    sealer: &'a mut GcmSealer,
+    gcm: &'a mut GcmContext,
 }
 
 impl Sealing<'_> {
@@ -179,7 +275,7 @@ impl Sealing<'_> {
         // non-null; `plaintext` is a shared borrow while `out` is borrowed
         // mutably, so it cannot lie in `out`'s spare capacity.
         unsafe {
-            self.sealer.update(
+            self.gcm.update(
                 plaintext.as_ptr(),
                 spare.as_mut_ptr().cast(),
                 plaintext.len(),
@@ -199,17 +295,17 @@ impl Sealing<'_> {
         let p = buf.as_mut_ptr();
         // SAFETY: a non-empty slice: valid, non-null, and input and output
         // are the same bytes, which GCM allows.
-        unsafe { self.sealer.update(p, p, buf.len()) }
+        unsafe { self.gcm.update(p, p, buf.len()) }
     }
 
     /// Ends the message and returns its 16-byte tag.
     pub fn finish(self) -> Result<[u8; TAG_LEN], GcmError> {
-        let ctx = self.sealer.ctx.as_ptr();
+        let ctx = self.gcm.ctx.as_ptr();
         let mut none = [0u8; TAG_LEN];
         let mut written: c_int = 0;
         // SAFETY: GCM's final step writes no output (`written` stays 0);
         // the buffer is there for the interface.
-        if unsafe { EVP_EncryptFinal_ex(ctx, none.as_mut_ptr(), &mut written) } != 1 {
+        if unsafe { EVP_CipherFinal_ex(ctx, none.as_mut_ptr(), &mut written) } != 1 {
             return Err(GcmError::Refused);
         }
         let mut tag = [0u8; TAG_LEN];
