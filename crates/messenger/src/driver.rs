@@ -845,14 +845,9 @@ impl<T: Transport> Driver<T> {
                     None if c.link_id() == Some(link) => {
                         c.handle_input(&mut self.io.rbuf, now);
                         c.flush_acks(now);
-                        // Emptied: let the buffer go (what the frames
-                        // taken from it still use stays with them); the
-                        // next read makes a fresh one once bytes are
-                        // there, so a connection waiting for its peer
-                        // holds no read buffer.
-                        if self.io.rbuf.is_empty() {
-                            self.io.rbuf = BytesMut::new();
-                        }
+                        // Emptied: the buffer goes (the next read takes
+                        // its thread's spare once bytes are there).
+                        msgr_transport::let_go(&mut self.io.rbuf);
                     }
                     None => self.io.rbuf = BytesMut::new(),
                 }

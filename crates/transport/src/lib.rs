@@ -64,7 +64,7 @@ mod send;
 pub mod tcp;
 pub mod unix;
 
-pub use recv::{ReadRoom, Receiver, HANDSHAKE_READ, MIN_READ};
+pub use recv::{let_go, ReadRoom, Receiver, HANDSHAKE_READ, MIN_READ};
 pub use send::{Outgoing, Sender, MAX_IOV};
 
 use std::future::Future;

@@ -2,7 +2,16 @@
 //! read buffer, which it gives room only once bytes are there. An idle
 //! connection then holds no read buffer at all; only connections with
 //! bytes in flight do (and a shard's in-flight reads are few at a time).
+//!
+//! A small read buffer a connection lets go of is kept for the next
+//! connection of its thread (its shard) that has bytes to read: one buffer
+//! a thread, at most `MIN_READ` of room. With many connections each
+//! sending a message at a time, every message used to allocate a 64 KiB
+//! buffer and free it again (and pay for making it shareable when its
+//! frame was split off); now they take turns with the same one, reused in
+//! place once the frames taken from it are gone.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::task::{Context, Poll};
@@ -50,6 +59,31 @@ pub const MIN_READ: usize = 64 * 1024;
 /// a connection that has not authenticated should cost little.
 pub const HANDSHAKE_READ: usize = 4 * 1024;
 
+thread_local! {
+    /// The small read buffer this thread's last reader let go of.
+    static SPARE: Cell<Option<BytesMut>> = const { Cell::new(None) };
+}
+
+/// This thread's spare read buffer, if there is one.
+fn take_spare() -> Option<BytesMut> {
+    SPARE.try_with(Cell::take).ok().flatten()
+}
+
+/// Lets an emptied read buffer go (what the frames taken from it still use
+/// stays with them), so that a connection waiting for its peer holds none:
+/// a small one is kept for this thread's next reader, in place of the
+/// spare kept before; a large frame's (its room used up, its allocation
+/// maybe big) is dropped. A buffer still holding bytes is left as it is.
+pub fn let_go(buf: &mut BytesMut) {
+    if !buf.is_empty() {
+        return;
+    }
+    let buf = std::mem::take(buf);
+    if (HANDSHAKE_READ..=MIN_READ).contains(&buf.capacity()) {
+        let _ = SPARE.try_with(|s| s.set(Some(buf)));
+    }
+}
+
 /// What the next read is for: the bytes that complete the step of reading
 /// at hand (`want`: a banner, a frame's head, the rest of a frame), and the
 /// smallest read worth making room for.
@@ -65,7 +99,8 @@ impl ReadRoom {
     /// - Small steps get room for a read of at least `min_read` through
     ///   `BytesMut::reserve`, whose growth (reclaiming space once the
     ///   frames taken from it are gone, doubling otherwise) lets small
-    ///   frames be read many at a time.
+    ///   frames be read many at a time; unless half of that is there
+    ///   already. A reader with no buffer takes its thread's spare first.
     /// - The rest of a large frame is not left to `reserve`: growing the
     ///   allocation with `realloc` copies all of it, the frames already
     ///   taken included. Its unread bytes (what the read of the frame's
@@ -86,10 +121,15 @@ impl ReadRoom {
         let large = want > min_read;
         let read_limit = if large { want } else { usize::MAX };
         let spare = buf.capacity().saturating_sub(buf.len());
-        if spare >= want && buf.len() >= min_read {
+        if spare >= want && (buf.len() >= min_read || (!large && spare >= min_read / 2)) {
             return read_limit;
         }
         if !large {
+            if buf.capacity() == 0 {
+                if let Some(kept) = take_spare() {
+                    *buf = kept;
+                }
+            }
             buf.reserve(min_read);
         } else if !buf.try_reclaim(want) {
             let mut fresh = BytesMut::with_capacity(buf.len().saturating_add(want));
@@ -102,8 +142,8 @@ impl ReadRoom {
 
 /// [`Receiver::recv`] on a readiness-based socket: waits for readability
 /// (`ready`) holding no buffer, then gives `buf` room and reads into it
-/// without blocking (`read`). A wake-up with nothing to read (the
-/// readiness was stale) lets an empty buffer go again and waits anew.
+/// without blocking (`read`). Once the socket is drained, an empty buffer
+/// goes (to the thread's spare) and the reader waits anew.
 pub(crate) fn poll_recv_ready(
     cx: &mut Context<'_>,
     buf: &mut BytesMut,
@@ -117,11 +157,7 @@ pub(crate) fn poll_recv_ready(
         }
         let limit = room.make(buf);
         match read(&mut buf.limit(limit)) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if buf.is_empty() {
-                    *buf = BytesMut::new();
-                }
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => let_go(buf),
             r => return Poll::Ready(r),
         }
     }
@@ -166,6 +202,50 @@ mod tests {
         let at = rbuf.as_ptr();
         assert_eq!(room(100).make(&mut rbuf), usize::MAX);
         assert_eq!(rbuf.as_ptr(), at);
+    }
+
+    /// The allocation behind `buf`'s first byte lies in `range`.
+    fn within(buf: &BytesMut, range: &std::ops::Range<usize>) -> bool {
+        range.contains(&(buf.as_ptr() as usize))
+    }
+
+    #[test]
+    fn a_buffer_let_go_serves_the_threads_next_reader_in_place() {
+        // One connection reads a frame, takes it, lets the buffer go.
+        let mut a = BytesMut::new();
+        room(10).make(&mut a);
+        assert!(a.capacity() >= MIN_READ);
+        let start = a.as_ptr() as usize;
+        let range = start..start + a.capacity();
+        a.put_slice(b"frame");
+        let frame = a.split_to(5);
+        let_go(&mut a);
+        assert_eq!(a.capacity(), 0, "a waiting connection holds no buffer");
+        drop(frame);
+
+        // The next reader on this thread reads into the same memory.
+        let mut b = BytesMut::new();
+        room(10).make(&mut b);
+        assert!(within(&b, &range) && b.capacity() >= MIN_READ);
+        assert_eq!(b.as_ptr() as usize, start, "from its start again");
+
+        // While a frame taken from it is alive, the next reader gets
+        // memory of its own and the frame keeps its bytes.
+        b.put_slice(b"kept!");
+        let alive = b.split_to(5);
+        let_go(&mut b);
+        let mut c = BytesMut::new();
+        room(10).make(&mut c);
+        assert!(!within(&c, &range));
+        assert_eq!(&alive[..], b"kept!");
+
+        // A buffer with bytes stays; a large frame's is not kept.
+        c.put_slice(b"x");
+        let_go(&mut c);
+        assert_eq!(&c[..], b"x");
+        let mut big = BytesMut::with_capacity(4 * MIN_READ);
+        let_go(&mut big);
+        assert!(take_spare().is_none());
     }
 
     #[test]
