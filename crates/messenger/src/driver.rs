@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use msgr_frames::WireQueue;
-use msgr_protocol::{Conn, Event};
+use msgr_protocol::{Conn, ConnState, Event};
 use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, Transport};
 
 use crate::budget::Budget;
@@ -115,7 +115,15 @@ pub(crate) struct Driver<T: Transport> {
     /// A move to carry out at the next point where the connection can
     /// leave (not connecting, no ident awaiting a verdict); whether it is
     /// an accept's or a connect's placement.
-    move_to: Option<(usize, bool)>,
+    /// (Shard indexes as u32: the driver stays within its size class.)
+    move_to: Option<(u32, bool)>,
+    /// While a placement waits: how many of the connection's queued events
+    /// came before the accept placed (dispatched on the shard being left,
+    /// so the accept is the first event on the shard it was placed on).
+    before_move: u32,
+    /// An explicit move asked while a placement waits: carried out once
+    /// the placed accept has been dispatched where it was placed.
+    then_move: Option<u32>,
     published: Published,
     conn: Conn,
     /// Where the connection ran before it last moved, and whether its
@@ -189,6 +197,8 @@ impl<T: Transport> Driver<T> {
             published: Published::default(),
             ident: ident::Pending::default(),
             move_to: None,
+            before_move: 0,
+            then_move: None,
             prev_shard: shard,
             replaced: false,
             active_on: None,
@@ -411,6 +421,12 @@ impl<T: Transport> Driver<T> {
         self.handle.shared.view.set_shard(shard);
     }
 
+    /// Whether the connection's events wait for a placed move: its accept
+    /// and what follows are dispatched on the shard it was placed on.
+    fn placement_holds_events(&self) -> bool {
+        matches!(self.move_to, Some((_, true))) && self.before_move == 0 && self.held.is_none()
+    }
+
     /// Where to move now, if a move is due and the connection can leave:
     /// the dispatcher hears of it here, on the shard being left.
     fn leave(&mut self) -> Option<usize> {
@@ -418,6 +434,7 @@ impl<T: Transport> Driver<T> {
             return None;
         }
         let (to, placed) = self.move_to.take()?;
+        let to = to as usize;
         if to == self.shard {
             return None;
         }
@@ -433,7 +450,9 @@ impl<T: Transport> Driver<T> {
     /// is under way (its future belongs to this shard's reactor) or an
     /// ident waits for its verdict.
     fn can_leave(&self) -> bool {
-        self.connecting.is_none() && !self.ident.deciding()
+        let placed = matches!(self.move_to, Some((_, true)));
+        let earlier = placed && (self.before_move > 0 || self.held.is_some());
+        self.connecting.is_none() && !self.ident.deciding() && !earlier
     }
 
     fn publish(&mut self) {
@@ -494,8 +513,11 @@ impl<T: Transport> Driver<T> {
             Command::Evict => self.conn.evict_idle(now),
             Command::MoveTo(s) => {
                 let to = self.inner.shards.index(s);
-                if to != self.shard {
-                    self.move_to = Some((to, false));
+                let Ok(shard) = u32::try_from(to) else { return };
+                match self.move_to {
+                    Some((_, true)) => self.then_move = Some(shard),
+                    _ if to != self.shard => self.move_to = Some((shard, false)),
+                    _ => {}
                 }
             }
             #[cfg(feature = "interceptor")]
@@ -519,16 +541,17 @@ impl<T: Transport> Driver<T> {
                 // whatever its command queue still holds.
                 self.conn.mark_down();
             }
-            if let Some((_, placed)) = self.move_to {
+            let mut batch = self.conn.queued_events();
+            match self.move_to {
                 // A placed session's accept, and what follows it, is
-                // dispatched on the shard it was placed on: while it cannot
-                // leave yet (a connect of its own under way, an ident
-                // deciding), its events wait.
-                if placed || self.can_leave() {
-                    return ControlFlow::Continue(());
-                }
+                // dispatched on the shard it was placed on; what came
+                // before it, here. While it cannot leave yet (a connect of
+                // its own under way, an ident deciding), its events wait.
+                Some(_) if self.placement_holds_events() => return ControlFlow::Continue(()),
+                Some((_, true)) => batch = batch.min(self.before_move as usize),
+                Some((_, false)) if self.can_leave() => return ControlFlow::Continue(()),
+                _ => {}
             }
-            let batch = self.conn.queued_events();
             if batch == 0 && self.held.is_none() {
                 return ControlFlow::Continue(());
             }
@@ -555,6 +578,11 @@ impl<T: Transport> Driver<T> {
                 self.on_command(c);
             }
             self.given = given;
+            if self.move_to.is_none() {
+                // Dispatched where it was placed: a move asked meanwhile is
+                // due now.
+                self.move_to = self.then_move.take().map(|to| (to, false));
+            }
             if !dispatched? {
                 return ControlFlow::Continue(());
             }
@@ -571,7 +599,9 @@ impl<T: Transport> Driver<T> {
             }
         }
         for _ in 0..batch {
-            match self.conn.poll_event() {
+            let ev = self.conn.poll_event();
+            self.before_move = self.before_move.saturating_sub(1);
+            match ev {
                 Some(Event::Message(msg)) => {
                     if !self.dispatch_message(msg) {
                         return ControlFlow::Continue(false);
@@ -632,6 +662,8 @@ impl<T: Transport> Driver<T> {
         let (inner, conn) = (&self.inner, &self.handle);
         let dispatcher = &inner.dispatcher;
         match ev {
+            // A request an adopted socket answered meanwhile is moot.
+            Event::Connect { .. } if self.conn.state() != ConnState::NeedSocket => {}
             Event::Connect { addr } => {
                 let t = inner.transport.clone();
                 let timeout = inner.config.timeouts.connect;
@@ -786,7 +818,9 @@ impl<T: Transport> Driver<T> {
             self.conn.resume_reading(self.now);
         }
         let deadline = self.conn.poll_timeout();
-        if raised {
+        // What was raised is handled before any wait, unless a placement
+        // holds it for the shard placed on.
+        if raised && !self.placement_holds_events() {
             return None;
         }
         self.arm(deadline);

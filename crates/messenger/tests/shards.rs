@@ -1014,9 +1014,8 @@ async fn moves_under_failures(seed: u64) -> MovesRun {
         "{context}: no placement on the receiver"
     );
     // Its first accept came on the shard it was placed on: the one after
-    // where it was accepted. (Until then the receiver holds no replies, so
-    // it is not connecting itself: see the ignored test below for why
-    // later accepts are not held to this.)
+    // where it was accepted (every later one is checked by
+    // placement_precedes_accept_under_injected_failures).
     let first_accept = blog
         .iter()
         .find(|e| matches!(e.what, What::Accept { .. }))
@@ -1061,7 +1060,12 @@ async fn moves_under_injected_failures() {
 /// its prev_shard. (The receiver's own moves, asked in ms_dispatch, are
 /// carried out before it reads again, so none comes between; the
 /// sender's are asked from the test's thread, so its side is not held to
-/// this.) The race is narrow: up to 10 runs of the scenario.
+/// this.) The races are narrow: up to 10 runs of the scenario. Among them:
+/// a socket adopted by a session that had just connected by itself, with
+/// its ms_handle_connect and messages still queued (they are dispatched
+/// where they came, before the session moves); a second accept before the
+/// first was dispatched; a move asked by a message dispatched before the
+/// accept (carried out after it).
 #[tokio::test]
 async fn placement_precedes_accept_under_injected_failures() {
     let first = seed();

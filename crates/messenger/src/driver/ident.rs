@@ -182,6 +182,7 @@ impl<T: Transport> Driver<T> {
     /// The accepting connection's half of a decision.
     fn conclude(&mut self, decision: Decision, promise: Option<Promise>) {
         tracing::debug!(target: "msgr", ?decision, "ident decided");
+        let earlier = self.conn.queued_events();
         let outcome = registry::outcome(&decision, promise.is_some());
         let replace = matches!(decision, Decision::ReplaceLossy);
         let d = decision.clone();
@@ -207,7 +208,7 @@ impl<T: Transport> Driver<T> {
             Some(_) => {}
             None if outcome == Outcome::RegisterAccepting => {
                 self.replaced = replace;
-                self.place(self.shard);
+                self.place(self.shard, earlier);
             }
             None => {}
         }
@@ -228,6 +229,7 @@ impl<T: Transport> Driver<T> {
             from_shard,
         } = *a;
         let adopted = reuse.is_some();
+        let earlier = self.conn.queued_events();
         registry::adopt(&mut self.conn, reuse, &decision, self.now);
         if adopted {
             // A connect of ours still under way is moot: the session goes
@@ -248,12 +250,14 @@ impl<T: Transport> Driver<T> {
         }
         // Crimson's default: the session goes where its socket was
         // accepted.
-        self.place(from_shard);
+        self.place(from_shard, earlier);
     }
 
     /// Where an accepted session runs: where the dispatcher says, else
-    /// `default`. Called before the session's accept is dispatched.
-    fn place(&mut self, default: usize) {
+    /// `default`. Called before the session's accept is dispatched, with
+    /// how many events the connection queued before it (`earlier`: they
+    /// are dispatched here, before the session moves).
+    fn place(&mut self, default: usize, earlier: usize) {
         let shards = &self.inner.shards;
         let chosen = {
             let c = &self.conn;
@@ -270,8 +274,20 @@ impl<T: Transport> Driver<T> {
             self.inner.dispatcher.ms_choose_shard(&p)
         };
         let to = shards.index(chosen.unwrap_or(default));
-        if to != self.shard {
-            self.move_to = Some((to, true));
+        let Ok(to) = u32::try_from(to) else { return };
+        match self.move_to {
+            _ if to as usize == self.shard => {}
+            // A second accept before the first was dispatched: the first
+            // is still where the shard's events end.
+            Some((_, true)) => self.move_to = Some((to, true)),
+            asked => {
+                // An explicit move still waiting comes after the placement.
+                if let Some((asked, false)) = asked {
+                    self.then_move = Some(asked);
+                }
+                self.move_to = Some((to, true));
+                self.before_move = u32::try_from(earlier).unwrap_or(u32::MAX);
+            }
         }
     }
 }
