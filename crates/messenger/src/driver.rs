@@ -421,10 +421,16 @@ impl<T: Transport> Driver<T> {
         self.handle.shared.view.set_shard(shard);
     }
 
+    /// A placed move, and whether events that came before its accept are
+    /// still to be dispatched here (None: no placement waits).
+    fn placement(&self) -> Option<bool> {
+        matches!(self.move_to, Some((_, true))).then(|| self.before_move > 0 || self.held.is_some())
+    }
+
     /// Whether the connection's events wait for a placed move: its accept
     /// and what follows are dispatched on the shard it was placed on.
     fn placement_holds_events(&self) -> bool {
-        matches!(self.move_to, Some((_, true))) && self.before_move == 0 && self.held.is_none()
+        self.placement() == Some(false)
     }
 
     /// Where to move now, if a move is due and the connection can leave:
@@ -447,12 +453,11 @@ impl<T: Transport> Driver<T> {
     }
 
     /// Whether the connection can leave its shard now: not while a connect
-    /// is under way (its future belongs to this shard's reactor) or an
-    /// ident waits for its verdict.
+    /// is under way (its future belongs to this shard's reactor), an ident
+    /// waits for its verdict, or events from before a placed accept are
+    /// still to be dispatched here.
     fn can_leave(&self) -> bool {
-        let placed = matches!(self.move_to, Some((_, true)));
-        let earlier = placed && (self.before_move > 0 || self.held.is_some());
-        self.connecting.is_none() && !self.ident.deciding() && !earlier
+        self.connecting.is_none() && !self.ident.deciding() && self.placement() != Some(true)
     }
 
     fn publish(&mut self) {
@@ -581,7 +586,9 @@ impl<T: Transport> Driver<T> {
             if self.move_to.is_none() {
                 // Dispatched where it was placed: a move asked meanwhile is
                 // due now.
-                self.move_to = self.then_move.take().map(|to| (to, false));
+                let shard = self.shard;
+                let asked = self.then_move.take().filter(|&to| to as usize != shard);
+                self.move_to = asked.map(|to| (to, false));
             }
             if !dispatched? {
                 return ControlFlow::Continue(());
