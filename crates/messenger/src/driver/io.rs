@@ -118,16 +118,17 @@ impl<T: Transport> SocketIo<T> {
     }
 }
 
-/// Writes what `out` holds to `socket` (as far as it takes it), then shuts
-/// the socket down; `out` is left empty.
-pub(super) async fn flush_and_close<T: Transport>(mut socket: Socket<T>, out: &mut WireQueue) {
-    out.seal();
-    while !out.is_empty() {
-        match socket.writer.send(Outgoing::new(out.as_slices())).await {
-            Ok(0) | Err(_) => break,
-            Ok(w) => out.advance(w),
+/// Writes what each socket's queue holds to it (as far as it takes it),
+/// then shuts it down.
+pub(super) async fn flush_and_close<T: Transport>(closing: Vec<(Socket<T>, WireQueue)>) {
+    for (mut socket, mut out) in closing {
+        out.seal();
+        while !out.is_empty() {
+            match socket.writer.send(Outgoing::new(out.as_slices())).await {
+                Ok(0) | Err(_) => break,
+                Ok(w) => out.advance(w),
+            }
         }
+        let _ = socket.writer.shutdown().await;
     }
-    let _ = socket.writer.shutdown().await;
-    out.clear();
 }
