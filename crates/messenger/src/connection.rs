@@ -54,7 +54,7 @@ fn refused(e: &msgr_protocol::ProtocolError) -> bool {
 
 pub(crate) use inbox::Inbox;
 pub(crate) use outbox::Outbox;
-pub(crate) use view::{Published, View};
+pub(crate) use view::{IdleClock, Published, View};
 
 /// What a handle (or another connection) asks of a connection's driver.
 ///
@@ -94,24 +94,40 @@ mod tests {
     fn a_command_is_small() {
         assert!(std::mem::size_of::<super::Command>() <= 24);
     }
+
+    /// What a turn of the driver reads and writes of the shared part, in
+    /// two whole cache lines: the inbox's flags and waker, the senders
+    /// waiting and the calls' count in the first; the view's per-message
+    /// counters, and nothing else, in the second.
+    #[test]
+    fn a_turn_touches_two_lines_of_the_shared_part() {
+        use super::view::View;
+        use super::Shared;
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(align_of::<Shared>(), 64);
+        assert_eq!(offset_of!(Shared, view), 64);
+        assert!(offset_of!(Shared, calls) + size_of::<super::Calls>() <= 64);
+        assert_eq!(offset_of!(View, rare), 64);
+    }
 }
 
-/// In declared order (`repr(C)`): what the driver looks at per message
-/// (the view's counters, the senders and calls counts, the inbox's flag
-/// and waker) first, in four cache lines; what changes with the session
-/// or is used by handles' waits after.
-#[repr(C)]
+/// In declared order (`repr(C)`), aligned to a cache line: what the
+/// driver looks at every turn (the inbox's flags and waker, the senders
+/// waiting, the calls' count) in the first line, the view's per-message
+/// counters in the second, what changes with the session or serves
+/// handles' waits after (BENCHMARKS.md, "What grows with connections").
+#[repr(C, align(64))]
 pub(crate) struct Shared {
-    pub view: View,
+    /// Commands for the driver.
+    pub inbox: Inbox,
     /// Senders waiting on `drained` (so the driver only notifies when
     /// needed).
     pub senders_waiting: AtomicUsize,
-    /// Bytes of messages `send` gave the driver and it has not taken yet.
-    pub in_flight: AtomicUsize,
-    /// Commands for the driver.
-    pub inbox: Inbox,
     /// Requests waiting for their replies (Connection::call).
     pub calls: Calls,
+    pub view: View,
+    /// Bytes of messages `send` gave the driver and it has not taken yet.
+    pub in_flight: AtomicUsize,
     pub id: u64,
     /// QueueLimits::soft: `send` waits while the driver is over it, or
     /// while this much is on its way to the driver.
@@ -127,6 +143,17 @@ pub(crate) struct Shared {
     pub registered: Mutex<Option<msgr_protocol::registry::PeerKey>>,
     /// What the user keeps with the connection (Connection::set_user_data).
     user_data: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl Shared {
+    /// The state for the connection's users: closed once marked down,
+    /// whether or not the driver has seen it yet.
+    pub fn state(&self) -> ConnState {
+        match self.inbox.marked_down() {
+            true => ConnState::Closed,
+            false => self.view.state(),
+        }
+    }
 }
 
 /// The waker of the connection's timer (the driver polls the timer with
@@ -232,7 +259,7 @@ impl Connection {
             let drained = s.drained.notified();
             let over = s.view.over_limit.load(Ordering::Acquire)
                 || s.in_flight.load(Ordering::Acquire) >= self.soft_limit();
-            if !over || s.view.state() == ConnState::Closed {
+            if !over || s.state() == ConnState::Closed {
                 break;
             }
             if !waiting {
@@ -364,7 +391,7 @@ impl Connection {
 
     /// Closes the connection for good, dropping anything queued.
     pub fn mark_down(&self) {
-        self.shared.view.marked_down.store(true, Ordering::Release);
+        self.shared.inbox.mark_down();
         self.shared.state_changed.notify_waiters();
         self.command(Command::MarkDown);
     }
@@ -384,7 +411,7 @@ impl Connection {
     }
 
     pub fn state(&self) -> ConnState {
-        self.shared.view.state()
+        self.shared.state()
     }
 
     pub fn is_connected(&self) -> bool {
@@ -470,19 +497,7 @@ impl Connection {
 
     /// What happened on the connection, as of its driver's last step.
     pub fn stats(&self) -> ConnStats {
-        let s = &self.shared.view.stats;
-        let at = |i: usize| s.get(i).map_or(0, |a| a.load(Ordering::Relaxed));
-        ConnStats {
-            connect_attempts: at(0),
-            client_idents: at(1),
-            reconnects_sent: at(2),
-            reconnects: at(3),
-            faults: at(4),
-            messages_in: at(5),
-            messages_out: at(6),
-            duplicates_dropped: at(7),
-            last_handshake_ns: at(8),
-        }
+        self.shared.view.stats()
     }
 
     /// Releases what an interceptor's BLOCK or STALL holds on this

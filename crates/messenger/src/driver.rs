@@ -466,7 +466,10 @@ impl<T: Transport> Driver<T> {
 
     fn publish(&mut self) {
         let view = &self.handle.shared.view;
-        if let Some(from) = self.published.publish(&self.conn, view, self.inner.epoch) {
+        if let Some(from) = self
+            .published
+            .publish(&self.conn, view, self.inner.idle_clock)
+        {
             crate::log::state_change(from, self.conn.state());
             self.handle.shared.state_changed.notify_waiters();
         }
@@ -544,7 +547,7 @@ impl<T: Transport> Driver<T> {
     fn handle_events(&mut self) -> ControlFlow<()> {
         loop {
             let emptied = self.take_commands();
-            if self.handle.shared.view.marked_down() {
+            if self.handle.shared.inbox.marked_down() {
                 // At once, before anything more is dispatched: the user
                 // hears nothing of a connection after marking it down,
                 // whatever its command queue still holds.
@@ -734,13 +737,13 @@ impl<T: Transport> Driver<T> {
             Event::Message(_) => unreachable!("dispatched by dispatch"),
             // A reset queued before the user's mark_down is not reported
             // after it.
-            Event::Reset if !conn.shared.view.marked_down() => {
+            Event::Reset if !conn.shared.inbox.marked_down() => {
                 tracing::info!(target: "msgr", "reset: the session is gone");
                 inner.counters.sessions.inc(crate::counters::RESETS, 1);
                 conn.shared.calls.fail_all(crate::CallError::Reset);
                 dispatcher.ms_handle_reset(conn)
             }
-            Event::RemoteReset if !conn.shared.view.marked_down() => {
+            Event::RemoteReset if !conn.shared.inbox.marked_down() => {
                 tracing::info!(target: "msgr", "remote reset: the peer reset the session");
                 inner.counters.sessions.inc(crate::counters::RESETS, 1);
                 conn.shared.calls.fail_all(crate::CallError::Reset);
@@ -753,14 +756,14 @@ impl<T: Transport> Driver<T> {
             }
             Event::KeepaliveAck(_) => {
                 self.published
-                    .publish(&self.conn, &conn.shared.view, inner.epoch);
+                    .publish(&self.conn, &conn.shared.view, inner.idle_clock);
                 conn.shared.keepalive_acked.notify_waiters();
             }
             Event::Closed => {
                 conn.shared.calls.fail_all(crate::CallError::Closed);
                 conn.shared.state_changed.notify_waiters();
                 self.published
-                    .publish(&self.conn, &conn.shared.view, inner.epoch);
+                    .publish(&self.conn, &conn.shared.view, inner.idle_clock);
                 inner.forget(conn);
                 conn.shared.drained.notify_waiters();
                 // Keepalive waiters learn that no ack will come.

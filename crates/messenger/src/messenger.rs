@@ -13,7 +13,7 @@ use msgr_protocol::{CompressionConfig, Config, Conn, Policy, PolicySet, Throttle
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
 
-use crate::connection::Connection;
+use crate::connection::{Connection, IdleClock};
 use crate::driver::Driver;
 use crate::inject::{InjectConfig, Injector};
 use crate::shard::Shards;
@@ -154,8 +154,8 @@ pub(crate) struct Inner<T: Transport> {
     pub evict_idle_after: std::time::Duration,
     /// Every shard accepts on a bound port where the transport allows.
     pub accept_on_every_shard: bool,
-    /// When idle times published by connections count from.
-    pub epoch: std::time::Instant,
+    /// How connections publish their idle times (from when, how finely).
+    pub idle_clock: IdleClock,
     /// Sockets alive now (SocketSlot).
     pub live_sockets: Arc<AtomicUsize>,
     /// Sockets closed at accept because `max_connections` were open.
@@ -462,7 +462,7 @@ impl<T: Transport> Messenger<T> {
                 injector: Injector::new(opts.inject, seed ^ 0x5eed),
                 max_connections: opts.max_connections,
                 evict_idle_after: opts.evict_idle_after,
-                epoch: crate::now(),
+                idle_clock: IdleClock::new(crate::now(), opts.evict_idle_after),
                 accept_on_every_shard: opts.accept_on_every_shard,
                 live_sockets: Arc::new(AtomicUsize::new(0)),
                 refused_accepts: AtomicU64::new(0),

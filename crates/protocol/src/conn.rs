@@ -127,6 +127,8 @@ pub struct Conn {
     trimmed: Option<Instant>,
     events: VecDeque<Event>,
     stats: ConnStats,
+    /// Looked at per message (a runtime publishes it when it changes).
+    last_keepalive_ack: Option<UTime>,
     side: Side,
     /// The user has seen this connection (connect dispatched, or accepted).
     known: bool,
@@ -160,7 +162,6 @@ pub struct Conn {
     backoff: Duration,
     handshake_deadline: Option<Instant>,
     peer_socket: EntityAddr,
-    last_keepalive_ack: Option<UTime>,
     /// The latest fault, kept until the next: a runtime publishes it with
     /// the state it led to, so that whoever sees that state sees why.
     /// Boxed: rare, and the connection's size is a connection's memory.

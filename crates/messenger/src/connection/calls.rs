@@ -53,24 +53,33 @@ type Reply = Result<Message, CallError>;
 type Waiting = HashMap<u64, (u16, oneshot::Sender<Reply>)>;
 
 /// The count the driver reads per message is held beside the
-/// connection's other per-message fields (Shared); the waiting calls,
-/// locked only when there are any, apart.
+/// connection's other per-message fields (Shared: 16 bytes of its first
+/// line); the waiting calls and the tids, used only by calls, apart.
 #[derive(Default)]
 pub(crate) struct Calls {
     /// How many wait: the driver looks no further while none do.
     count: AtomicUsize,
+    apart: Box<Apart>,
+}
+
+#[derive(Default)]
+struct Apart {
     next_tid: AtomicU64,
-    waiting: Box<Mutex<Waiting>>,
+    waiting: Mutex<Waiting>,
 }
 
 impl Calls {
     fn lock(&self) -> MutexGuard<'_, Waiting> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+        self.apart
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A tid for a request that has none.
     pub fn next_tid(&self) -> u64 {
-        self.next_tid
+        self.apart
+            .next_tid
             .fetch_add(1, Ordering::Relaxed)
             .wrapping_add(1)
     }

@@ -2,8 +2,8 @@
 //! keeps a sender's messages in order from any thread. A queue under a
 //! lock (commands from the driver's own thread mostly skip it: outbox.rs)
 //! that holds no memory while empty once the driver trims it, a flag that
-//! lets the driver see it empty without the lock, and a waker slot for
-//! the driver. Once the driver is gone what it is sent is dropped at once,
+//! lets the driver see it empty without the lock, a waker slot for the
+//! driver, and the flag a handle's mark_down sets at once. Once the driver is gone what it is sent is dropped at once,
 //! as a closed channel would.
 
 use std::collections::VecDeque;
@@ -26,6 +26,10 @@ pub(crate) struct Inbox {
     /// The driver's timer fired (Inbox::timer_fired): the driver polls its
     /// timer only then (and once after arming it), not every turn.
     timer_due: AtomicBool,
+    /// A handle marked the connection down: it is closed for its users at
+    /// once, and the driver, which looks every turn, dispatches nothing
+    /// more, whatever its queue still holds.
+    marked_down: AtomicBool,
     waker: AtomicWaker,
     queue: Box<Mutex<Queue>>,
 }
@@ -101,6 +105,16 @@ impl Inbox {
             Some(c) => Poll::Ready(c),
             None => Poll::Pending,
         }
+    }
+
+    /// Marks the connection down (the command that follows wakes the
+    /// driver).
+    pub fn mark_down(&self) {
+        self.marked_down.store(true, Ordering::Release);
+    }
+
+    pub fn marked_down(&self) -> bool {
+        self.marked_down.load(Ordering::Acquire)
     }
 
     /// The driver's timer fired: the driver wakes and looks at it.

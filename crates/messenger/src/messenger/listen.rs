@@ -174,8 +174,7 @@ fn accept<T: Transport>(
 /// it has been idle `evict_idle_after` (its socket closes; its policy
 /// decides what becomes of the session). Returns whether one was.
 fn evict_idle<T: Transport>(inner: &Arc<Inner<T>>) -> bool {
-    let now = crate::now().saturating_duration_since(inner.epoch);
-    let now = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+    let now = inner.idle_clock.nanos(crate::now());
     let idle_enough = u64::try_from(inner.evict_idle_after.as_nanos()).unwrap_or(u64::MAX);
     let conns: Vec<Connection> = inner.all().values().cloned().collect();
     let idlest = conns
