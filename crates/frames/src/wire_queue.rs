@@ -147,10 +147,10 @@ impl WireQueue {
     }
 
     /// Moves everything queued in `other` to the end of this queue, without
-    /// copying. `other` lets its arena go (what was cut from it lives on in
-    /// this queue): a queue emptied this way, as a connection's frame
-    /// output is each time the runtime takes it, holds no memory between
-    /// frames.
+    /// copying. `other` lets its arena and its list go (what was cut from
+    /// it lives on in this queue): a queue emptied this way, as a
+    /// connection's frame output is each time the runtime takes it, holds
+    /// no memory between frames.
     pub fn append(&mut self, other: &mut WireQueue) {
         if other.is_empty() {
             return;
@@ -159,7 +159,14 @@ impl WireQueue {
         other.cut();
         self.chunks_len = self.chunks_len.saturating_add(other.chunks_len);
         other.chunks_len = 0;
-        self.chunks.append(&mut other.chunks);
+        if self.chunks.is_empty() {
+            // The list moves with its chunks, rather than this queue
+            // keeping a list of its own.
+            std::mem::swap(&mut self.chunks, &mut other.chunks);
+        } else {
+            self.chunks.append(&mut other.chunks);
+        }
+        other.chunks = VecDeque::new();
         other.arena = BytesMut::new();
     }
 
@@ -179,8 +186,11 @@ impl WireQueue {
     }
 
     /// Drops the first `n` queued bytes (what a write consumed). Once all
-    /// is written the arena's memory goes too (the next frame makes a
-    /// fresh one): a connection with nothing to send holds none.
+    /// is written the arena's memory and the list of chunks go too (the
+    /// next frame makes fresh ones, from blocks the allocator has just
+    /// had back, warm, rather than from this connection's, cold when
+    /// connections are many): a connection with nothing to send holds
+    /// none.
     pub fn advance(&mut self, mut n: usize) {
         self.cut();
         self.chunks_len = self
@@ -202,6 +212,7 @@ impl WireQueue {
             }
         }
         if self.chunks.is_empty() {
+            self.chunks = VecDeque::new();
             self.arena = BytesMut::new();
         }
     }

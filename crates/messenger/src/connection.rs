@@ -53,7 +53,7 @@ fn refused(e: &msgr_protocol::ProtocolError) -> bool {
 }
 
 pub(crate) use inbox::Inbox;
-pub(crate) use outbox::Outbox;
+pub(crate) use outbox::{recycle, Outbox};
 pub(crate) use view::{IdleClock, Published, View};
 
 /// What a handle (or another connection) asks of a connection's driver.

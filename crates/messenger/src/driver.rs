@@ -102,8 +102,6 @@ pub(crate) struct Driver<T: Transport> {
     budget: Budget,
     /// Commands taken from the inbox in one go, not yet handled.
     taken: std::collections::VecDeque<Command>,
-    /// The outbox's buffer between dispatches (connection/outbox.rs).
-    given: Vec<Command>,
     /// A message taken from the connection that waits for receive budget:
     /// the connection's later events wait behind it, in its queue. Boxed:
     /// rare, and every driver would carry a message's size.
@@ -186,7 +184,6 @@ impl<T: Transport> Driver<T> {
             connecting: None,
             held: None,
             taken: Default::default(),
-            given: Vec::new(),
             budget,
             paused: false,
             closing: Vec::new(),
@@ -573,7 +570,7 @@ impl<T: Transport> Driver<T> {
             // skips the queue (connection/outbox.rs); it may only when
             // nothing of this thread's is left in the queue.
             let outbox = match emptied {
-                true => Outbox::open(self.handle.outbox_key(), std::mem::take(&mut self.given)),
+                true => Outbox::open(self.handle.outbox_key()),
                 false => Outbox::closed(),
             };
             // Dispatch time, per batch (two clock reads, not two a message).
@@ -589,7 +586,7 @@ impl<T: Transport> Driver<T> {
             for c in given.drain(..) {
                 self.on_command(c);
             }
-            self.given = given;
+            crate::connection::recycle(given);
             if self.move_to.is_none() {
                 // Dispatched where it was placed: a move asked meanwhile is
                 // due now.
@@ -846,7 +843,6 @@ impl<T: Transport> Driver<T> {
     /// do this at each).
     fn trim(&mut self) {
         self.io.out.trim();
-        self.given = Vec::new();
         self.handle.shared.inbox.trim();
         if self.taken.is_empty() {
             self.taken = Default::default();

@@ -281,6 +281,10 @@ impl Session {
                 self.sent_bytes = self.sent_bytes.saturating_sub(m.payload_len());
             }
         }
+        if self.sent.is_empty() {
+            // Its memory goes with its last message (Lists::pop_front).
+            self.sent = VecDeque::new();
+        }
     }
 
     /// Classifies a received message's sequence number and, if it is to be

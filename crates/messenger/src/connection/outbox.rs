@@ -18,22 +18,38 @@ use super::Command;
 thread_local! {
     /// The connection dispatching on this thread (its `Shared`'s address:
     /// unique among live connections of every messenger), and what its
-    /// handles gave it meanwhile.
-    static OPEN: RefCell<Option<(usize, Vec<Command>)>> = const { RefCell::new(None) };
+    /// handles gave it meanwhile: one buffer for every connection of the
+    /// thread, warm, rather than one per connection.
+    static OPEN: RefCell<Slot> = const { RefCell::new(Slot { conn: None, given: Vec::new() }) };
+}
+
+struct Slot {
+    conn: Option<usize>,
+    given: Vec<Command>,
 }
 
 /// Offers `c` to the outbox of connection `conn`: `Some(c)` back when that
 /// connection is not dispatching on this thread.
 pub(crate) fn offer(conn: usize, c: Command) -> Option<Command> {
     OPEN.with(|open| match open.try_borrow_mut() {
-        Ok(mut open) => match open.as_mut() {
-            Some((at, cmds)) if *at == conn => {
-                cmds.push(c);
-                None
+        Ok(mut slot) if slot.conn == Some(conn) => {
+            slot.given.push(c);
+            None
+        }
+        _ => Some(c),
+    })
+}
+
+/// Gives the thread back the buffer `close` returned, once its commands
+/// are handled (empty), for the next connection to dispatch here.
+pub(crate) fn recycle(mut given: Vec<Command>) {
+    given.clear();
+    OPEN.with(|open| {
+        if let Ok(mut slot) = open.try_borrow_mut() {
+            if slot.given.capacity() == 0 {
+                slot.given = given;
             }
-            _ => Some(c),
-        },
-        Err(_) => Some(c),
+        }
     })
 }
 
@@ -44,9 +60,9 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// Opens the outbox of `conn`, lending it `buf` (empty) to fill.
-    pub fn open(conn: usize, buf: Vec<Command>) -> Outbox {
-        OPEN.with(|open| *open.borrow_mut() = Some((conn, buf)));
+    /// Opens the outbox of `conn`.
+    pub fn open(conn: usize) -> Outbox {
+        OPEN.with(|open| open.borrow_mut().conn = Some(conn));
         Outbox { open: true }
     }
 
@@ -55,7 +71,8 @@ impl Outbox {
         Outbox { open: false }
     }
 
-    /// Closes it: what was given, in order.
+    /// Closes it: what was given, in order (the thread's buffer: `recycle`
+    /// it once handled).
     pub fn close(mut self) -> Vec<Command> {
         self.take()
     }
@@ -64,7 +81,11 @@ impl Outbox {
         if !std::mem::take(&mut self.open) {
             return Vec::new();
         }
-        OPEN.with(|open| open.borrow_mut().take().map(|(_, v)| v).unwrap_or_default())
+        OPEN.with(|open| {
+            let mut slot = open.borrow_mut();
+            slot.conn = None;
+            std::mem::take(&mut slot.given)
+        })
     }
 }
 
@@ -81,7 +102,7 @@ mod tests {
     #[test]
     fn only_the_dispatching_connection_takes_commands_on_this_thread() {
         assert!(offer(1, Command::Evict).is_some());
-        let outbox = Outbox::open(1, Vec::new());
+        let outbox = Outbox::open(1);
         assert!(offer(1, Command::Evict).is_none());
         assert!(offer(1, Command::MarkDown).is_none());
         assert!(offer(2, Command::Evict).is_some());
@@ -91,11 +112,18 @@ mod tests {
         let got = outbox.close();
         assert!(matches!(got[..], [Command::Evict, Command::MarkDown]));
         assert!(offer(1, Command::Evict).is_some());
+        // The buffer goes back to the thread, for the next connection.
+        let cap = got.capacity();
+        recycle(got);
+        let next = Outbox::open(2);
+        assert!(offer(2, Command::Evict).is_none());
+        let got = next.close();
+        assert_eq!((got.len(), got.capacity()), (1, cap));
     }
 
     #[test]
     fn dropping_it_closes_it() {
-        drop(Outbox::open(3, Vec::new()));
+        drop(Outbox::open(3));
         assert!(offer(3, Command::Evict).is_some());
     }
 }
