@@ -18,6 +18,19 @@ const MIN_ARENA: usize = 1024;
 /// The largest: the small pieces of a burst of many frames.
 const MAX_ARENA: usize = 64 * 1024;
 
+/// What a per-connection queue does once emptied: a small buffer (a
+/// connection that has a few items at a time) goes back to the allocator,
+/// and the next item comes in a block it has just had back, warm, rather
+/// than in this connection's own, cold when connections are many
+/// (BENCHMARKS.md, issue 16); a large one (a busy connection's, warm
+/// anyway) stays, rather than growing again item by item.
+pub fn let_go_if_small<T>(q: &mut VecDeque<T>) {
+    const SMALL: usize = 16;
+    if q.is_empty() && q.capacity() <= SMALL {
+        *q = VecDeque::new();
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct WireQueue {
     /// Finished chunks, oldest first.
@@ -147,10 +160,10 @@ impl WireQueue {
     }
 
     /// Moves everything queued in `other` to the end of this queue, without
-    /// copying. `other` lets its arena and its list go (what was cut from
-    /// it lives on in this queue): a queue emptied this way, as a
-    /// connection's frame output is each time the runtime takes it, holds
-    /// no memory between frames.
+    /// copying. `other` lets its arena go (what was cut from it lives on
+    /// in this queue), and a short list (`let_go_if_small`): a queue
+    /// emptied this way, as a connection's frame output is each time the
+    /// runtime takes it, holds no memory between frames.
     pub fn append(&mut self, other: &mut WireQueue) {
         if other.is_empty() {
             return;
@@ -160,13 +173,12 @@ impl WireQueue {
         self.chunks_len = self.chunks_len.saturating_add(other.chunks_len);
         other.chunks_len = 0;
         if self.chunks.is_empty() {
-            // The list moves with its chunks, rather than this queue
-            // keeping a list of its own.
+            // The list moves with its chunks.
             std::mem::swap(&mut self.chunks, &mut other.chunks);
         } else {
             self.chunks.append(&mut other.chunks);
         }
-        other.chunks = VecDeque::new();
+        let_go_if_small(&mut other.chunks);
         other.arena = BytesMut::new();
     }
 
@@ -186,11 +198,8 @@ impl WireQueue {
     }
 
     /// Drops the first `n` queued bytes (what a write consumed). Once all
-    /// is written the arena's memory and the list of chunks go too (the
-    /// next frame makes fresh ones, from blocks the allocator has just
-    /// had back, warm, rather than from this connection's, cold when
-    /// connections are many): a connection with nothing to send holds
-    /// none.
+    /// is written the arena's memory goes too, and a short list of chunks
+    /// (`let_go_if_small`): a connection with nothing to send holds none.
     pub fn advance(&mut self, mut n: usize) {
         self.cut();
         self.chunks_len = self
@@ -212,7 +221,7 @@ impl WireQueue {
             }
         }
         if self.chunks.is_empty() {
-            self.chunks = VecDeque::new();
+            let_go_if_small(&mut self.chunks);
             self.arena = BytesMut::new();
         }
     }

@@ -381,13 +381,7 @@ impl Conn {
     pub fn poll_event(&mut self) -> Option<Event> {
         match self.events.pop_front() {
             Some(e) => {
-                if self.events.is_empty() {
-                    // The queue's memory goes with its last event: the next
-                    // comes in a block the allocator has just had back,
-                    // warm, not in this connection's own, cold when
-                    // connections are many (BENCHMARKS.md, issue 16).
-                    self.events = VecDeque::new();
-                }
+                msgr_frames::let_go_if_small(&mut self.events);
                 Some(e)
             }
             None => self.poll_gate_event(),

@@ -281,10 +281,7 @@ impl Session {
                 self.sent_bytes = self.sent_bytes.saturating_sub(m.payload_len());
             }
         }
-        if self.sent.is_empty() {
-            // Its memory goes with its last message (Lists::pop_front).
-            self.sent = VecDeque::new();
-        }
+        msgr_frames::let_go_if_small(&mut self.sent);
     }
 
     /// Classifies a received message's sequence number and, if it is to be

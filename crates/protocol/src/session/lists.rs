@@ -78,16 +78,12 @@ impl<T> Lists<T> {
         self.head.iter().chain(&self.rest).map(|(_, l)| l)
     }
 
-    /// The front of the highest priority's list that holds any. A list
-    /// lets go of its memory with its last item: the next item comes in a
-    /// block the allocator has just had back, warm, not in this session's
-    /// own, cold when sessions are many (BENCHMARKS.md, issue 16).
+    /// The front of the highest priority's list that holds any (a list
+    /// emptied lets go of a small buffer: msgr_frames::let_go_if_small).
     pub fn pop_front(&mut self) -> Option<T> {
         self.lists_mut().find_map(|(_, l)| {
             let item = l.pop_front()?;
-            if l.is_empty() {
-                *l = VecDeque::new();
-            }
+            msgr_frames::let_go_if_small(l);
             Some(item)
         })
     }
