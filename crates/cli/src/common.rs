@@ -270,10 +270,9 @@ impl Latencies {
 /// forever: a refusal ([`msgr_protocol::ProtocolError::is_refusal`]) at
 /// once, or the peer closing our handshake in the same phase, attempt after
 /// attempt with nothing else between: five times from a peer that never
-/// gave us a session, eight once one did. (Socket failures injected at the
-/// one-in-thirty rate of our interop tests, on both sides, land in one
-/// phase three times running about once in forty runs of a bench: a
-/// refusal stopped such a run; five, or eight, running about never.)
+/// gave us a session, eight once one did. Socket failures injected for a
+/// test, one in thirty on both sides, land in one phase a few times
+/// running now and then; five, or eight, running about never.
 #[derive(Debug, Default)]
 pub struct RefusalWatch {
     phase: Option<&'static str>,

@@ -3,7 +3,8 @@
 //! lock (commands from the driver's own thread mostly skip it: outbox.rs)
 //! that holds no memory while empty once the driver trims it, a flag that
 //! lets the driver see it empty without the lock, a waker slot for the
-//! driver, and the flag a handle's mark_down sets at once. Once the driver is gone what it is sent is dropped at once,
+//! driver, and the flag a handle's mark_down sets at once. Once the
+//! driver is gone what it is sent is dropped at once,
 //! as a closed channel would.
 
 use std::collections::VecDeque;
