@@ -163,6 +163,39 @@ pub(crate) fn poll_recv_ready(
     }
 }
 
+/// One non-blocking read into `b` (`read`: a tokio socket's
+/// `try_read_buf`) inside that socket's `try_io` (`io`), which clears the
+/// socket's readiness when its closure says `WouldBlock`.
+///
+/// A read that fills less than the room it was given has drained the
+/// socket, and epoll (edge-triggered) raises a new edge for bytes that
+/// come after: that clears the readiness too, as tokio's own `poll_read`
+/// does. The next poll then waits for that edge instead of making a `recv`
+/// that returns EAGAIN: a system call per message, which at thousands of
+/// connections also touches the socket's cold lines in the kernel. The
+/// clear applies to the readiness `io` saw before the read: tokio drops a
+/// clear whose tick its reactor has since moved past, so an edge raised
+/// after the read is not lost.
+pub(crate) fn read_once<B: BufMut>(
+    b: &mut B,
+    io: impl FnOnce(&mut dyn FnMut() -> io::Result<usize>) -> io::Result<usize>,
+    mut read: impl FnMut(&mut B) -> io::Result<usize>,
+) -> io::Result<usize> {
+    let room = b.chunk_mut().len();
+    let mut short = None;
+    let r = io(&mut || match read(b)? {
+        n if 0 < n && n < room => {
+            short = Some(n);
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+        n => Ok(n),
+    });
+    match short {
+        Some(n) => Ok(n),
+        None => r,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +279,41 @@ mod tests {
         let mut big = BytesMut::with_capacity(4 * MIN_READ);
         let_go(&mut big);
         assert!(take_spare().is_none());
+    }
+
+    /// What `read_once` tells the socket's `try_io` (which clears the
+    /// readiness on `WouldBlock`) and returns, for each kind of read.
+    #[test]
+    fn read_once_clears_readiness_on_a_short_read_only() {
+        let run = |result: io::Result<usize>| {
+            let mut cleared = false;
+            let buf = BytesMut::with_capacity(64);
+            let room = buf.capacity();
+            let r = read_once(
+                &mut buf.limit(room),
+                |f| {
+                    let r = f();
+                    cleared = matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+                    r
+                },
+                |_| match &result {
+                    Ok(n) => Ok(*n),
+                    Err(e) => Err(e.kind().into()),
+                },
+            );
+            (r.map_err(|e| e.kind()), cleared)
+        };
+        assert_eq!(run(Ok(10)), (Ok(10), true));
+        assert_eq!(run(Ok(64)), (Ok(64), false));
+        assert_eq!(run(Ok(0)), (Ok(0), false));
+        assert_eq!(
+            run(Err(io::ErrorKind::WouldBlock.into())),
+            (Err(io::ErrorKind::WouldBlock), true)
+        );
+        assert_eq!(
+            run(Err(io::ErrorKind::ConnectionReset.into())),
+            (Err(io::ErrorKind::ConnectionReset), false)
+        );
     }
 
     #[test]

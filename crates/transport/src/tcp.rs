@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::task::{Context, Poll};
 
 use bytes::BytesMut;
+use tokio::io::Interest;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
@@ -118,7 +119,13 @@ impl Receiver for TcpReader {
             buf,
             room,
             |cx| s.poll_read_ready(cx),
-            |b| s.try_read_buf(b),
+            |b| {
+                crate::recv::read_once(
+                    b,
+                    |f| s.try_io(Interest::READABLE, f),
+                    |b| s.try_read_buf(b),
+                )
+            },
         )
     }
 }
@@ -311,6 +318,56 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(n, 10);
+    }
+
+    /// A read that comes short leaves the socket not ready (the next poll
+    /// waits instead of making a `recv` that finds nothing), and bytes
+    /// sent after it wake the reader: no edge is lost. A read that fills
+    /// its room leaves the socket ready (more may be there).
+    #[tokio::test]
+    async fn a_short_read_waits_for_the_next_edge() {
+        use tokio::io::AsyncWriteExt;
+        let tcp = Tcp::default();
+        let mut l = tcp.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let mut w = tcp.connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        let (mut r, _w) = Stream::into_split(s);
+        let room = ReadRoom {
+            want: 1,
+            min_read: crate::HANDSHAKE_READ,
+        };
+        let ready = |r: &TcpReader| {
+            let s: &TcpStream = r.half.as_ref();
+            s.try_io(Interest::READABLE, || Ok(())).is_ok()
+        };
+        let mut buf = BytesMut::new();
+        for round in 0..3u8 {
+            w.write_all(&[round; 10]).await.unwrap();
+            let n = tokio::time::timeout(Duration::from_secs(10), r.recv(&mut buf, room))
+                .await
+                .expect("bytes sent after a short read wake the reader")
+                .unwrap();
+            assert_eq!((n, &buf[..]), (10, &[round; 10][..]));
+            assert!(!ready(&r), "a short read leaves the socket ready");
+            buf.clear();
+        }
+        // Exactly the room's worth: the socket may hold more, it stays
+        // ready (the next read finds out).
+        let full = BytesMut::with_capacity(crate::HANDSHAKE_READ).capacity();
+        w.write_all(&vec![9; full + 5]).await.unwrap();
+        let mut buf = BytesMut::with_capacity(full);
+        let mut got = 0;
+        while got < full + 5 {
+            let n = tokio::time::timeout(Duration::from_secs(10), r.recv(&mut buf, room))
+                .await
+                .unwrap()
+                .unwrap();
+            if got == 0 && n == buf.capacity() {
+                assert!(ready(&r), "a full read cleared the readiness");
+            }
+            got += n;
+        }
+        assert_eq!(got, full + 5);
     }
 
     /// Without a runtime to move to, rehome fails instead of panicking.

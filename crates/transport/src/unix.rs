@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::BytesMut;
+use tokio::io::Interest;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -48,7 +49,13 @@ impl Receiver for OwnedReadHalf {
             buf,
             room,
             |cx| s.poll_read_ready(cx),
-            |b| s.try_read_buf(b),
+            |b| {
+                crate::recv::read_once(
+                    b,
+                    |f| s.try_io(Interest::READABLE, f),
+                    |b| s.try_read_buf(b),
+                )
+            },
         )
     }
 }
