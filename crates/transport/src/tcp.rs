@@ -276,6 +276,16 @@ mod tests {
         assert!(to_a > 0 && to_b > 0, "a got {to_a}, b got {to_b}");
     }
 
+    /// A connected pair: the connecting end, and the accepted end's halves.
+    async fn connected() -> (TcpStream, TcpReader, OwnedWriteHalf) {
+        let tcp = Tcp::default();
+        let mut l = tcp.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let w = tcp.connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        let (r, accepted_w) = Stream::into_split(s);
+        (w, r, accepted_w)
+    }
+
     /// Reading a large frame's rest, a waiting reader is not woken by part
     /// of it (the low-water mark) and takes it in one read once it is all
     /// there; the next frame's few bytes wake it again (the mark is back
@@ -284,11 +294,7 @@ mod tests {
     #[tokio::test]
     async fn a_large_frames_rest_wakes_the_reader_once() {
         use tokio::io::AsyncWriteExt;
-        let tcp = Tcp::default();
-        let mut l = tcp.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-        let mut w = tcp.connect(l.local_addr().unwrap()).await.unwrap();
-        let (s, _) = l.accept().await.unwrap();
-        let (mut r, _w) = Stream::into_split(s);
+        let (mut w, mut r, _w) = connected().await;
         let room = |want| ReadRoom {
             want,
             min_read: crate::MIN_READ,
@@ -327,11 +333,7 @@ mod tests {
     #[tokio::test]
     async fn a_short_read_waits_for_the_next_edge() {
         use tokio::io::AsyncWriteExt;
-        let tcp = Tcp::default();
-        let mut l = tcp.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-        let mut w = tcp.connect(l.local_addr().unwrap()).await.unwrap();
-        let (s, _) = l.accept().await.unwrap();
-        let (mut r, _w) = Stream::into_split(s);
+        let (mut w, mut r, _w) = connected().await;
         let room = ReadRoom {
             want: 1,
             min_read: crate::HANDSHAKE_READ,
