@@ -126,7 +126,6 @@ pub fn op() -> Message {
     Message::new(42, Bytes::from_static(b"MOSDOp"))
 }
 
-/// One case's messengers and bookkeeping (crimson's FailoverSuite).
 thread_local! {
     /// The Suites made on this thread bind msgr1 (`v1:`) addresses.
     static MSGR1: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -137,6 +136,7 @@ pub fn use_msgr1() {
     MSGR1.set(true);
 }
 
+/// One case's messengers and bookkeeping (crimson's FailoverSuite).
 pub struct Suite<T: Transport> {
     pub test: Messenger<T>,
     /// Test and TestPeer speak msgr1: counters count CONNECTs.
