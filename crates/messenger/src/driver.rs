@@ -989,7 +989,6 @@ mod tests {
         use super::Driver;
         let tcp = std::mem::size_of::<Driver<msgr_transport::tcp::Tcp>>();
         let either = std::mem::size_of::<Driver<msgr_uring::TcpOrUring>>();
-        eprintln!("driver: over TCP {tcp} bytes, over TCP or io_uring {either}");
         assert!(tcp <= 2048, "over TCP: {tcp} bytes");
         assert!(either <= 2048, "over TCP or io_uring: {either} bytes");
     }

@@ -321,8 +321,34 @@ fn set_u64(slot: &AtomicU64, v: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::IdleClock;
+    use super::{rare, IdleClock, View};
+    use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
+
+    /// The rare counters go into the view in `rare`'s order and come back
+    /// out of `stats` each to its own field.
+    #[test]
+    fn stats_read_back_what_was_published() {
+        let s = msgr_protocol::ConnStats {
+            connect_attempts: 1,
+            client_idents: 2,
+            reconnects_sent: 3,
+            reconnects: 4,
+            faults: 5,
+            messages_in: 6,
+            messages_out: 7,
+            duplicates_dropped: 8,
+            last_handshake_ns: 9,
+        };
+        let view = View::new(0);
+        for (slot, v) in view.rare.iter().zip(rare(&s)) {
+            slot.store(v, Ordering::Relaxed);
+        }
+        for (slot, v) in view.messages.iter().zip([s.messages_in, s.messages_out]) {
+            slot.store(v, Ordering::Relaxed);
+        }
+        assert_eq!(view.stats(), s);
+    }
 
     /// An idle time is rounded up to a 64th of the eviction age: it moves
     /// once per grain, and a connection never looks idle for longer than
