@@ -182,6 +182,12 @@ impl WireQueue {
         other.arena = BytesMut::new();
     }
 
+    /// Whether the queue is empty and still holds a buffer of its own (a
+    /// list of chunks, an arena): what [`WireQueue::trim`] lets go.
+    pub fn holds_spare(&self) -> bool {
+        self.is_empty() && (self.chunks.capacity() > 0 || self.arena.capacity() > 0)
+    }
+
     /// Lets go of the capacity an empty queue kept (its list of chunks).
     pub fn trim(&mut self) {
         if self.is_empty() {
@@ -268,9 +274,11 @@ mod tests {
         q.seal();
         q.advance(4);
         assert!(q.arena.capacity() > 0, "still in use: bytes are queued");
+        assert!(!q.holds_spare(), "in use");
         q.advance(2);
         assert!(q.is_empty());
         assert_eq!(q.arena.capacity(), 0);
+        assert!(!q.holds_spare(), "nothing for a trim to let go");
         q.put_slice(b"again");
         assert_eq!(q.take_all(), Bytes::from_static(b"again"));
 

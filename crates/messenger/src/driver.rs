@@ -93,6 +93,9 @@ pub(crate) struct Driver<T: Transport> {
     /// fired: until it fires, the driver does not poll it again (its entry
     /// is a cache line of its own, cold when connections are many).
     timer_polled: bool,
+    /// The inbox, emptied when commands were last taken, kept its buffer
+    /// (a large one: Inbox::take_all), for the trim timer.
+    inbox_holds: bool,
     /// Bytes read and written on this connection's sockets.
     bytes: [u64; 2],
     /// We stopped reading (receive budget, the queue limit): the frame
@@ -184,6 +187,7 @@ impl<T: Transport> Driver<T> {
             connecting: None,
             held: None,
             taken: Default::default(),
+            inbox_holds: false,
             budget,
             paused: false,
             closing: Vec::new(),
@@ -478,11 +482,15 @@ impl<T: Transport> Driver<T> {
     fn take_commands(&mut self) -> bool {
         for _ in 0..COMMANDS_PER_TURN {
             if self.taken.is_empty() {
-                self.handle.shared.inbox.take_all(&mut self.taken);
+                let holds = self.handle.shared.inbox.take_all(&mut self.taken);
+                self.inbox_holds |= holds;
             }
             match self.taken.pop_front() {
                 Some(c) => self.on_command(c),
-                None => return true,
+                None => {
+                    msgr_frames::let_go_if_small(&mut self.taken);
+                    return true;
+                }
             }
         }
         false
@@ -828,7 +836,7 @@ impl<T: Transport> Driver<T> {
         } else if read && std::mem::take(&mut self.paused) {
             self.conn.resume_reading(self.now);
         }
-        let deadline = self.conn.poll_timeout();
+        let deadline = self.conn.poll_timeout_holding(self.holds_spare());
         // What was raised is handled before any wait, unless a placement
         // holds it for the shard placed on.
         if raised && !self.placement_holds_events() {
@@ -838,12 +846,21 @@ impl<T: Transport> Driver<T> {
         Some(Io { read, room })
     }
 
+    /// Whether an emptied queue of the driver's own kept its buffer (what
+    /// Driver::trim lets go): the connection counts them in its trim
+    /// deadline (Conn::poll_timeout_holding).
+    fn holds_spare(&self) -> bool {
+        let taken = self.taken.is_empty() && self.taken.capacity() > 0;
+        self.inbox_holds || taken || self.io.out.holds_spare()
+    }
+
     /// Lets go of what the driver's own queues grew to (the connection
     /// trims its own when idle: Timeouts::trim; timers are rare enough to
     /// do this at each).
     fn trim(&mut self) {
         self.io.out.trim();
         self.handle.shared.inbox.trim();
+        self.inbox_holds = false;
         if self.taken.is_empty() {
             self.taken = Default::default();
         }

@@ -106,6 +106,12 @@ impl Session {
 }
 
 impl Session {
+    /// Whether an empty queue still holds a buffer: what [`Session::trim`]
+    /// lets go.
+    pub(crate) fn holds_spare(&self) -> bool {
+        self.queue.holds_spare() || (self.sent.is_empty() && self.sent.capacity() > 0)
+    }
+
     /// Lets go of empty queues' capacity (an idle connection's).
     pub(crate) fn trim(&mut self) {
         self.queue.trim();

@@ -225,9 +225,16 @@ fn an_idle_connection_trims_its_queues_once_and_stays_ready() {
     cfg.timeouts.trim = Duration::from_secs(1);
     let mut s = Script::accepted(cfg);
     s.events();
-    let m = s.message(1, &[7; 100]);
-    s.bytes(&m);
-    assert_eq!(s.events().len(), 1);
+    // A burst of messages grows the event queue past what an emptied
+    // queue lets go of at once (msgr_frames::let_go_if_small).
+    let burst = |s: &mut Script, first: u64| {
+        let frames: Vec<Bytes> = (first..first + 20)
+            .map(|q| s.message(q, &[7; 100]))
+            .collect();
+        s.bytes(&frames.concat());
+        assert_eq!(s.events().len(), 20);
+    };
+    burst(&mut s, 1);
     // The trim comes first, a second after the last traffic, and once:
     // then only the idle deadline is left.
     let trim_at = s.now + Duration::from_secs(1);
@@ -238,11 +245,29 @@ fn an_idle_connection_trims_its_queues_once_and_stays_ready() {
     let idle = s.conn.poll_timeout().expect("the idle deadline");
     assert!(idle > s.now + Duration::from_secs(60), "{idle:?}");
     // Traffic resumes as before, and a new idle spell trims again.
-    let m = s.message(2, &[8; 100]);
-    s.bytes(&m);
-    assert!(s
-        .events()
-        .iter()
-        .any(|e| matches!(e, Event::Message(m) if m.data[..] == [8; 100])));
+    burst(&mut s, 21);
     assert_eq!(s.conn.poll_timeout(), Some(s.now + Duration::from_secs(1)));
+}
+
+#[test]
+fn a_connection_with_nothing_to_trim_has_no_trim_timer() {
+    let mut cfg = server_config(Policy::stateless_server());
+    cfg.timeouts.trim = Duration::from_secs(1);
+    let mut s = Script::accepted(cfg);
+    s.events();
+    // A message at a time, as at depth 1, its output taken as a runtime
+    // takes it: its emptied queues hold no buffers, and no timer fires
+    // each second while it is busy.
+    for seq in 1..=5 {
+        let m = s.message(seq, &[7; 100]);
+        s.bytes(&m);
+        assert_eq!(s.events().len(), 1);
+        s.conn.fill_output(&mut WireQueue::new(), s.now);
+        let next = s.conn.poll_timeout().expect("the idle deadline");
+        assert!(next > s.now + Duration::from_secs(60), "{next:?}");
+        s.now += Duration::from_millis(700);
+    }
+    // A runtime whose own emptied queues kept buffers gets the trim.
+    let trim_at = s.now - Duration::from_millis(700) + Duration::from_secs(1);
+    assert_eq!(s.conn.poll_timeout_holding(true), Some(trim_at));
 }

@@ -79,9 +79,11 @@ impl Inbox {
     /// driver takes a burst from another thread at once rather than
     /// contending for the lock per command. When `into` is empty its
     /// allocation and the queue's trade places.
-    pub fn take_all(&self, into: &mut VecDeque<Command>) {
+    /// The emptied queue lets go of a small buffer
+    /// (msgr_frames::let_go_if_small); returns whether it kept one.
+    pub fn take_all(&self, into: &mut VecDeque<Command>) -> bool {
         if !self.queued.load(Ordering::Acquire) {
-            return;
+            return false;
         }
         let mut q = self.lock();
         self.queued.store(false, Ordering::Release);
@@ -90,6 +92,8 @@ impl Inbox {
         } else {
             into.append(&mut q.items);
         }
+        msgr_frames::let_go_if_small(&mut q.items);
+        q.items.capacity() > 0
     }
 
     /// The next command, or `cx` woken when one comes (one driver waits
@@ -178,9 +182,11 @@ mod tests {
         assert!(inbox.try_pop().is_none());
         let mut taken = VecDeque::new();
         assert!(inbox.push(Command::MarkDown).is_ok());
-        inbox.take_all(&mut taken);
+        // A few at a time: the emptied inbox keeps no buffer.
+        assert!(!inbox.take_all(&mut taken));
         assert!(inbox.push(Command::Evict).is_ok());
-        inbox.take_all(&mut taken);
+        assert!(!inbox.take_all(&mut taken));
+        assert_eq!(inbox.lock().items.capacity(), 0);
         assert!(matches!(
             taken.make_contiguous(),
             [Command::MarkDown, Command::Evict]
@@ -192,6 +198,26 @@ mod tests {
         inbox.close();
         assert!(inbox.try_pop().is_none());
         assert!(inbox.push(Command::Evict).is_err());
+    }
+
+    #[test]
+    fn a_burst_leaves_the_inbox_a_buffer_that_trim_lets_go() {
+        let inbox = Inbox::default();
+        let mut taken = VecDeque::new();
+        assert!(inbox.push(Command::MarkDown).is_ok());
+        assert!(!inbox.take_all(&mut taken));
+        // Taken into a list not yet handled: the inbox's grown buffer stays.
+        for _ in 0..40 {
+            assert!(inbox.push(Command::Evict).is_ok());
+        }
+        assert!(inbox.take_all(&mut taken));
+        assert_eq!(taken.len(), 41);
+        inbox.trim();
+        assert_eq!(inbox.lock().items.capacity(), 0);
+        // Queued commands keep theirs through a trim.
+        assert!(inbox.push(Command::Evict).is_ok());
+        inbox.trim();
+        assert!(inbox.lock().items.capacity() > 0);
     }
 
     #[test]

@@ -7,12 +7,21 @@ use super::*;
 
 impl Conn {
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.poll_timeout_holding(false)
+    }
+
+    /// [`Conn::poll_timeout`] for a runtime that says whether queues of its
+    /// own hold spare buffers (emptied, kept): an idle READY connection's
+    /// trim deadline counts them too, and the runtime lets go of them when
+    /// the timer fires.
+    pub fn poll_timeout_holding(&self, runtime_spare: bool) -> Option<Instant> {
         let t = &self.config.timeouts;
         match self.state {
             State::Backoff { until } => Some(until),
             State::Ready => {
                 let idle = later(self.last_active, t.idle);
-                let idle = self.trim_deadline().map_or(idle, |d| d.min(idle));
+                let trim = self.trim_deadline(runtime_spare);
+                let idle = trim.map_or(idle, |d| d.min(idle));
                 Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
             }
             State::Standby => Some(later(self.last_active, t.standby)),
@@ -30,11 +39,24 @@ impl Conn {
             .map(|p| later(p, self.config.timeouts.frame))
     }
 
-    /// When an idle READY connection trims its queues (once per idle
-    /// spell).
-    fn trim_deadline(&self) -> Option<Instant> {
-        (self.trimmed != Some(self.last_active))
+    /// When an idle READY connection trims its queues: once per idle
+    /// spell, and only if an emptied queue kept its buffer. Small ones let
+    /// go of theirs as they empty (msgr_frames::let_go_if_small), so a
+    /// connection with a message or a few at a time has nothing to trim
+    /// and no timer firing each `trim` while it is busy (with thousands of
+    /// connections, thousands of wake-ups a second, each touching a
+    /// connection's cold state).
+    fn trim_deadline(&self, runtime_spare: bool) -> Option<Instant> {
+        (self.trimmed != Some(self.last_active) && (runtime_spare || self.holds_spare()))
             .then(|| later(self.last_active, self.config.timeouts.trim))
+    }
+
+    /// Whether an empty queue (events, the session's, the socket's output)
+    /// still holds a buffer: what [`Conn::trim`] lets go.
+    fn holds_spare(&self) -> bool {
+        (self.events.is_empty() && self.events.capacity() > 0)
+            || self.session.holds_spare()
+            || self.link.as_ref().is_some_and(|l| l.output.holds_spare())
     }
 
     /// Lets go of the capacity the queues grew to while busy.
@@ -62,7 +84,7 @@ impl Conn {
             State::Ready if now >= later(self.last_active, t.idle) => {
                 self.fault(ProtocolError::Timeout("idle connection"), now)
             }
-            State::Ready if self.trim_deadline().is_some_and(|d| now >= d) => self.trim(),
+            State::Ready if self.trim_deadline(false).is_some_and(|d| now >= d) => self.trim(),
             State::Standby if now >= later(self.last_active, t.standby) => {
                 self.fail_closed(ProtocolError::Timeout("standby session"))
             }

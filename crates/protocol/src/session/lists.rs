@@ -93,6 +93,13 @@ impl<T> Lists<T> {
         *self = Lists::default();
     }
 
+    /// Whether an empty list still holds a buffer, or the vector of lower
+    /// priorities holds only empty ones: what [`Lists::trim`] lets go.
+    pub fn holds_spare(&self) -> bool {
+        self.iter().any(|l| l.is_empty() && l.capacity() > 0)
+            || (self.rest.capacity() > 0 && self.rest.iter().all(|(_, l)| l.is_empty()))
+    }
+
     /// Drops the empty lists and lets go of the vector's capacity when
     /// only the head is left (an idle connection's).
     pub fn trim(&mut self) {
@@ -164,8 +171,15 @@ mod tests {
         assert_eq!(l.rest.len(), 1);
         l.list(u16::MAX).push_back(4);
         assert_eq!(drain(&mut l), [4, 2, 3]);
+        assert!(l.holds_spare(), "the vector of lower priorities");
         l.trim();
         assert!(l.head.is_none() && l.rest.capacity() == 0);
+        assert!(!l.holds_spare());
+        // One priority a message at a time: its emptied list lets go.
+        l.list(5).push_back(5);
+        assert!(!l.holds_spare(), "in use");
+        assert_eq!(l.pop_front(), Some(5));
+        assert!(!l.holds_spare());
         l.list(5).push_back(6);
         l.clear();
         assert_eq!(l.iter().count(), 0);
