@@ -24,6 +24,25 @@ impl SocketSlot {
         live.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         SocketSlot(live.clone())
     }
+
+    /// A slot if fewer than `max` sockets live, taken in one atomic step:
+    /// shards accepting at once (each has its own listener) cannot all see
+    /// room for one more and go past the limit together.
+    pub fn within(
+        live: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        max: usize,
+    ) -> Option<SocketSlot> {
+        use std::sync::atomic::Ordering;
+        live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            if n < max {
+                n.checked_add(1)
+            } else {
+                None
+            }
+        })
+        .ok()?;
+        Some(SocketSlot(live.clone()))
+    }
 }
 
 impl Drop for SocketSlot {
@@ -130,5 +149,38 @@ pub(super) async fn flush_and_close<T: Transport>(closing: Vec<(Socket<T>, WireQ
             }
         }
         let _ = socket.writer.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SocketSlot;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier};
+
+    #[test]
+    fn threads_racing_for_slots_take_no_more_than_the_limit() {
+        let live = Arc::new(AtomicUsize::new(0));
+        let barrier = Arc::new(Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (live, barrier) = (live.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    (0..1000)
+                        .filter_map(|_| SocketSlot::within(&live, 10))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let held: Vec<SocketSlot> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        assert_eq!(held.len(), 10);
+        assert_eq!(live.load(Ordering::Acquire), 10);
+        drop(held);
+        assert_eq!(live.load(Ordering::Acquire), 0);
+        assert!(SocketSlot::within(&live, 0).is_none());
     }
 }

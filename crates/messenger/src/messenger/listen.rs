@@ -128,11 +128,17 @@ fn accept<T: Transport>(
     if *inner.shutdown.borrow() {
         return;
     }
-    if inner.live_sockets.load(Ordering::Acquire) >= inner.max_connections && !evict_idle(inner) {
-        inner.refused_accepts.fetch_add(1, Ordering::Relaxed);
-        drop(stream);
-        return;
-    }
+    let slot = match SocketSlot::within(&inner.live_sockets, inner.max_connections) {
+        Some(slot) => slot,
+        // At the limit: the idlest READY connection makes room (its socket
+        // closes shortly), or this one is refused.
+        None if evict_idle(inner) => SocketSlot::new(&inner.live_sockets),
+        None => {
+            inner.refused_accepts.fetch_add(1, Ordering::Relaxed);
+            drop(stream);
+            return;
+        }
+    };
     let id = inner.next_id();
     // What we are on this socket: what we listen on, a wildcard advertised
     // as the address the peer reached.
@@ -163,7 +169,7 @@ fn accept<T: Transport>(
         link,
         reader,
         writer,
-        slot: SocketSlot::new(&inner.live_sockets),
+        slot,
     };
     // Made on the accepting shard; moving to `to` re-registers the socket.
     let d = Driver::new(inner.clone(), conn, handle, here, Some(socket));
