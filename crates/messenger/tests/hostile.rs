@@ -196,13 +196,17 @@ async fn a_server_under_hostile_peers_keeps_serving() {
             return ("bomb: handshake", false);
         }
         // 256 MiB of zeros, compressed to a few KiB: over the 16 MiB cap.
-        let bomb = Bytes::from(vec![0u8; 256 << 20]);
-        p.send(
-            Tag::MESSAGE,
-            &[message_header(1), Bytes::new(), Bytes::new(), bomb],
-        )
-        .await
-        .unwrap();
+        // Made off the runtime's workers: seconds of compressing on one
+        // would hold the tasks queued there (other peers' handshakes) past
+        // the server's handshake timeout.
+        let frame = tokio::task::block_in_place(|| {
+            let bomb = Bytes::from(vec![0u8; 256 << 20]);
+            let mut q = WireQueue::new();
+            let segs = [message_header(1), Bytes::new(), Bytes::new(), bomb];
+            p.enc.encode(Tag::MESSAGE, &segs, &mut q).unwrap();
+            q.take_all()
+        });
+        p.s.write_all(&frame).await.unwrap();
         (
             "decompression bomb",
             p.closed_by_server(Duration::from_secs(10)).await,
