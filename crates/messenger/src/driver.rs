@@ -93,9 +93,6 @@ pub(crate) struct Driver<T: Transport> {
     /// fired: until it fires, the driver does not poll it again (its entry
     /// is a cache line of its own, cold when connections are many).
     timer_polled: bool,
-    /// The inbox, emptied when commands were last taken, kept its buffer
-    /// (a large one: Inbox::take_all), for the trim timer.
-    inbox_holds: bool,
     /// Bytes read and written on this connection's sockets.
     bytes: [u64; 2],
     /// We stopped reading (receive budget, the queue limit): the frame
@@ -187,7 +184,6 @@ impl<T: Transport> Driver<T> {
             connecting: None,
             held: None,
             taken: Default::default(),
-            inbox_holds: false,
             budget,
             paused: false,
             closing: Vec::new(),
@@ -366,6 +362,7 @@ impl<T: Transport> Driver<T> {
         }
         // Commands already taken come before the inbox's.
         if let Some(c) = self.taken.pop_front() {
+            msgr_frames::let_go_if_small(&mut self.taken);
             return Poll::Ready(Step::Command(c));
         }
         let inbox = &self.handle.shared.inbox;
@@ -482,8 +479,7 @@ impl<T: Transport> Driver<T> {
     fn take_commands(&mut self) -> bool {
         for _ in 0..COMMANDS_PER_TURN {
             if self.taken.is_empty() {
-                let holds = self.handle.shared.inbox.take_all(&mut self.taken);
-                self.inbox_holds |= holds;
+                self.handle.shared.inbox.take_all(&mut self.taken);
             }
             match self.taken.pop_front() {
                 Some(c) => self.on_command(c),
@@ -851,7 +847,7 @@ impl<T: Transport> Driver<T> {
     /// deadline (Conn::poll_timeout_holding).
     fn holds_spare(&self) -> bool {
         let taken = self.taken.is_empty() && self.taken.capacity() > 0;
-        self.inbox_holds || taken || self.io.out.holds_spare()
+        self.handle.shared.inbox.holds_spare() || taken || self.io.out.holds_spare()
     }
 
     /// Lets go of what the driver's own queues grew to (the connection
@@ -860,7 +856,6 @@ impl<T: Transport> Driver<T> {
     fn trim(&mut self) {
         self.io.out.trim();
         self.handle.shared.inbox.trim();
-        self.inbox_holds = false;
         if self.taken.is_empty() {
             self.taken = Default::default();
         }

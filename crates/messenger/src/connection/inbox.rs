@@ -31,6 +31,10 @@ pub(crate) struct Inbox {
     /// once, and the driver, which looks every turn, dispatches nothing
     /// more, whatever its queue still holds.
     marked_down: AtomicBool,
+    /// The queue, emptied, kept its buffer (a large one: an emptied small
+    /// one goes at once, msgr_frames::let_go_if_small), for the driver's
+    /// trim timer; cleared by Inbox::trim.
+    spare: AtomicBool,
     waker: AtomicWaker,
     queue: Box<Mutex<Queue>>,
 }
@@ -71,8 +75,23 @@ impl Inbox {
         let c = q.items.pop_front();
         if q.items.is_empty() {
             self.queued.store(false, Ordering::Release);
+            self.emptied(&mut q.items);
         }
         c
+    }
+
+    /// The queue was emptied: a small buffer goes, a large one is kept
+    /// and flagged for the trim.
+    fn emptied(&self, items: &mut VecDeque<Command>) {
+        msgr_frames::let_go_if_small(items);
+        if items.capacity() > 0 {
+            self.spare.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the emptied queue kept a buffer that Inbox::trim lets go.
+    pub fn holds_spare(&self) -> bool {
+        self.spare.load(Ordering::Relaxed)
     }
 
     /// Moves every queued command to the end of `into`, under one lock: a
@@ -80,10 +99,10 @@ impl Inbox {
     /// contending for the lock per command. When `into` is empty its
     /// allocation and the queue's trade places.
     /// The emptied queue lets go of a small buffer
-    /// (msgr_frames::let_go_if_small); returns whether it kept one.
-    pub fn take_all(&self, into: &mut VecDeque<Command>) -> bool {
+    /// (msgr_frames::let_go_if_small).
+    pub fn take_all(&self, into: &mut VecDeque<Command>) {
         if !self.queued.load(Ordering::Acquire) {
-            return false;
+            return;
         }
         let mut q = self.lock();
         self.queued.store(false, Ordering::Release);
@@ -92,8 +111,7 @@ impl Inbox {
         } else {
             into.append(&mut q.items);
         }
-        msgr_frames::let_go_if_small(&mut q.items);
-        q.items.capacity() > 0
+        self.emptied(&mut q.items);
     }
 
     /// The next command, or `cx` woken when one comes (one driver waits
@@ -153,6 +171,7 @@ impl Inbox {
         if q.items.is_empty() {
             q.items = VecDeque::new();
         }
+        self.spare.store(false, Ordering::Relaxed);
     }
 
     /// The driver is gone: what is queued, and what comes later, is
@@ -183,10 +202,11 @@ mod tests {
         let mut taken = VecDeque::new();
         assert!(inbox.push(Command::MarkDown).is_ok());
         // A few at a time: the emptied inbox keeps no buffer.
-        assert!(!inbox.take_all(&mut taken));
+        inbox.take_all(&mut taken);
         assert!(inbox.push(Command::Evict).is_ok());
-        assert!(!inbox.take_all(&mut taken));
+        inbox.take_all(&mut taken);
         assert_eq!(inbox.lock().items.capacity(), 0);
+        assert!(!inbox.holds_spare());
         assert!(matches!(
             taken.make_contiguous(),
             [Command::MarkDown, Command::Evict]
@@ -205,15 +225,30 @@ mod tests {
         let inbox = Inbox::default();
         let mut taken = VecDeque::new();
         assert!(inbox.push(Command::MarkDown).is_ok());
-        assert!(!inbox.take_all(&mut taken));
+        inbox.take_all(&mut taken);
+        assert!(!inbox.holds_spare());
         // Taken into a list not yet handled: the inbox's grown buffer stays.
         for _ in 0..40 {
             assert!(inbox.push(Command::Evict).is_ok());
         }
-        assert!(inbox.take_all(&mut taken));
+        inbox.take_all(&mut taken);
+        assert!(inbox.holds_spare());
         assert_eq!(taken.len(), 41);
         inbox.trim();
+        assert!(!inbox.holds_spare());
         assert_eq!(inbox.lock().items.capacity(), 0);
+        // Popped one at a time, as the driver's wait does: the same.
+        for _ in 0..3 {
+            assert!(inbox.push(Command::Evict).is_ok());
+        }
+        while inbox.try_pop().is_some() {}
+        assert_eq!(inbox.lock().items.capacity(), 0);
+        for _ in 0..40 {
+            assert!(inbox.push(Command::Evict).is_ok());
+        }
+        while inbox.try_pop().is_some() {}
+        assert!(inbox.holds_spare());
+        inbox.trim();
         // Queued commands keep theirs through a trim.
         assert!(inbox.push(Command::Evict).is_ok());
         inbox.trim();
