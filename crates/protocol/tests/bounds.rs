@@ -219,12 +219,18 @@ fn unacknowledged_bytes_do_not_stop_reading() {
     assert_eq!(faults(&s.events()), vec![]);
 }
 
-#[test]
-fn an_idle_connection_trims_its_queues_once_and_stays_ready() {
+/// A READY server connection that trims its queues after a second idle.
+fn trimming_server() -> Script {
     let mut cfg = server_config(Policy::stateless_server());
     cfg.timeouts.trim = Duration::from_secs(1);
     let mut s = Script::accepted(cfg);
     s.events();
+    s
+}
+
+#[test]
+fn an_idle_connection_trims_its_queues_once_and_stays_ready() {
+    let mut s = trimming_server();
     // A burst of messages grows the event queue past what an emptied
     // queue lets go of at once (msgr_frames::let_go_if_small).
     let burst = |s: &mut Script, first: u64| {
@@ -251,10 +257,7 @@ fn an_idle_connection_trims_its_queues_once_and_stays_ready() {
 
 #[test]
 fn a_connection_with_nothing_to_trim_has_no_trim_timer() {
-    let mut cfg = server_config(Policy::stateless_server());
-    cfg.timeouts.trim = Duration::from_secs(1);
-    let mut s = Script::accepted(cfg);
-    s.events();
+    let mut s = trimming_server();
     // A message at a time, as at depth 1, its output taken as a runtime
     // takes it: its emptied queues hold no buffers, and no timer fires
     // each second while it is busy.

@@ -1,7 +1,8 @@
 //! Commands on their way to a connection's driver, in order: the FIFO that
 //! keeps a sender's messages in order from any thread. A queue under a
 //! lock (commands from the driver's own thread mostly skip it: outbox.rs)
-//! that holds no memory while empty once the driver trims it, a flag that
+//! that holds no memory while empty (a small buffer goes as the queue
+//! empties, a large one when the driver trims it), a flag that
 //! lets the driver see it empty without the lock, a waker slot for the
 //! driver, and the flag a handle's mark_down sets at once. Once the
 //! driver is gone what it is sent is dropped at once,
@@ -97,9 +98,8 @@ impl Inbox {
     /// Moves every queued command to the end of `into`, under one lock: a
     /// driver takes a burst from another thread at once rather than
     /// contending for the lock per command. When `into` is empty its
-    /// allocation and the queue's trade places.
-    /// The emptied queue lets go of a small buffer
-    /// (msgr_frames::let_go_if_small).
+    /// allocation and the queue's trade places; the emptied queue then
+    /// lets go of a small buffer (msgr_frames::let_go_if_small).
     pub fn take_all(&self, into: &mut VecDeque<Command>) {
         if !self.queued.load(Ordering::Acquire) {
             return;
