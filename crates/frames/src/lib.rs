@@ -43,4 +43,4 @@ pub use message::{MessageFrame, MsgHeader2};
 pub use preamble::Preamble;
 pub use reader::{banner_len, read_banner, FrameReader, RawFrame};
 pub use tag::Tag;
-pub use wire_queue::{let_go_if_small, WireQueue};
+pub use wire_queue::{holds_spare, let_go_if_small, WireQueue};

@@ -31,6 +31,12 @@ pub fn let_go_if_small<T>(q: &mut VecDeque<T>) {
     }
 }
 
+/// Whether an emptied queue kept its buffer (a large one: see
+/// `let_go_if_small`), which a trim of an idle connection lets go.
+pub fn holds_spare<T>(q: &VecDeque<T>) -> bool {
+    q.is_empty() && q.capacity() > 0
+}
+
 #[derive(Debug, Default)]
 pub struct WireQueue {
     /// Finished chunks, oldest first.
@@ -185,7 +191,7 @@ impl WireQueue {
     /// Whether the queue is empty and still holds a buffer of its own (a
     /// list of chunks, an arena): what [`WireQueue::trim`] lets go.
     pub fn holds_spare(&self) -> bool {
-        self.is_empty() && (self.chunks.capacity() > 0 || self.arena.capacity() > 0)
+        self.is_empty() && (holds_spare(&self.chunks) || self.arena.capacity() > 0)
     }
 
     /// Lets go of the capacity an empty queue kept (its list of chunks).

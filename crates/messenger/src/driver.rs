@@ -361,8 +361,7 @@ impl<T: Transport> Driver<T> {
             }
         }
         // Commands already taken come before the inbox's.
-        if let Some(c) = self.taken.pop_front() {
-            msgr_frames::let_go_if_small(&mut self.taken);
+        if let Some(c) = self.next_taken() {
             return Poll::Ready(Step::Command(c));
         }
         let inbox = &self.handle.shared.inbox;
@@ -481,15 +480,20 @@ impl<T: Transport> Driver<T> {
             if self.taken.is_empty() {
                 self.handle.shared.inbox.take_all(&mut self.taken);
             }
-            match self.taken.pop_front() {
+            match self.next_taken() {
                 Some(c) => self.on_command(c),
-                None => {
-                    msgr_frames::let_go_if_small(&mut self.taken);
-                    return true;
-                }
+                None => return true,
             }
         }
         false
+    }
+
+    /// The first command taken and not yet handled; the emptied list lets
+    /// go of a small buffer (msgr_frames::let_go_if_small).
+    fn next_taken(&mut self) -> Option<Command> {
+        let c = self.taken.pop_front();
+        msgr_frames::let_go_if_small(&mut self.taken);
+        c
     }
 
     fn on_command(&mut self, cmd: Command) {
@@ -846,8 +850,9 @@ impl<T: Transport> Driver<T> {
     /// Driver::trim lets go): the connection counts them in its trim
     /// deadline (Conn::poll_timeout_holding).
     fn holds_spare(&self) -> bool {
-        let taken = self.taken.is_empty() && self.taken.capacity() > 0;
-        self.handle.shared.inbox.holds_spare() || taken || self.io.out.holds_spare()
+        self.handle.shared.inbox.holds_spare()
+            || msgr_frames::holds_spare(&self.taken)
+            || self.io.out.holds_spare()
     }
 
     /// Lets go of what the driver's own queues grew to (the connection

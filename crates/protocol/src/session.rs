@@ -109,7 +109,7 @@ impl Session {
     /// Whether an empty queue still holds a buffer: what [`Session::trim`]
     /// lets go.
     pub(crate) fn holds_spare(&self) -> bool {
-        self.queue.holds_spare() || (self.sent.is_empty() && self.sent.capacity() > 0)
+        self.queue.holds_spare() || msgr_frames::holds_spare(&self.sent)
     }
 
     /// Lets go of empty queues' capacity (an idle connection's).

@@ -85,7 +85,7 @@ impl Inbox {
     /// and flagged for the trim.
     fn emptied(&self, items: &mut VecDeque<Command>) {
         msgr_frames::let_go_if_small(items);
-        if items.capacity() > 0 {
+        if msgr_frames::holds_spare(items) {
             self.spare.store(true, Ordering::Relaxed);
         }
     }

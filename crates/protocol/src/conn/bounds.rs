@@ -54,7 +54,7 @@ impl Conn {
     /// Whether an empty queue (events, the session's, the socket's output)
     /// still holds a buffer: what [`Conn::trim`] lets go.
     fn holds_spare(&self) -> bool {
-        (self.events.is_empty() && self.events.capacity() > 0)
+        msgr_frames::holds_spare(&self.events)
             || self.session.holds_spare()
             || self.link.as_ref().is_some_and(|l| l.output.holds_spare())
     }

@@ -96,7 +96,7 @@ impl<T> Lists<T> {
     /// Whether an empty list still holds a buffer, or the vector of lower
     /// priorities holds only empty ones: what [`Lists::trim`] lets go.
     pub fn holds_spare(&self) -> bool {
-        self.iter().any(|l| l.is_empty() && l.capacity() > 0)
+        self.iter().any(msgr_frames::holds_spare)
             || (self.rest.capacity() > 0 && self.rest.iter().all(|(_, l)| l.is_empty()))
     }
 
