@@ -138,28 +138,54 @@ impl CompressionConfig {
 }
 
 /// The messenger-wide global sequence (AsyncMessenger::get_global_seq):
-/// strictly increasing, raised past any value a peer shows us, up to
-/// [`GlobalSeq::PEER_LIMIT`]: a peer that shows more (SESSION_RETRY_GLOBAL)
-/// is refused, so that no peer can push ours to where it would wrap.
+/// strictly increasing, and raised past what a peer shows us, within
+/// bounds ([`GlobalSeq::raise`]) so that no peer can push it to where it
+/// would wrap, nor msgr1's 32-bit values past their width.
 #[derive(Debug, Default)]
 pub struct GlobalSeq(AtomicU64);
 
 impl GlobalSeq {
-    /// The largest global_seq a peer may make us exceed (2^62: four
-    /// billion connections a second for a thousand years).
+    /// The largest global_seq a peer may make us exceed over msgr2 (2^62:
+    /// four billion connections a second for a thousand years).
     pub const PEER_LIMIT: u64 = 1 << 62;
+    /// msgr1's: its CONNECT carries 32 bits, so the value past it must fit.
+    pub const PEER_LIMIT_V1: u64 = u32::MAX as u64 - 1;
+    /// How far past ours a peer may push the counter at once. The value a
+    /// RETRY_GLOBAL shows is our own global_seq as the peer last saw it,
+    /// so an honest one is behind ours, or ahead only by what a previous
+    /// incarnation at the same address and nonce used; at most this many
+    /// per handshake round (which are few per socket) keeps a peer from
+    /// walking msgr1's 32 bits or msgr2's 62 to their end.
+    pub const PEER_STEP: u64 = 1 << 16;
+
+    /// The next value.
+    pub fn next(&self) -> Result<u64, crate::ProtocolError> {
+        self.bump(0)
+    }
+
+    /// The next value past `shown`, a value a peer asked us to exceed
+    /// (RETRY_GLOBAL), and at most `max` (the protocol's limit,
+    /// [`GlobalSeq::PEER_LIMIT`] or [`GlobalSeq::PEER_LIMIT_V1`]). A value
+    /// past `max`, or more than [`GlobalSeq::PEER_STEP`] past ours, is that
+    /// connection's fault: the counter is left alone.
+    pub fn raise(&self, shown: u64, max: u64) -> Result<u64, crate::ProtocolError> {
+        let ours = self.0.load(Ordering::Relaxed);
+        if shown > max || shown > ours.saturating_add(Self::PEER_STEP) {
+            return Err(crate::ProtocolError::PeerGlobalSeq { shown, ours, max });
+        }
+        self.bump(shown)
+    }
 
     /// The next value, greater than `at_least`.
-    pub fn next(&self, at_least: u64) -> Result<u64, crate::ProtocolError> {
-        let overflow = crate::ProtocolError::CounterOverflow {
-            counter: "global_seq",
-        };
-        if at_least > Self::PEER_LIMIT {
-            return Err(overflow);
-        }
+    fn bump(&self, at_least: u64) -> Result<u64, crate::ProtocolError> {
         let mut cur = self.0.load(Ordering::Relaxed);
         loop {
-            let next = cur.max(at_least).checked_add(1).ok_or(overflow.clone())?;
+            let next = cur
+                .max(at_least)
+                .checked_add(1)
+                .ok_or(crate::ProtocolError::CounterOverflow {
+                    counter: "global_seq",
+                })?;
             match self
                 .0
                 .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
@@ -287,6 +313,13 @@ pub struct Config {
     /// that authenticates with a keyed method, cephx
     /// (cephx_require_signatures).
     pub require_signatures: bool,
+    /// msgr1: the cephx version a keyed peer's signatures must have
+    /// (cephx_require_version, 2 as in Ceph). At 2, a peer that presents
+    /// a cephx authorizer must offer MSG_AUTH and CEPHX_V2 (while we sign
+    /// messages), so that an on-path attacker cannot strip either bit from
+    /// the unauthenticated CONNECT to get unsigned or v1-signed messages;
+    /// 1 lets such a peer choose.
+    pub cephx_require_version: u32,
     pub global_seq: Arc<GlobalSeq>,
     /// Frame queued messages only while fewer than this many bytes wait to
     /// be written (the link's queue plus what the runtime holds, which it
@@ -328,6 +361,7 @@ impl Config {
             msgr2: true,
             sign_messages: true,
             require_signatures: false,
+            cephx_require_version: 2,
             global_seq: Arc::new(GlobalSeq::default()),
             output_window: None,
             random: Arc::new(msgr_auth::SystemRandom),
@@ -360,18 +394,49 @@ mod tests {
     #[test]
     fn global_seq_rises_past_what_it_is_shown() {
         let g = GlobalSeq::default();
-        assert_eq!(g.next(0), Ok(1));
-        assert_eq!(g.next(0), Ok(2));
-        assert_eq!(g.next(10), Ok(11));
-        assert_eq!(g.next(3), Ok(12));
-        // A peer cannot push it to where it would wrap.
-        let overflow = Err(crate::ProtocolError::CounterOverflow {
-            counter: "global_seq",
-        });
-        assert_eq!(g.next(u64::MAX), overflow);
-        assert_eq!(g.next(GlobalSeq::PEER_LIMIT + 1), overflow);
-        assert_eq!(g.next(GlobalSeq::PEER_LIMIT), Ok(GlobalSeq::PEER_LIMIT + 1));
-        assert_eq!(g.next(0), Ok(GlobalSeq::PEER_LIMIT + 2));
+        assert_eq!(g.next(), Ok(1));
+        assert_eq!(g.next(), Ok(2));
+        assert_eq!(g.raise(10, GlobalSeq::PEER_LIMIT), Ok(11));
+        assert_eq!(g.raise(3, GlobalSeq::PEER_LIMIT), Ok(12));
+        // A peer pushes it at most PEER_STEP ahead, and is refused beyond,
+        // the counter left alone.
+        let far = 12 + GlobalSeq::PEER_STEP + 1;
+        assert_eq!(
+            g.raise(far, GlobalSeq::PEER_LIMIT),
+            Err(crate::ProtocolError::PeerGlobalSeq {
+                shown: far,
+                ours: 12,
+                max: GlobalSeq::PEER_LIMIT
+            })
+        );
+        assert_eq!(
+            g.raise(far - 1, GlobalSeq::PEER_LIMIT),
+            Ok(far),
+            "a step within bounds"
+        );
+        for shown in [u64::MAX, GlobalSeq::PEER_LIMIT + 1] {
+            assert!(g.raise(shown, GlobalSeq::PEER_LIMIT).is_err());
+        }
+        assert_eq!(g.next(), Ok(far + 1));
+    }
+
+    /// msgr1's RETRY_GLOBAL with u32::MAX (or anything whose successor
+    /// does not fit its 32 bits) is that connection's fault: the shared
+    /// counter, which every other msgr1 connection numbers its CONNECTs
+    /// from, is not touched.
+    #[test]
+    fn msgr1_values_stay_within_32_bits() {
+        let g = GlobalSeq::default();
+        g.bump(u64::from(u32::MAX) - 10).unwrap();
+        let ours = u64::from(u32::MAX) - 9;
+        assert!(g
+            .raise(u64::from(u32::MAX), GlobalSeq::PEER_LIMIT_V1)
+            .is_err());
+        assert_eq!(
+            g.raise(GlobalSeq::PEER_LIMIT_V1, GlobalSeq::PEER_LIMIT_V1),
+            Ok(u64::from(u32::MAX))
+        );
+        assert_eq!(ours + 9, u64::from(u32::MAX));
     }
 
     #[test]

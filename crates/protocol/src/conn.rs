@@ -221,6 +221,8 @@ impl Conn {
             features: 0,
             policy,
             identity: None,
+            proven: false,
+            protected: false,
         };
         let me = MyAddrs::new(my_addrs);
         let msgr1 = peer.target_addr.kind == EntityAddrType::LEGACY;
@@ -263,6 +265,8 @@ impl Conn {
             features: 0,
             policy,
             identity: None,
+            proven: false,
+            protected: false,
         };
         let mut c = Conn::new(config, Side::Acceptor, peer, me, now);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
@@ -310,6 +314,15 @@ impl Conn {
 
     pub fn peer(&self) -> &PeerInfo {
         &self.peer
+    }
+
+    /// Who holds this connection's session (see [`crate::decide::Owner`]).
+    pub fn owner(&self) -> crate::decide::Owner {
+        let protocol = match self.msgr1 {
+            true => crate::decide::Protocol::V1,
+            false => crate::decide::Protocol::V2,
+        };
+        self.peer.owner(protocol)
     }
 
     pub fn peer_name(&self) -> Option<EntityName> {
@@ -463,7 +476,7 @@ impl Conn {
         if let Some(l) = local {
             self.me.on_socket(l.ip());
         }
-        self.session.global_seq = match self.config.global_seq.next(0) {
+        self.session.global_seq = match self.config.global_seq.next() {
             Ok(g) => g,
             Err(e) => {
                 self.fail_closed(e);

@@ -8,36 +8,72 @@ use msgr_auth::Identity;
 use msgr_encoding::{EntityAddr, EntityType};
 use msgr_frames::control::{ClientIdent, SessionReconnect};
 
-/// Who holds a session. Sessions are found by the address a peer claims;
-/// only the entity that holds one may resume, reuse or replace it, so a
-/// peer with any valid ticket cannot claim another's address and be handed
-/// its queued messages, reset it, or kick it off. (Ceph decides on the
-/// claimed address and cookies alone.)
+/// Which of Ceph's two protocols a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    V1,
+    V2,
+}
+
+/// Who holds a session. Sessions are found by the address a peer claims
+/// (msgr1's and msgr2's alike: the registry keys them by IP, port and
+/// nonce); only the entity that holds one may resume, reuse or replace it,
+/// so a peer with any valid ticket, or with none, cannot claim another's
+/// address and be handed its queued messages, reset it, or kick it off.
+/// (Ceph decides on the claimed address and cookies alone.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
     pub entity_type: EntityType,
     /// The `entity_name_t` number: an acceptor's from CLIENT_IDENT (bound
-    /// to the authenticated name), a connector's from SERVER_IDENT; none
-    /// for a SESSION_RECONNECT, which carries no gid.
+    /// to the authenticated name) or msgr1's first message header, a
+    /// connector's from SERVER_IDENT; none for a SESSION_RECONNECT or an
+    /// msgr1 CONNECT, which carry no gid.
     pub num: Option<i64>,
-    /// Who it authenticated as; a connector knows its server by the type
-    /// it connected to (which cephx proved: only that service's holders
-    /// can answer the authorizer).
+    /// Who it authenticated as, as an acceptor learned it: proven (cephx)
+    /// or only claimed (auth none, or an msgr1 CONNECT without an
+    /// authorizer). A connector has none: it knows its server by type.
     pub identity: Option<Identity>,
+    /// The handshake proved who the peer is: an acceptor's peer its
+    /// identity, a connector's server its type (only that service's key
+    /// holders can answer our authorizer).
+    pub proven: bool,
+    pub protocol: Protocol,
+    /// Its messages are protected beyond crcs: msgr2's secure mode, or
+    /// msgr1's cephx signatures.
+    pub protected: bool,
 }
 
 impl Owner {
-    /// Whether `newcomer` is the entity that holds this session.
+    /// Whether `newcomer` is the entity that holds this session, over the
+    /// same protocol and with protection at least as strong.
     pub fn admits(&self, newcomer: &Owner) -> bool {
-        if self.entity_type != newcomer.entity_type {
+        if self.entity_type != newcomer.entity_type
+            || self.protocol != newcomer.protocol
+            || (self.protected && !newcomer.protected)
+        {
             return false;
         }
+        if self.proven {
+            // A proven session goes only to a peer that proves the same
+            // identity: never to one that merely claims it (auth none, no
+            // authorizer), whatever numbers it gives.
+            let Some(b) = newcomer.identity.as_ref().filter(|b| b.proven) else {
+                return false;
+            };
+            return match &self.identity {
+                Some(a) => a.name == b.name && a.global_id == b.global_id,
+                // A server we dialled: the newcomer proves that type and
+                // owns the number the server gave.
+                None => {
+                    b.matches_type(self.entity_type)
+                        && self
+                            .num
+                            .is_none_or(|n| u64::try_from(n).is_ok_and(|n| b.owns_gid(n)))
+                }
+            };
+        }
         match (&self.identity, &newcomer.identity) {
-            (Some(a), Some(b)) => {
-                // A session an authentication proved is not handed to a
-                // peer that only claims the name (auth none).
-                a.name == b.name && a.global_id == b.global_id && (b.proven || !a.proven)
-            }
+            (Some(a), Some(b)) => a.name == b.name && a.global_id == b.global_id,
             // One side is known by its idents only: their numbers agree.
             _ => match (self.num, newcomer.num) {
                 (Some(a), Some(b)) => a == b,
@@ -50,10 +86,17 @@ impl Owner {
 impl std::fmt::Display for Owner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.identity, self.num) {
-            (Some(id), _) => write!(f, "{id}"),
-            (None, Some(n)) => write!(f, "{}.{n}", self.entity_type),
-            (None, None) => write!(f, "an {}", self.entity_type),
+            (Some(id), _) => write!(f, "{id}")?,
+            (None, Some(n)) => write!(f, "{}.{n}", self.entity_type)?,
+            (None, None) => write!(f, "an {}", self.entity_type)?,
         }
+        let protection = match (self.protocol, self.protected) {
+            (Protocol::V1, false) => "msgr1",
+            (Protocol::V1, true) => "msgr1, signed",
+            (Protocol::V2, false) => "msgr2",
+            (Protocol::V2, true) => "msgr2, secure",
+        };
+        write!(f, " over {protection}")
     }
 }
 
@@ -350,6 +393,26 @@ mod tests {
                 caps: Default::default(),
                 proven,
             }),
+            proven,
+            protocol: Protocol::V2,
+            protected: false,
+        }
+    }
+
+    /// A peer let in without an authorizer (msgr1): its type, no name.
+    fn anonymous(kind: EntityType, protocol: Protocol) -> Owner {
+        Owner {
+            entity_type: kind,
+            num: None,
+            identity: Some(Identity {
+                name: msgr_encoding::AuthName::new(kind, ""),
+                global_id: 0,
+                caps: Default::default(),
+                proven: false,
+            }),
+            proven: false,
+            protocol,
+            protected: false,
         }
     }
 
@@ -558,6 +621,9 @@ mod tests {
                 entity_type: EntityType::OSD,
                 num: Some(1),
                 identity: None,
+                proven: true,
+                protocol: Protocol::V2,
+                protected: false,
             },
             ..session.clone()
         };
@@ -690,5 +756,101 @@ mod tests {
             d(connect(6, 3), Some(&foreign), false),
             Decision::Refuse { .. }
         ));
+    }
+
+    /// A session proven with cephx is taken over only by the same proven
+    /// entity: not by a peer that claims it without proof (msgr1 without
+    /// an authorizer, auth none), whatever numbers it gives; not over the
+    /// other protocol; not with weaker protection.
+    #[test]
+    fn proven_sessions_stay_with_their_proven_owner() {
+        let v1 = |mut o: Owner| {
+            o.protocol = Protocol::V1;
+            o
+        };
+        let owner = v1(who("client.admin", 4100, true));
+        let mut claimed = v1(who("client.admin", 4100, false));
+        claimed.num = Some(4100);
+        for newcomer in [
+            anonymous(EntityType::CLIENT, Protocol::V1),
+            claimed,
+            who("client.admin", 4100, true),
+        ] {
+            assert!(!owner.admits(&newcomer), "{newcomer}");
+        }
+        assert!(owner.admits(&v1(who("client.admin", 4100, true))));
+
+        let secure = Owner {
+            protected: true,
+            ..who("client.admin", 4100, true)
+        };
+        assert!(!secure.admits(&who("client.admin", 4100, true)), "crc after secure");
+        assert!(!secure.admits(&v1(who("client.admin", 4100, true))), "msgr1");
+        assert!(secure.admits(&secure.clone()));
+        assert!(
+            who("client.admin", 4100, true).admits(&secure),
+            "secure after crc: stronger"
+        );
+
+        // A server we dialled (proven by its answer to our authorizer) is
+        // known by type and number: an anonymous peer of its type is not it.
+        let dialed = Owner {
+            entity_type: EntityType::OSD,
+            num: Some(1),
+            identity: None,
+            proven: true,
+            protocol: Protocol::V1,
+            protected: true,
+        };
+        let mut anon = anonymous(EntityType::OSD, Protocol::V1);
+        anon.num = Some(1);
+        anon.protected = true;
+        assert!(!dialed.admits(&anon));
+        let mut osd1 = v1(who("osd.1", 5001, true));
+        osd1.protected = true;
+        assert!(dialed.admits(&osd1));
+        let mut osd2 = v1(who("osd.2", 5002, true));
+        osd2.protected = true;
+        assert!(!dialed.admits(&osd2));
+
+        // Unproven sessions are anybody's who claims the same: auth none
+        // proves nothing either way.
+        let open = anonymous(EntityType::CLIENT, Protocol::V1);
+        assert!(open.admits(&anonymous(EntityType::CLIENT, Protocol::V1)));
+        assert!(!open.admits(&anonymous(EntityType::CLIENT, Protocol::V2)));
+    }
+
+    /// msgr1's CONNECT table with an anonymous newcomer (no authorizer,
+    /// connect_seq 2, the victim's address): a cephx session is refused
+    /// before any row could resume it.
+    #[test]
+    fn an_anonymous_msgr1_connect_does_not_resume_a_proven_session() {
+        let connect = msgr_frames::v1::Connect {
+            global_seq: 1 << 20,
+            connect_seq: 2,
+            ..Default::default()
+        };
+        let mut owner = who("client.admin", 4100, true);
+        owner.protocol = Protocol::V1;
+        let ex = ExistingInfo {
+            peer_global_seq: 5,
+            connect_seq: 1,
+            established: true,
+            owner: owner.clone(),
+            ..existing()
+        };
+        let a = addr("v1:10.0.0.1:0/11");
+        let b = addr("v1:10.0.0.2:6800/22");
+        assert_eq!(
+            on_connect_v1(
+                &connect,
+                Some(&ex),
+                &anonymous(EntityType::CLIENT, Protocol::V1),
+                &a,
+                &b,
+                false
+            ),
+            Decision::Refuse { owner }
+        );
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use msgr_auth::{AuthError, Identity};
-use msgr_encoding::EntityType;
+use msgr_encoding::{EntityName, EntityType};
 use msgr_frames::{Fault, FrameError, Tag};
 
 use crate::decide::Owner;
@@ -48,6 +48,10 @@ pub enum Claim {
     HelloType(EntityType),
     /// The gid (`entity_name_t` number) of its CLIENT_IDENT.
     IdentGid(i64),
+    /// The host type of its msgr1 CONNECT.
+    ConnectType(EntityType),
+    /// The sender an msgr1 message header names.
+    MessageSource(EntityName),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +102,10 @@ pub enum ProtocolError {
     },
     /// A message sequence number skipped ahead (messages were lost).
     SequenceGap { expected: u64, got: u64 },
+    /// A peer's RETRY_GLOBAL would push our messenger-wide global_seq
+    /// further than a peer may (see [`crate::config::GlobalSeq::raise`]);
+    /// the counter was left alone.
+    PeerGlobalSeq { shown: u64, ours: u64, max: u64 },
     /// A counter the peer set (connect_seq, global_seq, a message
     /// sequence) would overflow: never wrapped.
     CounterOverflow { counter: &'static str },
@@ -160,6 +168,7 @@ impl ProtocolError {
             | ProtocolError::NotSessionOwner { .. }
             | ProtocolError::SequenceGap { .. }
             | ProtocolError::CounterOverflow { .. }
+            | ProtocolError::PeerGlobalSeq { .. }
             | ProtocolError::OverBudget { .. }
             | ProtocolError::QueueOverflow { .. }
             | ProtocolError::HandshakeTooLong { .. }
@@ -287,6 +296,27 @@ impl fmt::Display for ProtocolError {
             } => write!(
                 f,
                 "refused: the peer authenticated as {authenticated} but its CLIENT_IDENT names gid {gid}"
+            ),
+            ProtocolError::Impersonation {
+                authenticated,
+                claim: Claim::ConnectType(t),
+            } => write!(
+                f,
+                "refused: the peer authenticated as {authenticated} but its CONNECT says host type {t}"
+            ),
+            ProtocolError::Impersonation {
+                authenticated,
+                claim: Claim::MessageSource(src),
+            } => write!(
+                f,
+                "refused: the peer authenticated as {authenticated} but a message's header names {src} as its sender"
+            ),
+            ProtocolError::PeerGlobalSeq { shown, ours, max } => write!(
+                f,
+                "the peer asks us past global_seq {shown} (RETRY_GLOBAL); ours is {ours}, and a peer \
+                 may push it at most {step} ahead and never past {max}: a peer replaying another \
+                 messenger's numbers, or pushing ours to where it would wrap",
+                step = crate::config::GlobalSeq::PEER_STEP
             ),
             ProtocolError::NotSessionOwner { owner, newcomer } => write!(
                 f,

@@ -37,7 +37,7 @@ pub use config::{
     later, CompressionConfig, Config, GlobalSeq, Policies, PolicySet, QueueLimits, Timeouts,
 };
 pub use conn::{Conn, ConnState, ConnStats, Reuse, Side};
-pub use decide::{Decision, ExistingInfo, Owner};
+pub use decide::{Decision, ExistingInfo, Owner, Protocol};
 pub use error::{Claim, ProtocolError, Wire};
 pub use handshake::{IdentRequest, MAX_AUTH_ROUNDS};
 pub use link::{LinkId, MAX_PRE_AUTH};

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use msgr_auth::Identity;
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
 
-use crate::decide::Owner;
+use crate::decide::{Owner, Protocol};
 use crate::policy::Policy;
 
 /// The peer as far as it is known.
@@ -28,9 +28,15 @@ pub struct PeerInfo {
     pub addrs: EntityAddrvec,
     /// The address a connector dials / the acceptor's peer's msgr2 address.
     pub target_addr: EntityAddr,
-    /// Who the peer authenticated as (an acceptor learns it at AUTH_DONE; a
-    /// connector knows the server by the type it connected to).
+    /// Who the peer authenticated as (an acceptor learns it at AUTH_DONE or
+    /// from msgr1's CONNECT; a connector knows the server by the type it
+    /// connected to).
     pub identity: Option<Identity>,
+    /// The handshake proved who the peer is (see [`Owner::proven`]).
+    pub proven: bool,
+    /// The session's messages are protected beyond crcs (see
+    /// [`Owner::protected`]).
+    pub protected: bool,
 }
 
 /// The address a connector dials in `addrs` (AsyncMessenger::
@@ -55,13 +61,16 @@ pub fn target_addr(addrs: &EntityAddrvec, msgr2: bool) -> Option<EntityAddr> {
 }
 
 impl PeerInfo {
-    /// Who holds a session with this peer, for the rule that only its
-    /// owner may resume, reuse or replace it.
-    pub fn owner(&self) -> Owner {
+    /// Who holds a session with this peer over `protocol`, for the rule
+    /// that only its owner may resume, reuse or replace it.
+    pub fn owner(&self, protocol: Protocol) -> Owner {
         Owner {
             entity_type: self.entity_type,
             num: self.name.map(|n| n.num),
             identity: self.identity.clone(),
+            proven: self.proven,
+            protocol,
+            protected: self.protected,
         }
     }
 }

@@ -79,7 +79,7 @@ impl Ask {
         };
         Ask {
             req,
-            newcomer: accepting.peer().owner(),
+            newcomer: accepting.owner(),
             me,
             peer: accepting.peer().target_addr,
             resetcheck: accepting.peer().policy.resetcheck,

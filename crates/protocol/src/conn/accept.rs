@@ -31,7 +31,7 @@ impl Conn {
             server_cookie: self.session.server_cookie,
             connect_seq: self.session.connect_seq,
             unconfirmed: self.unconfirmed,
-            owner: self.peer.owner(),
+            owner: self.owner(),
         }
     }
 
@@ -119,7 +119,7 @@ impl Conn {
                 Ok(())
             }
             Decision::Refuse { owner } => {
-                let newcomer = Box::new(self.peer.owner());
+                let newcomer = Box::new(self.owner());
                 self.state = State::Deciding(req);
                 Err(ProtocolError::NotSessionOwner {
                     owner: Box::new(owner),
@@ -158,7 +158,7 @@ impl Conn {
     /// SERVER_IDENT and READY (send_server_ident): a new session, numbered
     /// from 1 in both directions.
     fn send_server_ident(&mut self, now: Instant) -> Result<(), ProtocolError> {
-        let global_seq = self.config.global_seq.next(0)?;
+        let global_seq = self.config.global_seq.next()?;
         self.session.restart_numbering();
         let lossy = self.peer.policy.lossy;
         self.session.server_cookie = if lossy { 0 } else { new_cookie(&self.config) };
@@ -251,6 +251,9 @@ impl Conn {
         if reuse.peer.identity.is_some() {
             self.peer.identity = reuse.peer.identity;
         }
+        // Admitted only as strong as the session was, or stronger.
+        self.peer.proven = reuse.peer.proven;
+        self.peer.protected = reuse.peer.protected;
         self.peer.addrs = reuse.peer.addrs;
         self.peer.target_addr = reuse.peer.target_addr;
         self.link = Some(link);

@@ -102,7 +102,7 @@ impl Conn {
             Decision::RetryGlobal { global_seq } => reply(self, Tag::RetryGlobal, global_seq, 0)?,
             Decision::CloseStale => self.close(false),
             Decision::Refuse { owner } => {
-                let newcomer = Box::new(self.peer.owner());
+                let newcomer = Box::new(self.owner());
                 self.state = State::Deciding(IdentRequest::V1(req));
                 return Err(ProtocolError::NotSessionOwner {
                     owner: Box::new(owner),
@@ -134,7 +134,7 @@ impl Conn {
         if !seq {
             self.session.in_seq = 0;
         }
-        let global_seq = self.config.global_seq.next(0)?;
+        let global_seq = self.config.global_seq.next()?;
         let u32_of = |v: u64, counter| {
             u32::try_from(v).map_err(|_| ProtocolError::CounterOverflow { counter })
         };
@@ -220,6 +220,39 @@ impl Conn {
         }
     }
 
+    /// msgr1 names the sender in each message header, not in a handshake:
+    /// the header must name the peer's type (its CONNECT's host type, or
+    /// the type we dialled), and, for a peer that proved its identity, a
+    /// number that identity owns (as msgr2 binds CLIENT_IDENT's gid). The
+    /// first such name is the session's.
+    fn check_source_v1(&mut self, src: EntityName) -> Result<(), ProtocolError> {
+        if self.peer.name == Some(src) {
+            return Ok(());
+        }
+        let proven = self.peer.identity.as_ref().filter(|w| w.proven);
+        let type_ok = src.kind == self.peer.entity_type || self.peer.entity_type == EntityType::ANY;
+        let num_ok = proven.is_none_or(|w| u64::try_from(src.num).is_ok_and(|n| w.owns_gid(n)));
+        if !type_ok || !num_ok {
+            let authenticated = Box::new(match proven {
+                Some(w) => w.clone(),
+                None => msgr_auth::Identity {
+                    name: msgr_encoding::AuthName::new(self.peer.entity_type, ""),
+                    global_id: 0,
+                    caps: Default::default(),
+                    proven: false,
+                },
+            });
+            return Err(ProtocolError::Impersonation {
+                authenticated,
+                claim: crate::error::Claim::MessageSource(src),
+            });
+        }
+        if self.peer.name.is_none() {
+            self.peer.name = Some(src);
+        }
+        Ok(())
+    }
+
     fn on_message_v1(&mut self, m: Msg) -> Result<(), ProtocolError> {
         if !m.complete() {
             // Aborted by its sender: dropped, as Ceph drops it.
@@ -236,11 +269,8 @@ impl Conn {
                 self.stats.duplicates_dropped = self.stats.duplicates_dropped.saturating_add(1);
             }
             Arrival::Deliver => {
+                self.check_source_v1(h.src)?;
                 self.stats.messages_in = self.stats.messages_in.saturating_add(1);
-                // msgr1 names the sender in each header, not in a handshake.
-                if self.peer.name.is_none() {
-                    self.peer.name = Some(h.src);
-                }
                 let Msg {
                     front,
                     middle,

@@ -233,6 +233,8 @@ fn handle_auth(
                 return Err(e);
             }
             cx.peer.identity = outcome.peer.clone();
+            cx.peer.proven = outcome.peer.as_ref().is_some_and(|p| p.proven);
+            cx.peer.protected = mode == ConMode::SECURE;
             cx.link.send_control(
                 &AuthDone {
                     global_id: outcome.global_id,

@@ -151,6 +151,10 @@ impl Connecting {
             Connecting::Signature { outcome, tx } => {
                 let sig = take!(state, expect::AUTH_SIGNATURE, input, AuthSignature);
                 verify_signature(&sig, &outcome.session_key, &tx)?;
+                // A keyed method (cephx) proved the server's type: only that
+                // service's key holders could answer our authorizer.
+                cx.peer.proven = !outcome.session_key.is_empty();
+                cx.peer.protected = outcome.con_mode == ConMode::SECURE;
                 if cx.link.negotiated().is_some_and(|n| n.compression) {
                     let c = &cx.config.compression;
                     let secure = outcome.con_mode == ConMode::SECURE;
@@ -250,7 +254,9 @@ impl Connecting {
                     Ok(ConnectStep::Next(Connecting::Reconnect))
                 }
                 ControlFrame::SessionRetryGlobal(r) => {
-                    cx.session.global_seq = cx.config.global_seq.next(r.global_seq)?;
+                    cx.session.global_seq = cx.config
+                        .global_seq
+                        .raise(r.global_seq, crate::config::GlobalSeq::PEER_LIMIT)?;
                     send_reconnect(cx)?;
                     Ok(ConnectStep::Next(Connecting::Reconnect))
                 }

@@ -21,7 +21,8 @@ use msgr_frames::control::auth_method;
 use msgr_frames::v1::{Connect, ConnectReply, ServerHello, Tag, FLAG_LOSSY};
 
 use super::Cx;
-use crate::error::{ProtocolError, Wire};
+use crate::config::GlobalSeq;
+use crate::error::{Claim, ProtocolError, Wire};
 use crate::features;
 use crate::intercept::Point1;
 use crate::link::{Input, Input1};
@@ -304,7 +305,10 @@ fn on_reply(
             return send_connect(cx, auth.map(|a| a.0));
         }
         Tag::RetryGlobal => {
-            cx.session.global_seq = cx.config.global_seq.next(u64::from(reply.global_seq))?;
+            cx.session.global_seq = cx
+                .config
+                .global_seq
+                .raise(u64::from(reply.global_seq), GlobalSeq::PEER_LIMIT_V1)?;
             return send_connect(cx, auth.map(|a| a.0));
         }
         Tag::RetrySession => {
@@ -322,12 +326,11 @@ fn on_reply(
         _ => {}
     }
     // READY or SEQ.
-    let missing = cx.peer.policy.features_required & !reply.features;
-    if missing != 0 {
-        return Err(ProtocolError::MissingFeatures { missing });
-    }
+    let mut required = cx.peer.policy.features_required;
+    let mut keyed = false;
     if let Some((mut a, _)) = auth {
         let outcome = a.done(0, ConMode::CRC, authorizer)?;
+        keyed = !outcome.session_key.is_empty();
         if cx.peer.identity.is_none() {
             cx.peer.identity = outcome.peer;
         }
@@ -337,6 +340,16 @@ fn on_reply(
             }
         }
     }
+    if keyed {
+        required |= signing_required(cx);
+    }
+    let missing = required & !(reply.features & ours);
+    if missing != 0 {
+        return Err(ProtocolError::MissingFeatures { missing });
+    }
+    // A keyed authorizer's reply proved the server's type: only that
+    // service's key holders can answer it.
+    cx.peer.proven = keyed;
     if let Some(peer_in_seq) = in_seq {
         // The acceptor got up to its in_seq: what we requeued up to there
         // is dropped; ours goes back.
@@ -353,6 +366,7 @@ fn on_reply(
     cx.peer.features = reply.features & ours;
     if let Some(l) = cx.link.v1.as_mut() {
         l.open_stream(cx.peer.features);
+        cx.peer.protected = l.signs();
     }
     Ok(ConnectStep1::Ready { reconnected })
 }
@@ -449,6 +463,9 @@ pub(crate) fn send_reply(
     if cx.config.require_signatures {
         required |= features::MSG_AUTH;
     }
+    if keyed(connect) {
+        required |= signing_required(cx);
+    }
     let reply = ConnectReply {
         tag,
         features: (connect.features & policy.features_supported) | required,
@@ -496,9 +513,11 @@ fn on_connect(
     let mut required = cx.peer.policy.features_required | features::MSGR1_REQUIRED;
     // Signatures need a session key: a peer that presents an authorizer
     // of a keyed method (cephx) must sign (Ceph asks it of cephx peers).
-    let keyed = !matches!(connect.authorizer_protocol, 0 | auth_method::NONE);
-    if cx.config.require_signatures && keyed {
-        required |= features::MSG_AUTH;
+    if keyed(&connect) {
+        required |= signing_required(cx);
+        if cx.config.require_signatures {
+            required |= features::MSG_AUTH;
+        }
     }
     if required & !connect.features != 0 {
         send_reply(cx, Tag::Features, &connect, 0, 0, &[])?;
@@ -510,6 +529,11 @@ fn on_connect(
         entity_type: cx.peer.entity_type,
     };
     let authorizer_reply = if connect.authorizer_len == 0 && tolerates_no_authorizer(cx, &*auth) {
+        // Nobody proved anything: the peer is who its CONNECT says, as
+        // with auth none, and never the holder of a proven session.
+        cx.peer.identity = Some(unproven(cx, &*auth));
+        cx.peer.proven = false;
+        cx.peer.protected = false;
         Bytes::new()
     } else {
         let method = match connect.authorizer_protocol {
@@ -522,6 +546,27 @@ fn on_connect(
                 return again(Some(auth));
             }
             Ok(ServerStep::Done { payload, outcome }) => {
+                if let Some(who) = outcome.peer.as_ref().filter(|w| w.proven) {
+                    if !who.matches_type(cx.peer.entity_type) {
+                        // The CONNECT's host type picks the policy: a
+                        // client's ticket does not buy an OSD's.
+                        let who = Box::new(who.clone());
+                        send_reply(cx, Tag::BadAuthorizer, &connect, 0, 0, &[])?;
+                        cx.link.linger = true;
+                        return Err(ProtocolError::Impersonation {
+                            authenticated: who,
+                            claim: Claim::ConnectType(cx.peer.entity_type),
+                        });
+                    }
+                }
+                let signs = cx.config.sign_messages
+                    && !outcome.session_key.is_empty()
+                    && features::has(
+                        connect.features & cx.peer.policy.features_supported,
+                        features::MSG_AUTH,
+                    );
+                cx.peer.proven = outcome.peer.as_ref().is_some_and(|w| w.proven);
+                cx.peer.protected = signs;
                 cx.peer.identity = outcome.peer;
                 if let Some(l) = cx.link.v1.as_mut() {
                     if cx.config.sign_messages {
@@ -541,6 +586,40 @@ fn on_connect(
         connect,
         authorizer_reply,
     }))
+}
+
+/// Whether a CONNECT's authorizer is of a keyed method (cephx).
+fn keyed(connect: &Connect) -> bool {
+    !matches!(connect.authorizer_protocol, 0 | auth_method::NONE)
+}
+
+/// What a keyed peer must offer for its messages' signatures
+/// (`Config::cephx_require_version`): MSG_AUTH and CEPHX_V2 at version 2,
+/// while we sign; nothing more otherwise.
+fn signing_required(cx: &Cx<'_>) -> u64 {
+    match cx.config.sign_messages && cx.config.cephx_require_version >= 2 {
+        true => features::MSG_AUTH | features::CEPHX_V2,
+        false => 0,
+    }
+}
+
+/// Who a peer let in without an authorizer is: its CONNECT's host type
+/// with no name and no global id, unproven, with every cap where auth
+/// none is allowed (as AuthNoneAuthorizeHandler grants), none where it
+/// was let in only to authenticate to us as a monitor.
+fn unproven(cx: &Cx<'_>, auth: &dyn ServerAuth) -> msgr_auth::Identity {
+    let peer = AuthPeer {
+        entity_type: cx.peer.entity_type,
+    };
+    msgr_auth::Identity {
+        name: msgr_encoding::AuthName::new(cx.peer.entity_type, ""),
+        global_id: 0,
+        caps: msgr_auth::Caps {
+            allow_all: auth.allowed_methods(&peer).contains(&auth_method::NONE),
+            caps: Bytes::new(),
+        },
+        proven: false,
+    }
 }
 
 /// A CONNECT without an authorizer is let through by a monitor from a
