@@ -27,4 +27,4 @@ mod mapper;
 pub use hash::{hash2, hash3, hash4, mix as jenkins_mix};
 pub use ln::crush_ln;
 pub use map::{Bucket, Choose, ChooseArg, ChooseArgs, CrushError, CrushMap, Rule, Step, Tunables};
-pub use mapper::{do_rule, ITEM_NONE, WEIGHT_IN};
+pub use mapper::{do_rule, do_rule_within, Mapped, ITEM_NONE, WEIGHT_IN, WORK_BUDGET};

@@ -600,6 +600,9 @@ impl CrushMap {
     /// replicas, each skipped, makes two billion tries, in Ceph too). The
     /// limits are far above any map Ceph makes (50 total tries, 100 in an
     /// EC rule's `set_choose_tries`, as many replicas as the pool's size).
+    /// Each is checked alone; what they cost together with the map's
+    /// bucket sizes is bounded by the mapper's budget (`WORK_BUDGET`),
+    /// which ends a mapping that spends it.
     pub fn check_work(&self) -> Result<(), CrushError> {
         let over = |what, got: i64, max: i64| {
             if got > max {
@@ -677,8 +680,12 @@ mod tests {
             ..CrushMap::default()
         };
         assert_eq!(map.check_work(), Ok(()));
-        if let Some(Some(r)) = map.rules.first_mut() {
-            r.steps[0].arg1 = 1_600_000_000;
+        if let Some(s) = map
+            .rules
+            .first_mut()
+            .and_then(|r| r.as_mut()?.steps.first_mut())
+        {
+            s.arg1 = 1_600_000_000;
         }
         assert_eq!(
             map.check_work(),

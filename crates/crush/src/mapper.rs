@@ -8,10 +8,20 @@
 //! are), the choice made here is safe and named: a bucket that cannot
 //! answer yields [`ITEM_NONE`], which every caller rejects as it rejects
 //! an item past `max_devices`, and a descent through more buckets than
-//! the map has is given up as one through a missing bucket is. The work
-//! a rule costs is the map's to set, as in Ceph: its tries, and the
-//! replicas a choose step asks for (a firstn step asking for two billion,
-//! each one skipped, makes two billion tries).
+//! the map has is given up as one through a missing bucket is.
+//!
+//! The work of one mapping is bounded here, where Ceph bounds nothing: the
+//! tries, replicas and fallback retries a map sets multiply with its
+//! bucket sizes (a 16k-device bucket with legacy fallback tries costs
+//! hundreds of millions of hashes for one input, seconds of CPU), and the
+//! map is a peer's. Every item a bucket draws over, every fallback
+//! permutation step and every reweight hash is counted against a budget
+//! ([`WORK_BUDGET`] for [`do_rule`]); once it is spent, every further
+//! choice yields [`ITEM_NONE`], so the mapping ends at once with what it
+//! had (a shorter firstn result, holes in an indep one), as valid as a
+//! mapping that found no more usable devices.
+
+use std::cell::Cell;
 
 use crate::hash::{hash2, hash3, hash4};
 use crate::ln::crush_ln;
@@ -24,6 +34,26 @@ const ITEM_UNDEF: i32 = 0x7fff_fffe;
 
 /// A device weight meaning fully in (16.16 fixed point 1.0).
 pub const WEIGHT_IN: u32 = 0x10000;
+
+/// The work [`do_rule`] allows one mapping, in items drawn over (each one
+/// hash, and for straw2 one `crush_ln`): a fifth of a second of CPU at
+/// most. A map of 10,000 OSDs under 500 hosts with a third of them out
+/// spends at most about 11,000 on a mapping (a test below), and an 8+3 EC
+/// rule with `set_choose_tries 100` on it could spend about 570,000 only
+/// if every one of its tries failed; what spends the budget is a map
+/// whose tries multiply with huge buckets.
+pub const WORK_BUDGET: u64 = 1 << 22;
+
+/// What [`do_rule_within`] found, and the work it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapped {
+    /// The items, as [`do_rule`] returns them.
+    pub items: Vec<i32>,
+    /// The work spent, in [`WORK_BUDGET`]'s units.
+    pub work: u64,
+    /// Whether the budget ran out (the items are what was found before).
+    pub exhausted: bool,
+}
 
 /// `x` (an int in C) as the hash takes it.
 fn u(v: i32) -> u32 {
@@ -42,6 +72,12 @@ struct Run<'a> {
     weights: &'a [u32],
     choose_args: Option<&'a ChooseArgs>,
     x: i32,
+    /// The work left of the mapping's budget.
+    left: Cell<u64>,
+    /// The work spent so far.
+    spent: Cell<u64>,
+    /// Set once a step found the budget spent.
+    exhausted: Cell<bool>,
 }
 
 /// The parameters of `crush_choose_firstn` that stay the same through
@@ -58,6 +94,20 @@ struct Firstn {
 }
 
 impl<'a> Run<'a> {
+    /// Takes `work` from the budget: false (and the budget marked spent)
+    /// when less than that is left.
+    fn spend(&self, work: u64) -> bool {
+        let left = self.left.get();
+        if self.exhausted.get() || left < work {
+            self.exhausted.set(true);
+            self.left.set(0);
+            return false;
+        }
+        self.left.set(left - work);
+        self.spent.set(self.spent.get().saturating_add(work));
+        true
+    }
+
     fn bucket(&self, id: i32) -> Option<&'a Bucket> {
         self.map.bucket(id)
     }
@@ -99,7 +149,19 @@ impl<'a> Run<'a> {
         if w == 0 {
             return true;
         }
+        // Out once the budget is spent: the mapping ends without it.
+        if !self.spend(1) {
+            return true;
+        }
         (hash2(0, u(self.x), u(item)) & 0xffff) >= w
+    }
+
+    /// [`perm_choose`], counted: its permutation is as long as the bucket.
+    fn perm(&self, b: &Bucket, r: i32) -> i32 {
+        match self.spend(b.items.len() as u64) {
+            true => perm_choose(b, self.x, r),
+            false => ITEM_NONE,
+        }
     }
 
     /// `crush_bucket_choose`: an item of `b` for replica `r`; `position`
@@ -109,6 +171,15 @@ impl<'a> Run<'a> {
         let item = |i: usize| b.items.get(i).copied().unwrap_or(ITEM_NONE);
         let size = b.items.len();
         if size == 0 {
+            return ITEM_NONE;
+        }
+        // A tree is descended, one hash a level (at most 32); the others
+        // draw over every item.
+        let work = match &b.choose {
+            Choose::Tree { .. } => 32,
+            _ => size as u64,
+        };
+        if !self.spend(work) {
             return ITEM_NONE;
         }
         match &b.choose {
@@ -210,6 +281,12 @@ impl<'a> Run<'a> {
                     let r = (rep as u32).wrapping_add(u(parent_r)).wrapping_add(ftotal) as i32;
                     let size = in_b.items.len() as u32;
                     let mut reject;
+                    // An empty bucket draws nothing but is retried: each
+                    // step counts.
+                    if !self.spend(1) {
+                        skip_rep = true;
+                        break 'descent;
+                    }
                     if size == 0 {
                         reject = true;
                     } else {
@@ -217,7 +294,7 @@ impl<'a> Run<'a> {
                             && flocal >= (size >> 1)
                             && flocal > p.local_fallback_retries
                         {
-                            perm_choose(in_b, self.x, r)
+                            self.perm(in_b, r)
                         } else {
                             self.bucket_choose(in_b, r, outpos as u32)
                         };
@@ -511,7 +588,8 @@ fn straw2_draw(hash: u8, x: i32, id: i32, r: i32, weight: u32) -> i64 {
 /// pool's, or the compat set: see [`CrushMap::choose_args_for`]).
 /// Indep rules leave holes as [`ITEM_NONE`]. A rule that is not there, or
 /// one of Squid's MSR rules (types 4 and 5, not mapped here), maps to
-/// nothing.
+/// nothing. The work is bounded by [`WORK_BUDGET`] (the module's
+/// documentation says how).
 pub fn do_rule(
     map: &CrushMap,
     rule: usize,
@@ -520,18 +598,46 @@ pub fn do_rule(
     weights: &[u32],
     choose_args: Option<&ChooseArgs>,
 ) -> Vec<i32> {
+    do_rule_within(map, rule, x, result_max, weights, choose_args, WORK_BUDGET).items
+}
+
+/// [`do_rule`] within a budget of `budget` units of work, saying how much
+/// it took and whether it ran out.
+pub fn do_rule_within(
+    map: &CrushMap,
+    rule: usize,
+    x: i32,
+    result_max: usize,
+    weights: &[u32],
+    choose_args: Option<&ChooseArgs>,
+    budget: u64,
+) -> Mapped {
+    let run = Run {
+        map,
+        weights,
+        choose_args,
+        x,
+        left: Cell::new(budget),
+        spent: Cell::new(0),
+        exhausted: Cell::new(false),
+    };
+    let items = steps(&run, rule, result_max);
+    Mapped {
+        items,
+        work: run.spent.get(),
+        exhausted: run.exhausted.get(),
+    }
+}
+
+/// `crush_do_rule`'s steps.
+fn steps(run: &Run<'_>, rule: usize, result_max: usize) -> Vec<i32> {
+    let map = run.map;
     let Some(rule) = map.rule(rule) else {
         return Vec::new();
     };
     if rule.rule_type == 4 || rule.rule_type == 5 {
         return Vec::new();
     }
-    let run = Run {
-        map,
-        weights,
-        choose_args,
-        x,
-    };
     let rmax = i32::try_from(result_max).unwrap_or(i32::MAX);
     let t = &map.tunables;
     let mut choose_tries = t.choose_total_tries.wrapping_add(1);
@@ -734,6 +840,221 @@ mod tests {
             do_rule(&map, 1, 7, 3, &[WEIGHT_IN], None),
             vec![ITEM_NONE; 2]
         );
+    }
+
+    fn step(op: u32, arg1: i32, arg2: i32) -> Step {
+        Step { op, arg1, arg2 }
+    }
+
+    fn straw2(id: i32, type_id: u16, items: Vec<i32>, weights: Vec<u32>) -> Bucket {
+        Bucket {
+            id,
+            type_id,
+            hash: 0,
+            weight: weights.iter().fold(0u32, |a, w| a.wrapping_add(*w)),
+            items,
+            choose: Choose::Straw2 {
+                item_weights: weights,
+            },
+        }
+    }
+
+    /// One rule per entry, each with these steps.
+    fn map_of(buckets: Vec<Bucket>, rules: Vec<Vec<Step>>, max_devices: i32) -> CrushMap {
+        let rules = rules
+            .into_iter()
+            .map(|steps| {
+                Some(Rule {
+                    ruleset: 0,
+                    rule_type: 1,
+                    min_size: 1,
+                    max_size: 20,
+                    steps,
+                })
+            })
+            .collect();
+        CrushMap {
+            buckets: buckets.into_iter().map(Some).collect(),
+            rules,
+            max_devices,
+            ..CrushMap::default()
+        }
+    }
+
+    /// A valid mapping: at most `max` items, each a device of the map or
+    /// a hole.
+    fn assert_valid(items: &[i32], max: usize, max_devices: i32) {
+        assert!(items.len() <= max, "{items:?}");
+        for &i in items {
+            assert!(i == ITEM_NONE || (0..max_devices).contains(&i), "{i}");
+        }
+    }
+
+    /// A peer's map of 128 KiB: one straw2 bucket of 16384 devices, every
+    /// one out, legacy tunables (local fallback tries: each failed draw
+    /// is retried in the bucket as many times as it has items, each retry
+    /// a draw over all of them). Unbounded, one mapping takes tens of
+    /// seconds; the budget ends it, with a valid (empty) mapping.
+    #[test]
+    fn a_huge_bucket_with_fallback_tries_ends_within_the_budget() {
+        const N: i32 = 16384;
+        let map = map_of(
+            vec![straw2(-1, 1, (0..N).collect(), vec![0x10000; N as usize])],
+            vec![
+                vec![
+                    step(op::TAKE, -1, 0),
+                    step(op::CHOOSE_FIRSTN, 3, 0),
+                    step(op::EMIT, 0, 0),
+                ],
+                vec![
+                    step(op::TAKE, -1, 0),
+                    step(op::CHOOSE_INDEP, 3, 0),
+                    step(op::EMIT, 0, 0),
+                ],
+            ],
+            N,
+        );
+        assert_eq!(map.tunables, Tunables::LEGACY);
+        let map = std::sync::Arc::new(map);
+        // Every device out: no draw is ever accepted.
+        let out = vec![0u32; N as usize];
+        let (tx, rx) = std::sync::mpsc::channel();
+        let m = map.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send((
+                do_rule(&m, 0, 1, 3, &out, None),
+                do_rule(&m, 1, 1, 3, &out, None),
+            ));
+        });
+        let (firstn, indep) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("two mappings of a hostile map end within 10 s");
+        assert_valid(&firstn, 3, N);
+        assert_valid(&indep, 3, N);
+        assert_eq!(firstn, Vec::<i32>::new());
+        assert_eq!(indep, vec![ITEM_NONE; 3]);
+        let m = do_rule_within(&map, 0, 1, 3, &[0; N as usize], None, WORK_BUDGET);
+        assert!(m.exhausted);
+        assert!(m.work <= WORK_BUDGET);
+    }
+
+    /// Spent midway, a mapping keeps what it found: a firstn result is
+    /// shorter, an indep one has holes, and neither names anything but
+    /// devices.
+    #[test]
+    fn a_spent_budget_ends_the_mapping_with_what_it_found() {
+        // 4 hosts of 4 devices, all in.
+        let mut buckets = vec![straw2(-1, 2, (-5..=-2).rev().collect(), vec![0x40000; 4])];
+        for h in 0..4 {
+            let devices: Vec<i32> = (h * 4..h * 4 + 4).collect();
+            buckets.push(straw2(-2 - h, 1, devices, vec![0x10000; 4]));
+        }
+        let map = map_of(
+            buckets,
+            vec![
+                vec![
+                    step(op::TAKE, -1, 0),
+                    step(op::CHOOSELEAF_FIRSTN, 0, 1),
+                    step(op::EMIT, 0, 0),
+                ],
+                vec![
+                    step(op::TAKE, -1, 0),
+                    step(op::CHOOSELEAF_INDEP, 0, 1),
+                    step(op::EMIT, 0, 0),
+                ],
+            ],
+            16,
+        );
+        let weights = vec![WEIGHT_IN; 16];
+        for rule in 0..2 {
+            for x in 0..50 {
+                let whole = do_rule_within(&map, rule, x, 4, &weights, None, u64::MAX);
+                assert!(!whole.exhausted);
+                assert_eq!(whole.items, do_rule(&map, rule, x, 4, &weights, None));
+                // Every smaller budget: a prefix of the mapping (firstn)
+                // or the mapping with holes (indep).
+                for budget in 0..whole.work {
+                    let part = do_rule_within(&map, rule, x, 4, &weights, None, budget);
+                    assert!(part.exhausted, "budget {budget} of {}", whole.work);
+                    assert!(part.work <= budget);
+                    assert_valid(&part.items, 4, 16);
+                    if rule == 0 {
+                        assert!(whole.items.starts_with(&part.items), "{part:?} {whole:?}");
+                    } else {
+                        assert_eq!(part.items.len(), 4);
+                        for (p, w) in part.items.iter().zip(&whole.items) {
+                            assert!(*p == ITEM_NONE || p == w, "{part:?} {whole:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A large cluster as Ceph lays it out (10,000 OSDs, 20 under each of
+    /// 500 hosts, straw2, Jewel's tunables) with a third of its OSDs out:
+    /// replicated and 8+3 EC rules map as they do without a budget, and
+    /// spend a small part of it.
+    #[test]
+    fn a_large_real_map_is_far_within_the_budget() {
+        const HOSTS: i32 = 500;
+        const PER: i32 = 20;
+        let mut buckets = vec![straw2(
+            -1,
+            10,
+            (0..HOSTS).map(|h| -2 - h).collect(),
+            vec![0x10000 * PER as u32; HOSTS as usize],
+        )];
+        for h in 0..HOSTS {
+            buckets.push(straw2(
+                -2 - h,
+                1,
+                (h * PER..h * PER + PER).collect(),
+                vec![0x10000; PER as usize],
+            ));
+        }
+        let mut map = map_of(
+            buckets,
+            vec![
+                vec![
+                    step(op::TAKE, -1, 0),
+                    step(op::CHOOSELEAF_FIRSTN, 0, 1),
+                    step(op::EMIT, 0, 0),
+                ],
+                vec![
+                    step(op::SET_CHOOSELEAF_TRIES, 5, 0),
+                    step(op::SET_CHOOSE_TRIES, 100, 0),
+                    step(op::TAKE, -1, 0),
+                    step(op::CHOOSELEAF_INDEP, 0, 1),
+                    step(op::EMIT, 0, 0),
+                ],
+            ],
+            HOSTS * PER,
+        );
+        map.tunables = Tunables {
+            choose_local_tries: 0,
+            choose_local_fallback_tries: 0,
+            choose_total_tries: 50,
+            chooseleaf_descend_once: 1,
+            chooseleaf_vary_r: 1,
+            chooseleaf_stable: 1,
+            straw_calc_version: 1,
+            allowed_bucket_algs: 54,
+            ..Tunables::LEGACY
+        };
+        let weights: Vec<u32> = (0..HOSTS * PER)
+            .map(|d| if d % 3 == 0 { 0 } else { WEIGHT_IN })
+            .collect();
+        let mut most = 0;
+        for (rule, size) in [(0, 3), (1, 11)] {
+            for x in 0..200 {
+                let m = do_rule_within(&map, rule, x, size, &weights, None, u64::MAX);
+                assert_eq!(m.items, do_rule(&map, rule, x, size, &weights, None));
+                assert_eq!(m.items.len(), size);
+                most = most.max(m.work);
+            }
+        }
+        assert!(most * 100 < WORK_BUDGET, "{most} of {WORK_BUDGET}");
     }
 
     #[test]
