@@ -27,7 +27,10 @@ use msgr_transport::tcp::Tcp;
 mod poll;
 #[path = "support/raw_peer.rs"]
 mod raw_peer;
+#[path = "support/raw_v1.rs"]
+mod raw_v1;
 use raw_peer::{Frame, RawPeer};
+use raw_v1::RawV1;
 
 /// The keys a monitor would hold: two clients, two OSDs, the OSD service
 /// secret.
@@ -58,6 +61,11 @@ impl World {
     /// `principal` with an OSD ticket for `global_id`, as its monitor
     /// session would have left it.
     fn client(&self, principal: &str, global_id: u64) -> Arc<CephxClient> {
+        self.client_with(principal, global_id, &[ConMode::CRC])
+    }
+
+    /// The same, asking for `modes`.
+    fn client_with(&self, principal: &str, global_id: u64, modes: &[ConMode]) -> Arc<CephxClient> {
         let name: AuthName = principal.parse().unwrap();
         let clock = msgr_auth::system_clock();
         let mut c = CephxClient::new(
@@ -66,7 +74,7 @@ impl World {
             self.rng.clone(),
             clock.clone(),
         );
-        c.service_modes = vec![ConMode::CRC];
+        c.service_modes = modes.to_vec();
         let now = clock();
         let t = self
             .keys
@@ -85,16 +93,37 @@ impl World {
 
     /// Both sides of an OSD-like messenger (verifies authorizers to OSDs).
     fn provider(&self, client: Option<Arc<CephxClient>>) -> Arc<dyn AuthProvider> {
+        self.provider_with(client, &[ConMode::CRC])
+    }
+
+    /// The same, offering `modes` as a server.
+    fn provider_with(
+        &self,
+        client: Option<Arc<CephxClient>>,
+        modes: &[ConMode],
+    ) -> Arc<dyn AuthProvider> {
         let mut server = CephxServer::new(
             self.keys.clone(),
             EntityType::OSD,
             self.rng.clone(),
             msgr_auth::system_clock(),
         );
-        server.service_modes = vec![ConMode::CRC];
+        server.service_modes = modes.to_vec();
         Arc::new(CephxProvider {
             client,
             server: Some(Arc::new(server)),
+        })
+    }
+
+    /// A server that allows auth none beside cephx, as Ceph's
+    /// `auth_service_required = cephx, none` does.
+    fn cephx_or_none(&self, modes: &[ConMode]) -> Arc<dyn AuthProvider> {
+        use msgr_frames::control::auth_method;
+        Arc::new(msgr_auth::MultiProvider {
+            providers: vec![
+                (auth_method::CEPHX, self.provider_with(None, modes)),
+                (auth_method::NONE, Arc::new(msgr_auth::NoneProvider)),
+            ],
         })
     }
 }
@@ -443,5 +472,250 @@ async fn a_ticket_buys_only_its_own_type_and_gid() {
         ]
     );
     assert!(poll::until(|| s.connections().is_empty()).await);
+    s.shutdown().await;
+}
+
+/// osd.0 allowing auth none beside cephx (`modes` for cephx), listening
+/// on each of `binds` (msgr1 and/or msgr2).
+async fn osd0_cephx_or_none(
+    w: &World,
+    modes: &[ConMode],
+    binds: &str,
+) -> (Messenger<Tcp>, EntityAddrvec, Arc<Mutex<Log>>) {
+    let (d, log) = Recorder::new(true);
+    let policies = PolicySet::new(Policy::stateful_server());
+    let m = Messenger::new(
+        Tcp::default(),
+        options("osd.0", policies, w.cephx_or_none(modes), 100),
+        d,
+    );
+    let addrs = m.bind(&binds.parse().unwrap()).await.unwrap();
+    (m, addrs, log)
+}
+
+/// The address a peer's session is registered under, as msgr1 claims it.
+fn as_legacy(addrs: &EntityAddrvec) -> msgr_encoding::EntityAddr {
+    let mut a = addrs.0[0];
+    a.kind = msgr_encoding::EntityAddrType::LEGACY;
+    a
+}
+
+/// The attack, over msgr1 on a server that allows auth none beside cephx:
+/// a CONNECT with no authorizer claims client.admin's address and nonce
+/// with connect_seq 2, to be answered SEQ and take the session over (its
+/// queued messages, and its own messages dispatched as the victim's). It
+/// is refused before any answer; the victim's session carries on.
+#[tokio::test]
+async fn an_anonymous_msgr1_peer_does_not_take_over_a_cephx_session() {
+    let w = world();
+    let (s, s_addrs, s_log) = osd0_cephx_or_none(&w, &[ConMode::CRC], "v1:127.0.0.1:0").await;
+    let (victim, v_log) = victim_client(&w, Policy::lossless_client(), 500);
+    let conn = victim.connect(&s_addrs, EntityType::OSD);
+    for tid in 1..=20 {
+        conn.send(msg(tid)).await;
+    }
+    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 20).await);
+    let served = s.connections();
+    assert!(served[0].is_msgr1());
+    let who = served[0].peer_identity().unwrap();
+    assert!(who.proven && who.name.to_string() == "client.admin");
+    let v_addr = as_legacy(&served[0].peer_addrs());
+
+    let sock = s_addrs.legacy().unwrap().addr.unwrap();
+    let mut p = RawV1::hello(sock, v_addr).await.unwrap();
+    let reply = p
+        .connect(raw_v1::connect(EntityType::CLIENT, 1 << 20, 2), None)
+        .await;
+    assert_eq!(reply, None, "refused before any answer");
+    for tid in 21..=40 {
+        conn.send(msg(tid)).await;
+    }
+    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 40).await);
+    let v = v_log.lock().unwrap();
+    assert_eq!(v.tids, (1..=40).collect::<Vec<_>>());
+    assert_eq!(v.resets, 0, "the victim's session was not reset");
+    assert!(refused_not_owner(&s_log));
+    drop(v);
+    victim.shutdown().await;
+    s.shutdown().await;
+}
+
+/// A session opened over msgr2 in secure mode is not resumed over
+/// plaintext msgr1 at the same address and nonce.
+#[tokio::test]
+async fn an_msgr2_secure_session_is_not_resumed_over_msgr1() {
+    let w = world();
+    let modes = [ConMode::SECURE, ConMode::CRC];
+    let (s, s_addrs, s_log) =
+        osd0_cephx_or_none(&w, &modes, "[v2:127.0.0.1:0,v1:127.0.0.1:0]").await;
+    let (d, v_log) = Recorder::new(false);
+    let admin = w.client_with("client.admin", 4100, &[ConMode::SECURE]);
+    let victim = Messenger::new(
+        Tcp::default(),
+        options(
+            "client.4100",
+            PolicySet::new(Policy::lossless_client()),
+            w.provider_with(Some(admin), &modes),
+            600,
+        ),
+        d,
+    );
+    let conn = victim.connect(
+        &EntityAddrvec::single(*s_addrs.msgr2().unwrap()),
+        EntityType::OSD,
+    );
+    for tid in 1..=20 {
+        conn.send(msg(tid)).await;
+    }
+    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 20).await);
+    let served = s.connections();
+    assert!(!served[0].is_msgr1());
+    let v_addr = as_legacy(&served[0].peer_addrs());
+
+    let sock = s_addrs.legacy().unwrap().addr.unwrap();
+    let mut p = RawV1::hello(sock, v_addr).await.unwrap();
+    let reply = p
+        .connect(raw_v1::connect(EntityType::CLIENT, 1 << 20, 2), None)
+        .await;
+    assert_eq!(reply, None, "refused before any answer");
+    for tid in 21..=40 {
+        conn.send(msg(tid)).await;
+    }
+    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 40).await);
+    let v = v_log.lock().unwrap();
+    assert_eq!(v.tids, (1..=40).collect::<Vec<_>>());
+    assert_eq!(v.resets, 0);
+    assert!(refused_not_owner(&s_log));
+    drop(v);
+    victim.shutdown().await;
+    s.shutdown().await;
+}
+
+/// msgr1 binds its claims to who authenticated: a client's ticket with a
+/// CONNECT as an OSD is refused (BADAUTHORIZER), and a message whose
+/// header names another sender ends the session undelivered, from a
+/// cephx peer (another client's number) as from an anonymous one
+/// (another type). The same peers naming themselves are served.
+#[tokio::test]
+async fn msgr1_binds_host_type_and_sender_to_the_authenticated_entity() {
+    use msgr_frames::v1::Tag as Tag1;
+    let w = world();
+    let (s, s_addrs, s_log) = osd0_cephx_or_none(&w, &[ConMode::CRC], "v1:127.0.0.1:0").await;
+    let sock = s_addrs.legacy().unwrap().addr.unwrap();
+    let at = |nonce: u32| -> msgr_encoding::EntityAddr {
+        format!("v1:127.0.0.1:0/{nonce}").parse().unwrap()
+    };
+    let mallory = || w.client("client.mallory", 4200);
+
+    // A client's ticket, a CONNECT as an OSD.
+    let mut p = RawV1::hello(sock, at(701)).await.unwrap();
+    let mut auth = mallory().conn_auth();
+    let reply = p
+        .connect(raw_v1::connect(EntityType::OSD, 1, 0), Some(&mut auth))
+        .await;
+    assert_eq!(reply.map(|r| r.tag), Some(Tag1::BadAuthorizer));
+    assert!(p.closed_within(Duration::from_secs(5)).await.0);
+
+    // A cephx client naming another client, then one naming itself.
+    for (nonce, src, served) in [(702, "client.4100", false), (703, "client.4200", true)] {
+        let mut p = RawV1::hello(sock, at(nonce)).await.unwrap();
+        let mut auth = mallory().conn_auth();
+        let reply = p
+            .connect(raw_v1::connect(EntityType::CLIENT, 1, 0), Some(&mut auth))
+            .await
+            .unwrap();
+        assert!(matches!(reply.tag, Tag1::Ready | Tag1::Seq), "{reply:?}");
+        p.send(src.parse().unwrap(), 42, b"hi").await.unwrap();
+        let (closed, answered) = p.closed_within(Duration::from_secs(2)).await;
+        assert_eq!((closed, answered > 0), (!served, served), "{src}");
+    }
+    // An anonymous client naming an OSD.
+    let mut p = RawV1::hello(sock, at(704)).await.unwrap();
+    let reply = p
+        .connect(raw_v1::connect(EntityType::CLIENT, 1, 0), None)
+        .await
+        .unwrap();
+    assert!(matches!(reply.tag, Tag1::Ready | Tag1::Seq), "{reply:?}");
+    p.send("osd.3".parse().unwrap(), 42, b"hi").await.unwrap();
+    assert!(p.closed_within(Duration::from_secs(5)).await.0);
+
+    assert_eq!(s_log.lock().unwrap().tids, [1], "only the honest message");
+    let claims: Vec<_> = s_log
+        .lock()
+        .unwrap()
+        .faults
+        .iter()
+        .filter_map(|e| match e {
+            ProtocolError::Impersonation { claim, .. } => Some(claim.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        claims,
+        vec![
+            Claim::ConnectType(EntityType::OSD),
+            Claim::MessageSource("client.4100".parse().unwrap()),
+            Claim::MessageSource("osd.3".parse().unwrap()),
+        ]
+    );
+    s.shutdown().await;
+}
+
+/// A peer we dial answers our CONNECT with RETRY_GLOBAL u32::MAX: that
+/// connection faults, and the messenger's global_seq, which numbers every
+/// msgr1 CONNECT, is not pushed past msgr1's 32 bits: the next peer is
+/// reached as before.
+#[tokio::test]
+async fn a_dialled_peer_cannot_push_global_seq_past_32_bits() {
+    use msgr_frames::v1::{ConnectReply, Tag};
+    let w = world();
+    let hostile = raw_v1::scripted_server(
+        ConnectReply {
+            tag: Tag::RetryGlobal,
+            features: msgr_protocol::features::SUPPORTED_DEFAULT,
+            global_seq: u32::MAX,
+            connect_seq: 0,
+            protocol_version: raw_v1::OSDC_PROTOCOL,
+            authorizer_len: 0,
+            flags: 0,
+        },
+        4,
+    )
+    .await;
+    let (d, c_log) = Recorder::new(false);
+    let client = Messenger::new(
+        Tcp::default(),
+        options(
+            "client.4100",
+            PolicySet::new(Policy::lossy_client()),
+            Arc::new(msgr_auth::NoneProvider),
+            800,
+        ),
+        d,
+    );
+    let to_hostile = client.connect(&EntityAddrvec::single(hostile), EntityType::OSD);
+    to_hostile.send_nowait(msg(1));
+    assert!(
+        poll::until(|| c_log
+            .lock()
+            .unwrap()
+            .faults
+            .iter()
+            .any(|e| matches!(e, ProtocolError::PeerGlobalSeq { .. })))
+        .await,
+        "{:?}",
+        c_log.lock().unwrap().faults
+    );
+    to_hostile.mark_down();
+
+    let (s, s_addrs, _) = osd0_cephx_or_none(&w, &[ConMode::CRC], "v1:127.0.0.1:0").await;
+    let conn = client.connect(&s_addrs, EntityType::OSD);
+    conn.send(msg(2)).await;
+    assert!(
+        poll::until(|| c_log.lock().unwrap().tids == [2]).await,
+        "{:?}",
+        c_log.lock().unwrap().faults
+    );
+    client.shutdown().await;
     s.shutdown().await;
 }
