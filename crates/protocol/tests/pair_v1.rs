@@ -332,6 +332,64 @@ fn required_signatures_refuse_a_peer_without_msg_auth() {
     assert!(net.delivered(1).is_empty());
 }
 
+/// cephx_require_version 2 (the default): a keyed peer whose features
+/// lack CEPHX_V2, as when an on-path attacker strips the bit to get the
+/// older signature format, is refused by an acceptor (FEATURES) and by a
+/// connector (its READY lacks what we require). Version 1 on both sides
+/// lets it sign the old way.
+#[test]
+fn keyed_peers_must_offer_cephx_v2_unless_relaxed() {
+    let cephx_v2 = msgr_protocol::features::CEPHX_V2;
+    for (stripped_side, relaxed) in [(0, false), (1, false), (0, true), (1, true)] {
+        let mut net = Net::new();
+        for (i, (name, addr, policy)) in [
+            ("client.1", "v1:10.0.0.1:0/11", Policy::lossless_client()),
+            ("osd.0", "v1:10.0.0.2:6800/22", Policy::stateful_server()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut policy = policy;
+            if i == stripped_side {
+                policy.features_supported &= !cephx_v2;
+            }
+            let mut cfg = msgr_protocol::Config::new(
+                name.parse().unwrap(),
+                shared_key(&[ConMode::CRC]),
+                policies(policy),
+            );
+            if relaxed {
+                cfg.cephx_require_version = 1;
+            }
+            net.add_node_with(cfg, addr);
+        }
+        let c = net.connect(0, 1);
+        net.send((0, c), 1, 100);
+        net.run();
+        let case = format!("CEPHX_V2 stripped on node {stripped_side}, relaxed {relaxed}");
+        if relaxed {
+            assert_eq!(net.state((0, c)), ConnState::Ready, "{case}");
+            assert!(net.conn((0, c)).msgr1_signs(), "{case}");
+            assert_eq!(net.delivered(1), vec![1], "{case}");
+            continue;
+        }
+        assert_ne!(net.state((0, c)), ConnState::Ready, "{case}");
+        assert!(net.delivered(1).is_empty(), "{case}");
+        let expected = match stripped_side {
+            0 => format!("the peer requires features {cephx_v2:#x} that we do not offer"),
+            _ => format!("the peer lacks features {cephx_v2:#x}"),
+        };
+        assert!(
+            net.nodes[0]
+                .faults
+                .iter()
+                .any(|(_, f)| f.contains(&expected)),
+            "{case}: {:?}",
+            net.nodes[0].faults
+        );
+    }
+}
+
 /// A CONNECT older than the session it meets (ProtocolV1's row E3): the
 /// server holds the client's first CONNECT unread (BLOCK); the client's
 /// second connection opens the session with a higher global_seq, and is
