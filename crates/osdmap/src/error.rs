@@ -43,6 +43,16 @@ pub enum OsdMapError {
     WrongFsid,
     /// An incremental that does not follow the map's epoch.
     NotNext { epoch: u32, got: u32 },
+    /// A map that encodes another epoch than the one it was sent as (its
+    /// key in MOSDMap, or the epoch of the incremental carrying it).
+    EpochMismatch {
+        what: &'static str,
+        sent_as: u32,
+        encoded: u32,
+    },
+    /// A message that would take the map further past its epoch than a
+    /// map is followed ([`crate::MAX_EPOCH_JUMP`]).
+    EpochJump { epoch: u32, got: u32, max: u32 },
 }
 
 impl From<DecodeError> for OsdMapError {
@@ -90,6 +100,20 @@ impl std::fmt::Display for OsdMapError {
             OsdMapError::NotNext { epoch, got } => write!(
                 f,
                 "osdmap incremental: epoch {got} does not follow the map's {epoch}"
+            ),
+            OsdMapError::EpochMismatch {
+                what,
+                sent_as,
+                encoded,
+            } => write!(
+                f,
+                "osdmap: {what} sent as epoch {sent_as} encodes epoch {encoded}"
+            ),
+            OsdMapError::EpochJump { epoch, got, max } => write!(
+                f,
+                "osdmap: a map of epoch {got} sent to a client at epoch {epoch}, more than \
+                 {max} epochs ahead: not followed (the sender's epoch is bogus, or this \
+                 client is that far behind and must be started again)"
             ),
         }
     }

@@ -23,10 +23,33 @@ pub struct Followed {
     pub want: Option<u32>,
 }
 
+/// How far past its epoch one message may take a map. Ceph's objecter
+/// takes any jump; here a message whose newest map is further ahead is
+/// refused (and the map stays), so that a map claiming a far-future epoch
+/// (up to u32::MAX, past which no map can follow) cannot freeze the
+/// client on it while the cluster's real maps, all older, are passed
+/// over. At one epoch a second a cluster takes twelve days to move this
+/// far; a client that far behind is started again (a new follower takes
+/// a first map of any epoch).
+pub const MAX_EPOCH_JUMP: u32 = 1 << 20;
+
 /// The newest map, kept from MOSDMaps.
 #[derive(Debug, Default, Clone)]
 pub struct MapFollower {
     map: Option<Arc<OsdMap>>,
+}
+
+/// The full map sent as epoch `key`, which it must encode.
+fn full_map(key: u32, bytes: &[u8]) -> Result<OsdMap, OsdMapError> {
+    let map = OsdMap::decode(bytes)?;
+    if map.epoch != key {
+        return Err(OsdMapError::EpochMismatch {
+            what: "a full map",
+            sent_as: key,
+            encoded: map.epoch,
+        });
+    }
+    Ok(map)
 }
 
 impl MapFollower {
@@ -40,8 +63,11 @@ impl MapFollower {
         self.map.as_ref().map_or(0, |m| m.epoch)
     }
 
-    /// Takes what `msg` brings (the first map must be a full one). A map that does not decode or apply is an
-    /// error and the map stays at the last good epoch.
+    /// Takes what `msg` brings (the first map must be a full one). A map
+    /// that does not decode or apply, a full map that encodes another
+    /// epoch than its key, or a message more than [`MAX_EPOCH_JUMP`]
+    /// epochs ahead is an error, and the map stays at the last good epoch.
+    /// The work is one step per map the message carries.
     pub fn handle(&mut self, msg: &MOSDMap) -> Result<Followed, OsdMapError> {
         let last = msg
             .maps
@@ -56,28 +82,40 @@ impl MapFollower {
             advanced: epoch != have,
             want,
         };
-        if last <= have {
+        // Past here `have < last`, so `have + 1` is an epoch.
+        let Some(mut e) = have.checked_add(1).filter(|_| last > have) else {
             return Ok(done(have, None));
-        }
+        };
         let Some(current) = self.map.as_mut() else {
             // The first map must be whole.
             let Some(full) = msg.maps.get(&last) else {
                 return Ok(done(0, Some(0)));
             };
-            self.map = Some(Arc::new(OsdMap::decode(full)?));
+            self.map = Some(Arc::new(full_map(last, full)?));
             return Ok(done(last, None));
         };
-        let mut e = have.saturating_add(1);
+        if last
+            .checked_sub(have)
+            .is_none_or(|jump| jump > MAX_EPOCH_JUMP)
+        {
+            return Err(OsdMapError::EpochJump {
+                epoch: have,
+                got: last,
+                max: MAX_EPOCH_JUMP,
+            });
+        }
+        // Each turn takes a map of the message at `e`, jumps once to
+        // `oldest_map` (which is past `e`), or returns.
         while e <= last {
             let map = Arc::make_mut(current);
             if let Some(inc) = msg
                 .incremental_maps
                 .get(&e)
-                .filter(|_| map.epoch.wrapping_add(1) == e)
+                .filter(|_| map.epoch.checked_add(1) == Some(e))
             {
                 map.apply(Incremental::decode(inc)?)?;
             } else if let Some(full) = msg.maps.get(&e) {
-                *map = OsdMap::decode(full)?;
+                *map = full_map(e, full)?;
             } else if e >= msg.oldest_map {
                 // A gap the monitors still have maps for: ask for them.
                 return Ok(done(map.epoch, Some(e)));
@@ -86,7 +124,11 @@ impl MapFollower {
                 e = msg.oldest_map;
                 continue;
             }
-            e = e.saturating_add(1);
+            // The last epoch there is: nothing can follow it.
+            let Some(next) = e.checked_add(1) else {
+                break;
+            };
+            e = next;
         }
         Ok(done(current.epoch, None))
     }
@@ -188,6 +230,129 @@ mod tests {
         );
         let whole = OsdMap::decode(&blob("full", 21)).expect("full 21");
         assert_eq!(f.map().map(|m| m.as_ref()), Some(&whole));
+    }
+
+    /// Full map `epoch` of the pacific cluster re-encoded as `as_epoch`
+    /// (its crc, the last four bytes, made anew).
+    fn full_as(epoch: u32, as_epoch: u32) -> Bytes {
+        let mut b = blob("full", epoch).to_vec();
+        // The outer and client-data envelopes (6 bytes each), the fsid.
+        if let Some(at) = b.get_mut(28..32) {
+            at.copy_from_slice(&as_epoch.to_le_bytes());
+        }
+        let end = b.len().saturating_sub(4);
+        let (front, crc) = b.split_at_mut(end);
+        let computed = msgr_frames::crc::ceph_crc32c(u32::MAX, front);
+        crc.copy_from_slice(&computed.to_le_bytes());
+        assert_eq!(OsdMap::decode(&b).expect("re-encoded").epoch, as_epoch);
+        Bytes::from(b)
+    }
+
+    fn poison(full: Bytes) -> MOSDMap {
+        MOSDMap {
+            fsid: Uuid::default(),
+            incremental_maps: BTreeMap::new(),
+            maps: BTreeMap::from([(u32::MAX, full)]),
+            oldest_map: u32::MAX,
+            newest_map: u32::MAX,
+        }
+    }
+
+    /// Runs `f` on a thread; fails the test if it takes over 10 s.
+    fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("MapFollower::handle returned")
+    }
+
+    /// The message: a full map keyed u32::MAX, oldest_map
+    /// u32::MAX. To a follower with a map it was an endless loop (the
+    /// epoch saturating at u32::MAX), decoding the map each turn.
+    #[test]
+    fn a_map_keyed_u32_max_ends_at_once() {
+        let mut f = MapFollower::default();
+        f.handle(&msg(&[10], &[], 1)).expect("ok");
+        let (r, f) = within_10s(move || {
+            let r = f.clone().handle(&poison(blob("full", 10)));
+            (r, f)
+        });
+        assert!(matches!(r, Err(OsdMapError::EpochJump { .. })), "{r:?}");
+        assert_eq!(f.epoch(), 10);
+        // With no map yet: the map does not encode the epoch it is sent as.
+        let r = within_10s(|| MapFollower::default().handle(&poison(blob("full", 10))));
+        assert_eq!(
+            r,
+            Err(OsdMapError::EpochMismatch {
+                what: "a full map",
+                sent_as: u32::MAX,
+                encoded: 10
+            })
+        );
+        // One that does encode u32::MAX is the last map there can be:
+        // taken, and nothing after it loops either.
+        let mut f = MapFollower::default();
+        let r = within_10s(move || {
+            let r = f.handle(&poison(full_as(10, u32::MAX)));
+            let again = f.handle(&poison(full_as(10, u32::MAX)));
+            (r, again, f.epoch())
+        });
+        assert_eq!(r.0.map(|f| f.epoch), Ok(u32::MAX));
+        assert_eq!(r.1.map(|f| f.advanced), Ok(false));
+        assert_eq!(r.2, u32::MAX);
+        // Nor does reaching it from the epoch before.
+        let mut f = MapFollower::default();
+        let mut m = msg(&[], &[], 1);
+        m.maps.insert(u32::MAX - 1, full_as(10, u32::MAX - 1));
+        f.handle(&m).expect("ok");
+        let r = within_10s(move || f.handle(&poison(full_as(10, u32::MAX))));
+        assert_eq!(r.map(|f| f.epoch), Ok(u32::MAX));
+    }
+
+    #[test]
+    fn a_full_map_must_encode_its_key() {
+        let mut f = MapFollower::default();
+        f.handle(&msg(&[10], &[], 1)).expect("ok");
+        // full-12's bytes sent as epoch 11.
+        let mut m = msg(&[], &[], 1);
+        m.maps.insert(11, blob("full", 12));
+        assert_eq!(
+            f.handle(&m),
+            Err(OsdMapError::EpochMismatch {
+                what: "a full map",
+                sent_as: 11,
+                encoded: 12
+            })
+        );
+        assert_eq!(f.epoch(), 10);
+    }
+
+    /// A map far past ours is refused; one within the limit is taken
+    /// (epochs the monitors trimmed jumped over).
+    #[test]
+    fn a_far_future_epoch_is_not_followed() {
+        let mut f = MapFollower::default();
+        f.handle(&msg(&[10], &[], 1)).expect("ok");
+        let far = 10 + MAX_EPOCH_JUMP + 1;
+        let mut m = msg(&[], &[], far);
+        m.maps.insert(far, full_as(11, far));
+        assert_eq!(
+            f.handle(&m),
+            Err(OsdMapError::EpochJump {
+                epoch: 10,
+                got: far,
+                max: MAX_EPOCH_JUMP
+            })
+        );
+        assert_eq!(f.epoch(), 10);
+        // The cluster's next real map still applies.
+        assert_eq!(f.handle(&msg(&[], &[11], 1)).map(|r| r.epoch), Ok(11));
+        let near = 11 + MAX_EPOCH_JUMP;
+        let mut m = msg(&[], &[], near);
+        m.maps.insert(near, full_as(12, near));
+        assert_eq!(f.handle(&m).map(|r| r.epoch), Ok(near));
     }
 
     #[test]

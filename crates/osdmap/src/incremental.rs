@@ -165,7 +165,8 @@ impl Incremental {
     /// Whether this incremental can be applied to `map`: the next epoch of
     /// the same cluster, naming only OSDs the map will have.
     fn check(&self, map: &OsdMap) -> Result<(), OsdMapError> {
-        if self.epoch != map.epoch.wrapping_add(1) {
+        // Nothing follows epoch u32::MAX.
+        if map.epoch.checked_add(1) != Some(self.epoch) {
             return Err(OsdMapError::NotNext {
                 epoch: map.epoch,
                 got: self.epoch,
@@ -174,7 +175,14 @@ impl Incremental {
         if self.epoch != 1 && self.fsid != map.fsid {
             return Err(OsdMapError::WrongFsid);
         }
-        if self.fullmap.is_some() {
+        if let Some(full) = &self.fullmap {
+            if full.epoch != self.epoch {
+                return Err(OsdMapError::EpochMismatch {
+                    what: "an incremental's full map",
+                    sent_as: self.epoch,
+                    encoded: full.epoch,
+                });
+            }
             return Ok(());
         }
         if self.new_max_osd > MAX_OSD || self.new_max_osd < -1 {
@@ -372,5 +380,66 @@ fn apply_pg_map<V>(
 fn remove_all<V>(map: &mut BTreeMap<PgId, V>, gone: BTreeSet<PgId>) {
     for pg in gone {
         map.remove(&pg);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inc(epoch: u32) -> Incremental {
+        let path = format!(
+            "{}/../../testdata/osdmaps/pacific/inc-{epoch}.bin",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        Incremental::decode(&std::fs::read(path).expect("testdata")).expect("incremental")
+    }
+
+    /// The first epoch's incremental carries the whole map, which must be
+    /// of that epoch: another would move the map to any epoch it claims.
+    #[test]
+    fn an_incrementals_full_map_must_be_of_its_epoch() {
+        let mut first = inc(1);
+        assert_eq!(first.fullmap.as_ref().map(|m| m.epoch), Some(1));
+        let mut map = OsdMap::default();
+        map.clone().apply(first.clone()).expect("applies");
+        if let Some(full) = first.fullmap.as_mut() {
+            full.epoch = u32::MAX;
+        }
+        assert_eq!(
+            map.apply(first),
+            Err(OsdMapError::EpochMismatch {
+                what: "an incremental's full map",
+                sent_as: 1,
+                encoded: u32::MAX
+            })
+        );
+        assert_eq!(map.epoch, 0);
+    }
+
+    /// Nothing follows epoch u32::MAX (an incremental of epoch 0 would
+    /// have taken the map back to 0).
+    #[test]
+    fn nothing_follows_the_last_epoch() {
+        let mut next = inc(2);
+        let mut map = OsdMap {
+            epoch: u32::MAX,
+            fsid: next.fsid,
+            ..OsdMap::default()
+        };
+        next.epoch = 0;
+        // Naming no OSD, it would apply but for its epoch.
+        next.new_weight.clear();
+        next.new_state.clear();
+        next.new_up_client.clear();
+        next.new_primary_affinity.clear();
+        assert_eq!(
+            map.apply(next),
+            Err(OsdMapError::NotNext {
+                epoch: u32::MAX,
+                got: 0
+            })
+        );
+        assert_eq!(map.epoch, u32::MAX);
     }
 }

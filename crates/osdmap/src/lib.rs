@@ -25,7 +25,7 @@ mod placement;
 pub mod pool;
 
 pub use error::OsdMapError;
-pub use follow::{Followed, MapFollower};
+pub use follow::{Followed, MapFollower, MAX_EPOCH_JUMP};
 pub use incremental::Incremental;
 pub use map::{flag, state, OsdMap, DEFAULT_PRIMARY_AFFINITY, MAX_OSD, WEIGHT_IN};
 pub use msgr_messages::osd_types::PgId;
