@@ -138,24 +138,25 @@ impl CompressionConfig {
 }
 
 /// The messenger-wide global sequence (AsyncMessenger::get_global_seq):
-/// strictly increasing, and raised past what a peer shows us, within
-/// bounds ([`GlobalSeq::raise`]) so that no peer can push it to where it
-/// would wrap, nor msgr1's 32-bit values past their width.
+/// strictly increasing, and raised past what a peer shows us within
+/// bounds ([`GlobalSeq::raise`]), so that no peer can push it past the 32
+/// bits msgr1 carries, nor walk it there.
 #[derive(Debug, Default)]
 pub struct GlobalSeq(AtomicU64);
 
 impl GlobalSeq {
-    /// The largest global_seq a peer may make us exceed over msgr2 (2^62:
-    /// four billion connections a second for a thousand years).
-    pub const PEER_LIMIT: u64 = 1 << 62;
-    /// msgr1's: its CONNECT carries 32 bits, so the value past it must fit.
-    pub const PEER_LIMIT_V1: u64 = u32::MAX as u64 - 1;
-    /// How far past ours a peer may push the counter at once. The value a
-    /// RETRY_GLOBAL shows is our own global_seq as the peer last saw it,
-    /// so an honest one is behind ours, or ahead only by what a previous
-    /// incarnation at the same address and nonce used; at most this many
-    /// per handshake round (which are few per socket) keeps a peer from
-    /// walking msgr1's 32 bits or msgr2's 62 to their end.
+    /// The largest global_seq a peer may make us exceed: the next value
+    /// must fit msgr1's 32-bit field. msgr2's frames carry 64 bits, but
+    /// Ceph's messengers count in 32 (get_global_seq takes and returns a
+    /// uint32_t), so no Ceph peer shows more; one limit for both protocols
+    /// keeps an msgr2 peer from breaking our msgr1 connections.
+    pub const PEER_LIMIT: u64 = u32::MAX as u64 - 1;
+    /// How far past ours one peer may push the counter over a
+    /// connection's life. A RETRY_GLOBAL shows our own global_seq as the
+    /// peer last saw it, so an honest one is behind ours, or ahead only by
+    /// what a previous incarnation at the same address and nonce used;
+    /// bounding each peer keeps any one from walking the counter to its
+    /// limit (it would take 65536 peers we chose to dial).
     pub const PEER_STEP: u64 = 1 << 16;
 
     /// The next value.
@@ -164,15 +165,22 @@ impl GlobalSeq {
     }
 
     /// The next value past `shown`, a value a peer asked us to exceed
-    /// (RETRY_GLOBAL), and at most `max` (the protocol's limit,
-    /// [`GlobalSeq::PEER_LIMIT`] or [`GlobalSeq::PEER_LIMIT_V1`]). A value
-    /// past `max`, or more than [`GlobalSeq::PEER_STEP`] past ours, is that
+    /// (RETRY_GLOBAL); `pushed` is how far this peer has pushed ours
+    /// before. A value past [`GlobalSeq::PEER_LIMIT`], or one that would
+    /// take the peer's pushes past [`GlobalSeq::PEER_STEP`], is that
     /// connection's fault: the counter is left alone.
-    pub fn raise(&self, shown: u64, max: u64) -> Result<u64, crate::ProtocolError> {
+    pub fn raise(&self, shown: u64, pushed: &mut u64) -> Result<u64, crate::ProtocolError> {
         let ours = self.0.load(Ordering::Relaxed);
-        if shown > max || shown > ours.saturating_add(Self::PEER_STEP) {
-            return Err(crate::ProtocolError::PeerGlobalSeq { shown, ours, max });
+        let step = shown.saturating_sub(ours);
+        let room = Self::PEER_STEP.saturating_sub(*pushed);
+        if shown > Self::PEER_LIMIT || step > room {
+            return Err(crate::ProtocolError::PeerGlobalSeq {
+                shown,
+                ours,
+                pushed: *pushed,
+            });
         }
+        *pushed = pushed.saturating_add(step);
         self.bump(shown)
     }
 
@@ -180,12 +188,12 @@ impl GlobalSeq {
     fn bump(&self, at_least: u64) -> Result<u64, crate::ProtocolError> {
         let mut cur = self.0.load(Ordering::Relaxed);
         loop {
-            let next = cur
-                .max(at_least)
-                .checked_add(1)
-                .ok_or(crate::ProtocolError::CounterOverflow {
-                    counter: "global_seq",
-                })?;
+            let next =
+                cur.max(at_least)
+                    .checked_add(1)
+                    .ok_or(crate::ProtocolError::CounterOverflow {
+                        counter: "global_seq",
+                    })?;
             match self
                 .0
                 .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
@@ -394,49 +402,44 @@ mod tests {
     #[test]
     fn global_seq_rises_past_what_it_is_shown() {
         let g = GlobalSeq::default();
+        let mut pushed = 0;
         assert_eq!(g.next(), Ok(1));
         assert_eq!(g.next(), Ok(2));
-        assert_eq!(g.raise(10, GlobalSeq::PEER_LIMIT), Ok(11));
-        assert_eq!(g.raise(3, GlobalSeq::PEER_LIMIT), Ok(12));
-        // A peer pushes it at most PEER_STEP ahead, and is refused beyond,
-        // the counter left alone.
-        let far = 12 + GlobalSeq::PEER_STEP + 1;
-        assert_eq!(
-            g.raise(far, GlobalSeq::PEER_LIMIT),
-            Err(crate::ProtocolError::PeerGlobalSeq {
-                shown: far,
-                ours: 12,
-                max: GlobalSeq::PEER_LIMIT
-            })
-        );
-        assert_eq!(
-            g.raise(far - 1, GlobalSeq::PEER_LIMIT),
-            Ok(far),
-            "a step within bounds"
-        );
-        for shown in [u64::MAX, GlobalSeq::PEER_LIMIT + 1] {
-            assert!(g.raise(shown, GlobalSeq::PEER_LIMIT).is_err());
-        }
-        assert_eq!(g.next(), Ok(far + 1));
+        assert_eq!(g.raise(10, &mut pushed), Ok(11));
+        assert_eq!(g.raise(3, &mut pushed), Ok(12));
+        assert_eq!(pushed, 8);
+        // One peer pushes it PEER_STEP ahead in all, and is refused
+        // beyond, the counter left alone; another peer has its own room.
+        let far = 12 + GlobalSeq::PEER_STEP - 8 + 1;
+        let refused = Err(crate::ProtocolError::PeerGlobalSeq {
+            shown: far,
+            ours: 12,
+            pushed: 8,
+        });
+        assert_eq!(g.raise(far, &mut pushed), refused);
+        assert_eq!(g.raise(far - 1, &mut pushed), Ok(far), "within its room");
+        assert_eq!(pushed, GlobalSeq::PEER_STEP);
+        assert!(g.raise(far + 1, &mut pushed).is_err());
+        assert_eq!(g.raise(far, &mut pushed), Ok(far + 1), "behind ours");
+        assert_eq!(g.raise(far + 5, &mut 0), Ok(far + 6));
     }
 
-    /// msgr1's RETRY_GLOBAL with u32::MAX (or anything whose successor
-    /// does not fit its 32 bits) is that connection's fault: the shared
-    /// counter, which every other msgr1 connection numbers its CONNECTs
-    /// from, is not touched.
+    /// A value whose successor does not fit msgr1's 32 bits (RETRY_GLOBAL
+    /// u32::MAX) is that connection's fault, whatever room the peer has:
+    /// the shared counter, which numbers every msgr1 CONNECT, is not
+    /// touched.
     #[test]
-    fn msgr1_values_stay_within_32_bits() {
+    fn global_seq_stays_within_32_bits() {
         let g = GlobalSeq::default();
-        g.bump(u64::from(u32::MAX) - 10).unwrap();
-        let ours = u64::from(u32::MAX) - 9;
-        assert!(g
-            .raise(u64::from(u32::MAX), GlobalSeq::PEER_LIMIT_V1)
-            .is_err());
+        g.bump(GlobalSeq::PEER_LIMIT - 10).unwrap();
+        for shown in [u64::from(u32::MAX), u64::MAX] {
+            assert!(g.raise(shown, &mut 0).is_err());
+        }
+        assert_eq!(g.next(), Ok(GlobalSeq::PEER_LIMIT - 8));
         assert_eq!(
-            g.raise(GlobalSeq::PEER_LIMIT_V1, GlobalSeq::PEER_LIMIT_V1),
+            g.raise(GlobalSeq::PEER_LIMIT, &mut 0),
             Ok(u64::from(u32::MAX))
         );
-        assert_eq!(ours + 9, u64::from(u32::MAX));
     }
 
     #[test]

@@ -223,6 +223,7 @@ impl Conn {
             identity: None,
             proven: false,
             protected: false,
+            global_seq_pushed: 0,
         };
         let me = MyAddrs::new(my_addrs);
         let msgr1 = peer.target_addr.kind == EntityAddrType::LEGACY;
@@ -267,6 +268,7 @@ impl Conn {
             identity: None,
             proven: false,
             protected: false,
+            global_seq_pushed: 0,
         };
         let mut c = Conn::new(config, Side::Acceptor, peer, me, now);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);

@@ -105,7 +105,7 @@ pub enum ProtocolError {
     /// A peer's RETRY_GLOBAL would push our messenger-wide global_seq
     /// further than a peer may (see [`crate::config::GlobalSeq::raise`]);
     /// the counter was left alone.
-    PeerGlobalSeq { shown: u64, ours: u64, max: u64 },
+    PeerGlobalSeq { shown: u64, ours: u64, pushed: u64 },
     /// A counter the peer set (connect_seq, global_seq, a message
     /// sequence) would overflow: never wrapped.
     CounterOverflow { counter: &'static str },
@@ -311,12 +311,18 @@ impl fmt::Display for ProtocolError {
                 f,
                 "refused: the peer authenticated as {authenticated} but a message's header names {src} as its sender"
             ),
-            ProtocolError::PeerGlobalSeq { shown, ours, max } => write!(
+            ProtocolError::PeerGlobalSeq {
+                shown,
+                ours,
+                pushed,
+            } => write!(
                 f,
-                "the peer asks us past global_seq {shown} (RETRY_GLOBAL); ours is {ours}, and a peer \
-                 may push it at most {step} ahead and never past {max}: a peer replaying another \
-                 messenger's numbers, or pushing ours to where it would wrap",
-                step = crate::config::GlobalSeq::PEER_STEP
+                "the peer asks us past global_seq {shown} (RETRY_GLOBAL); ours is {ours} and it \
+                 pushed ours {pushed} before, where a peer may push it at most {step} in all and \
+                 never past {limit}: a peer replaying another messenger's numbers, or pushing ours \
+                 to its end",
+                step = crate::config::GlobalSeq::PEER_STEP,
+                limit = crate::config::GlobalSeq::PEER_LIMIT,
             ),
             ProtocolError::NotSessionOwner { owner, newcomer } => write!(
                 f,

@@ -37,6 +37,10 @@ pub struct PeerInfo {
     /// The session's messages are protected beyond crcs (see
     /// [`Owner::protected`]).
     pub protected: bool,
+    /// How far this peer's RETRY_GLOBALs pushed our messenger-wide
+    /// global_seq over the connection's life (bounded:
+    /// [`crate::GlobalSeq::raise`]).
+    pub global_seq_pushed: u64,
 }
 
 /// The address a connector dials in `addrs` (AsyncMessenger::

@@ -108,7 +108,7 @@ fn a_server_cannot_wrap_our_counters() {
             ProtocolError::PeerGlobalSeq {
                 shown: u64::MAX,
                 ours: 2,
-                max: msgr_protocol::GlobalSeq::PEER_LIMIT,
+                pushed: 0,
             },
         ),
     ] {

@@ -254,9 +254,10 @@ impl Connecting {
                     Ok(ConnectStep::Next(Connecting::Reconnect))
                 }
                 ControlFrame::SessionRetryGlobal(r) => {
-                    cx.session.global_seq = cx.config
+                    cx.session.global_seq = cx
+                        .config
                         .global_seq
-                        .raise(r.global_seq, crate::config::GlobalSeq::PEER_LIMIT)?;
+                        .raise(r.global_seq, &mut cx.peer.global_seq_pushed)?;
                     send_reconnect(cx)?;
                     Ok(ConnectStep::Next(Connecting::Reconnect))
                 }

@@ -21,7 +21,6 @@ use msgr_frames::control::auth_method;
 use msgr_frames::v1::{Connect, ConnectReply, ServerHello, Tag, FLAG_LOSSY};
 
 use super::Cx;
-use crate::config::GlobalSeq;
 use crate::error::{Claim, ProtocolError, Wire};
 use crate::features;
 use crate::intercept::Point1;
@@ -308,7 +307,7 @@ fn on_reply(
             cx.session.global_seq = cx
                 .config
                 .global_seq
-                .raise(u64::from(reply.global_seq), GlobalSeq::PEER_LIMIT_V1)?;
+                .raise(u64::from(reply.global_seq), &mut cx.peer.global_seq_pushed)?;
             return send_connect(cx, auth.map(|a| a.0));
         }
         Tag::RetrySession => {
