@@ -44,6 +44,10 @@ pub struct Options {
     pub sign_messages: bool,
     /// msgr1: require signatures of keyed peers (cephx_require_signatures).
     pub require_signatures: bool,
+    /// msgr1: the cephx signature version keyed peers must offer
+    /// (cephx_require_version; 2, Ceph's default, requires CEPHX_V2 so that
+    /// the bit cannot be stripped from an unauthenticated CONNECT).
+    pub cephx_require_version: u32,
     pub timeouts: Timeouts,
     pub compression: CompressionConfig,
     /// Caps on frames of READY sessions (segment, frame, decompressed sizes).
@@ -109,6 +113,7 @@ impl Options {
             msgr2: true,
             sign_messages: true,
             require_signatures: false,
+            cephx_require_version: 2,
             timeouts: Timeouts::default(),
             compression: CompressionConfig::default(),
             frame_limits: msgr_frames::FrameLimits::default(),
@@ -403,6 +408,7 @@ impl<T: Transport> Messenger<T> {
         config.msgr2 = opts.msgr2;
         config.sign_messages = opts.sign_messages;
         config.require_signatures = opts.require_signatures;
+        config.cephx_require_version = opts.cephx_require_version;
         config.timeouts = opts.timeouts;
         config.compression = opts.compression.clone();
         config.frame_limits = opts.frame_limits;

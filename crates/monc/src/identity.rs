@@ -173,6 +173,9 @@ pub struct Identity {
     pub msgr2: bool,
     /// cephx_sign_messages (default true): msgr1 messages signed.
     pub sign_messages: bool,
+    /// cephx_require_version (default 2): msgr1 peers with a cephx
+    /// session must sign in CEPHX_V2's format.
+    pub cephx_require_version: u32,
 }
 
 impl Identity {
@@ -226,6 +229,13 @@ impl Identity {
         Ok(Identity {
             msgr2: flag("ms_bind_msgr2", true)?,
             sign_messages: flag("cephx_sign_messages", true)?,
+            cephx_require_version: match config.get("cephx_require_version") {
+                None => 2,
+                Some(v) => v.trim().parse().map_err(|_| IdentityError::BadOption {
+                    option: "cephx_require_version".into(),
+                    value: v,
+                })?,
+            },
             none_fallback: opts.auth_none_fallback && methods.iter().any(|m| m == "none"),
             config,
             mons,
@@ -267,6 +277,7 @@ impl Identity {
         o.rev1 = self.rev1;
         o.msgr2 = self.msgr2;
         o.sign_messages = self.sign_messages;
+        o.cephx_require_version = self.cephx_require_version;
         o.nonce = std::process::id();
         o
     }
