@@ -270,6 +270,27 @@ fn refused_not_owner(log: &Mutex<Log>) -> bool {
         .any(|e| matches!(e, ProtocolError::NotSessionOwner { .. }))
 }
 
+/// The victim's session after an attack on it: messages `sent + 1 ..=
+/// sent + more` go through too, every message arrived once and in order,
+/// nothing was reset, and the server logged whom it refused.
+async fn victim_carries_on(
+    conn: &Connection,
+    v_log: &Mutex<Log>,
+    s_log: &Mutex<Log>,
+    sent: u64,
+    more: u64,
+) {
+    let all = sent + more;
+    for tid in sent + 1..=all {
+        conn.send(msg(tid)).await;
+    }
+    assert!(poll::until(|| v_log.lock().unwrap().tids.len() as u64 >= all).await);
+    let v = v_log.lock().unwrap();
+    assert_eq!(v.tids, (1..=all).collect::<Vec<_>>());
+    assert_eq!(v.resets, 0, "the victim's session was not reset");
+    assert!(refused_not_owner(s_log));
+}
+
 /// Lossless peers: osd.2 claims osd.1's session with osd.0, while osd.0
 /// has messages queued for osd.1 (reuse would hand them over).
 #[tokio::test]
@@ -381,15 +402,7 @@ async fn a_stateful_session_is_not_reconnected_by_another_client() {
         got.extend(answers(&mut p).await);
     }
     assert_eq!(got, Vec::<String>::new(), "refused at its first ident");
-    for tid in 51..=100 {
-        conn.send(msg(tid)).await;
-    }
-    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 100).await);
-    let v = v_log.lock().unwrap();
-    assert_eq!(v.tids, (1..=100).collect::<Vec<_>>());
-    assert_eq!(v.resets, 0);
-    assert!(refused_not_owner(&s_log));
-    drop(v);
+    victim_carries_on(&conn, &v_log, &s_log, 50, 50).await;
     victim.shutdown().await;
     s.shutdown().await;
 }
@@ -493,11 +506,20 @@ async fn osd0_cephx_or_none(
     (m, addrs, log)
 }
 
-/// The address a peer's session is registered under, as msgr1 claims it.
-fn as_legacy(addrs: &EntityAddrvec) -> msgr_encoding::EntityAddr {
-    let mut a = addrs.0[0];
-    a.kind = msgr_encoding::EntityAddrType::LEGACY;
-    a
+/// The attack over msgr1: at the server's msgr1 address, a CONNECT with no
+/// authorizer claims the victim's address and nonce (`victim`, as the
+/// server registered it) with connect_seq 2, to resume its session.
+/// Returns the server's answer, if any.
+async fn anonymous_resume(
+    server: &EntityAddrvec,
+    victim: &EntityAddrvec,
+) -> Option<msgr_frames::v1::ConnectReply> {
+    let mut claimed = victim.0[0];
+    claimed.kind = msgr_encoding::EntityAddrType::LEGACY;
+    let sock = server.legacy().unwrap().addr.unwrap();
+    let mut p = RawV1::hello(sock, claimed).await.unwrap();
+    p.connect(raw_v1::connect(EntityType::CLIENT, 1 << 20, 2), None)
+        .await
 }
 
 /// The attack, over msgr1 on a server that allows auth none beside cephx:
@@ -519,23 +541,10 @@ async fn an_anonymous_msgr1_peer_does_not_take_over_a_cephx_session() {
     assert!(served[0].is_msgr1());
     let who = served[0].peer_identity().unwrap();
     assert!(who.proven && who.name.to_string() == "client.admin");
-    let v_addr = as_legacy(&served[0].peer_addrs());
 
-    let sock = s_addrs.legacy().unwrap().addr.unwrap();
-    let mut p = RawV1::hello(sock, v_addr).await.unwrap();
-    let reply = p
-        .connect(raw_v1::connect(EntityType::CLIENT, 1 << 20, 2), None)
-        .await;
+    let reply = anonymous_resume(&s_addrs, &served[0].peer_addrs()).await;
     assert_eq!(reply, None, "refused before any answer");
-    for tid in 21..=40 {
-        conn.send(msg(tid)).await;
-    }
-    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 40).await);
-    let v = v_log.lock().unwrap();
-    assert_eq!(v.tids, (1..=40).collect::<Vec<_>>());
-    assert_eq!(v.resets, 0, "the victim's session was not reset");
-    assert!(refused_not_owner(&s_log));
-    drop(v);
+    victim_carries_on(&conn, &v_log, &s_log, 20, 20).await;
     victim.shutdown().await;
     s.shutdown().await;
 }
@@ -570,23 +579,10 @@ async fn an_msgr2_secure_session_is_not_resumed_over_msgr1() {
     assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 20).await);
     let served = s.connections();
     assert!(!served[0].is_msgr1());
-    let v_addr = as_legacy(&served[0].peer_addrs());
 
-    let sock = s_addrs.legacy().unwrap().addr.unwrap();
-    let mut p = RawV1::hello(sock, v_addr).await.unwrap();
-    let reply = p
-        .connect(raw_v1::connect(EntityType::CLIENT, 1 << 20, 2), None)
-        .await;
+    let reply = anonymous_resume(&s_addrs, &served[0].peer_addrs()).await;
     assert_eq!(reply, None, "refused before any answer");
-    for tid in 21..=40 {
-        conn.send(msg(tid)).await;
-    }
-    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 40).await);
-    let v = v_log.lock().unwrap();
-    assert_eq!(v.tids, (1..=40).collect::<Vec<_>>());
-    assert_eq!(v.resets, 0);
-    assert!(refused_not_owner(&s_log));
-    drop(v);
+    victim_carries_on(&conn, &v_log, &s_log, 20, 20).await;
     victim.shutdown().await;
     s.shutdown().await;
 }
