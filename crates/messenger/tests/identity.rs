@@ -270,6 +270,17 @@ fn refused_not_owner(log: &Mutex<Log>) -> bool {
         .any(|e| matches!(e, ProtocolError::NotSessionOwner { .. }))
 }
 
+/// Sends messages `sent + 1 ..= sent + more` and waits for their echoes;
+/// returns how many were sent in all.
+async fn echoed(conn: &Connection, v_log: &Mutex<Log>, sent: u64, more: u64) -> u64 {
+    let all = sent + more;
+    for tid in sent + 1..=all {
+        conn.send(msg(tid)).await;
+    }
+    assert!(poll::until(|| v_log.lock().unwrap().tids.len() as u64 >= all).await);
+    all
+}
+
 /// The victim's session after an attack on it: messages `sent + 1 ..=
 /// sent + more` go through too, every message arrived once and in order,
 /// nothing was reset, and the server logged whom it refused.
@@ -280,11 +291,7 @@ async fn victim_carries_on(
     sent: u64,
     more: u64,
 ) {
-    let all = sent + more;
-    for tid in sent + 1..=all {
-        conn.send(msg(tid)).await;
-    }
-    assert!(poll::until(|| v_log.lock().unwrap().tids.len() as u64 >= all).await);
+    let all = echoed(conn, v_log, sent, more).await;
     let v = v_log.lock().unwrap();
     assert_eq!(v.tids, (1..=all).collect::<Vec<_>>());
     assert_eq!(v.resets, 0, "the victim's session was not reset");
@@ -533,10 +540,7 @@ async fn an_anonymous_msgr1_peer_does_not_take_over_a_cephx_session() {
     let (s, s_addrs, s_log) = osd0_cephx_or_none(&w, &[ConMode::CRC], "v1:127.0.0.1:0").await;
     let (victim, v_log) = victim_client(&w, Policy::lossless_client(), 500);
     let conn = victim.connect(&s_addrs, EntityType::OSD);
-    for tid in 1..=20 {
-        conn.send(msg(tid)).await;
-    }
-    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 20).await);
+    echoed(&conn, &v_log, 0, 20).await;
     let served = s.connections();
     assert!(served[0].is_msgr1());
     let who = served[0].peer_identity().unwrap();
@@ -573,10 +577,7 @@ async fn an_msgr2_secure_session_is_not_resumed_over_msgr1() {
         &EntityAddrvec::single(*s_addrs.msgr2().unwrap()),
         EntityType::OSD,
     );
-    for tid in 1..=20 {
-        conn.send(msg(tid)).await;
-    }
-    assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 20).await);
+    echoed(&conn, &v_log, 0, 20).await;
     let served = s.connections();
     assert!(!served[0].is_msgr1());
 
