@@ -7,8 +7,11 @@
 //! - on each candidate, `MMonGetMap` and a `monmap` + `config` subscription
 //!   go out at once; the client is ready when the session is up **and** a
 //!   monmap arrived;
-//! - **commands** get tids from 1; acks are matched by tid (0 means the
-//!   oldest pending); pending commands are re-sent on a new session;
+//! - **commands** get tids from 1; an ack completes the command of its
+//!   tid and no other (Ceph takes tid 0 as the oldest pending; not here);
+//!   pending commands are re-sent on a new session;
+//! - an msgr1 candidate is heard only for its MAuthReply until it has
+//!   authenticated us; OSD maps are decoded outside the state's lock;
 //! - **tickets** (cephx): missing or aging service tickets are renewed
 //!   with `MAuth` on the session; **keepalive** every 10 s, and a session
 //!   with no ack for 30 s is dropped and the hunt resumes;

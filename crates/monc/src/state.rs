@@ -469,12 +469,14 @@ impl State {
                     return;
                 };
                 let mut i = self.lock();
-                // tid 0: the oldest pending command (MonClient).
-                let tid = match ack.tid {
-                    0 => i.commands.keys().next().copied().unwrap_or(0),
-                    t => t,
-                };
-                if let Some(p) = i.commands.get_mut(&tid) {
+                // The ack completes the command of its tid, and only that
+                // one. Ceph's MonClient takes tid 0 as the oldest pending
+                // command (for monitors older than Firefly, which did not
+                // echo tids); here a tid-0 ack completes nothing, since our
+                // tids start at 1 and any monitor we speak to echoes them:
+                // otherwise whoever can send us an ack could answer a
+                // command it never saw.
+                if let Some(p) = i.commands.get_mut(&ack.tid) {
                     p.reply = Some(CommandReply {
                         r: ack.r,
                         rs: ack.rs,
@@ -488,12 +490,14 @@ impl State {
                 };
                 let at = {
                     let mut i = self.lock();
-                    i.v1.iter_mut()
-                        .find(|(v, _)| v == c)
-                        .and_then(|(_, a)| a.take())
+                    i.v1.iter_mut().find(|(v, _)| v == c).map(|(_, a)| a.take())
                 };
-                if let Some(at) = at {
-                    return self.on_v1_auth(c, at, &r);
+                match at {
+                    Some(Some(at)) => return self.on_v1_auth(c, at, &r),
+                    // A reply while the last one is still being handled:
+                    // not a ticket renewal, which only a session has.
+                    Some(None) => return,
+                    None => {}
                 }
                 self.lock().ticket_request_sent = None;
                 if let MonAuth::Cephx(cx) = &self.cfg.auth {
@@ -515,20 +519,7 @@ impl State {
             }
             MSG_OSD_MAP => {
                 if let Ok(om) = MOSDMap::from_message(&m) {
-                    let want = {
-                        let mut i = self.lock();
-                        i.osdmap_epoch = i.osdmap_epoch.max(om.newest_epoch());
-                        match i.osdmap.handle(&om) {
-                            Ok(f) => f.want,
-                            Err(e) => {
-                                i.osdmap_error = Some(e.to_string());
-                                None
-                            }
-                        }
-                    };
-                    if let Some(from) = want {
-                        self.request_osdmap(c, from);
-                    }
+                    self.on_osd_map(c, &om);
                 }
             }
             _ => {}
@@ -539,6 +530,65 @@ impl State {
 }
 
 impl State {
+    /// A message from a monitor: dropped unless it is from our session or
+    /// a candidate of the hunt (as MonClient::ms_dispatch drops them), and
+    /// from an msgr1 candidate still authenticating unless it is its
+    /// MAuthReply: until then the peer is nobody we know.
+    pub(crate) fn dispatch(&self, conn: &Connection, m: msgr_protocol::Message) {
+        {
+            let mut i = self.lock();
+            let ours = i.active.as_ref() == Some(conn) || i.pending.contains(conn);
+            if !ours {
+                return;
+            }
+            let authenticating = i.v1.iter().any(|(v, _)| v == conn);
+            if authenticating && m.msg_type != MSG_AUTH_REPLY {
+                let name = msgr_messages::message_type_name(m.msg_type)
+                    .map_or_else(|| format!("message type {}", m.msg_type), str::to_string);
+                i.problem(
+                    conn.peer_addrs(),
+                    format!(
+                        "sent {name} before authenticating us (only MAuthReply is taken \
+                         then): dropped"
+                    ),
+                );
+                return;
+            }
+        }
+        self.on_message(conn, m);
+    }
+
+    /// An MOSDMap: decoded and applied outside the state's lock, on a copy
+    /// of the follower (a map is megabytes and its CRUSH map is checked:
+    /// nobody else waits on the lock meanwhile), which replaces the kept
+    /// one if it got further. Maps of an epoch are the same map whichever
+    /// message brought them, so the furthest wins when two race.
+    fn on_osd_map(&self, c: &Connection, om: &MOSDMap) {
+        let mut follower = self.lock().osdmap.clone();
+        let result = follower.handle(om);
+        let want = {
+            let mut i = self.lock();
+            if follower.epoch() > i.osdmap.epoch() {
+                i.osdmap = follower;
+            }
+            match result {
+                Ok(f) => {
+                    // What the monitors say they have, once their maps
+                    // were taken.
+                    i.osdmap_epoch = i.osdmap_epoch.max(om.newest_epoch());
+                    f.want
+                }
+                Err(e) => {
+                    i.osdmap_error = Some(e.to_string());
+                    None
+                }
+            }
+        };
+        if let Some(from) = want {
+            self.request_osdmap(c, from);
+        }
+    }
+
     /// A monitor's MAuthReply to an msgr1 candidate authenticating.
     fn on_v1_auth(&self, c: &Connection, at: crate::v1::Auth, r: &MAuthReply) {
         let epoch = self.monmap().map_or(0, |m| m.epoch);
@@ -583,17 +633,7 @@ pub(crate) struct Dispatch(pub Arc<State>);
 
 impl Dispatcher for Dispatch {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        let s = &self.0;
-        // Messages from a monitor we are not (or no longer) talking to are
-        // dropped, as MonClient::ms_dispatch does.
-        {
-            let i = s.lock();
-            let ours = i.active.as_ref() == Some(conn) || i.pending.contains(conn);
-            if !ours {
-                return;
-            }
-        }
-        s.on_message(conn, msg.into_message());
+        self.0.dispatch(conn, msg.into_message());
     }
 
     fn ms_handle_connect(&self, conn: &Connection, _prev_shard: usize) {
@@ -735,5 +775,177 @@ fn start_hunt(state: &Arc<State>, messenger: &Messenger<Tcp>) {
         } else {
             state.greet(&c);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use msgr_auth::NoneProvider;
+    use msgr_encoding::{EntityName, Uuid};
+    use msgr_messenger::Options;
+    use msgr_protocol::{PolicyName, PolicySet};
+
+    use super::*;
+
+    struct Nothing;
+
+    impl Dispatcher for Nothing {
+        fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
+    }
+
+    /// A client hunting one msgr1 monitor (a socket that accepts and says
+    /// nothing), as `start_hunt` leaves it: the candidate's first MAuth
+    /// out, nothing back.
+    async fn hunting() -> (
+        Arc<State>,
+        Connection,
+        Messenger<Tcp>,
+        std::net::TcpListener,
+    ) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let mon: EntityAddrvec = format!("v1:127.0.0.1:{port}/0").parse().expect("addr");
+        let cfg = MonClientConfig::new(vec![mon.clone()], MonAuth::None);
+        let state = Arc::new(State::new(cfg, vec![mon.clone()]));
+        let o = Options::new(
+            EntityName::new(EntityType::CLIENT, -1),
+            PolicySet::new(PolicyName::LossyClient.policy()),
+            Arc::new(NoneProvider),
+        );
+        let messenger = Messenger::new(Tcp::default(), o, Arc::new(Nothing));
+        let c = messenger.connect(&mon, EntityType::MON);
+        {
+            let mut i = state.lock();
+            i.pending.push(c.clone());
+            i.v1.push((c.clone(), Some(crate::v1::Auth::Negotiating)));
+        }
+        (state, c, messenger, listener)
+    }
+
+    fn blob(kind: &str, epoch: u32) -> Bytes {
+        let path = format!(
+            "{}/../../testdata/osdmaps/pacific/{kind}-{epoch}.bin",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        Bytes::from(std::fs::read(path).expect("testdata"))
+    }
+
+    fn osd_map(key: u32, full: Bytes, oldest: u32) -> msgr_protocol::Message {
+        MOSDMap {
+            fsid: Uuid::default(),
+            incremental_maps: BTreeMap::new(),
+            maps: BTreeMap::from([(key, full)]),
+            oldest_map: oldest,
+            newest_map: key,
+        }
+        .to_message(0)
+    }
+
+    fn ack(tid: u64) -> msgr_protocol::Message {
+        MMonCommandAck {
+            tid,
+            r: 0,
+            rs: "forged".into(),
+            cmd: Vec::new(),
+            output: Bytes::from_static(b"forged"),
+        }
+        .to_message(0)
+    }
+
+    fn answered(state: &State, tid: u64) -> bool {
+        state
+            .lock()
+            .commands
+            .get(&tid)
+            .is_some_and(|c| c.reply.is_some())
+    }
+
+    /// Runs `f` on a thread; fails the test if it takes over 10 s (the
+    /// issue's MOSDMap held the state's lock for ever).
+    fn within_10s(f: impl FnOnce() + Send + 'static) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the message was handled within 10 s");
+    }
+
+    /// The issue's attack: a candidate that never answered our MAuth
+    /// pushes an MOSDMap, an MMonMap and a tid-0 MMonCommandAck. None is
+    /// taken, and why is kept for the error the hunt ends with.
+    #[tokio::test]
+    async fn an_unauthenticated_candidate_is_heard_only_for_its_auth_reply() {
+        let (state, c, messenger, _listener) = hunting().await;
+        let tid = state.add_command(vec!["{}".into()], Bytes::new());
+        state.dispatch(&c, osd_map(10, blob("full", 10), 1));
+        assert!(state.osdmap().is_none());
+        let monmap = MMonMap {
+            monmap: Bytes::from_static(b"not even a monmap"),
+        };
+        state.dispatch(&c, monmap.to_message(0));
+        assert!(state.monmap().is_none());
+        state.dispatch(&c, ack(0));
+        state.dispatch(&c, ack(tid));
+        assert!(!answered(&state, tid));
+        let why = state.lock().last_error.clone().unwrap_or_default();
+        assert!(why.contains("before authenticating us"), "{why}");
+        assert!(why.contains("MSG_MON_COMMAND_ACK"), "{why}");
+        // Still its candidate: its MAuthReply (auth none) makes the session.
+        let reply = MAuthReply {
+            protocol: method::NONE,
+            result: 0,
+            global_id: 4100,
+            payload: Bytes::new(),
+            message: String::new(),
+        };
+        state.dispatch(&c, reply.to_message(0));
+        assert_eq!(state.active(), Some(c.clone()));
+        state.dispatch(&c, osd_map(10, blob("full", 10), 1));
+        assert_eq!(state.osdmap().map(|m| m.epoch), Some(10));
+        messenger.shutdown().await;
+    }
+
+    /// An ack completes the command of its tid only: tid 0 is none of ours.
+    #[tokio::test]
+    async fn a_command_ack_must_name_a_command_we_sent() {
+        let (state, c, messenger, _listener) = hunting().await;
+        {
+            let mut i = state.lock();
+            i.v1.clear();
+            i.active = Some(c.clone());
+        }
+        let first = state.add_command(vec!["{}".into()], Bytes::new());
+        let second = state.add_command(vec!["{}".into()], Bytes::new());
+        state.dispatch(&c, ack(0));
+        state.dispatch(&c, ack(second.wrapping_add(1)));
+        assert!(!answered(&state, first) && !answered(&state, second));
+        state.dispatch(&c, ack(second));
+        assert!(!answered(&state, first) && answered(&state, second));
+        messenger.shutdown().await;
+    }
+
+    /// From our own monitor, the issue's MOSDMap (a full map keyed
+    /// u32::MAX, oldest_map u32::MAX) is refused at once, the map kept.
+    #[tokio::test]
+    async fn the_poison_osd_map_is_refused_from_a_session_too() {
+        let (state, c, messenger, _listener) = hunting().await;
+        {
+            let mut i = state.lock();
+            i.v1.clear();
+            i.active = Some(c.clone());
+        }
+        state.dispatch(&c, osd_map(10, blob("full", 10), 1));
+        let (s, conn) = (state.clone(), c.clone());
+        within_10s(move || {
+            s.dispatch(&conn, osd_map(u32::MAX, blob("full", 10), u32::MAX));
+        });
+        assert_eq!(state.osdmap().map(|m| m.epoch), Some(10));
+        let why = state.osdmap_error().unwrap_or_default();
+        assert!(why.contains("epoch 4294967295"), "{why}");
+        messenger.shutdown().await;
     }
 }
