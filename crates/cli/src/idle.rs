@@ -22,6 +22,7 @@ use msgr_uring::TcpOrUring;
 
 use crate::common::{messenger, NetOpts};
 use crate::security::SecurityOpts;
+use crate::tempdir::PrivateDir;
 
 /// How long connections sit idle before the server is measured: past the
 /// second after which a connection trims its queues (Timeouts::trim).
@@ -34,8 +35,9 @@ pub struct Server {
     child: Option<Child>,
     pub addr: EntityAddrvec,
     pub pid: u32,
-    /// A keyring made for this run (removed when the server is dropped).
-    made_keyring: Option<PathBuf>,
+    /// A keyring made for this run, in a directory of its own (removed
+    /// when the server is dropped).
+    made_keyring: Option<RunKeyring>,
 }
 
 impl Server {
@@ -46,9 +48,9 @@ impl Server {
         cmd.args(["serve", "--bind", "v2:127.0.0.1:0"]);
         let mut made_keyring = None;
         if mode == ConMode::SECURE {
-            let k = keyring_path();
+            let k = RunKeyring::new()?;
             cmd.args(["--auth", "cephx", "--mode", "secure", "--keyring"])
-                .arg(&k);
+                .arg(k.path());
             made_keyring = Some(k);
         }
         if let Some(s) = shards {
@@ -90,7 +92,7 @@ impl Server {
 
     /// The keyring a client of this server uses, if the run made one.
     pub fn keyring(&self) -> Option<&Path> {
-        self.made_keyring.as_deref()
+        self.made_keyring.as_ref().map(RunKeyring::path)
     }
 
     /// The server's resident memory, in KiB (0 if it cannot be read).
@@ -111,16 +113,31 @@ impl Drop for Server {
             let _ = c.kill();
             let _ = c.wait();
         }
-        if let Some(k) = &self.made_keyring {
-            let _ = std::fs::remove_file(k);
-        }
+        // made_keyring goes next, with its directory.
     }
 }
 
-fn keyring_path() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("msgr-idle-{}-{n}.keyring", std::process::id()))
+/// Where `msgr serve` writes the keyring of a secure run: a path in a
+/// directory made for it that only this user may enter, so that nothing
+/// can be there before the server writes it (serve loads a keyring it
+/// finds at that path).
+struct RunKeyring {
+    /// Held for its removal when the keyring is dropped.
+    _dir: PrivateDir,
+    path: PathBuf,
+}
+
+impl RunKeyring {
+    fn new() -> Result<RunKeyring, String> {
+        let dir = PrivateDir::new("msgr-idle")
+            .map_err(|e| format!("a directory for the run's keyring: {e}"))?;
+        let path = dir.join("keyring");
+        Ok(RunKeyring { _dir: dir, path })
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// Client settings for `mode`: secure mode authenticates with cephx from
@@ -228,4 +245,38 @@ pub async fn hold(
         m.shutdown().await;
     }
     result.map(|()| out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keyring of a secure run is not yet there, in a directory made
+    /// for it that only this user may enter (not the shared temporary
+    /// directory, where another user could have put one first), and gone
+    /// with it.
+    #[test]
+    fn a_run_keyring_is_in_a_new_directory_of_its_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let k = RunKeyring::new().expect("a keyring path");
+        assert!(
+            !k.path().exists(),
+            "{} is there already",
+            k.path().display()
+        );
+        let dir = k.path().parent().expect("a directory").to_path_buf();
+        assert_ne!(dir, std::env::temp_dir());
+        let meta = std::fs::symlink_metadata(&dir).expect("stat the directory");
+        assert!(meta.is_dir(), "{}", dir.display());
+        assert_eq!(
+            meta.permissions().mode() & 0o7777,
+            0o700,
+            "{}",
+            dir.display()
+        );
+        let other = RunKeyring::new().expect("another keyring path");
+        assert_ne!(other.path().parent(), Some(dir.as_path()));
+        drop(k);
+        assert!(!dir.exists());
+    }
 }

@@ -25,3 +25,4 @@ pub mod rados_cmd;
 pub mod raw;
 pub mod security;
 pub mod serve;
+pub mod tempdir;

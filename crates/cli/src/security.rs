@@ -243,14 +243,17 @@ mod tests {
     #[test]
     fn a_new_keyring_is_readable_by_its_owner_only() {
         use std::os::unix::fs::PermissionsExt;
-        let path = std::env::temp_dir().join(format!("msgr-keyring-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let made = CephxKeys::load(&path, true).unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        // A directory of the test's own: load() reads a keyring it finds.
+        let dir = crate::tempdir::PrivateDir::new("msgr-keyring-test").expect("a directory");
+        let path = dir.join("keyring");
+        let made = CephxKeys::load(&path, true).expect("a new keyring");
+        let mode = std::fs::metadata(&path)
+            .expect("stat the keyring")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         // And it is read back as written.
-        let again = CephxKeys::load(&path, true).unwrap();
+        let again = CephxKeys::load(&path, true).expect("the keyring read back");
         assert_eq!(again.ring, made.ring);
-        std::fs::remove_file(&path).unwrap();
     }
 }

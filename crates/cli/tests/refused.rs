@@ -48,10 +48,12 @@ fn ping_and_bench_stop_when_the_server_refuses_our_ident() {
 
 #[test]
 fn ping_stops_when_the_server_refuses_our_authentication() {
-    let dir = std::env::temp_dir().join(format!("msgr-refused-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // serve writes a keyring there, or loads the one it finds: a directory
+    // of the test's own.
+    let dir = msgr_cli::tempdir::PrivateDir::new("msgr-refused").expect("a directory");
     let keyring = dir.join("keyring");
-    let server = Server::start(&["--auth", "cephx", "--keyring", keyring.to_str().unwrap()]);
+    let keyring = keyring.to_str().expect("a UTF-8 path");
+    let server = Server::start(&["--auth", "cephx", "--keyring", keyring]);
     let (out, took) = run(&["ping", &server.addr, "--count", "3"]);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -60,7 +62,6 @@ fn ping_stops_when_the_server_refuses_our_authentication() {
     assert!(!err.contains("reconnecting"), "refused at once: {err}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
     drop(server);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The reproduction: `msgr serve --bind v2:0.0.0.0:PORT`, pinged
