@@ -56,7 +56,7 @@ commands:
   serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
         [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
         [--transport tcp|uring] [--raw] [--admin-socket PATH]
-        [SECURITY OPTIONS]
+        [--admin_socket_mode MODE] [SECURITY OPTIONS]
       Answers MOSDOp with MOSDOpReply and MPing with MPing on each ADDR
       (msgr2 on v2:IP:PORT, msgr1 on v1:IP:PORT; --bind repeats; a bare
       IP:PORT binds as a Ceph daemon does, [v2:IP:PORT,v1:IP:PORT+1], under
@@ -66,7 +66,9 @@ commands:
       serves bench's raw TCP pattern instead, on one thread (the baseline
       for msgr bench --raw-only --connect). --admin-socket PATH answers
       Ceph's admin socket protocol there (ceph --admin-daemon PATH perf
-      dump | perf schema | messenger dump client | config show | help).
+      dump | perf schema | messenger dump client | config show | help),
+      the file's mode from admin_socket_mode (octal, e.g. 0660; also from
+      CEPH_ARGS or ceph.conf), 0600 (its owner only) when unset.
       --stats prints the messenger's counters every SECONDS.
 
 Security options (serve and bench):
@@ -348,9 +350,16 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
             // Repeated, the addresses add up: `--bind v2:IP:P --bind v1:IP:Q`
             // listens for both protocols and advertises both.
             "--bind" => binds.push(parser.value()?.string()?),
-            // ms_bind_msgr1 / ms_bind_msgr2 for a bare --bind IP:PORT, and
-            // a ceph.conf to read them from, as a daemon takes them.
-            f if f.starts_with("--ms_") || f.starts_with("--ms-") || f == "-c" || f == "--conf" => {
+            // ms_bind_msgr1 / ms_bind_msgr2 for a bare --bind IP:PORT,
+            // admin_socket_mode for --admin-socket, and a ceph.conf to read
+            // them from, as a daemon takes them.
+            f if f.starts_with("--ms_")
+                || f.starts_with("--ms-")
+                || f == "--admin_socket_mode"
+                || f == "--admin-socket-mode"
+                || f == "-c"
+                || f == "--conf" =>
+            {
                 let v = msgr_cli::common::option_value(&mut parser)?;
                 conf.take(f, &mut std::iter::once(v))?;
             }
@@ -376,6 +385,13 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     if binds.is_empty() {
         return Err("serve needs --bind v2:IP:PORT (or v1:IP:PORT for msgr1, or IP:PORT)".into());
     }
+    let admin = match admin {
+        Some(path) => Some((
+            path,
+            msgr_cli::serve::admin_socket_options(conf.clone(), &name)?,
+        )),
+        None => None,
+    };
     let (msgr1, msgr2) = msgr_cli::serve::bind_protocols(conf, &name)?;
     let bind = msgr_cli::serve::bind_addrs(&binds, msgr1, msgr2)?;
     // One thread: with one shard the messenger runs here, in crimson's

@@ -99,6 +99,27 @@ pub fn bind_protocols(
     Ok((flag("ms_bind_msgr1")?, flag("ms_bind_msgr2")?))
 }
 
+/// The admin socket's options as a Ceph daemon reads them, from the
+/// command line's `--admin_socket_mode`, CEPH_ARGS or ceph.conf (as
+/// `name`): its file's mode from `admin_socket_mode` (owner-only, 0600,
+/// when unset or empty, as in Ceph), the bounds on its clients their
+/// defaults.
+pub fn admin_socket_options(
+    mut conf: msgr_config::ConfigOptions,
+    name: &EntityName,
+) -> Result<msgr_admin::socket::SocketOptions, String> {
+    if conf.name.is_none() {
+        conf.name = Some(name.to_string().parse().map_err(|e| format!("{e}"))?);
+    }
+    let env = msgr_config::Env::from_process();
+    let config = msgr_config::Config::load(&conf, &env).map_err(|e| e.to_string())?;
+    let mut options = msgr_admin::socket::SocketOptions::default();
+    if let Some(mode) = config.get("admin_socket_mode").filter(|m| !m.is_empty()) {
+        options.mode = msgr_admin::socket::parse_mode(&mode).map_err(|e| e.to_string())?;
+    }
+    Ok(options)
+}
+
 /// The addresses `--bind` names. One written with its protocol (`v1:`,
 /// `v2:`, `any:` or a bracketed vector) is bound as written. A bare
 /// `IP:PORT` is bound as a Ceph daemon binds its public address: msgr2 at
@@ -162,9 +183,10 @@ pub async fn start(
 
 /// `msgr serve`: runs until killed (or for `duration`), printing a line of
 /// statistics every `interval` when `interval` is set, from the
-/// messenger's perf counters; with `admin`, an admin socket there shows
-/// them (`ceph --admin-daemon PATH perf dump`) with the connections
-/// (`messenger dump client`) and the server's settings (`config show`).
+/// messenger's perf counters; with `admin` (a path and the socket's
+/// options), an admin socket there shows them (`ceph --admin-daemon PATH
+/// perf dump`) with the connections (`messenger dump client`) and the
+/// server's settings (`config show`).
 pub async fn run(
     bind: EntityAddrvec,
     name: EntityName,
@@ -172,7 +194,7 @@ pub async fn run(
     mut net: NetOpts,
     interval: Option<Duration>,
     duration: Option<Duration>,
-    admin: Option<std::path::PathBuf>,
+    admin: Option<(std::path::PathBuf, msgr_admin::socket::SocketOptions)>,
 ) -> std::io::Result<()> {
     let perf = msgr_admin::perf::Collection::new();
     net.perf = Some(perf.clone());
@@ -182,7 +204,9 @@ pub async fn run(
         net.policy
     );
     let _asok = match &admin {
-        Some(path) => Some(admin_socket(path, perf, &m, name, &addrs, &net).await?),
+        Some((path, options)) => {
+            Some(admin_socket(path, *options, perf, &m, name, &addrs, &net).await?)
+        }
         None => None,
     };
     let figures = {
@@ -204,6 +228,7 @@ pub async fn run(
 /// The admin socket of `msgr serve --admin-socket PATH`.
 async fn admin_socket(
     path: &std::path::Path,
+    options: msgr_admin::socket::SocketOptions,
     perf: msgr_admin::perf::Collection,
     m: &Messenger<TcpOrUring>,
     name: EntityName,
@@ -229,7 +254,8 @@ async fn admin_socket(
         "client",
         Arc::new(move |contents: &[String], _tcp_info| dumped.dump(contents)),
     );
-    let sock = msgr_admin::socket::AdminSocket::bind(path, commands).await?;
+    commands.set_config("admin_socket_mode", format!("{:04o}", options.mode));
+    let sock = msgr_admin::socket::AdminSocket::bind_with(path, commands, options).await?;
     eprintln!("msgr serve: admin socket at {}", path.display());
     Ok(sock)
 }
