@@ -838,8 +838,12 @@ impl<T: Transport> Driver<T> {
         }
         let deadline = self.conn.poll_timeout_holding(self.holds_spare());
         // What was raised is handled before any wait, unless a placement
-        // holds it for the shard placed on.
-        if raised && !self.placement_holds_events() {
+        // holds it for the shard placed on, or it queues behind a message
+        // waiting for receive budget: events are handled in order, so
+        // handling them now would find that message still waiting, turn
+        // after turn, the task never waiting for the budget (a spin that
+        // starves the shard).
+        if raised && self.held.is_none() && !self.placement_holds_events() {
             return None;
         }
         self.arm(deadline);

@@ -10,7 +10,7 @@
 //! The scenarios share the process's memory counters, so they run one at
 //! a time (SERIAL).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -447,16 +447,23 @@ async fn at_the_limit_an_idle_connection_is_evicted_for_a_new_one() {
     s.shutdown().await;
 }
 
-/// Holds what it receives (and so its receive budget) until released.
+/// Holds what it receives (and so its receive budget) until released,
+/// and, once `let_go`, what comes after it too; counts what it received.
+#[derive(Default)]
 struct Holder {
     held: Mutex<Vec<IncomingMessage>>,
     conn: Mutex<Option<Connection>>,
+    let_go: AtomicBool,
+    received: AtomicU64,
 }
 
 impl Dispatcher for Holder {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
+        self.received.fetch_add(1, Ordering::Relaxed);
         *self.conn.lock().unwrap() = Some(conn.clone());
-        self.held.lock().unwrap().push(msg);
+        if !self.let_go.load(Ordering::Acquire) {
+            self.held.lock().unwrap().push(msg);
+        }
     }
 }
 
@@ -465,10 +472,7 @@ impl Dispatcher for Holder {
 #[tokio::test]
 async fn waiting_for_budget_stops_reading_only() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let holder = Arc::new(Holder {
-        held: Mutex::new(Vec::new()),
-        conn: Mutex::new(None),
-    });
+    let holder = Arc::new(Holder::default());
     let mut o = Options::new(
         "osd.0".parse().unwrap(),
         PolicySet::new(Policy::stateful_server()),
@@ -513,5 +517,47 @@ async fn waiting_for_budget_stops_reading_only() {
     assert!(poll::until(|| holder.held.lock().unwrap().len() == 1).await);
     assert_eq!(holder.held.lock().unwrap()[0].tid, 2);
     c.shutdown().await;
+    s.shutdown().await;
+}
+
+/// A message waiting for receive budget with more messages read behind it
+/// (a thousand small ones in one write, an 8 KiB budget): the connection
+/// waits for the budget rather than going round its loop for the events
+/// queued behind, which never waited and so never saw the budget come
+/// back, while its shard did nothing else. Let go, every message is
+/// dispatched and the budget returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let budget = 8 << 10;
+    let holder = Arc::new(Holder::default());
+    let mut o = Options::new(
+        "osd.0".parse().unwrap(),
+        PolicySet::new(Policy::stateless_server()),
+        Arc::new(NoneProvider),
+    );
+    o.nonce = 0;
+    o.dispatch_throttle_bytes = budget;
+    let s = Messenger::new(Tcp::default(), o, holder.clone());
+    let addrs = s.bind(&"v2:127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let mut p = RawPeer::connect(addrs.msgr2().unwrap().addr.unwrap())
+        .await
+        .unwrap();
+    p.session(1, true).await.unwrap();
+    let n = 1000;
+    let data = Bytes::from(vec![7u8; 100]);
+    let frames = raw_peer::messages(&mut p.enc, 1, n, 42, &data).unwrap();
+    p.s.write_all(&frames).await.unwrap();
+    // The budget is full: the next message waits.
+    assert!(poll::until(|| s.dispatch_budget_held().1 + 100 > budget).await);
+    holder.let_go.store(true, Ordering::Release);
+    holder.held.lock().unwrap().clear();
+    let dispatched = || holder.received.load(Ordering::Relaxed) == n;
+    assert!(
+        poll::until(|| dispatched() && s.dispatch_budget_held() == (0, 0)).await,
+        "{} of {n} dispatched, budget held {:?}",
+        holder.received.load(Ordering::Relaxed),
+        s.dispatch_budget_held()
+    );
     s.shutdown().await;
 }

@@ -17,6 +17,33 @@ use msgr_frames::{Banner, ControlFrame, FrameDecoder, FrameEncoder, FrameLimits,
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// `n` MESSAGE frames of `msg_type` carrying `data` (empty: an empty
+/// message), numbered from `first` (tids likewise, acknowledging nothing),
+/// framed by `enc` in one buffer: many messages in one write.
+pub fn messages(
+    enc: &mut FrameEncoder,
+    first: u64,
+    n: u64,
+    msg_type: u16,
+    data: &Bytes,
+) -> std::io::Result<Vec<u8>> {
+    let mut q = WireQueue::new();
+    for seq in first..first.saturating_add(n) {
+        let h = msgr_frames::message::MsgHeader2 {
+            seq,
+            tid: seq,
+            msg_type,
+            priority: 127,
+            ..Default::default()
+        };
+        let header = Bytes::copy_from_slice(&h.to_array());
+        let segs = [header, Bytes::new(), Bytes::new(), data.clone()];
+        enc.encode(Tag::MESSAGE, &segs, &mut q)
+            .map_err(std::io::Error::other)?;
+    }
+    Ok(q.take_all().to_vec())
+}
+
 /// What arrived from the server.
 #[derive(Debug)]
 pub enum Frame {
