@@ -123,8 +123,12 @@ impl From<IdentityError> for String {
 /// ```
 /// use msgr_monc::identity::{ClusterOpts, Identity, IdentityError};
 ///
-/// let dir = std::env::temp_dir().join(format!("identity-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir).unwrap();
+/// # use std::hash::{BuildHasher, Hasher};
+/// # use std::os::unix::fs::DirBuilderExt;
+/// // A new directory only we may enter, so no one else's file is there.
+/// # let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+/// let dir = std::env::temp_dir().join(format!("identity-doc-{random:016x}"));
+/// std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
 /// let keyring = dir.join("keyring");
 /// std::fs::write(&keyring, "[client.app]\n\tkey = AQCHMgJroUZtMhAA/czX9pKg7epCVWv5s12dAw==\n").unwrap();
 /// let conf = dir.join("ceph.conf");
@@ -341,14 +345,20 @@ mod tests {
     use super::*;
     use msgr_auth::cephx::{KeyKind, KeyringEntry};
 
-    /// A conf and a keyring holding client.admin in a fresh directory.
+    /// A conf and a keyring holding client.admin in a fresh directory,
+    /// under a random name, that only this user may enter (creation fails
+    /// rather than reuse one someone else made first).
     fn cluster_files(auth_client_required: &str) -> (std::path::PathBuf, ClusterOpts) {
-        let dir = std::env::temp_dir().join(format!(
-            "msgr-identity-{}-{}",
-            std::process::id(),
-            auth_client_required.replace([',', ' '], "_")
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        use std::hash::{BuildHasher, Hasher};
+        use std::os::unix::fs::DirBuilderExt;
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let dir = std::env::temp_dir().join(format!("msgr-identity-{random:016x}"));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .expect("a new private directory");
         let mut ring = Keyring::default();
         ring.insert(
             "client.admin".parse().unwrap(),

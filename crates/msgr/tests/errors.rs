@@ -319,11 +319,28 @@ async fn unreachable_peer() {
     assert!(ended.to_string().contains("Connection refused"), "{ended}");
 }
 
+/// A new directory in the temporary directory, under a random name, that
+/// only this user may enter: creation fails rather than reuse one someone
+/// else made first, where a write of the keyring would follow their
+/// symlink or they would read it.
+fn private_dir(prefix: &str) -> std::path::PathBuf {
+    use std::hash::{BuildHasher, Hasher};
+    use std::os::unix::fs::DirBuilderExt;
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let dir = std::env::temp_dir().join(format!("{prefix}-{random:016x}"));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .expect("a new private directory");
+    dir
+}
+
 /// A keyring without the entity: which one, where we looked, what to do.
 #[test]
 fn keyring_without_the_entity() {
-    let dir = std::env::temp_dir().join(format!("msgr-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = private_dir("msgr-errors");
     let keyring = dir.join("keyring");
     std::fs::write(
         &keyring,
