@@ -20,9 +20,11 @@ ROUNDS=${1:-3}
 SECS=${2:-8}
 cargo build --profile perf -q -p msgr-cli
 MSGR=$PWD/target/perf/msgr
-DIR=/tmp/msgr-bench-rados
+# A new private directory for the cluster (its keyring and ceph.conf must not
+# be somewhere another user could have made first).
+DIR=$(mktemp -d /tmp/msgr-bench-rados.XXXXXX)
 OUT=$(mktemp -d)
-trap 'scripts/ceph/pacific-cluster.sh stop "$DIR" --purge >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
+trap 'scripts/ceph/pacific-cluster.sh stop "$DIR" --purge >/dev/null 2>&1 || true; rmdir "$DIR" 2>/dev/null || true; rm -rf "$OUT"' EXIT
 CEPH_TEST_NUM_OSDS=3 CEPH_TEST_NUM_HOSTS=2 CEPH_TEST_POOL_SIZE=2 CEPH_TEST_PG_NUM=32 \
   CEPH_TEST_MEMSTORE_BYTES=$((${MEMSTORE_GIB:-3} << 30)) \
   scripts/ceph/pacific-cluster.sh start "$DIR" --fresh > "$OUT/env" 2>/dev/null

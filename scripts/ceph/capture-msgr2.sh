@@ -11,11 +11,11 @@
 #   tentacle-v1-ceph-s  tentacle-v1-rados-put-get  tentacle-v1-perf-msgr
 # The v1 names are msgr1 end to end: Ceph's clients pick msgr2 whenever a
 # daemon offers it, so they run against clusters that speak msgr1 only
-# (CEPH_TEST_MSGR1_ONLY=1): Pacific in /tmp/ceph-capture-pacific-v1 (mon
+# (CEPH_TEST_MSGR1_ONLY=1): Pacific in /tmp/ceph-capture-pacific-v1.XXXXXX (mon
 # v1 6791, OSD from 6820), Tentacle in /var/tmp/ceph-tentacle/cluster-capture-v1
 # (mon v1 6792, OSD from 6920).
 #
-# STARTS: a fresh Pacific cluster (pacific-cluster.sh, in /tmp/ceph-capture-pacific:
+# STARTS: a fresh Pacific cluster (pacific-cluster.sh, in /tmp/ceph-capture-pacific.XXXXXX:
 # mon 3300/6789, OSD 6800-6807) and/or a fresh Tentacle cluster (tentacle.sh,
 # in /var/tmp/ceph-tentacle/cluster-capture: mon 3301/6790, OSD 6900-6907,
 # TENTACLE_LEGACY_AUTH=1), one tcpdump per capture, and ceph_perf_msgr_server
@@ -40,10 +40,13 @@ ALL=(pacific-ceph-s pacific-ceph-s-secure pacific-rados-put-get
      pacific-v1-ceph-s pacific-v1-rados-put-get
      tentacle-v1-ceph-s tentacle-v1-rados-put-get tentacle-v1-perf-msgr)
 NAMES=("$@"); [[ ${#NAMES[@]} -gt 0 ]] || NAMES=("${ALL[@]}")
-PDIR=/tmp/ceph-capture-pacific
+# The Pacific clusters live in new private directories (their keyrings and
+# ceph.conf must not be somewhere another user could have made first): removed
+# on success, left for inspection on failure.
+PDIR="$(mktemp -d /tmp/ceph-capture-pacific.XXXXXX)"
 TCH=/var/tmp/ceph-tentacle
 TDIR=$TCH/cluster-capture
-PDIR1=/tmp/ceph-capture-pacific-v1
+PDIR1="$(mktemp -d /tmp/ceph-capture-pacific-v1.XXXXXX)"
 TDIR1=$TCH/cluster-capture-v1
 DATA="$OUT/rados-object-10KiB.bin"   # the object written by the rados captures
 T="$HERE/tentacle.sh"
@@ -55,12 +58,17 @@ die() { printf '[capture] ERROR: %s\n' "$*" >&2; exit 1; }
 # ------------------------------------------------------------------ cleanup
 TCPDUMP_PID="" PERF_PID="" PACIFIC_UP=0 TENTACLE_UP=0 PACIFIC1_UP=0 TENTACLE1_UP=0
 cleanup() {
+  local rc=$? purge=()
+  (( rc == 0 )) && purge=(--purge)
   [[ -n "$TCPDUMP_PID" ]] && { kill -INT "$TCPDUMP_PID" 2>/dev/null; wait "$TCPDUMP_PID" 2>/dev/null; }
   [[ -n "$PERF_PID" ]] && { kill "$PERF_PID" 2>/dev/null; wait "$PERF_PID" 2>/dev/null; }
-  (( PACIFIC_UP )) && "$P" stop "$PDIR" || true
+  (( PACIFIC_UP )) && "$P" stop "$PDIR" "${purge[@]}" || true
   (( TENTACLE_UP )) && TENTACLE_CLUSTER_DIR=$TDIR "$T" stop-cluster || true
-  (( PACIFIC1_UP )) && "$P" stop "$PDIR1" || true
+  (( PACIFIC1_UP )) && "$P" stop "$PDIR1" "${purge[@]}" || true
   (( TENTACLE1_UP )) && TENTACLE_CLUSTER_DIR=$TDIR1 "$T" stop-cluster || true
+  rmdir "$PDIR" "$PDIR1" 2>/dev/null || true   # the ones never used are still empty
+  for d in "$PDIR" "$PDIR1"; do [[ -d "$d" ]] && log "cluster files left in $d"; done
+  return 0
 }
 trap cleanup EXIT
 

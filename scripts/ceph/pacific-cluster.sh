@@ -28,7 +28,8 @@
 # wait up to CEPH_TEST_STOP_TIMEOUT (20) s, then SIGKILL. --purge then deletes
 # DIR (only if it carries this script's marker file).
 #
-# Everything lives under DIR (default /tmp/ceph-pacific):
+# Everything lives under DIR (default /tmp/ceph-pacific; made 0700 when new, and
+# refused if another user owns it or others may write to it):
 #   DIR/ceph.conf  DIR/keyring (client.admin)  DIR/run/{mon.a,osd.0}.pid
 #   DIR/run/ceph-*.asok  DIR/log/{mon.a,osd.0}.log  DIR/mon/ceph-a  DIR/osd/ceph-0
 #   (and osd.1, ... likewise with CEPH_TEST_NUM_OSDS)
@@ -149,6 +150,17 @@ die() {
   printf '[%s] daemons already started are left running for inspection; stop them with: %s (or start over with --fresh)\n' \
     "$PROG" "${CEPH_TEST_STOP_HINT:-$SELF stop $DIR}" >&2
   exit 1
+}
+
+# own_dir DIR: DIR will hold the cluster's keyring and a ceph.conf that the
+# daemons obey, so it must be ours and closed to other users' writes. A name
+# like /tmp/ceph-pacific in a shared /tmp is one anyone can take first: a
+# directory made there by another user, or open to others' writes, is refused
+# rather than used. (cmd_start makes a new DIR 0700.)
+own_dir() {
+  [[ -O "$1" ]] || die "$1 belongs to another user; refusing to keep a cluster's keyring there (give a directory of your own)"
+  [[ -z "$(find "$1" -maxdepth 0 -perm /022)" ]] ||
+    die "$1 is writable by other users (mode $(stat -c %a "$1")); refusing to keep a cluster's keyring there"
 }
 
 # ceph CLI wrapper: always this cluster, bounded in time.
@@ -278,8 +290,9 @@ cmd_start() {
     esac
   done
   DIR="${DIR:-/tmp/ceph-pacific}"
-  mkdir -p "$DIR"
+  [[ -e "$DIR" ]] || (umask 077 && mkdir -p -- "$DIR")
   DIR="$(cd "$DIR" && pwd -P)"
+  own_dir "$DIR"
   V2_PORT="${CEPH_TEST_MON_V2_PORT:-3300}"
   V1_PORT="${CEPH_TEST_MON_V1_PORT:-6789}"
   if [[ "${CEPH_TEST_MSGR1_ONLY:-0}" == 1 ]]; then

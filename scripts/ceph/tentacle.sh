@@ -82,7 +82,18 @@ is_ready() { [[ -e "$1/$MARKER_NAME" && -x "$1/usr/bin/ceph_perf_msgr_server" ]]
 
 require_ready() {
   [[ -d "$1" ]] || die "$1 does not exist; build it first: $SELF setup $1"
+  own_dir "$1"
   is_ready "$1" || die "$1 is not a finished tentacle chroot; build it with: $SELF setup $1"
+}
+
+# own_dir DIR: DIR holds the programs root runs inside and the clusters'
+# keyrings, and its default (/var/tmp/ceph-tentacle) is a name anyone can take
+# first in the shared /var/tmp: one owned by another user, or open to others'
+# writes, is refused rather than built in or used.
+own_dir() {
+  [[ -O "$1" ]] || die "$1 belongs to another user; refusing to use it (give a directory of your own)"
+  [[ -z "$(find "$1" -maxdepth 0 -perm /022)" ]] ||
+    die "$1 is writable by other users (mode $(stat -c %a "$1")); refusing to use it"
 }
 
 # mounts in the HOST namespace at or under DIR (should be none)
@@ -183,6 +194,7 @@ apt_install_inside() {  # apt_install_inside DIR LOGFILE PKGS...
 setup() {
   local dir="$1"
   need_root
+  [[ ! -d "$dir" ]] || own_dir "$dir"
   TENTACLE_NETNS=0   # apt needs the host network
   if is_ready "$dir"; then
     log "$dir is already set up:"

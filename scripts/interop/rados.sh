@@ -36,13 +36,23 @@ MSGR="$(realpath "${1:?usage: rados.sh MSGR_BINARY}")"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 P="$HERE/../ceph/pacific-cluster.sh"
 T="$HERE/../ceph/tentacle.sh"
-PDIR=/tmp/msgr-rados-pacific
+# The Ceph 16 cluster lives in a new private directory (its keyring and
+# ceph.conf must not be somewhere another user could have made first): removed
+# on success, left for inspection on failure.
+PDIR="$(mktemp -d /tmp/msgr-rados-pacific.XXXXXX)"
 TDIR=/var/tmp/ceph-tentacle/cluster-rados
 OUT="$(mktemp -d /tmp/msgr-rados.XXXXXX)"
 
 PACIFIC_UP=0 TENTACLE_UP=0
 cleanup() {
-  (( PACIFIC_UP )) && "$P" stop "$PDIR" >/dev/null 2>&1 || true
+  local rc=$?
+  if (( PACIFIC_UP && rc == 0 )); then
+    "$P" stop "$PDIR" --purge >/dev/null 2>&1 || true
+  elif (( PACIFIC_UP )); then
+    "$P" stop "$PDIR" >/dev/null 2>&1 || true
+    echo "rados: the Ceph 16 cluster's files are left in $PDIR" >&2
+  fi
+  rmdir "$PDIR" 2>/dev/null || true   # still empty if it never started
   (( TENTACLE_UP )) && TENTACLE_CLUSTER_DIR=$TDIR "$T" stop-cluster >/dev/null 2>&1 || true
   rm -rf "$OUT"
 }
