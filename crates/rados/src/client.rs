@@ -1,6 +1,9 @@
 //! The async client: a monitor session that keeps the OSD map current, a
 //! lossy-client messenger to the OSDs, and the [`Objecter`] between them,
-//! driven under one lock (each step is short: no I/O happens under it).
+//! driven under one lock (each step is short: no I/O happens under it, and
+//! no placement: CRUSH runs on a snapshot of the map after the lock is
+//! released, in the caller's task or a task of its own, never in the
+//! messenger's dispatch callback).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -124,6 +127,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Computes the targets the objecter queued, a batch at a time until
+    /// none is left, each with the map it was taken with and without the
+    /// objecter's lock (a batch another task has out is finished by that
+    /// task, which looks again once it is back); then sends and hands out
+    /// what that decided. Not for the messenger's dispatch callback.
+    fn place(&self) {
+        loop {
+            let batch = lock(&self.objecter).take_placements();
+            let Some(batch) = batch else {
+                break;
+            };
+            let placed = batch.run();
+            lock(&self.objecter).finish_placements(placed);
+        }
+        self.flush();
+    }
+
     /// Sends what the objecter queued and hands out what it finished.
     fn flush(&self) {
         let (map, transmits, done) = {
@@ -205,6 +225,12 @@ impl Dispatcher for OsdDispatch {
             _ => return,
         }
         self.0.flush();
+        // A resend the reply asked for (EAGAIN, a redirect) is placed in
+        // a task of its own, off this callback.
+        if lock(&self.0.objecter).placements_waiting() {
+            let shared = self.0.clone();
+            tokio::spawn(async move { shared.place() });
+        }
     }
 
     fn ms_handle_reset(&self, conn: &Connection) {
@@ -216,7 +242,7 @@ impl Dispatcher for OsdDispatch {
         tokio::spawn(async move {
             tokio::time::sleep(RESET_DELAY).await;
             lock(&shared.objecter).handle_reset(osd);
-            shared.flush();
+            shared.place();
         });
     }
 }
@@ -310,7 +336,7 @@ async fn follow_maps(mon: Arc<MonClient>, shared: Arc<Shared>) {
             .await
         {
             lock(&shared.objecter).handle_map(map);
-            shared.flush();
+            shared.place();
         }
     }
 }
@@ -327,7 +353,7 @@ async fn timeouts(shared: Arc<Shared>) {
             None => wake.await,
         }
         lock(&shared.objecter).handle_timeout(Instant::now());
-        shared.flush();
+        shared.place();
     }
 }
 
@@ -396,7 +422,7 @@ impl IoCtx {
             lock(&self.shared.waiters).insert(tid, tx);
         }
         self.shared.timer.notify_one();
-        self.shared.flush();
+        self.shared.place();
         match rx.await {
             Ok(Ok(r)) if r.result < 0 => Err(RadosError::Os {
                 errno: r.result,

@@ -8,7 +8,10 @@
 //! requests it covers until the OSD lifts it; a map that pauses reads or
 //! writes (PAUSERD, PAUSEWR, FULL, a full pool) holds them until a map
 //! lifts it. Requests follow a pool's cache tier overlay, and an OSD's
-//! redirect. The driver carries the messages, and tells the time.
+//! redirect. The driver carries the messages, tells the time, and runs the
+//! placements (CRUSH) the objecter queues, outside whatever lock holds it
+//! ([`Objecter::take_placements`]): a map's CRUSH is a peer's, and a
+//! mapping may cost up to its budget.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -102,6 +105,57 @@ pub struct Transmit {
     pub msg: MOSDOp,
 }
 
+/// Requests whose targets are to be computed, against the map they were
+/// taken with: [`Placements::run`] computes them (without the objecter)
+/// and [`Objecter::finish_placements`] takes the result.
+pub struct Placements {
+    map: Arc<OsdMap>,
+    items: Vec<ToPlace>,
+}
+
+/// One request to place, as it stood when it was taken.
+struct ToPlace {
+    tid: u64,
+    /// Send it even if its target did not move.
+    force: bool,
+    object: Object,
+    ignores_overlay: bool,
+    writes: bool,
+}
+
+/// What [`Placements::run`] computed.
+pub struct Placed {
+    map: Arc<OsdMap>,
+    items: Vec<(ToPlace, Result<Option<Target>, i32>)>,
+}
+
+impl Placements {
+    /// How many requests are to be placed.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Computes each request's target in the map they were taken with.
+    pub fn run(self) -> Placed {
+        let items = self
+            .items
+            .into_iter()
+            .map(|p| {
+                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes);
+                (p, t)
+            })
+            .collect();
+        Placed {
+            map: self.map,
+            items,
+        }
+    }
+}
+
 /// A request's end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
@@ -148,6 +202,13 @@ pub struct Objecter {
     completed: VecDeque<Completion>,
     /// The blocks OSDs put on ranges of their PGs' objects.
     backoffs: Vec<Backoff>,
+    /// Requests whose target is to be computed (in tid order, so that
+    /// they go in the order they came), and whether each must be sent
+    /// even if its target did not move.
+    to_place: BTreeMap<u64, bool>,
+    /// A batch of placements is out with the driver: no other is handed
+    /// out until it comes back (so that results are never overtaken).
+    placing: bool,
 }
 
 /// A BLOCK from an OSD, until its UNBLOCK or the connection's reset.
@@ -182,6 +243,8 @@ impl Objecter {
             transmit: VecDeque::new(),
             completed: VecDeque::new(),
             backoffs: Vec::new(),
+            to_place: BTreeMap::new(),
+            placing: false,
         }
     }
 
@@ -262,74 +325,86 @@ impl Objecter {
         self.admit();
     }
 
-    /// `_calc_target`: the request's pool (its own, or the cache tier
-    /// its pool's overlay sends reads or writes to), PG and acting primary
-    /// in the current map. `Err(ENOENT)` when the pool is gone; `Ok(None)`
-    /// when the PG has no usable primary yet.
-    fn target_of(&self, f: &InFlight) -> Result<Option<Target>, i32> {
-        let map = &self.map;
-        let object = &f.req.object;
-        let base = map.pools.get(&object.pool).ok_or(ENOENT)?;
-        let tier = match (f.ignores_overlay(), f.req.ops.writes()) {
-            (true, _) => -1,
-            (false, true) => base.write_tier,
-            (false, false) => base.read_tier,
-        };
-        let pool_id = if tier >= 0 { tier } else { object.pool };
-        let pool = map.pools.get(&pool_id).ok_or(ENOENT)?;
-        let raw = match object.pg {
-            Some(seed) => PgId {
-                pool: object.pool as u64,
-                seed,
-            },
-            None => map
-                .object_to_raw_pg(
-                    pool_id,
-                    &object.name,
-                    object.key.as_bytes(),
-                    object.nspace.as_bytes(),
-                )
-                .ok_or(ENOENT)?,
-        };
-        let pg = pool.raw_pg_to_pg(raw);
-        let Some(ua) = map.pg_to_up_acting(pg) else {
-            return Ok(None);
-        };
-        let osd = ua.acting_primary;
-        if osd < 0 || !map.is_up(osd) {
-            return Ok(None);
+    /// Queues a request's target to be computed again (sent then when
+    /// `force`, or as [`Objecter::apply_target`] says).
+    fn retarget(&mut self, tid: u64, force: bool) {
+        if self.inflight.contains_key(&tid) {
+            let f = self.to_place.entry(tid).or_insert(false);
+            *f = *f || force;
         }
-        // An EC PG's shard is the primary's position in the acting set.
-        let shard = match pool.is_erasure() {
-            true => ua
-                .acting
-                .iter()
-                .position(|&o| o == osd)
-                .and_then(|i| i8::try_from(i).ok())
-                .unwrap_or(-1),
-            false => -1,
-        };
-        Ok(Some(Target {
-            osd,
-            pgid: SpgId { pgid: pg, shard },
-            hash: raw.seed,
-            up: ua.up,
-            acting: ua.acting,
-            up_primary: ua.up_primary,
-            pg_num: pool.pg_num,
-            size: pool.size,
-            min_size: pool.min_size,
-        }))
     }
 
-    /// Recomputes a request's target; sends it when `force`, when the
-    /// target moved (another PG, primary, up or acting set, pg_num, size:
-    /// Ceph's new interval), or when the map lifted its pause.
-    fn retarget(&mut self, tid: u64, force: bool) {
+    /// Whether requests wait for their targets to be computed.
+    pub fn placements_waiting(&self) -> bool {
+        !self.to_place.is_empty()
+    }
+
+    /// The requests whose targets are to be computed, with the current
+    /// map, for the driver to run outside any lock that holds the
+    /// objecter; `None` when there are none, or while the last batch
+    /// taken has not come back ([`Objecter::finish_placements`]).
+    pub fn take_placements(&mut self) -> Option<Placements> {
+        if self.placing {
+            return None;
+        }
+        let mut items = Vec::new();
+        for (tid, force) in std::mem::take(&mut self.to_place) {
+            if let Some(f) = self.inflight.get(&tid) {
+                items.push(ToPlace {
+                    tid,
+                    force,
+                    object: f.req.object.clone(),
+                    ignores_overlay: f.ignores_overlay(),
+                    writes: f.req.ops.writes(),
+                });
+            }
+        }
+        if items.is_empty() {
+            return None;
+        }
+        self.placing = true;
+        Some(Placements {
+            map: self.map.clone(),
+            items,
+        })
+    }
+
+    /// Takes computed targets: each request is sent, paused or ended as
+    /// they say. One computed against an older map, or for a request an
+    /// OSD redirected meanwhile, is queued again.
+    pub fn finish_placements(&mut self, placed: Placed) {
+        self.placing = false;
+        let current = Arc::ptr_eq(&placed.map, &self.map);
+        for (p, target) in placed.items {
+            let Some(f) = self.inflight.get(&p.tid) else {
+                continue;
+            };
+            if !current || f.req.object != p.object || f.ignores_overlay() != p.ignores_overlay {
+                self.retarget(p.tid, p.force);
+                continue;
+            }
+            self.apply_target(p.tid, p.force, target);
+        }
+    }
+
+    /// Computes the queued placements here, under whatever holds the
+    /// objecter (tests, and drivers with nothing else to serve meanwhile).
+    pub fn place_now(&mut self) {
+        while let Some(p) = self.take_placements() {
+            let placed = p.run();
+            self.finish_placements(placed);
+        }
+    }
+
+    /// A request's new target: sent when `force`, when the target moved
+    /// (another PG, primary, up or acting set, pg_num, size: Ceph's new
+    /// interval), or when the map lifted its pause; ended when its pool
+    /// is gone.
+    fn apply_target(&mut self, tid: u64, force: bool, target: Result<Option<Target>, i32>) {
         let Some(f) = self.inflight.get(&tid) else {
             return;
         };
-        match self.target_of(f) {
+        match target {
             Err(errno) => self.complete(tid, Err(errno)),
             Ok(target) => {
                 let moved = target != f.target;
@@ -553,6 +628,69 @@ impl Objecter {
             });
         }
     }
+}
+
+/// `_calc_target`: the request's pool (its own, or the cache tier
+/// its pool's overlay sends reads or writes to), PG and acting primary
+/// in `map`. `Err(ENOENT)` when the pool is gone; `Ok(None)` when the
+/// PG has no usable primary yet.
+fn target_of(
+    map: &OsdMap,
+    object: &Object,
+    ignores_overlay: bool,
+    writes: bool,
+) -> Result<Option<Target>, i32> {
+    let base = map.pools.get(&object.pool).ok_or(ENOENT)?;
+    let tier = match (ignores_overlay, writes) {
+        (true, _) => -1,
+        (false, true) => base.write_tier,
+        (false, false) => base.read_tier,
+    };
+    let pool_id = if tier >= 0 { tier } else { object.pool };
+    let pool = map.pools.get(&pool_id).ok_or(ENOENT)?;
+    let raw = match object.pg {
+        Some(seed) => PgId {
+            pool: object.pool as u64,
+            seed,
+        },
+        None => map
+            .object_to_raw_pg(
+                pool_id,
+                &object.name,
+                object.key.as_bytes(),
+                object.nspace.as_bytes(),
+            )
+            .ok_or(ENOENT)?,
+    };
+    let pg = pool.raw_pg_to_pg(raw);
+    let Some(ua) = map.pg_to_up_acting(pg) else {
+        return Ok(None);
+    };
+    let osd = ua.acting_primary;
+    if osd < 0 || !map.is_up(osd) {
+        return Ok(None);
+    }
+    // An EC PG's shard is the primary's position in the acting set.
+    let shard = match pool.is_erasure() {
+        true => ua
+            .acting
+            .iter()
+            .position(|&o| o == osd)
+            .and_then(|i| i8::try_from(i).ok())
+            .unwrap_or(-1),
+        false => -1,
+    };
+    Ok(Some(Target {
+        osd,
+        pgid: SpgId { pgid: pg, shard },
+        hash: raw.seed,
+        up: ua.up,
+        acting: ua.acting,
+        up_primary: ua.up_primary,
+        pg_num: pool.pg_num,
+        size: pool.size,
+        min_size: pool.min_size,
+    }))
 }
 
 /// The MOSDOp of one send of a request, as librados builds it.

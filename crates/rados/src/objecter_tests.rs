@@ -33,7 +33,9 @@ fn reply_to(t: &Transmit, result: i32, out: &'static [u8]) -> MOSDOpReply {
     r
 }
 
+/// What the objecter sends, once its queued placements are computed.
 fn drain(o: &mut Objecter) -> Vec<Transmit> {
+    o.place_now();
     std::iter::from_fn(|| o.poll_transmit()).collect()
 }
 
@@ -120,6 +122,7 @@ fn a_map_that_moves_the_pg_resends_to_the_new_primary() {
     next.epoch += 1;
     next.pools.remove(&1);
     o.handle_map(Arc::new(next));
+    o.place_now();
     assert_eq!(o.poll_completion().expect("ended").result, Err(ENOENT));
 }
 
@@ -381,4 +384,60 @@ fn a_redirect_sends_the_request_where_the_osd_says() {
     let c = o.poll_completion().expect("completed");
     assert_eq!(c.tid, tid);
     assert_eq!(&c.result.unwrap().ops[0].outdata[..], b"abc");
+}
+
+/// Placement (CRUSH) runs where the driver runs a batch, never inside the
+/// objecter's own calls: submitting, a new map, a reset and a reply that
+/// asks for a resend only queue it.
+#[test]
+fn placement_is_left_to_the_driver() {
+    let m = map();
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    let tid = o.submit(req("a", Ops::new().read(0, 1)), Instant::now());
+    assert!(o.poll_transmit().is_none(), "nothing placed yet");
+    assert!(o.placements_waiting());
+    let batch = o.take_placements().expect("one to place");
+    assert_eq!(batch.len(), 1);
+    assert!(o.take_placements().is_none(), "one batch out at a time");
+    o.finish_placements(batch.run());
+    let t = o.poll_transmit().expect("sent once placed");
+    assert_eq!(t.msg.tid, tid);
+    // EAGAIN from the OSD (what a dispatcher hands over): queued only.
+    o.handle_reply(t.osd, reply_to(&t, -11, b""));
+    assert!(o.poll_transmit().is_none());
+    assert!(o.placements_waiting());
+    assert_eq!(drain(&mut o).len(), 1);
+    // A new map, and a reset: queued only.
+    o.handle_map(next_map(&m, |_| {}));
+    o.handle_reset(t.osd);
+    assert!(o.poll_transmit().is_none());
+    assert_eq!(drain(&mut o).len(), 1, "the reset sends it again");
+}
+
+/// A batch computed against a map that was replaced meanwhile is not
+/// used: its requests are placed again in the new map.
+#[test]
+fn placements_of_a_replaced_map_are_done_again() {
+    let m = map();
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    o.submit(req("a", Ops::new().read(0, 1)), Instant::now());
+    let t = drain(&mut o).pop().expect("sent");
+    // The primary goes down; a batch is taken, and before it comes back
+    // the map moves on again (the primary still down).
+    let down = next_map(&m, |m| {
+        if let Some(s) = m.osd_state.get_mut(t.osd as usize) {
+            *s &= !msgr_osdmap::state::UP;
+        }
+    });
+    o.handle_map(down.clone());
+    let stale = o.take_placements().expect("to place").run();
+    let newer = next_map(&down, |_| {});
+    o.handle_map(newer.clone());
+    o.finish_placements(stale);
+    assert!(o.poll_transmit().is_none(), "nothing sent from the old map");
+    let sent = drain(&mut o);
+    assert_eq!(sent.len(), 1);
+    let moved = sent.first().expect("sent");
+    assert_ne!(moved.osd, t.osd);
+    assert_eq!(moved.msg.osdmap_epoch, newer.epoch);
 }
