@@ -5,13 +5,16 @@
 //! released, in the caller's task or a task of its own, never in the
 //! messenger's dispatch callback).
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use msgr_encoding::{EntityType, UTime};
-use msgr_messages::{MOSDBackoff, MOSDOpReply, TypedMessage, MSG_OSD_BACKOFF, MSG_OSD_OPREPLY};
+use msgr_messages::{
+    HObject, MOSDBackoff, MOSDOpReply, TypedMessage, MSG_OSD_BACKOFF, MSG_OSD_OPREPLY,
+};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
 use msgr_monc::identity::Identity;
 use msgr_monc::{MonClient, MonError};
@@ -52,6 +55,14 @@ pub enum RadosError {
     BadReply(String),
     /// The client is shut down.
     Shutdown,
+    /// An OSD's paging did not move on (a listing cursor that is not past
+    /// the one asked with, omap keys not after the last one, with more
+    /// promised): asking again would go round for ever. The OSD's fault.
+    NoProgress {
+        osd: i32,
+        what: String,
+        detail: String,
+    },
 }
 
 /// The name of an errno an OSD returns (negative or not).
@@ -88,6 +99,10 @@ impl std::fmt::Display for RadosError {
             }
             RadosError::BadReply(why) => write!(f, "an OSD's reply: {why}"),
             RadosError::Shutdown => write!(f, "the client is shut down"),
+            RadosError::NoProgress { osd, what, detail } => write!(
+                f,
+                "osd.{osd} made no progress in {what} (the OSD is at fault): {detail}"
+            ),
         }
     }
 }
@@ -445,28 +460,27 @@ impl IoCtx {
     /// the namespace [`ALL_NAMESPACES`]), PG by PG in the order the OSDs
     /// keep them (`list_nobjects`).
     pub async fn list(&self) -> Result<Vec<Listed>, RadosError> {
-        let mut cursor = msgr_messages::HObject::default();
-        let mut found = Vec::new();
-        while !cursor.max {
-            let (epoch, pg) = {
-                let o = lock(&self.shared.objecter);
-                let map = o.map();
-                let pool = map
-                    .pools
-                    .get(&self.pool)
-                    .ok_or_else(|| RadosError::NoPool(self.pool.to_string()))?;
-                let seed =
-                    msgr_osdmap::hash::stable_mod(cursor.hash, pool.pg_num, pool.pg_num_mask);
-                (map.epoch, seed)
-            };
-            let ops = Ops::new().pg_nls(LIST_COUNT, &cursor, epoch);
-            let r = self.submit(Bytes::new(), Some(pg), ops).await?;
-            let (next, entries) = decode_nls(&first_out(&r))
-                .map_err(|e| RadosError::BadReply(format!("object listing: {e}")))?;
-            found.extend(entries);
-            cursor = next;
-        }
-        Ok(found)
+        list_pages(|cursor| self.list_page(cursor)).await
+    }
+
+    /// One PGNLS from `cursor`: the OSD that answered, where to go on,
+    /// what it found.
+    async fn list_page(&self, cursor: HObject) -> Result<(i32, HObject, Vec<Listed>), RadosError> {
+        let (epoch, pg) = {
+            let o = lock(&self.shared.objecter);
+            let map = o.map();
+            let pool = map
+                .pools
+                .get(&self.pool)
+                .ok_or_else(|| RadosError::NoPool(self.pool.to_string()))?;
+            let seed = msgr_osdmap::hash::stable_mod(cursor.hash, pool.pg_num, pool.pg_num_mask);
+            (map.epoch, seed)
+        };
+        let ops = Ops::new().pg_nls(LIST_COUNT, &cursor, epoch);
+        let r = self.submit(Bytes::new(), Some(pg), ops).await?;
+        let (next, entries) = decode_nls(&first_out(&r))
+            .map_err(|e| RadosError::BadReply(format!("object listing: {e}")))?;
+        Ok((r.osd, next, entries))
     }
 
     pub async fn write_full(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
@@ -553,38 +567,30 @@ impl IoCtx {
 
     /// Every omap key, asked for [`OMAP_BATCH`] at a time.
     pub async fn omap_keys(&self, name: &[u8]) -> Result<Vec<String>, RadosError> {
-        let mut keys: Vec<String> = Vec::new();
-        loop {
-            let after = keys.last().cloned().unwrap_or_default();
+        let keys = omap_pages("omap keys", |after| async move {
             let r = self
                 .operate(name, Ops::new().omap_get_keys(&after, OMAP_BATCH))
                 .await?;
             let (batch, more) = decode_omap_keys(&first_out(&r))
                 .map_err(|e| RadosError::BadReply(format!("omap keys: {e}")))?;
-            let done = !more || batch.is_empty();
-            keys.extend(batch);
-            if done {
-                return Ok(keys);
-            }
-        }
+            Ok((r.osd, batch.into_iter().map(|k| (k, ())).collect(), more))
+        })
+        .await?;
+        Ok(keys.into_iter().map(|(k, ())| k).collect())
     }
 
     /// Every omap entry, asked for [`OMAP_BATCH`] at a time.
     pub async fn omap_vals(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
-        let mut vals: BTreeMap<String, Bytes> = BTreeMap::new();
-        loop {
-            let after = vals.keys().next_back().cloned().unwrap_or_default();
+        let vals = omap_pages("omap values", |after| async move {
             let r = self
                 .operate(name, Ops::new().omap_get_vals(&after, "", OMAP_BATCH))
                 .await?;
             let (batch, more) = decode_omap_vals(&first_out(&r))
                 .map_err(|e| RadosError::BadReply(format!("omap values: {e}")))?;
-            let done = !more || batch.is_empty();
-            vals.extend(batch);
-            if done {
-                return Ok(vals);
-            }
-        }
+            Ok((r.osd, batch.into_iter().collect(), more))
+        })
+        .await?;
+        Ok(vals.into_iter().collect())
     }
 
     /// The whole object, read in [`OP_SIZE`] pieces until one comes back
@@ -615,6 +621,268 @@ impl IoCtx {
             if at >= data.len() {
                 return Ok(());
             }
+        }
+    }
+}
+
+/// Ceph's order of `hobject_t` (`cmp`, the bitwise sort a PG lists in):
+/// the end last, then by pool, the hash bit-reversed, namespace, the
+/// locator key (when either has one: its key, else its name), name, snap.
+fn hobject_order(l: &HObject, r: &HObject) -> Ordering {
+    let effective = |h: &HObject| match h.key.is_empty() {
+        true => h.oid.clone(),
+        false => h.key.clone(),
+    };
+    l.max
+        .cmp(&r.max)
+        .then(l.pool.cmp(&r.pool))
+        .then(l.hash.reverse_bits().cmp(&r.hash.reverse_bits()))
+        .then(l.nspace.cmp(&r.nspace))
+        .then_with(|| match l.key.is_empty() && r.key.is_empty() {
+            true => Ordering::Equal,
+            false => effective(l).cmp(&effective(r)),
+        })
+        .then(l.oid.cmp(&r.oid))
+        .then(l.snap.cmp(&r.snap))
+}
+
+/// A listing cursor, as an error shows it.
+fn cursor_text(h: &HObject) -> String {
+    match h.max {
+        true => "the end".into(),
+        false => format!(
+            "pool {} hash {:08x} namespace {:?} name {:?}",
+            h.pool,
+            h.hash,
+            String::from_utf8_lossy(&h.nspace),
+            String::from_utf8_lossy(&h.oid)
+        ),
+    }
+}
+
+/// A PG listing, page by page: `page(cursor)` answers with the OSD that
+/// answered, the cursor to go on from and what it found. An OSD lists
+/// from the cursor on and answers where it stopped (the next PG's start
+/// once a PG is done), so each cursor is past the one asked with in
+/// Ceph's order; one that is not would have us ask round a loop for ever,
+/// and ends the listing as the OSD's fault. (Ceph's objecter takes what
+/// it is given.)
+async fn list_pages<F, Fut>(mut page: F) -> Result<Vec<Listed>, RadosError>
+where
+    F: FnMut(HObject) -> Fut,
+    Fut: std::future::Future<Output = Result<(i32, HObject, Vec<Listed>), RadosError>>,
+{
+    let mut cursor = HObject::default();
+    let mut found = Vec::new();
+    while !cursor.max {
+        let (osd, next, entries) = page(cursor.clone()).await?;
+        if hobject_order(&next, &cursor) != Ordering::Greater {
+            return Err(RadosError::NoProgress {
+                osd,
+                what: "an object listing".into(),
+                detail: format!(
+                    "asked from {}, it answered {}, which is not past it",
+                    cursor_text(&cursor),
+                    cursor_text(&next)
+                ),
+            });
+        }
+        found.extend(entries);
+        cursor = next;
+    }
+    Ok(found)
+}
+
+/// An object's omap (`what`: keys or values), page by page: `page(after)`
+/// answers with the OSD that answered, the entries after key `after` in
+/// key order, and whether more follow. Each page must move past `after`
+/// (the OSD lists after it); one that does not while promising more would
+/// have us ask the same for ever, and ends the paging as the OSD's fault.
+async fn omap_pages<V, F, Fut>(what: &str, mut page: F) -> Result<Vec<(String, V)>, RadosError>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Result<(i32, Vec<(String, V)>, bool), RadosError>>,
+{
+    let mut all = Vec::new();
+    // The last key taken (none before the first page, asked after "").
+    let mut after: Option<String> = None;
+    loop {
+        let (osd, batch, more) = page(after.clone().unwrap_or_default()).await?;
+        // A page is in key order (a set or map): its first key is its
+        // least.
+        if let (Some(last), Some((first, _))) = (&after, batch.first()) {
+            if first <= last {
+                return Err(RadosError::NoProgress {
+                    osd,
+                    what: format!("the {what} of an object"),
+                    detail: format!("asked for keys after {last:?}, it answered from {first:?}"),
+                });
+            }
+        }
+        let done = !more || batch.is_empty();
+        if let Some((last, _)) = batch.last() {
+            after = Some(last.clone());
+        }
+        all.extend(batch);
+        if done {
+            return Ok(all);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cursor in pool 1 at `hash`, and the end.
+    fn at(hash: u32) -> HObject {
+        HObject {
+            pool: 1,
+            hash,
+            ..HObject::default()
+        }
+    }
+
+    fn entry(name: &'static str) -> Listed {
+        Listed {
+            nspace: String::new(),
+            name: Bytes::from_static(name.as_bytes()),
+            locator: String::new(),
+        }
+    }
+
+    /// A fake OSD (osd.3) answering pages from a script, then repeating
+    /// its last answer; more than 100 asks is a loop (the test fails).
+    fn script<T: Clone>(answers: Vec<T>) -> impl FnMut() -> T {
+        let mut asked = 0usize;
+        move || {
+            asked = asked.saturating_add(1);
+            assert!(asked <= 100, "asked {asked} times: a loop");
+            let i = asked.min(answers.len()).saturating_sub(1);
+            answers.get(i).cloned().expect("an answer")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_goes_on_while_its_cursor_moves() {
+        let mut osd = script(vec![
+            (at(0x8000_0000), vec![entry("a")]),
+            (at(0x4000_0000), vec![entry("b")]),
+            (HObject::max(), vec![entry("c")]),
+        ]);
+        let listed = list_pages(|_| {
+            let (next, found) = osd();
+            std::future::ready(Ok((3, next, found)))
+        })
+        .await
+        .expect("listed");
+        assert_eq!(listed, vec![entry("a"), entry("b"), entry("c")]);
+    }
+
+    /// An OSD that answers with the cursor it was asked from (with entries
+    /// each time) would have the listing ask and grow for ever.
+    #[tokio::test]
+    async fn an_osd_repeating_its_cursor_ends_the_listing() {
+        let mut osd = script(vec![(at(0x8000_0000), vec![entry("a")])]);
+        let e = list_pages(|_| {
+            let (next, found) = osd();
+            std::future::ready(Ok((3, next, found)))
+        })
+        .await
+        .expect_err("no progress");
+        let RadosError::NoProgress { osd, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(*osd, 3);
+        let said = e.to_string();
+        assert!(said.contains("osd.3 made no progress"), "{said}");
+        assert!(said.contains("the OSD is at fault"), "{said}");
+        // Two cursors in turn, and one going back: as bad.
+        for answers in [
+            vec![at(0x8000_0000), at(0x4000_0000), at(0x8000_0000)],
+            vec![at(0x4000_0000), at(0x8000_0000)],
+        ] {
+            let mut osd = script(answers);
+            let r = list_pages(|_| std::future::ready(Ok((3, osd(), vec![entry("x")])))).await;
+            assert!(
+                matches!(r, Err(RadosError::NoProgress { osd: 3, .. })),
+                "{r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cursors_order_as_ceph_orders_hobjects() {
+        // The hash counts bit-reversed: 0x80000000 comes before 0x40000000.
+        assert_eq!(
+            hobject_order(&at(0x8000_0000), &at(0x4000_0000)),
+            Ordering::Less
+        );
+        assert_eq!(hobject_order(&HObject::default(), &at(0)), Ordering::Less);
+        assert_eq!(
+            hobject_order(&at(u32::MAX), &HObject::max()),
+            Ordering::Less
+        );
+        let named = |key: &'static str, oid: &'static str| HObject {
+            key: Bytes::from_static(key.as_bytes()),
+            oid: Bytes::from_static(oid.as_bytes()),
+            ..at(7)
+        };
+        // The locator key, when there is one, before the name.
+        assert_eq!(
+            hobject_order(&named("b", "a"), &named("", "c")),
+            Ordering::Less
+        );
+        assert_eq!(
+            hobject_order(&named("", "a"), &named("", "b")),
+            Ordering::Less
+        );
+        assert_eq!(
+            hobject_order(&named("", "a"), &named("", "a")),
+            Ordering::Equal
+        );
+    }
+
+    type Page = (Vec<(String, ())>, bool);
+
+    fn keys(names: &[&str], more: bool) -> Page {
+        (names.iter().map(|k| (k.to_string(), ())).collect(), more)
+    }
+
+    #[tokio::test]
+    async fn omap_paging_goes_on_while_its_keys_move() {
+        let mut osd = script(vec![keys(&["a", "b"], true), keys(&["c"], false)]);
+        let mut asked = Vec::new();
+        let all = omap_pages("omap keys", |after| {
+            asked.push(after);
+            let (batch, more) = osd();
+            std::future::ready(Ok((3, batch, more)))
+        })
+        .await
+        .expect("paged");
+        assert_eq!(asked, ["", "b"]);
+        let all: Vec<String> = all.into_iter().map(|(k, ())| k).collect();
+        assert_eq!(all, ["a", "b", "c"]);
+    }
+
+    /// An OSD that repeats its last key, or goes back, while saying more
+    /// follow would have us ask the same for ever.
+    #[tokio::test]
+    async fn an_osd_repeating_its_omap_keys_ends_the_paging() {
+        for answers in [
+            vec![keys(&["a", "b"], true)],
+            vec![keys(&["a", "b"], true), keys(&["b", "c"], true)],
+            vec![keys(&["m"], true), keys(&["a"], true)],
+        ] {
+            let mut osd = script(answers);
+            let r = omap_pages("omap keys", |_| {
+                let (batch, more) = osd();
+                std::future::ready(Ok((3, batch, more)))
+            })
+            .await;
+            let Err(e) = r else { panic!("{r:?}") };
+            assert!(matches!(e, RadosError::NoProgress { osd: 3, .. }), "{e:?}");
+            assert!(e.to_string().contains("the omap keys of an object"), "{e}");
         }
     }
 }

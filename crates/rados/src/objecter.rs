@@ -581,6 +581,7 @@ impl Objecter {
                 result: reply.result,
                 ops,
                 version: reply.user_version,
+                osd,
             }),
             // The OSD's op lengths claim more than its data: EIO, as the
             // reply cannot be read.

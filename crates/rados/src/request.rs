@@ -265,6 +265,8 @@ pub struct Reply {
     pub ops: Vec<OpReply>,
     /// The object's version after a write (`user_version`).
     pub version: u64,
+    /// The OSD that answered.
+    pub osd: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
