@@ -344,14 +344,29 @@ impl Rados {
 
 /// Hands each new OSD map to the objecter.
 async fn follow_maps(mon: Arc<MonClient>, shared: Arc<Shared>) {
-    loop {
-        let epoch = lock(&shared.objecter).map().epoch;
-        if let Ok(map) = mon
-            .wait_osdmap(epoch.saturating_add(1), Duration::from_secs(3600))
-            .await
-        {
+    follow(
+        || lock(&shared.objecter).map().epoch,
+        |next| mon.wait_osdmap(next, Duration::from_secs(3600)),
+        |map| {
             lock(&shared.objecter).handle_map(map);
             shared.place();
+        },
+    )
+    .await
+}
+
+/// Waits for each map after the epoch `have` says (`wait`, which may give
+/// up) and hands it to `take`. A map claims its epoch: one at u32::MAX has
+/// no next to wait for (waiting for "the next" would find it again at
+/// once, round and round without yielding), so following ends there.
+async fn follow<W, Fut>(have: impl Fn() -> u32, mut wait: W, mut take: impl FnMut(Arc<OsdMap>))
+where
+    W: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Arc<OsdMap>, MonError>>,
+{
+    while let Some(next) = have().checked_add(1) {
+        if let Ok(map) = wait(next).await {
+            take(map);
         }
     }
 }
@@ -841,6 +856,28 @@ mod tests {
             hobject_order(&named("", "a"), &named("", "a")),
             Ordering::Equal
         );
+    }
+
+    /// A map claiming the last epoch there is: following stops, rather
+    /// than finding it again as "the next" for ever.
+    #[tokio::test]
+    async fn following_maps_ends_at_the_last_epoch() {
+        let last = Arc::new(OsdMap {
+            epoch: u32::MAX,
+            ..OsdMap::default()
+        });
+        let mut asked = 0usize;
+        follow(
+            || last.epoch,
+            |_| {
+                asked = asked.saturating_add(1);
+                assert!(asked <= 100, "asked {asked} times: a loop");
+                std::future::ready(Ok(last.clone()))
+            },
+            |_| {},
+        )
+        .await;
+        assert_eq!(asked, 0);
     }
 
     type Page = (Vec<(String, ())>, bool);
