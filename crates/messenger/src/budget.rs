@@ -1,10 +1,11 @@
 //! A connection's receive budget: the messenger's dispatch throttle and
-//! its peer type's policy throttle, taken together for each message, and
-//! taken when the message's preamble announces its size, before its bytes
-//! are read (as Ceph's ProtocolV2 takes its throttles in
-//! throttle_message/throttle_bytes). A connection without budget stops
-//! reading, and only reading: it still writes, acknowledges, answers
-//! keepalives and runs its timers while it waits.
+//! its peer type's policy throttle, taken together for each message (its
+//! payload and a message's fixed overhead, msgr_protocol::Session::cost,
+//! which the driver passes as `bytes`) when the message's preamble
+//! announces its size, before its bytes are read (as Ceph's ProtocolV2
+//! takes its throttles in throttle_message/throttle_bytes). A connection
+//! without budget stops reading, and only reading: it still writes,
+//! acknowledges, answers keepalives and runs its timers while it waits.
 
 use std::future::Future;
 use std::pin::Pin;

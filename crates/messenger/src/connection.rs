@@ -126,7 +126,8 @@ pub(crate) struct Shared {
     /// Requests waiting for their replies (Connection::call).
     pub calls: Calls,
     pub view: View,
-    /// Bytes of messages `send` gave the driver and it has not taken yet.
+    /// The cost (Session::cost) of the messages `send` gave the driver and
+    /// it has not taken yet.
     pub in_flight: AtomicUsize,
     pub id: u64,
     /// QueueLimits::soft: `send` waits while the driver is over it, or
@@ -271,7 +272,8 @@ impl Connection {
         if waiting {
             s.senders_waiting.fetch_sub(1, Ordering::AcqRel);
         }
-        s.in_flight.fetch_add(msg.payload_len(), Ordering::AcqRel);
+        let cost = msgr_protocol::Session::cost(msg.payload_len());
+        s.in_flight.fetch_add(cost, Ordering::AcqRel);
         self.command(Command::Send {
             msg: Box::new(msg),
             counted: true,
@@ -542,7 +544,9 @@ impl Connection {
         self.shared.view.info().last_keepalive_ack
     }
 
-    /// Messages queued and not yet written: (count, bytes).
+    /// Messages queued and not yet written: how many, and the bytes they
+    /// count for against `Options::max_queued_bytes` (their payload and a
+    /// fixed overhead each: msgr_protocol::Session::cost).
     pub fn queued(&self) -> (usize, usize) {
         let q = &self.shared.view.queued;
         let at = |a: &std::sync::atomic::AtomicU64| {

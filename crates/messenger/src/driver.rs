@@ -519,8 +519,10 @@ impl<T: Transport> Driver<T> {
                     "--> queued"
                 );
                 if counted {
+                    // What `Connection::send` added.
+                    let cost = msgr_protocol::Session::cost(msg.payload_len());
                     let in_flight = &self.handle.shared.in_flight;
-                    in_flight.fetch_sub(msg.payload_len(), std::sync::atomic::Ordering::AcqRel);
+                    in_flight.fetch_sub(cost, std::sync::atomic::Ordering::AcqRel);
                 }
                 self.conn.send(msg, now);
             }
@@ -646,7 +648,7 @@ impl<T: Transport> Driver<T> {
     /// budget is there (false).
     fn dispatch_message(&mut self, msg: Box<msgr_protocol::Message>) -> bool {
         self.take_policy_throttle();
-        match self.budget.take(msg.payload_len() as u64) {
+        match self.budget.take(receive_cost(msg.payload_len())) {
             Some(permits) => {
                 self.logger().inc(crate::counters::RECV_MESSAGES, 1);
                 let by_type = self.inner.counters.by_type(self.shard);
@@ -806,11 +808,12 @@ impl<T: Transport> Driver<T> {
         {
             shared.drained.notify_waiters();
         }
-        // Budget for the message whose preamble is in, before its bytes.
+        // Budget for the message whose preamble is in, before its bytes:
+        // what it will cost once received (dispatch_message takes the same).
         if self.held.is_none() {
             if let Some(len) = self.conn.pending_message_len() {
                 self.take_policy_throttle();
-                self.budget.reserve(len as u64);
+                self.budget.reserve(receive_cost(len));
             }
         }
         // Reading stops, and only reading, while a message waits for
@@ -987,6 +990,15 @@ fn count_fault(sessions: &msgr_admin::perf::Logger, e: &msgr_protocol::ProtocolE
         Timeout(what) if what.starts_with("idle connection") => sessions.inc(IDLE_TIMEOUTS, 1),
         _ => {}
     }
+}
+
+/// The receive budget a message of `payload` bytes takes: its payload and
+/// the fixed overhead of a message (Session::cost), so that what empty
+/// messages waiting for dispatch, or held by the user, hold is bounded by
+/// the throttles as large ones are.
+#[inline]
+fn receive_cost(payload: usize) -> u64 {
+    u64::try_from(msgr_protocol::Session::cost(payload)).unwrap_or(u64::MAX)
 }
 
 /// What an injected socket failure looks like to the connection.

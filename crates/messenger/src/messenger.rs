@@ -54,11 +54,15 @@ pub struct Options {
     pub frame_limits: msgr_frames::FrameLimits,
     /// ms_dispatch_throttle_bytes: received messages held by the user.
     /// Each message takes its share when its preamble arrives, before its
-    /// bytes are read; a message announced larger than this is refused.
+    /// bytes are read: its payload and a fixed overhead
+    /// (msgr_protocol::Session::cost), so that empty messages count too; a
+    /// message announced larger than this is refused.
     pub dispatch_throttle_bytes: u64,
     /// Bytes a connection holds for its peer (queued, unacknowledged,
     /// unwritten) before it stops reading from it and `Connection::send`
-    /// waits (msgr_protocol::QueueLimits::soft).
+    /// waits (msgr_protocol::QueueLimits::soft). A message counts for its
+    /// payload and a fixed overhead (msgr_protocol::Session::cost), so that
+    /// a flood of empty messages meets the limit as large ones do.
     pub max_queued_bytes: usize,
     /// Bytes past which a connection is marked down (QueueLimits::hard).
     pub max_queued_bytes_hard: usize,

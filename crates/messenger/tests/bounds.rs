@@ -3,9 +3,12 @@
 //! AUTH_BAD_METHOD rounds, 20000 clients that connect and vanish under a
 //! stateful server. Each runs beside a well-behaved client that is served
 //! throughout, and each has its peak resident memory measured (printed)
-//! and bounded. Also: the connection limit counts live sockets and evicts
-//! idle ones before refusing, and a connection waiting for receive budget
-//! still writes.
+//! and bounded. Floods of empty messages, over msgr2 and msgr1, meet the
+//! same limits as large ones (each message counts for what it costs,
+//! Session::cost): towards a peer that never reads, from a lossless peer
+//! that never acknowledges, and waiting for dispatch. Also: the connection
+//! limit counts live sockets and evicts idle ones before refusing, and a
+//! connection waiting for receive budget still writes.
 //!
 //! The scenarios share the process's memory counters, so they run one at
 //! a time (SERIAL).
@@ -20,9 +23,10 @@ use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_messenger::{
     Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
 };
-use msgr_protocol::PolicySet;
+use msgr_protocol::{PolicySet, Session};
 use msgr_transport::tcp::Tcp;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 
 #[path = "support/poll.rs"]
@@ -30,6 +34,9 @@ mod poll;
 #[path = "support/raw_peer.rs"]
 mod raw_peer;
 use raw_peer::RawPeer;
+#[path = "support/raw_v1.rs"]
+#[allow(dead_code)]
+mod raw_v1;
 #[path = "support/rss.rs"]
 mod rss;
 use rss::{reset_peak, rss_kib};
@@ -47,18 +54,35 @@ fn assert_peak_below(what: &str, base: u64, mib: u64) {
     assert!(grew < mib, "{what}: peak grew {grew} MiB (bound {mib} MiB)");
 }
 
-/// Echoes every message with a reply of `reply_len` bytes; counts them.
+/// A message type Echo answers with `burst` empty replies.
+const AMPLIFY: u16 = 44;
+
+/// Echoes every message with a reply of `reply_len` bytes, an MPing with
+/// an empty one, and an AMPLIFY with `burst` empty ones; counts what it
+/// answered, and the MPings apart.
 struct Echo {
     reply_len: usize,
+    burst: usize,
     served: AtomicU64,
+    pings: AtomicU64,
 }
 
 impl Dispatcher for Echo {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
         self.served.fetch_add(1, Ordering::Relaxed);
-        let mut reply = Message::new(43, Bytes::from(vec![0u8; self.reply_len]));
-        reply.tid = msg.tid;
-        conn.send_nowait(reply);
+        let (replies, len) = match msg.msg_type {
+            raw_peer::MSG_PING => {
+                self.pings.fetch_add(1, Ordering::Relaxed);
+                (1, 0)
+            }
+            AMPLIFY => (self.burst, 0),
+            _ => (1, self.reply_len),
+        };
+        for _ in 0..replies {
+            let mut reply = Message::new(43, Bytes::from(vec![0u8; len]));
+            reply.tid = msg.tid;
+            conn.send_nowait(reply);
+        }
     }
 }
 
@@ -67,9 +91,23 @@ async fn server(
     reply_len: usize,
     tune: impl FnOnce(&mut Options),
 ) -> (Messenger<Tcp>, EntityAddrvec, Arc<Echo>) {
+    server_at(Wire::V2, policy, reply_len, 1, tune).await
+}
+
+/// A server listening on 127.0.0.1 over `wire`, answering AMPLIFY with
+/// `burst` empty replies.
+async fn server_at(
+    wire: Wire,
+    policy: Policy,
+    reply_len: usize,
+    burst: usize,
+    tune: impl FnOnce(&mut Options),
+) -> (Messenger<Tcp>, EntityAddrvec, Arc<Echo>) {
     let echo = Arc::new(Echo {
         reply_len,
+        burst,
         served: AtomicU64::new(0),
+        pings: AtomicU64::new(0),
     });
     let mut o = Options::new(
         "osd.0".parse().unwrap(),
@@ -80,7 +118,7 @@ async fn server(
     o.nonce = 0;
     tune(&mut o);
     let m = Messenger::new(Tcp::default(), o, echo.clone());
-    let addrs = m.bind(&"v2:127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addrs = m.bind(&wire.local().parse().unwrap()).await.unwrap();
     (m, addrs, echo)
 }
 
@@ -298,7 +336,8 @@ async fn no_buffer_is_made_for_a_frame_before_its_budget() {
         peers.push(p);
     }
     // One holds the budget; the others wait for it, holding nothing.
-    assert!(poll::until(|| s.dispatch_budget_held() == (1, 3 << 20)).await);
+    let one = Session::cost(3 << 20) as u64;
+    assert!(poll::until(|| s.dispatch_budget_held() == (1, one)).await);
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Not even address space: an allocator that maps large buffers
     // lazily would hide such a buffer from the resident size.
@@ -499,7 +538,8 @@ async fn waiting_for_budget_stops_reading_only() {
     assert!(poll::until(|| holder.held.lock().unwrap().len() == 1).await);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(holder.held.lock().unwrap().len(), 1);
-    assert_eq!(s.dispatch_budget_held(), (1, 800 << 10));
+    let one = Session::cost(800 << 10) as u64;
+    assert_eq!(s.dispatch_budget_held(), (1, one));
     // Meanwhile the server writes: its replies reach the client.
     let server_side = holder.conn.lock().unwrap().clone().unwrap();
     for tid in 100..105 {
@@ -549,7 +589,8 @@ async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
     let frames = raw_peer::messages(&mut p.enc, 1, n, 42, &data).unwrap();
     p.s.write_all(&frames).await.unwrap();
     // The budget is full: the next message waits.
-    assert!(poll::until(|| s.dispatch_budget_held().1 + 100 > budget).await);
+    let next = Session::cost(100) as u64;
+    assert!(poll::until(|| s.dispatch_budget_held().1 + next > budget).await);
     holder.let_go.store(true, Ordering::Release);
     holder.held.lock().unwrap().clear();
     let dispatched = || holder.received.load(Ordering::Relaxed) == n;
@@ -560,4 +601,458 @@ async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
         s.dispatch_budget_held()
     );
     s.shutdown().await;
+}
+
+/// What a message counts for beyond its payload (Session::cost).
+const OVERHEAD: usize = Session::MESSAGE_OVERHEAD;
+
+/// The protocol a raw peer speaks, and the server listens for.
+#[derive(Clone, Copy, Debug)]
+enum Wire {
+    V1,
+    V2,
+}
+
+impl Wire {
+    /// The address a server binds for it.
+    fn local(self) -> &'static str {
+        match self {
+            Wire::V1 => "v1:127.0.0.1:0",
+            Wire::V2 => "v2:127.0.0.1:0",
+        }
+    }
+}
+
+/// Frames `n` empty messages of a type, numbered from a sequence number.
+type Frames = Box<dyn FnMut(u64, u64, u16) -> std::io::Result<Vec<u8>> + Send>;
+
+/// A raw peer's open session (auth none), its socket split: a flood writes
+/// one half while the test reads the other, or never does.
+struct Raw {
+    read: OwnedReadHalf,
+    write: OwnedWriteHalf,
+    frames: Frames,
+}
+
+impl Raw {
+    /// A session with the server at `addrs` over `wire`, as the client of
+    /// address nonce `nonce`.
+    async fn open(addrs: &EntityAddrvec, wire: Wire, nonce: u32, lossy: bool) -> Raw {
+        match wire {
+            Wire::V2 => {
+                let sock = addrs.msgr2().unwrap().addr.unwrap();
+                let mut p = RawPeer::connect(sock).await.unwrap();
+                p.session(nonce, lossy).await.expect("a READY session");
+                let RawPeer { s, mut enc, .. } = p;
+                let (read, write) = s.into_split();
+                let frames: Frames = Box::new(move |first, n, t| {
+                    raw_peer::messages(&mut enc, first, n, t, &Bytes::new())
+                });
+                Raw {
+                    read,
+                    write,
+                    frames,
+                }
+            }
+            Wire::V1 => {
+                let sock = addrs.legacy().unwrap().addr.unwrap();
+                let me = format!("v1:127.0.0.1:0/{nonce}").parse().unwrap();
+                let mut p = raw_v1::RawV1::hello(sock, me).await.unwrap();
+                let mut c = raw_v1::connect(EntityType::CLIENT, 1, 0);
+                if lossy {
+                    c.flags = msgr_frames::v1::FLAG_LOSSY;
+                }
+                p.connect(c, None).await.expect("an open msgr1 session");
+                let (s, msg_auth) = p.into_socket();
+                let (read, write) = s.into_split();
+                // Anonymous: the headers name a client, as the CONNECT did.
+                let src = format!("client.{nonce}").parse().unwrap();
+                let frames: Frames = Box::new(move |first, n, t| {
+                    Ok(raw_v1::empty_messages(src, t, first, n, msg_auth))
+                });
+                Raw {
+                    read,
+                    write,
+                    frames,
+                }
+            }
+        }
+    }
+}
+
+/// Reads and drops what the server sends on `read` until it closes the
+/// connection; the bytes read.
+fn drain(mut read: OwnedReadHalf) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 << 10];
+        let mut n = 0u64;
+        loop {
+            match read.read(&mut buf).await {
+                Ok(0) | Err(_) => return n,
+                Ok(k) => n = n.saturating_add(k as u64),
+            }
+        }
+    })
+}
+
+/// Empty messages written by a task of their own, 1024 to a write,
+/// acknowledging nothing: until `max` are written, the test stops it, or a
+/// write fails (the server closed the connection).
+struct Flood {
+    written: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    /// The write half when it ends (kept open: dropped, it would end the
+    /// session), or the error that ended it.
+    task: tokio::task::JoinHandle<std::io::Result<OwnedWriteHalf>>,
+}
+
+impl Flood {
+    fn start(mut write: OwnedWriteHalf, mut frames: Frames, msg_type: u16, max: u64) -> Flood {
+        let written = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, stopped) = (written.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            let mut next = 1u64;
+            while next <= max && !stopped.load(Ordering::Acquire) {
+                let n = 1024.min(max - next + 1);
+                let buf = frames(next, n, msg_type)?;
+                write.write_all(&buf).await?;
+                next += n;
+                count.store(next - 1, Ordering::Release);
+            }
+            Ok(write)
+        });
+        Flood {
+            written,
+            stop,
+            task,
+        }
+    }
+
+    /// Whether the writes stall (nothing more written for 500 ms while the
+    /// task waits on its socket: the server stopped reading) within 30 s;
+    /// false if they end first (all written, or the connection closed).
+    /// `watch` runs every 10 ms meanwhile.
+    async fn stalls(&self, mut watch: impl FnMut()) -> bool {
+        let began = Instant::now();
+        let (mut last, mut since) = (u64::MAX, Instant::now());
+        while began.elapsed() < Duration::from_secs(30) {
+            watch();
+            if self.task.is_finished() {
+                return false;
+            }
+            let n = self.written.load(Ordering::Acquire);
+            if n != last {
+                (last, since) = (n, Instant::now());
+            } else if since.elapsed() >= Duration::from_millis(500) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// Whether the writes end (all written, or the connection closed)
+    /// within 30 s. `watch` runs every 10 ms meanwhile.
+    async fn ends(&self, mut watch: impl FnMut()) -> bool {
+        let began = Instant::now();
+        while began.elapsed() < Duration::from_secs(30) {
+            watch();
+            if self.task.is_finished() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// Stops after the write under way (the server must read it for that
+    /// to end): how many were written, and how the writes ended.
+    async fn finish(self) -> (u64, std::io::Result<OwnedWriteHalf>) {
+        self.stop.store(true, Ordering::Release);
+        let ended = tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .expect("the flood's last write ended")
+            .unwrap();
+        (self.written.load(Ordering::Acquire), ended)
+    }
+}
+
+/// The flood tests' servers' queue limits, 4 and 8 MiB: more than the
+/// driver's 512 KiB output window, so that only a session queue that counts
+/// its empty messages makes the server stop reading.
+fn flood_limits(o: &mut Options) {
+    o.max_queued_bytes = 4 << 20;
+    o.max_queued_bytes_hard = HARD;
+}
+const HARD: usize = 8 << 20;
+
+/// Asserts that no connection of `s` holds more queued messages than its
+/// hard limit lets it count, at what they cost or by their number.
+fn queued_within_the_hard_limit(s: &Messenger<Tcp>) {
+    for c in s.connections() {
+        let (n, bytes) = c.queued();
+        assert!(bytes <= HARD + OVERHEAD, "{bytes} bytes queued");
+        assert!(
+            n.saturating_mul(OVERHEAD) <= HARD + OVERHEAD,
+            "{n} messages queued, each costing {OVERHEAD} bytes or more, held as {bytes} bytes"
+        );
+    }
+}
+
+/// Whether no connection of `s` has anything queued.
+fn nothing_queued(s: &Messenger<Tcp>) -> bool {
+    s.connections().iter().all(|c| c.queued() == (0, 0))
+}
+
+/// A raw peer floods empty MPings and never reads the empty replies:
+/// counted at what they cost, the replies the server queues reach its soft
+/// limit and it stops reading (the peer's writes stall), never holding
+/// more than its hard limit (plus one message) counted, or more messages
+/// than that many bytes pay for. Once the peer reads, every MPing is
+/// answered and the counts return to zero. A peer whose request makes
+/// empty replies pass the hard limit at once (AMPLIFY) is marked down. A
+/// well-behaved client is served throughout.
+async fn empty_replies_to_a_peer_that_never_reads(wire: Wire) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let what = format!("empty messages, never read, {wire:?}");
+    let (s, addrs, echo) =
+        server_at(wire, Policy::stateless_server(), 0, 100_000, flood_limits).await;
+    let base = reset_peak();
+    let good = Good::start(&addrs);
+    let max = 2_000_000;
+    let raw = Raw::open(&addrs, wire, 1, true).await;
+    let flood = Flood::start(raw.write, raw.frames, raw_peer::MSG_PING, max);
+    // The queue fills to the soft limit, less what the driver holds
+    // framed (its output window), and stays there.
+    let full = || {
+        queued_within_the_hard_limit(&s);
+        s.connections().iter().any(|c| c.queued().1 >= 3 << 20)
+    };
+    assert!(
+        poll::until(full).await,
+        "{what}: the queue never filled: {:?}",
+        s.connections()
+            .iter()
+            .map(|c| c.queued())
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        flood.stalls(|| queued_within_the_hard_limit(&s)).await,
+        "{what}: the server never stopped reading ({} written)",
+        flood.written.load(Ordering::Acquire)
+    );
+    // Stopped reading, not closed.
+    assert!(!flood.task.is_finished(), "{what}: the writes ended");
+    assert_peak_below(&what, base, 64);
+
+    // The peer reads: everything it sent is answered, and what was
+    // counted is released.
+    let reader = drain(raw.read);
+    let (written, ended) = flood.finish().await;
+    let write = ended.expect("the session is still open");
+    eprintln!("{what}: {written} MPings written before the writes stalled");
+    assert!(written < max);
+    let answered = || {
+        queued_within_the_hard_limit(&s);
+        echo.pings.load(Ordering::Relaxed) == written && nothing_queued(&s)
+    };
+    assert!(
+        poll::until(answered).await,
+        "{what}: {} of {written} answered, queued {:?}",
+        echo.pings.load(Ordering::Relaxed),
+        s.connections()
+            .iter()
+            .map(|c| c.queued())
+            .collect::<Vec<_>>()
+    );
+    drop((write, reader));
+
+    // One request whose empty replies pass the hard limit: marked down.
+    let mut amp = Raw::open(&addrs, wire, 2, true).await;
+    let request = (amp.frames)(1, 1, AMPLIFY).unwrap();
+    amp.write.write_all(&request).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(10), drain(amp.read)).await;
+    assert!(closed.is_ok(), "{what}: the amplifier was not marked down");
+    good.finish(&what).await;
+    assert!(poll::until(|| s.dispatch_budget_held() == (0, 0) && nothing_queued(&s)).await);
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_replies_to_a_peer_that_never_reads_count_what_they_cost_msgr2() {
+    empty_replies_to_a_peer_that_never_reads(Wire::V2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_replies_to_a_peer_that_never_reads_count_what_they_cost_msgr1() {
+    empty_replies_to_a_peer_that_never_reads(Wire::V1).await;
+}
+
+/// A lossless peer floods empty MPings and reads the empty replies but
+/// never acknowledges them: the server keeps each for replay, counted at
+/// what it costs, and marks the peer down once they pass its hard limit,
+/// having kept no more messages than that many bytes pay for. A
+/// well-behaved client is served throughout.
+async fn a_lossless_peer_that_never_acks(wire: Wire) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let what = format!("empty messages, never acknowledged, {wire:?}");
+    let (s, addrs, _) = server_at(wire, Policy::stateful_server(), 0, 1, flood_limits).await;
+    let base = reset_peak();
+    let good = Good::start(&addrs);
+    let max = 1_000_000;
+    let raw = Raw::open(&addrs, wire, 3, false).await;
+    let reader = drain(raw.read);
+    let flood = Flood::start(raw.write, raw.frames, raw_peer::MSG_PING, max);
+    // Nothing the server sent to the raw peer was acknowledged: all it
+    // sent is kept (the good client's acknowledged replies are few).
+    let unacked_within_the_hard_limit = || {
+        for c in s.connections() {
+            let sent = c.stats().messages_out;
+            assert!(
+                usize::try_from(sent).unwrap().saturating_mul(OVERHEAD) <= HARD + OVERHEAD,
+                "{sent} messages sent and kept, each costing {OVERHEAD} bytes or more"
+            );
+        }
+    };
+    assert!(
+        flood.ends(unacked_within_the_hard_limit).await,
+        "{what}: the flood went on"
+    );
+    let (written, ended) = flood.finish().await;
+    eprintln!("{what}: {written} MPings written before the server closed the connection");
+    assert!(
+        ended.is_err(),
+        "{what}: all {written} written, never closed"
+    );
+    let closed = tokio::time::timeout(Duration::from_secs(10), reader).await;
+    assert!(closed.is_ok(), "{what}: the connection stayed open");
+    assert_peak_below(&what, base, 64);
+    good.finish(&what).await;
+    assert!(poll::until(|| s.connections().len() <= 1 && nothing_queued(&s)).await);
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lossless_peer_that_never_acks_empty_messages_is_marked_down_msgr2() {
+    a_lossless_peer_that_never_acks(Wire::V2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lossless_peer_that_never_acks_empty_messages_is_marked_down_msgr1() {
+    a_lossless_peer_that_never_acks(Wire::V1).await;
+}
+
+/// A raw peer floods empty MPings at a server whose dispatcher holds what
+/// it receives: each takes receive budget for what it costs, so the
+/// dispatch throttle (1 MiB here) fills, the server stops reading, and no
+/// more messages are held than its bytes pay for. Let go, every message
+/// is dispatched and the budget returns to zero.
+async fn empty_messages_waiting_for_dispatch(wire: Wire) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let what = format!("empty messages held by the dispatcher, {wire:?}");
+    let budget: u64 = 1 << 20;
+    let holder = Arc::new(Holder::default());
+    let mut o = Options::new(
+        "osd.0".parse().unwrap(),
+        PolicySet::new(Policy::stateless_server()),
+        Arc::new(NoneProvider),
+    );
+    o.nonce = 0;
+    o.dispatch_throttle_bytes = budget;
+    let s = Messenger::new(Tcp::default(), o, holder.clone());
+    let addrs = s.bind(&wire.local().parse().unwrap()).await.unwrap();
+    let base = reset_peak();
+    let max = 1_000_000;
+    let raw = Raw::open(&addrs, wire, 4, true).await;
+    let flood = Flood::start(raw.write, raw.frames, raw_peer::MSG_PING, max);
+    let within_the_budget = || {
+        let (n, bytes) = s.dispatch_budget_held();
+        assert!(bytes <= budget, "{bytes} bytes of receive budget held");
+        assert!(
+            n.saturating_mul(OVERHEAD as u64) <= budget,
+            "{n} messages held, each costing {OVERHEAD} bytes or more, taking {bytes} bytes of budget"
+        );
+    };
+    // Full: one more message would not fit.
+    let full = || {
+        within_the_budget();
+        s.dispatch_budget_held().1 + OVERHEAD as u64 > budget
+    };
+    assert!(poll::until(full).await, "{what}: the budget never filled");
+    assert!(
+        flood.stalls(within_the_budget).await,
+        "{what}: the server never stopped reading"
+    );
+    assert_peak_below(&what, base, 64);
+
+    // Let go: the rest is read and dispatched, and the budget returns.
+    holder.let_go.store(true, Ordering::Release);
+    holder.held.lock().unwrap().clear();
+    let (written, ended) = flood.finish().await;
+    let write = ended.expect("the session is still open");
+    eprintln!("{what}: {written} MPings written before the writes stalled");
+    let dispatched = || {
+        holder.received.load(Ordering::Relaxed) == written
+            && s.dispatch_budget_held() == (0, 0)
+            && nothing_queued(&s)
+    };
+    assert!(
+        poll::until(dispatched).await,
+        "{what}: {} of {written} dispatched, budget held {:?}",
+        holder.received.load(Ordering::Relaxed),
+        s.dispatch_budget_held()
+    );
+    drop((write, raw.read));
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_messages_waiting_for_dispatch_take_what_they_cost_msgr2() {
+    empty_messages_waiting_for_dispatch(Wire::V2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_messages_waiting_for_dispatch_take_what_they_cost_msgr1() {
+    empty_messages_waiting_for_dispatch(Wire::V1).await;
+}
+
+/// Not a test: the attack of issue 33, against a server of the caller's
+/// (to measure `msgr serve`'s peak resident memory, say). MSGR_FLOOD names
+/// it (`v2:IP:PORT` or `v1:IP:PORT`); MSGR_FLOOD_PEERS peers (2) flood it
+/// with empty MPings for MSGR_FLOOD_SECS seconds (20), never reading.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a tool: floods the server MSGR_FLOOD names"]
+async fn flood_a_server() {
+    let env = |k: &str, default: u64| {
+        std::env::var(k)
+            .ok()
+            .map_or(default, |v| v.parse().expect("a number"))
+    };
+    let target = std::env::var("MSGR_FLOOD").expect("MSGR_FLOOD=v2:IP:PORT");
+    let addr: msgr_encoding::EntityAddr = target.parse().unwrap();
+    let wire = match addr.kind {
+        msgr_encoding::EntityAddrType::LEGACY => Wire::V1,
+        _ => Wire::V2,
+    };
+    let addrs = EntityAddrvec::single(addr);
+    let secs = Duration::from_secs(env("MSGR_FLOOD_SECS", 20));
+    let mut floods = Vec::new();
+    for i in 0..env("MSGR_FLOOD_PEERS", 2) {
+        let raw = Raw::open(&addrs, wire, 1000 + i as u32, true).await;
+        let flood = Flood::start(raw.write, raw.frames, raw_peer::MSG_PING, u64::MAX);
+        floods.push((flood, raw.read));
+    }
+    tokio::time::sleep(secs).await;
+    for (i, (flood, _read)) in floods.iter().enumerate() {
+        let written = flood.written.load(Ordering::Acquire);
+        let how = match flood.task.is_finished() {
+            true => "ended (closed by the server)",
+            false => "still writing or stalled",
+        };
+        eprintln!("peer {i}: {written} MPings written in {secs:?}; {how}");
+    }
+    for (flood, _) in floods {
+        flood.task.abort();
+    }
 }

@@ -32,6 +32,28 @@ use lists::Lists;
 /// Priority of requeued messages: they go before everything else.
 const REQUEUE_PRIORITY: u16 = u16::MAX;
 
+/// The most a message's frame adds to its payload on the wire: msgr2.1
+/// secure's first block (the preamble, the header carried inline, its
+/// tag), each payload segment's padding to the AES block, and the
+/// epilogue with its tag. The other msgr2 framings add less (crc: a
+/// preamble, the header and at most 17 bytes of crcs), as does msgr1 (a
+/// tag, its header and footer).
+const FRAME_OVERHEAD: usize = {
+    use msgr_frames::layout::{CRYPTO_BLOCK_LEN, EPILOGUE_SECURE_LEN, GCM_TAG_LEN, INLINE_LEN};
+    use msgr_frames::preamble::{MAX_SEGMENTS, PREAMBLE_LEN};
+    PREAMBLE_LEN
+        + INLINE_LEN
+        + GCM_TAG_LEN
+        + (MAX_SEGMENTS - 1) * (CRYPTO_BLOCK_LEN - 1)
+        + EPILOGUE_SECURE_LEN
+        + GCM_TAG_LEN
+};
+const _: () = {
+    use msgr_frames::v1::{Footer, MsgHeader};
+    assert!(msgr_frames::MsgHeader2::LEN <= msgr_frames::layout::INLINE_LEN);
+    assert!(1 + MsgHeader::LEN + Footer::LEN <= FRAME_OVERHEAD);
+};
+
 struct Queued {
     /// Boxed from the sender's hands to the peer's acknowledgement: the
     /// session's queues move pointers, and a message's 150 bytes are
@@ -40,6 +62,33 @@ struct Queued {
     msg: Box<Message>,
     /// Sent before a fault; its `seq` is the number it was sent with.
     requeued: bool,
+}
+
+impl Session {
+    /// What holding a message costs beyond its payload, counted with it
+    /// wherever a peer can make us hold messages (the queue limits, on
+    /// what is queued and unacknowledged; the receive budget, on what
+    /// waits for dispatch and what the user holds): an empty message costs
+    /// hundreds of bytes, and a flood of them must meet the limits as a
+    /// flood of large ones does. It is the message (boxed while held), its
+    /// slot in the session's queue (the sent list's, a box alone, is
+    /// smaller) and its frame at the largest framing (FRAME_OVERHEAD),
+    /// which also leaves room for the allocator's rounding of the box.
+    pub const MESSAGE_OVERHEAD: usize =
+        std::mem::size_of::<Message>() + std::mem::size_of::<Queued>() + FRAME_OVERHEAD;
+
+    /// The bytes a message of `payload` bytes (front, middle and data)
+    /// counts for against those limits: one function for every charge
+    /// and every release, so that what is released is what was charged.
+    #[inline]
+    pub const fn cost(payload: usize) -> usize {
+        payload.saturating_add(Self::MESSAGE_OVERHEAD)
+    }
+
+    #[inline]
+    fn charge(msg: &Message) -> usize {
+        Self::cost(msg.payload_len())
+    }
 }
 
 /// What became of a received message's sequence number.
@@ -63,10 +112,11 @@ pub struct Session {
     /// (Session::trim).
     queue: Lists<Queued>,
     queued_messages: usize,
+    /// What the queued messages cost (Session::cost).
     queued_bytes: usize,
     /// Written, not yet acknowledged (lossless only), oldest first.
     sent: VecDeque<Box<Message>>,
-    /// Their payload bytes.
+    /// What they cost (Session::cost).
     sent_bytes: usize,
     pub(crate) out_seq: u64,
     pub(crate) in_seq: u64,
@@ -134,7 +184,7 @@ impl Session {
     fn push(&mut self, priority: u16, q: Queued, front: bool) {
         // Counts of what is queued: bounded by memory (QueueLimits).
         self.queued_messages = self.queued_messages.saturating_add(1);
-        self.queued_bytes = self.queued_bytes.saturating_add(q.msg.payload_len());
+        self.queued_bytes = self.queued_bytes.saturating_add(Self::charge(&q.msg));
         let list = self.queue.list(priority);
         if front {
             list.push_front(q);
@@ -149,11 +199,12 @@ impl Session {
         }
         let q = self.queue.pop_front()?;
         self.queued_messages = self.queued_messages.saturating_sub(1);
-        self.queued_bytes = self.queued_bytes.saturating_sub(q.msg.payload_len());
+        self.queued_bytes = self.queued_bytes.saturating_sub(Self::charge(&q.msg));
         Some(q)
     }
 
-    /// Messages waiting to be written (requeued ones included).
+    /// Messages waiting to be written (requeued ones included): how many,
+    /// and what they cost (Session::cost).
     pub fn queued(&self) -> (usize, usize) {
         (self.queued_messages, self.queued_bytes)
     }
@@ -163,8 +214,8 @@ impl Session {
         self.sent.len()
     }
 
-    /// Payload bytes the session holds for the peer: queued, and written
-    /// but not yet acknowledged.
+    /// What the messages the session holds for the peer cost
+    /// (Session::cost): queued, and written but not yet acknowledged.
     pub fn held_bytes(&self) -> usize {
         self.queued_bytes.saturating_add(self.sent_bytes)
     }
@@ -232,7 +283,7 @@ impl Session {
             // Numbered and (for a lossless session) kept for replay even if
             // the write failed: the fault that follows requeues it.
             if !lossy {
-                self.sent_bytes = self.sent_bytes.saturating_add(msg.payload_len());
+                self.sent_bytes = self.sent_bytes.saturating_add(Self::charge(&msg));
                 self.sent.push_back(msg);
             }
             written?;
@@ -284,7 +335,7 @@ impl Session {
     pub(crate) fn acked(&mut self, seq: u64) {
         while self.sent.front().is_some_and(|m| m.seq <= seq) {
             if let Some(m) = self.sent.pop_front() {
-                self.sent_bytes = self.sent_bytes.saturating_sub(m.payload_len());
+                self.sent_bytes = self.sent_bytes.saturating_sub(Self::charge(&m));
             }
         }
         msgr_frames::let_go_if_small(&mut self.sent);
@@ -354,7 +405,7 @@ impl Session {
             {
                 if let Some(q) = list.pop_front() {
                     dropped = dropped.saturating_add(1);
-                    dropped_bytes = dropped_bytes.saturating_add(q.msg.payload_len());
+                    dropped_bytes = dropped_bytes.saturating_add(Self::charge(&q.msg));
                 }
             }
         }
@@ -579,6 +630,45 @@ mod tests {
         s.reset();
         assert_eq!(s.global_seq, 41);
         assert_eq!((s.client_cookie, s.in_seq), (0, 0));
+    }
+
+    /// Every message counts for its payload and the fixed overhead (an
+    /// empty one too), and what is released is what was charged: queued,
+    /// written, acknowledged, requeued after a fault, dropped on resuming,
+    /// written by a lossy session, discarded.
+    #[test]
+    fn held_bytes_count_what_messages_cost_and_return_to_zero() {
+        let empty = || Box::new(Message::new(2, Bytes::new()));
+        let (e, ten) = (Session::cost(0), Session::cost(10));
+        assert!(e >= std::mem::size_of::<Message>() + 100, "{e}");
+        let mut s = Session::default();
+        for _ in 0..3 {
+            s.enqueue(empty());
+        }
+        s.enqueue(msg(4, 127));
+        assert_eq!(s.queued(), (4, 3 * e + ten));
+        assert_eq!(s.held_bytes(), 3 * e + ten);
+        let mut l = link();
+        s.write_pending(&mut l, false, None).unwrap();
+        assert_eq!(s.queued(), (0, 0));
+        assert_eq!(s.held_bytes(), 3 * e + ten, "unacknowledged");
+        s.acked(1);
+        assert_eq!(s.held_bytes(), 2 * e + ten);
+        s.requeue_sent();
+        assert_eq!(s.queued(), (3, 2 * e + ten));
+        assert_eq!(s.held_bytes(), 2 * e + ten);
+        s.resume_from(2);
+        assert_eq!(s.queued(), (2, e + ten));
+        // Written by a lossy session: nothing is kept.
+        s.write_pending(&mut l, true, None).unwrap();
+        assert_eq!((s.queued(), s.held_bytes()), ((0, 0), 0));
+        // Queued and unacknowledged, then discarded.
+        s.enqueue(empty());
+        s.write_pending(&mut l, false, None).unwrap();
+        s.enqueue(empty());
+        assert_eq!(s.held_bytes(), 2 * e);
+        s.discard_queue();
+        assert_eq!((s.queued(), s.held_bytes()), ((0, 0), 0));
     }
 
     /// A peer can set out_seq (SESSION_RECONNECT's msg_seq); at its limit

@@ -9,7 +9,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use msgr_frames::control::Ack;
 use msgr_frames::WireQueue;
-use msgr_protocol::{ConnState, Event, Message, Policy, ProtocolError, QueueLimits, Timeouts};
+use msgr_protocol::{
+    ConnState, Event, Message, Policy, ProtocolError, QueueLimits, Session, Timeouts,
+};
 
 mod script;
 use script::{server_config, Script};
@@ -154,12 +156,16 @@ fn a_standby_session_expires_with_a_reset() {
     assert_eq!(faults(&ev), vec![ProtocolError::Timeout("standby session")]);
 }
 
+/// Messages count for what they cost (Session::cost: their 4000 bytes
+/// and a message's overhead): two and a half make the soft limit, five
+/// the hard one.
 #[test]
 fn a_peer_that_never_reads_is_marked_down_at_the_hard_limit() {
     let mut cfg = server_config(Policy::stateful_server());
+    let cost = Session::cost(4000);
     cfg.queue_limits = QueueLimits {
-        soft: 10_000,
-        hard: 20_000,
+        soft: 2 * cost + cost / 2,
+        hard: 5 * cost,
     };
     let mut s = Script::accepted(cfg);
     s.events();
@@ -180,11 +186,45 @@ fn a_peer_that_never_reads_is_marked_down_at_the_hard_limit() {
     assert_eq!(
         faults(&ev),
         vec![ProtocolError::QueueOverflow {
-            held: 20_000,
-            max: 20_000
+            held: 5 * cost,
+            max: 5 * cost
         }]
     );
     assert!(ev.iter().any(|e| matches!(e, Event::Reset)));
+}
+
+/// A flood of empty messages meets the limits as large ones do: each
+/// counts for a message's overhead (Session::cost), so senders wait from
+/// the soft limit on, and the peer is marked down past the hard one,
+/// holding no more than it plus one message.
+#[test]
+fn empty_messages_count_against_the_limits() {
+    let mut cfg = server_config(Policy::stateful_server());
+    let cost = Session::cost(0);
+    let (soft, hard) = (10 * cost, 20 * cost);
+    cfg.queue_limits = QueueLimits { soft, hard };
+    let mut s = Script::accepted(cfg);
+    s.events();
+    let mut sent = 0;
+    while s.conn.state() == ConnState::Ready && sent < 1000 {
+        assert!(
+            s.conn.held_bytes() <= hard + cost,
+            "{} held",
+            s.conn.held_bytes()
+        );
+        assert_eq!(s.conn.over_queue_limit(), s.conn.held_bytes() >= soft);
+        s.conn.send(Message::new(2, Bytes::new()), s.now);
+        sent += 1;
+    }
+    assert_eq!(
+        s.conn.state(),
+        ConnState::Closed,
+        "{sent} sent, never closed"
+    );
+    assert!((20..=22).contains(&sent), "closed after {sent}");
+    assert!(faults(&s.events())
+        .iter()
+        .any(|e| matches!(e, ProtocolError::QueueOverflow { max, .. } if *max == hard)));
 }
 
 /// What the peer took and has yet to acknowledge makes senders wait but

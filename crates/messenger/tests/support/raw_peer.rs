@@ -17,6 +17,9 @@ use msgr_frames::{Banner, ControlFrame, FrameDecoder, FrameEncoder, FrameLimits,
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// CEPH_MSG_PING: an empty message, answered in kind by `msgr serve`.
+pub const MSG_PING: u16 = 2;
+
 /// `n` MESSAGE frames of `msg_type` carrying `data` (empty: an empty
 /// message), numbered from `first` (tids likewise, acknowledging nothing),
 /// framed by `enc` in one buffer: many messages in one write.

@@ -155,6 +155,14 @@ impl RawV1 {
         self.sock.write_all(&out).await.ok()
     }
 
+    /// The socket, for a test that writes on it from a task of its own
+    /// (a flood of [`empty_messages`]), and whether the session's footers
+    /// carry a signature field (MSG_AUTH).
+    #[allow(dead_code)] // bounds.rs's, not every test's
+    pub fn into_socket(self) -> (TcpStream, bool) {
+        (self.sock, self.msg_auth)
+    }
+
     /// Whether the server closes the socket within `wait` (what it sends
     /// meanwhile is read and dropped); `bytes` counts it.
     pub async fn closed_within(&mut self, wait: Duration) -> (bool, usize) {
@@ -168,6 +176,37 @@ impl RawV1 {
             }
         }
     }
+}
+
+/// `n` empty messages of `msg_type` whose headers name `src`, numbered
+/// from `first` (tids likewise), unsigned (a session without a keyed
+/// authorizer), in one buffer: a flood written a buffer at a time.
+/// `msg_auth`: the footers carry a signature field.
+#[allow(dead_code)] // bounds.rs's, not every test's
+pub fn empty_messages(
+    src: EntityName,
+    msg_type: u16,
+    first: u64,
+    n: u64,
+    msg_auth: bool,
+) -> Vec<u8> {
+    let (_, footer) = write::footer(&[], &[], &[], None, msg_auth);
+    let mut out = Vec::new();
+    for seq in first..first.saturating_add(n) {
+        let header = MsgHeader {
+            seq,
+            tid: seq,
+            msg_type,
+            priority: 127,
+            version: 1,
+            src,
+            compat_version: 1,
+            ..Default::default()
+        };
+        out.extend_from_slice(&write::msg_head(&header));
+        out.extend_from_slice(&footer);
+    }
+    out
 }
 
 /// A scripted msgr1 server on 127.0.0.1 that answers each CONNECT of the

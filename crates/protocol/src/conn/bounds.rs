@@ -97,8 +97,9 @@ impl Conn {
         }
     }
 
-    /// Bytes held for the peer: queued, unacknowledged, and framed but not
-    /// yet written by the runtime.
+    /// Bytes held for the peer: messages queued and unacknowledged at what
+    /// they cost (Session::cost: an empty message counts too), and the
+    /// bytes framed but not yet written by the runtime.
     pub fn held_bytes(&self) -> usize {
         self.session
             .held_bytes()
@@ -112,8 +113,9 @@ impl Conn {
         self.held_bytes() >= self.config.queue_limits.soft
     }
 
-    /// Bytes the peer has not taken yet: queued, framed and not yet taken
-    /// by the runtime, and taken but not yet written.
+    /// Bytes the peer has not taken yet: messages queued (at their cost),
+    /// framed and not yet taken by the runtime, and taken but not yet
+    /// written.
     fn untaken_bytes(&self) -> usize {
         let framed = self.link.as_ref().map_or(0, |l| l.output_len());
         self.session
