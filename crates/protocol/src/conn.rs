@@ -430,7 +430,7 @@ impl Conn {
         // rather than hold more for a peer that does not read.
         let held = self.held_bytes();
         let max = self.config.queue_limits.hard;
-        if held.saturating_add(msg.payload_len()) > max {
+        if held.saturating_add(Session::cost(msg.payload_len())) > max {
             return self.fail_closed(ProtocolError::QueueOverflow { held, max });
         }
         self.session.enqueue(msg);
