@@ -2,8 +2,12 @@
 //! lossy-client messenger to the OSDs, and the [`Objecter`] between them,
 //! driven under one lock (each step is short: no I/O happens under it, and
 //! no placement: CRUSH runs on a snapshot of the map after the lock is
-//! released, in the caller's task or a task of its own, never in the
-//! messenger's dispatch callback).
+//! released). A request's own placement runs in the task that submits it,
+//! as librados computes it in the caller's thread; the placements a new
+//! map, a reset, a timeout or an OSD's reply call for run on tokio's
+//! blocking pool, never in the messenger's dispatch callback nor on the
+//! runtime's workers, where the messenger's connections run (a peer's
+//! CRUSH map may make each mapping cost up to its budget).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -159,6 +163,14 @@ impl Shared {
         self.flush();
     }
 
+    /// [`Shared::place`] on tokio's blocking pool, off the runtime's
+    /// workers, for placements a map, a reset, a timeout or a reply called
+    /// for.
+    async fn place_aside(self: &Arc<Self>) {
+        let shared = self.clone();
+        let _ = tokio::task::spawn_blocking(move || shared.place()).await;
+    }
+
     /// Sends what the objecter queued and hands out what it finished.
     fn flush(&self) {
         let (map, transmits, done) = {
@@ -240,11 +252,11 @@ impl Dispatcher for OsdDispatch {
             _ => return,
         }
         self.0.flush();
-        // A resend the reply asked for (EAGAIN, a redirect) is placed in
-        // a task of its own, off this callback.
+        // A resend the reply asked for (EAGAIN, a redirect) is placed off
+        // this callback.
         if lock(&self.0.objecter).placements_waiting() {
             let shared = self.0.clone();
-            tokio::spawn(async move { shared.place() });
+            tokio::task::spawn_blocking(move || shared.place());
         }
     }
 
@@ -257,7 +269,7 @@ impl Dispatcher for OsdDispatch {
         tokio::spawn(async move {
             tokio::time::sleep(RESET_DELAY).await;
             lock(&shared.objecter).handle_reset(osd);
-            shared.place();
+            shared.place_aside().await;
         });
     }
 }
@@ -349,7 +361,7 @@ async fn follow_maps(mon: Arc<MonClient>, shared: Arc<Shared>) {
         |next| mon.wait_osdmap(next, Duration::from_secs(3600)),
         |map| {
             lock(&shared.objecter).handle_map(map);
-            shared.place();
+            shared.place_aside()
         },
     )
     .await
@@ -359,14 +371,16 @@ async fn follow_maps(mon: Arc<MonClient>, shared: Arc<Shared>) {
 /// up) and hands it to `take`. A map claims its epoch: one at u32::MAX has
 /// no next to wait for (waiting for "the next" would find it again at
 /// once, round and round without yielding), so following ends there.
-async fn follow<W, Fut>(have: impl Fn() -> u32, mut wait: W, mut take: impl FnMut(Arc<OsdMap>))
+async fn follow<W, Fut, T, Taken>(have: impl Fn() -> u32, mut wait: W, mut take: T)
 where
     W: FnMut(u32) -> Fut,
     Fut: std::future::Future<Output = Result<Arc<OsdMap>, MonError>>,
+    T: FnMut(Arc<OsdMap>) -> Taken,
+    Taken: std::future::Future<Output = ()>,
 {
     while let Some(next) = have().checked_add(1) {
         if let Ok(map) = wait(next).await {
-            take(map);
+            take(map).await;
         }
     }
 }
@@ -383,7 +397,7 @@ async fn timeouts(shared: Arc<Shared>) {
             None => wake.await,
         }
         lock(&shared.objecter).handle_timeout(Instant::now());
-        shared.place();
+        shared.place_aside().await;
     }
 }
 
@@ -874,7 +888,7 @@ mod tests {
                 assert!(asked <= 100, "asked {asked} times: a loop");
                 std::future::ready(Ok(last.clone()))
             },
-            |_| {},
+            |_| std::future::ready(()),
         )
         .await;
         assert_eq!(asked, 0);
