@@ -889,6 +889,56 @@ async fn empty_replies_to_a_peer_that_never_reads_count_what_they_cost_msgr1() {
     empty_replies_to_a_peer_that_never_reads(Wire::V1).await;
 }
 
+/// A raw peer floods empty MPings and never reads: once the server stops
+/// reading it (the soft limit) and it takes nothing for Timeouts::unread
+/// (2 s here), it is marked down and what was held for it let go. A
+/// well-behaved client is served throughout.
+async fn a_peer_that_never_reads_is_marked_down_when_it_takes_nothing(wire: Wire) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let what = format!("empty messages, never read, {wire:?}, unread timeout");
+    let (s, addrs, _) = server_at(wire, Policy::stateless_server(), 0, 1, |o| {
+        flood_limits(o);
+        o.timeouts.unread = Duration::from_secs(2);
+    })
+    .await;
+    let good = Good::start(&addrs);
+    let raw = Raw::open(&addrs, wire, 1, true).await;
+    let flood = Flood::start(raw.write, raw.frames, raw_peer::MSG_PING, 2_000_000);
+    assert!(
+        flood.ends(|| queued_within_the_hard_limit(&s)).await,
+        "{what}: the flooder was not marked down ({} written)",
+        flood.written.load(Ordering::Acquire)
+    );
+    let (written, ended) = flood.finish().await;
+    assert!(
+        ended.is_err(),
+        "{what}: the writes ended by a closed socket"
+    );
+    eprintln!("{what}: marked down after {written} MPings");
+    let mut reader = raw.read;
+    let mut sink = vec![0u8; 1 << 16];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        while reader.read(&mut sink).await.is_ok_and(|n| n > 0) {}
+    });
+    assert!(closed.await.is_ok(), "{what}: the socket stayed open");
+    assert!(
+        poll::until(|| nothing_queued(&s)).await,
+        "{what}: still held"
+    );
+    good.finish(&what).await;
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_reads_is_marked_down_when_it_takes_nothing_msgr2() {
+    a_peer_that_never_reads_is_marked_down_when_it_takes_nothing(Wire::V2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_reads_is_marked_down_when_it_takes_nothing_msgr1() {
+    a_peer_that_never_reads_is_marked_down_when_it_takes_nothing(Wire::V1).await;
+}
+
 /// A lossless peer floods empty MPings and reads the empty replies but
 /// never acknowledges them: the server keeps each for replay, counted at
 /// what it costs, and marks the peer down once they pass its hard limit,

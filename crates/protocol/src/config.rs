@@ -41,6 +41,12 @@ pub struct Timeouts {
     /// capacity its queues grew to (they grow again when traffic resumes),
     /// so that idle connections stay small.
     pub trim: Duration,
+    /// A READY connection that stopped reading its peer because it holds
+    /// `QueueLimits::soft` the peer has not taken, and whose peer then
+    /// takes none of it for this long, is marked down (with a reset): a
+    /// peer that sends and never reads holds its share of our memory no
+    /// longer than this. Ceph has no such limit.
+    pub unread: Duration,
 }
 
 impl Default for Timeouts {
@@ -53,6 +59,7 @@ impl Default for Timeouts {
             frame: Duration::from_secs(60),
             standby: Duration::from_secs(900),
             trim: Duration::from_secs(1),
+            unread: Duration::from_secs(60),
         }
     }
 }
@@ -169,10 +176,10 @@ impl GlobalSeq {
     /// before. A value past [`GlobalSeq::PEER_LIMIT`], or one that would
     /// take the peer's pushes past [`GlobalSeq::PEER_STEP`], is that
     /// connection's fault: the counter is left alone.
-    pub fn raise(&self, shown: u64, pushed: &mut u64) -> Result<u64, crate::ProtocolError> {
+    pub fn raise(&self, shown: u64, pushed: &mut u32) -> Result<u64, crate::ProtocolError> {
         let ours = self.0.load(Ordering::Relaxed);
         let step = shown.saturating_sub(ours);
-        let room = Self::PEER_STEP.saturating_sub(*pushed);
+        let room = Self::PEER_STEP.saturating_sub(u64::from(*pushed));
         if shown > Self::PEER_LIMIT || step > room {
             return Err(crate::ProtocolError::PeerGlobalSeq {
                 shown,
@@ -180,7 +187,8 @@ impl GlobalSeq {
                 pushed: *pushed,
             });
         }
-        *pushed = pushed.saturating_add(step);
+        // At most PEER_STEP in all: it fits.
+        *pushed = u32::try_from(u64::from(*pushed).saturating_add(step)).unwrap_or(u32::MAX);
         self.bump(shown)
     }
 
@@ -418,7 +426,7 @@ mod tests {
         });
         assert_eq!(g.raise(far, &mut pushed), refused);
         assert_eq!(g.raise(far - 1, &mut pushed), Ok(far), "within its room");
-        assert_eq!(pushed, GlobalSeq::PEER_STEP);
+        assert_eq!(u64::from(pushed), GlobalSeq::PEER_STEP);
         assert!(g.raise(far + 1, &mut pushed).is_err());
         assert_eq!(g.raise(far, &mut pushed), Ok(far + 1), "behind ours");
         assert_eq!(g.raise(far + 5, &mut 0), Ok(far + 6));

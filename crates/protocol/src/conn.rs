@@ -125,6 +125,9 @@ pub struct Conn {
     partial_since: Option<Instant>,
     /// `last_active` when the queues were last trimmed (Timeouts::trim).
     trimmed: Option<Instant>,
+    /// Since when the peer has taken nothing of what we hold for it while
+    /// reading is paused on its account (Timeouts::unread).
+    unread_since: Option<Instant>,
     events: VecDeque<Event>,
     stats: ConnStats,
     /// Looked at per message (a runtime publishes it when it changes).
@@ -195,6 +198,7 @@ impl Conn {
             partial_since: None,
             replacing: false,
             trimmed: None,
+            unread_since: None,
             msgr1: false,
             unconfirmed: false,
             last_fault: None,
@@ -434,6 +438,7 @@ impl Conn {
             return self.fail_closed(ProtocolError::QueueOverflow { held, max });
         }
         self.session.enqueue(msg);
+        self.note_unread(now);
         self.wake(now);
     }
 
@@ -675,6 +680,7 @@ impl Conn {
         self.stats.last_handshake_ns = u64::try_from(took).unwrap_or(u64::MAX);
         self.waited = false;
         self.last_active = now;
+        self.unread_since = None;
         let mut limits = self.config.frame_limits;
         if let Some(b) = self.budget() {
             // A compressed message must fit the budget once decompressed.

@@ -784,8 +784,14 @@ mod tests {
             protected: true,
             ..who("client.admin", 4100, true)
         };
-        assert!(!secure.admits(&who("client.admin", 4100, true)), "crc after secure");
-        assert!(!secure.admits(&v1(who("client.admin", 4100, true))), "msgr1");
+        assert!(
+            !secure.admits(&who("client.admin", 4100, true)),
+            "crc after secure"
+        );
+        assert!(
+            !secure.admits(&v1(who("client.admin", 4100, true))),
+            "msgr1"
+        );
         assert!(secure.admits(&secure.clone()));
         assert!(
             who("client.admin", 4100, true).admits(&secure),

@@ -105,7 +105,7 @@ pub enum ProtocolError {
     /// A peer's RETRY_GLOBAL would push our messenger-wide global_seq
     /// further than a peer may (see [`crate::config::GlobalSeq::raise`]);
     /// the counter was left alone.
-    PeerGlobalSeq { shown: u64, ours: u64, pushed: u64 },
+    PeerGlobalSeq { shown: u64, ours: u64, pushed: u32 },
     /// A counter the peer set (connect_seq, global_seq, a message
     /// sequence) would overflow: never wrapped.
     CounterOverflow { counter: &'static str },

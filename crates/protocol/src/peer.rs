@@ -23,6 +23,16 @@ pub struct PeerInfo {
     /// Features both sides support (connection features).
     pub features: u64,
     pub entity_type: EntityType,
+    // The three below fill what would pad `entity_type` up to `addrs`.
+    /// The handshake proved who the peer is (see [`Owner::proven`]).
+    pub proven: bool,
+    /// The session's messages are protected beyond crcs (see
+    /// [`Owner::protected`]).
+    pub protected: bool,
+    /// How far this peer's RETRY_GLOBALs pushed our messenger-wide
+    /// global_seq over the connection's life (bounded:
+    /// [`crate::GlobalSeq::raise`]).
+    pub global_seq_pushed: u32,
     /// Its addresses (the target's on a connector until SERVER_IDENT; from
     /// the ident on an acceptor).
     pub addrs: EntityAddrvec,
@@ -32,15 +42,6 @@ pub struct PeerInfo {
     /// from msgr1's CONNECT; a connector knows the server by the type it
     /// connected to).
     pub identity: Option<Identity>,
-    /// The handshake proved who the peer is (see [`Owner::proven`]).
-    pub proven: bool,
-    /// The session's messages are protected beyond crcs (see
-    /// [`Owner::protected`]).
-    pub protected: bool,
-    /// How far this peer's RETRY_GLOBALs pushed our messenger-wide
-    /// global_seq over the connection's life (bounded:
-    /// [`crate::GlobalSeq::raise`]).
-    pub global_seq_pushed: u64,
 }
 
 /// The address a connector dials in `addrs` (AsyncMessenger::

@@ -193,6 +193,53 @@ fn a_peer_that_never_reads_is_marked_down_at_the_hard_limit() {
     assert!(ev.iter().any(|e| matches!(e, Event::Reset)));
 }
 
+/// A peer that sends and never reads: reading stops at the soft limit,
+/// and a peer that then takes nothing for Timeouts::unread is marked down
+/// with a reset, what we held for it let go. One that takes a little
+/// within each spell is not, however long it is slow.
+#[test]
+fn a_paused_peer_that_takes_nothing_is_marked_down() {
+    let mut cfg = server_config(Policy::stateful_server());
+    let cost = Session::cost(4000);
+    cfg.queue_limits = QueueLimits {
+        soft: 3 * cost,
+        hard: 100 * cost,
+    };
+    cfg.timeouts.unread = Duration::from_secs(30);
+    for reads in [false, true] {
+        let mut s = Script::accepted(cfg.clone());
+        s.events();
+        let mut runtime = WireQueue::new();
+        for _ in 0..4 {
+            s.conn
+                .send(Message::new(43, Bytes::from(vec![0; 4000])), s.now);
+            s.conn.fill_output(&mut runtime, s.now);
+        }
+        assert!(s.conn.reading_paused());
+        for _ in 0..5 {
+            s.wait(Duration::from_secs(20));
+            if reads {
+                // The socket took a little of what the runtime held.
+                runtime.advance(100);
+                s.conn.fill_output(&mut runtime, s.now);
+                assert!(s.conn.reading_paused(), "still paused");
+            }
+        }
+        if reads {
+            assert_eq!(s.conn.state(), ConnState::Ready, "slow, not stuck");
+            continue;
+        }
+        assert_eq!(s.conn.state(), ConnState::Closed);
+        let ev = s.events();
+        assert!(ev.iter().any(|e| matches!(e, Event::Reset)), "{ev:?}");
+        assert!(
+            matches!(faults(&ev)[..], [ProtocolError::QueueOverflow { max, .. }] if max == 3 * cost),
+            "{ev:?}"
+        );
+        assert_eq!(s.conn.session().held_bytes(), 0, "let go");
+    }
+}
+
 /// A flood of empty messages meets the limits as large ones do: each
 /// counts for a message's overhead (Session::cost), so senders wait from
 /// the soft limit on, and the peer is marked down past the hard one,

@@ -22,6 +22,7 @@ impl Conn {
                 let idle = later(self.last_active, t.idle);
                 let trim = self.trim_deadline(runtime_spare);
                 let idle = trim.map_or(idle, |d| d.min(idle));
+                let idle = self.unread_deadline().map_or(idle, |d| d.min(idle));
                 Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
             }
             State::Standby => Some(later(self.last_active, t.standby)),
@@ -29,6 +30,22 @@ impl Conn {
                 self.handshake_deadline
             }
             _ => None,
+        }
+    }
+
+    /// When a peer that takes nothing of what we hold for it, while reading
+    /// is paused on its account, is marked down (Timeouts::unread).
+    fn unread_deadline(&self) -> Option<Instant> {
+        self.unread_since
+            .filter(|_| self.reading_paused())
+            .map(|since| later(since, self.config.timeouts.unread))
+    }
+
+    /// Starts the unread clock if reading is paused on the peer's account
+    /// and the clock is not running.
+    pub(super) fn note_unread(&mut self, now: Instant) {
+        if self.unread_since.is_none() && self.reading_paused() {
+            self.unread_since = Some(now);
         }
     }
 
@@ -83,6 +100,11 @@ impl Conn {
             }
             State::Ready if now >= later(self.last_active, t.idle) => {
                 self.fault(ProtocolError::Timeout("idle connection"), now)
+            }
+            State::Ready if self.unread_deadline().is_some_and(|d| now >= d) => {
+                let held = self.held_bytes();
+                let max = self.config.queue_limits.soft;
+                self.fail_closed(ProtocolError::QueueOverflow { held, max })
             }
             State::Ready if self.trim_deadline(false).is_some_and(|d| now >= d) => self.trim(),
             State::Standby if now >= later(self.last_active, t.standby) => {

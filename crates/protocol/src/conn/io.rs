@@ -20,6 +20,12 @@ impl Conn {
     /// (Config::output_window). Returns whether that raised events (a
     /// fault) the runtime must handle before it waits.
     pub fn fill_output(&mut self, out: &mut WireQueue, now: Instant) -> bool {
+        // The peer took some of what the runtime held: the unread clock
+        // starts again, if reading is still paused (Timeouts::unread).
+        if self.unread_since.is_some() && out.len() < self.writer_backlog {
+            self.unread_since = None;
+            self.note_unread(now);
+        }
         self.writer_backlog = out.len();
         if self.session.queued().0 > 0 {
             if let Err(e) = self.flush() {
