@@ -860,6 +860,21 @@ mod tests {
     }
 
     /// One rule per entry, each with these steps.
+    /// Two rules from bucket -1: `ops.0` (firstn) and `ops.1` (indep),
+    /// each with `n` and `type_id`, then EMIT.
+    fn firstn_and_indep(ops: (u32, u32), n: i32, type_id: i32) -> Vec<Vec<Step>> {
+        [ops.0, ops.1]
+            .into_iter()
+            .map(|o| {
+                vec![
+                    step(op::TAKE, -1, 0),
+                    step(o, n, type_id),
+                    step(op::EMIT, 0, 0),
+                ]
+            })
+            .collect()
+    }
+
     fn map_of(buckets: Vec<Bucket>, rules: Vec<Vec<Step>>, max_devices: i32) -> CrushMap {
         let rules = rules
             .into_iter()
@@ -900,18 +915,7 @@ mod tests {
         const N: i32 = 16384;
         let map = map_of(
             vec![straw2(-1, 1, (0..N).collect(), vec![0x10000; N as usize])],
-            vec![
-                vec![
-                    step(op::TAKE, -1, 0),
-                    step(op::CHOOSE_FIRSTN, 3, 0),
-                    step(op::EMIT, 0, 0),
-                ],
-                vec![
-                    step(op::TAKE, -1, 0),
-                    step(op::CHOOSE_INDEP, 3, 0),
-                    step(op::EMIT, 0, 0),
-                ],
-            ],
+            firstn_and_indep((op::CHOOSE_FIRSTN, op::CHOOSE_INDEP), 3, 0),
             N,
         );
         assert_eq!(map.tunables, Tunables::LEGACY);
@@ -951,18 +955,7 @@ mod tests {
         }
         let map = map_of(
             buckets,
-            vec![
-                vec![
-                    step(op::TAKE, -1, 0),
-                    step(op::CHOOSELEAF_FIRSTN, 0, 1),
-                    step(op::EMIT, 0, 0),
-                ],
-                vec![
-                    step(op::TAKE, -1, 0),
-                    step(op::CHOOSELEAF_INDEP, 0, 1),
-                    step(op::EMIT, 0, 0),
-                ],
-            ],
+            firstn_and_indep((op::CHOOSELEAF_FIRSTN, op::CHOOSELEAF_INDEP), 0, 1),
             16,
         );
         let weights = vec![WEIGHT_IN; 16];

@@ -606,6 +606,21 @@ async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
 /// What a message counts for beyond its payload (Session::cost).
 const OVERHEAD: usize = Session::MESSAGE_OVERHEAD;
 
+/// Two tests of `$body(wire)`: over msgr2 (`$v2`) and msgr1 (`$v1`).
+macro_rules! over_both_wires {
+    ($v2:ident, $v1:ident, $body:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $v2() {
+            $body(Wire::V2).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $v1() {
+            $body(Wire::V1).await;
+        }
+    };
+}
+
 /// The protocol a raw peer speaks, and the server listens for.
 #[derive(Clone, Copy, Debug)]
 enum Wire {
@@ -879,15 +894,11 @@ async fn empty_replies_to_a_peer_that_never_reads(wire: Wire) {
     s.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn empty_replies_to_a_peer_that_never_reads_count_what_they_cost_msgr2() {
-    empty_replies_to_a_peer_that_never_reads(Wire::V2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn empty_replies_to_a_peer_that_never_reads_count_what_they_cost_msgr1() {
-    empty_replies_to_a_peer_that_never_reads(Wire::V1).await;
-}
+over_both_wires!(
+    empty_replies_to_a_peer_that_never_reads_count_what_they_cost_msgr2,
+    empty_replies_to_a_peer_that_never_reads_count_what_they_cost_msgr1,
+    empty_replies_to_a_peer_that_never_reads
+);
 
 /// A raw peer floods empty MPings and never reads: once the server stops
 /// reading it (the soft limit) and it takes nothing for Timeouts::unread
@@ -929,15 +940,11 @@ async fn a_peer_that_never_reads_is_marked_down_when_it_takes_nothing(wire: Wire
     s.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_that_never_reads_is_marked_down_when_it_takes_nothing_msgr2() {
-    a_peer_that_never_reads_is_marked_down_when_it_takes_nothing(Wire::V2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_that_never_reads_is_marked_down_when_it_takes_nothing_msgr1() {
-    a_peer_that_never_reads_is_marked_down_when_it_takes_nothing(Wire::V1).await;
-}
+over_both_wires!(
+    a_peer_that_never_reads_is_marked_down_when_it_takes_nothing_msgr2,
+    a_peer_that_never_reads_is_marked_down_when_it_takes_nothing_msgr1,
+    a_peer_that_never_reads_is_marked_down_when_it_takes_nothing
+);
 
 /// A lossless peer floods empty MPings and reads the empty replies but
 /// never acknowledges them: the server keeps each for replay, counted at
@@ -983,15 +990,11 @@ async fn a_lossless_peer_that_never_acks(wire: Wire) {
     s.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lossless_peer_that_never_acks_empty_messages_is_marked_down_msgr2() {
-    a_lossless_peer_that_never_acks(Wire::V2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lossless_peer_that_never_acks_empty_messages_is_marked_down_msgr1() {
-    a_lossless_peer_that_never_acks(Wire::V1).await;
-}
+over_both_wires!(
+    a_lossless_peer_that_never_acks_empty_messages_is_marked_down_msgr2,
+    a_lossless_peer_that_never_acks_empty_messages_is_marked_down_msgr1,
+    a_lossless_peer_that_never_acks
+);
 
 /// A raw peer floods empty MPings at a server whose dispatcher holds what
 /// it receives: each takes receive budget for what it costs, so the
@@ -1057,15 +1060,11 @@ async fn empty_messages_waiting_for_dispatch(wire: Wire) {
     s.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn empty_messages_waiting_for_dispatch_take_what_they_cost_msgr2() {
-    empty_messages_waiting_for_dispatch(Wire::V2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn empty_messages_waiting_for_dispatch_take_what_they_cost_msgr1() {
-    empty_messages_waiting_for_dispatch(Wire::V1).await;
-}
+over_both_wires!(
+    empty_messages_waiting_for_dispatch_take_what_they_cost_msgr2,
+    empty_messages_waiting_for_dispatch_take_what_they_cost_msgr1,
+    empty_messages_waiting_for_dispatch
+);
 
 /// Not a test: the attack of issue 33, against a server of the caller's
 /// (to measure `msgr serve`'s peak resident memory, say). MSGR_FLOOD names
