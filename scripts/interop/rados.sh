@@ -132,12 +132,28 @@ NAMES="$OUT/names.txt"
 (( $(wc -l < "$NAMES") == 1000 )) || { log "expected 1000 names"; exit 1; }
 POOLS=(test byhost odd ec)
 
+# settle RELEASE: waits (about a minute at most) until the OSD map's
+# epoch stays the same over two reads 2 s apart: after an OSD goes out,
+# peering moves the map for a while (pg_temp), faster on some runs than a
+# check of 4000 placements can keep up with.
+settle() {
+  local r=$1 last='' e i
+  for i in $(seq 1 20); do
+    e=$(ceph "$r" osd stat -f json 2>/dev/null |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["epoch"])' 2>/dev/null) || e=''
+    [[ -n $e && $e == "$last" ]] && return 0
+    last=$e
+    sleep 2
+  done
+}
+
 # placement RELEASE PHASE: every name in every pool, ours against the
 # monitor's, at one epoch (retried while the map moves under us).
 placement() {
   local r=$1 phase=$2 try p
   local ours="$OUT/$r-$phase.ours" theirs="$OUT/$r-$phase.theirs"
   for try in 1 2 3 4 5; do
+    settle "$r"
     : > "$ours"
     for p in "${POOLS[@]}"; do
       timeout 60 "$MSGR" osd map "$p" --objects "$NAMES" -c "$(conf "$r")" >> "$ours" ||
