@@ -157,14 +157,14 @@ impl GlobalSeq {
     /// Ceph's messengers count in 32 (get_global_seq takes and returns a
     /// uint32_t), so no Ceph peer shows more; one limit for both protocols
     /// keeps an msgr2 peer from breaking our msgr1 connections.
-    pub const PEER_LIMIT: u64 = u32::MAX as u64 - 1;
+    pub const PEER_LIMIT: u64 = crate::seq::PEER_GLOBAL_SEQ_LIMIT;
     /// How far past ours one peer may push the counter over a
     /// connection's life. A RETRY_GLOBAL shows our own global_seq as the
     /// peer last saw it, so an honest one is behind ours, or ahead only by
     /// what a previous incarnation at the same address and nonce used;
     /// bounding each peer keeps any one from walking the counter to its
     /// limit (it would take 65536 peers we chose to dial).
-    pub const PEER_STEP: u64 = 1 << 16;
+    pub const PEER_STEP: u64 = crate::seq::PEER_GLOBAL_SEQ_STEP;
 
     /// The next value.
     pub fn next(&self) -> Result<u64, crate::ProtocolError> {
@@ -354,6 +354,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// A session cookie: random and never zero (Ceph's are
+    /// generate_random_number(1, 2^64-1)).
+    pub(crate) fn new_cookie(&self) -> u64 {
+        self.random.u64().max(1)
+    }
     pub fn new(my_name: EntityName, auth: Arc<dyn AuthProvider>, policies: PolicySet) -> Self {
         Config {
             my_name,

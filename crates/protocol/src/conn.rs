@@ -26,23 +26,26 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::control::*;
-use msgr_frames::{ControlFrame, MessageFrame, Received, Tag, WireQueue};
+use msgr_frames::{ControlFrame, WireQueue};
 
 use crate::config::{later, Config};
-use crate::decide::{Decision, ExistingInfo};
-use crate::error::{ProtocolError, Wire};
-use crate::handshake::{AcceptStep, Accepting, ConnectStep, Connecting, Cx, IdentRequest};
-use crate::link::{Input, Input1, Link, LinkId};
+use crate::cx::Cx;
+use crate::decide::{Decision, ExistingInfo, Protocol};
+use crate::error::ProtocolError;
+use crate::event::Event;
+use crate::features;
+use crate::handshake::{AcceptStep, Accepting, ConnectStep, Connecting};
+use crate::ident::IdentRequest;
+use crate::input::Input;
+use crate::link::{Link, LinkId};
 use crate::message::Message;
 use crate::peer::{MyAddrs, PeerInfo};
-use crate::session::{Arrival, Session};
-use crate::{features, Event};
+use crate::session::Session;
 
 mod accept;
 mod bounds;
 mod gate;
 mod io;
-mod v1;
 
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +72,7 @@ pub enum ConnState {
     Closed,
 }
 
-enum State {
+pub(crate) enum State {
     NeedSocket,
     Backoff { until: Instant },
     Connecting(Connecting),
@@ -117,62 +120,68 @@ pub struct Reuse {
 /// spread over all of it (BENCHMARKS.md, "What grows with connections").
 #[repr(C)]
 pub struct Conn {
-    config: Arc<Config>,
+    pub(crate) config: Arc<Config>,
     /// Bytes the runtime holds unwritten (Config::output_window).
-    writer_backlog: usize,
-    last_active: Instant,
+    pub(crate) writer_backlog: usize,
+    pub(crate) last_active: Instant,
     /// Since when part of a frame waits to be completed (Timeouts::frame).
-    partial_since: Option<Instant>,
+    pub(crate) partial_since: Option<Instant>,
     /// `last_active` when the queues were last trimmed (Timeouts::trim).
-    trimmed: Option<Instant>,
+    pub(crate) trimmed: Option<Instant>,
     /// Since when the peer has taken nothing of what we hold for it while
     /// reading is paused on its account (Timeouts::unread).
-    unread_since: Option<Instant>,
-    events: VecDeque<Event>,
-    stats: ConnStats,
+    pub(crate) unread_since: Option<Instant>,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) stats: ConnStats,
     /// Looked at per message (a runtime publishes it when it changes).
-    last_keepalive_ack: Option<UTime>,
-    side: Side,
+    pub(crate) last_keepalive_ack: Option<UTime>,
+    pub(crate) side: Side,
     /// The user has seen this connection (connect dispatched, or accepted).
-    known: bool,
+    pub(crate) known: bool,
     /// Whether the last handshake was WAITed (back off the maximum).
-    waited: bool,
+    pub(crate) waited: bool,
     /// Whether the latest READY resumed the session (a reconnect) rather
     /// than starting one.
-    resumed: bool,
+    pub(crate) resumed: bool,
     /// An interceptor holds the next connect attempt (BLOCK).
-    connect_held: bool,
+    pub(crate) connect_held: bool,
     /// An accepted socket was promised to this connection (a Reuse
     /// decision) and has not arrived yet: Ceph's `replacing`. Other idents
     /// are told to wait, and the old socket is not read meanwhile.
-    replacing: bool,
-    /// The connection speaks msgr1 (its target or listener is a `v1:`
-    /// address).
-    msgr1: bool,
+    pub(crate) replacing: bool,
+    /// The protocol it speaks, chosen once: msgr1 when its target or
+    /// listener is a `v1:` address.
+    pub(crate) protocol: Protocol,
     /// msgr1: the session was opened here (SEQ sent), the connector has
     /// not confirmed it yet (its in_seq), and it never carried a message.
-    unconfirmed: bool,
-    session: Session,
-    link: Option<Link>,
-    peer: PeerInfo,
+    pub(crate) unconfirmed: bool,
+    pub(crate) session: Session,
+    pub(crate) link: Option<Link>,
+    pub(crate) peer: PeerInfo,
     /// Last of the per-message fields: its tag is read per message, what
     /// a handshake phase holds is not.
-    state: State,
+    pub(crate) state: State,
     /// The runtime's name for this connection (for the interceptor).
-    id: u64,
-    next_link: LinkId,
-    me: MyAddrs,
-    backoff: Duration,
-    handshake_deadline: Option<Instant>,
-    peer_socket: EntityAddr,
+    pub(crate) id: u64,
+    pub(crate) next_link: LinkId,
+    pub(crate) me: MyAddrs,
+    pub(crate) backoff: Duration,
+    pub(crate) handshake_deadline: Option<Instant>,
+    pub(crate) peer_socket: EntityAddr,
     /// The latest fault, kept until the next: a runtime publishes it with
     /// the state it led to, so that whoever sees that state sees why.
     /// Boxed: rare, and the connection's size is a connection's memory.
-    last_fault: Option<Box<ProtocolError>>,
+    pub(crate) last_fault: Option<Box<ProtocolError>>,
 }
 
 impl Conn {
-    fn new(config: Arc<Config>, side: Side, peer: PeerInfo, me: MyAddrs, now: Instant) -> Conn {
+    pub(crate) fn new(
+        config: Arc<Config>,
+        side: Side,
+        peer: PeerInfo,
+        me: MyAddrs,
+        now: Instant,
+    ) -> Conn {
         Conn {
             config,
             side,
@@ -199,7 +208,7 @@ impl Conn {
             replacing: false,
             trimmed: None,
             unread_since: None,
-            msgr1: false,
+            protocol: Protocol::V2,
             unconfirmed: false,
             last_fault: None,
         }
@@ -230,9 +239,12 @@ impl Conn {
             global_seq_pushed: 0,
         };
         let me = MyAddrs::new(my_addrs);
-        let msgr1 = peer.target_addr.kind == EntityAddrType::LEGACY;
+        let protocol = match peer.target_addr.kind == EntityAddrType::LEGACY {
+            true => Protocol::V1,
+            false => Protocol::V2,
+        };
         let mut c = Conn::new(config, Side::Connector, peer, me, now);
-        c.msgr1 = msgr1;
+        c.protocol = protocol;
         c.id = id;
         c.known = true;
         c.request_socket(now);
@@ -250,16 +262,16 @@ impl Conn {
         now: Instant,
         id: u64,
     ) -> Conn {
-        Conn::accept_on(config, me.into(), peer_socket, now, id, false)
+        Conn::accept_on(config, me.into(), peer_socket, now, id, Protocol::V2)
     }
 
-    fn accept_on(
+    pub(crate) fn accept_on(
         config: Arc<Config>,
         me: MyAddrs,
         peer_socket: SocketAddr,
         now: Instant,
         id: u64,
-        msgr1: bool,
+        protocol: Protocol,
     ) -> Conn {
         let policy = config.policies.default_policy();
         let peer = PeerInfo {
@@ -277,12 +289,9 @@ impl Conn {
         let mut c = Conn::new(config, Side::Acceptor, peer, me, now);
         c.peer_socket = EntityAddr::msgr2(peer_socket, 0);
         c.id = id;
-        c.msgr1 = msgr1;
+        c.protocol = protocol;
         c.notify_accepted();
-        c.state = State::Accepting(match msgr1 {
-            true => Accepting::V1(crate::handshake::v1::Accepting1::Hello),
-            false => Accepting::Banner,
-        });
+        c.state = State::Accepting(Accepting::start(protocol));
         c.new_link(now);
         c
     }
@@ -324,11 +333,17 @@ impl Conn {
 
     /// Who holds this connection's session (see [`crate::decide::Owner`]).
     pub fn owner(&self) -> crate::decide::Owner {
-        let protocol = match self.msgr1 {
-            true => crate::decide::Protocol::V1,
-            false => crate::decide::Protocol::V2,
-        };
-        self.peer.owner(protocol)
+        self.peer.owner(self.protocol)
+    }
+
+    /// The protocol this connection speaks.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Whether this connection speaks msgr1.
+    pub fn is_msgr1(&self) -> bool {
+        self.protocol == Protocol::V1
     }
 
     pub fn peer_name(&self) -> Option<EntityName> {
@@ -490,10 +505,7 @@ impl Conn {
                 return false;
             }
         };
-        self.state = State::Connecting(match self.msgr1 {
-            true => Connecting::V1(crate::handshake::v1::Connecting1::Hello),
-            false => Connecting::Banner,
-        });
+        self.state = State::Connecting(Connecting::start(self.protocol));
         self.new_link(now);
         true
     }
@@ -575,7 +587,7 @@ impl Conn {
         self.after_input(input, progressed, now);
     }
 
-    fn on_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
+    pub(crate) fn on_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
         // READY, every message's state, is looked at in place: taking the
         // state out and putting it back moves all of it (a handshake
         // phase's size), lines a busy server would otherwise touch per
@@ -590,15 +602,16 @@ impl Conn {
                 // behind so fault() applies the connector's rules (not the
                 // Closed placeholder, which fault() would take for a
                 // finished connection and leave its socket open).
+                let protocol = self.protocol;
                 let step = self
                     .with_cx(|cx| phase.on_input(input, cx))
-                    .inspect_err(|_| self.state = State::Connecting(Connecting::Banner))?;
+                    .inspect_err(|_| self.state = State::Connecting(Connecting::start(protocol)))?;
                 match step {
                     ConnectStep::Next(next) => {
-                        if matches!(next, Connecting::Ident) {
+                        if next.sent_ident() {
                             self.stats.client_idents = self.stats.client_idents.saturating_add(1);
                         }
-                        if matches!(next, Connecting::Reconnect) {
+                        if next.sent_reconnect() {
                             self.stats.reconnects_sent =
                                 self.stats.reconnects_sent.saturating_add(1);
                         }
@@ -619,24 +632,25 @@ impl Conn {
                         // Drop this socket and back off the maximum: the
                         // peer's own connection to us will win.
                         self.waited = true;
-                        self.state = State::Connecting(Connecting::Ident);
+                        self.state = State::Connecting(Connecting::start(self.protocol));
                         return Err(ProtocolError::Wait);
                     }
                 }
             }
             State::Accepting(phase) => {
                 let peer_socket = self.peer_socket;
+                let protocol = self.protocol;
                 // As above: a failed acceptor phase leaves an accepting
                 // state, which fault() closes.
                 let step = self
                     .with_cx(|cx| phase.on_input(input, cx, peer_socket))
-                    .inspect_err(|_| self.state = State::Accepting(Accepting::Banner))?;
+                    .inspect_err(|_| self.state = State::Accepting(Accepting::start(protocol)))?;
                 match step {
                     AcceptStep::Next(next) => self.state = State::Accepting(next),
                     AcceptStep::Ready => self.ready_v1(now)?,
-                    AcceptStep::Ident(req) => self
-                        .on_ident(req)
-                        .inspect_err(|_| self.state = State::Accepting(Accepting::Banner))?,
+                    AcceptStep::Ident(req) => self.on_ident(req).inspect_err(|_| {
+                        self.state = State::Accepting(Accepting::start(protocol))
+                    })?,
                 }
             }
             other => {
@@ -654,7 +668,7 @@ impl Conn {
         Ok(())
     }
 
-    fn with_cx<R>(&mut self, f: impl FnOnce(&mut Cx<'_>) -> R) -> R {
+    pub(crate) fn with_cx<R>(&mut self, f: impl FnOnce(&mut Cx<'_>) -> R) -> R {
         let mut cx = Cx {
             config: &self.config,
             link: self.link.as_mut().expect("handshakes run on a link"),
@@ -668,7 +682,7 @@ impl Conn {
 
     // ------------------------------------------------------------ READY
 
-    fn become_ready(&mut self, now: Instant) -> Result<(), ProtocolError> {
+    pub(crate) fn become_ready(&mut self, now: Instant) -> Result<(), ProtocolError> {
         self.state = State::Ready;
         // The deadline was set `timeouts.connect` after the start (none: a
         // handshake not timed here, 0).
@@ -694,7 +708,7 @@ impl Conn {
     }
 
     /// Writes what the session has pending, when READY.
-    fn flush(&mut self) -> Result<(), ProtocolError> {
+    pub(crate) fn flush(&mut self) -> Result<(), ProtocolError> {
         if !matches!(self.state, State::Ready) {
             return Ok(());
         }
@@ -708,7 +722,7 @@ impl Conn {
     }
 
     /// Something to send: write it now, or get a socket for it.
-    fn wake(&mut self, now: Instant) {
+    pub(crate) fn wake(&mut self, now: Instant) {
         match self.state {
             State::Ready => {
                 if let Err(e) = self.flush() {
@@ -725,81 +739,15 @@ impl Conn {
         }
     }
 
-    fn on_ready_input(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
-        const READY: &[Wire] = &[
-            Wire::Frame(Tag::MESSAGE),
-            Wire::Frame(Tag::ACK),
-            Wire::Frame(Tag::KEEPALIVE2),
-            Wire::Frame(Tag::KEEPALIVE2_ACK),
-        ];
-        let frame = match input {
-            Input::Frame(f) => f,
-            Input::V1(Input1::Item(item)) => return self.on_item_v1(item, now),
-            other => {
-                return Err(ProtocolError::UnexpectedFrame {
-                    state: "READY",
-                    expected: READY,
-                    got: other.wire(),
-                })
-            }
-        };
-        match frame.tag {
-            Tag::MESSAGE => self.on_message(frame),
-            Tag::ACK | Tag::KEEPALIVE2 | Tag::KEEPALIVE2_ACK => {
-                match ControlFrame::from_received(&frame)? {
-                    ControlFrame::Ack(a) => {
-                        if !self.peer.policy.lossy {
-                            self.session.acked(a.seq);
-                        }
-                    }
-                    ControlFrame::Keepalive2(k) => {
-                        self.session.keepalive_ack_pending = Some(k.timestamp);
-                        self.flush()?;
-                    }
-                    ControlFrame::Keepalive2Ack(k) => {
-                        self.last_keepalive_ack = Some(k.timestamp);
-                        self.events.push_back(Event::KeepaliveAck(k.timestamp));
-                    }
-                    _ => unreachable!("tag checked"),
-                }
-                let _ = now;
-                Ok(())
-            }
-            tag => Err(ProtocolError::UnexpectedFrame {
-                state: "READY",
-                expected: READY,
-                got: Wire::Frame(tag),
-            }),
+    pub(crate) fn on_ready_input(
+        &mut self,
+        input: Input,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        match input {
+            Input::V2(i) => self.on_ready_v2(i, now),
+            Input::V1(i) => self.on_ready_v1(i, now),
         }
-    }
-
-    fn on_message(&mut self, frame: Received) -> Result<(), ProtocolError> {
-        let m = MessageFrame::from_received_owned(frame)?;
-        // Refused whole as it is refused by its preamble (after_input),
-        // where it arrived in one read.
-        let len = m
-            .front
-            .len()
-            .saturating_add(m.middle.len())
-            .saturating_add(m.data.len());
-        self.check_budget(len as u64)?;
-        let lossy = self.peer.policy.lossy;
-        let ack_seq = m.header.ack_seq;
-        match self.session.arrived(m.header.seq, lossy)? {
-            Arrival::Duplicate => {
-                self.stats.duplicates_dropped = self.stats.duplicates_dropped.saturating_add(1);
-            }
-            Arrival::Deliver => {
-                self.stats.messages_in = self.stats.messages_in.saturating_add(1);
-                let source = self.peer.name.unwrap_or_default();
-                if !lossy {
-                    self.session.acked(ack_seq);
-                }
-                self.events
-                    .push_back(Event::Message(Box::new(Message::from_frame(m, source))));
-            }
-        }
-        Ok(())
     }
 
     /// Writes any ACK owed for received messages (the driver calls this
@@ -814,7 +762,7 @@ impl Conn {
 
     // ------------------------------------------------------------ faults
 
-    fn link_send(&mut self, frame: &ControlFrame) -> Result<(), ProtocolError> {
+    pub(crate) fn link_send(&mut self, frame: &ControlFrame) -> Result<(), ProtocolError> {
         match self.link.as_mut() {
             Some(l) => l.send_control(frame),
             None => Err(ProtocolError::Transport {
@@ -824,32 +772,22 @@ impl Conn {
         }
     }
 
-    fn new_link(&mut self, now: Instant) {
+    pub(crate) fn new_link(&mut self, now: Instant) {
         self.drop_link();
         let id = self.next_link;
         self.next_link = self.next_link.saturating_add(1);
         self.handshake_deadline = Some(later(now, self.config.timeouts.connect));
         self.last_active = now;
-        if self.msgr1 {
-            self.link = Some(self.msgr1_link(id));
-            if let Err(e) = self.send_hello1() {
-                self.fault(e, now);
-            }
-            return;
-        }
-        let tap = self.tap();
-        self.link = Some(Link::with_tap(
-            id,
-            self.config.banner,
-            self.config.handshake_limits,
-            tap,
-        ));
-        if let Err(e) = self.link.as_mut().map_or(Ok(()), |l| l.send_banner()) {
+        let opened = match self.protocol {
+            Protocol::V2 => self.open_link_v2(id),
+            Protocol::V1 => self.open_link_v1(id),
+        };
+        if let Err(e) = opened {
             self.fault(e, now);
         }
     }
 
-    fn request_socket(&mut self, now: Instant) {
+    pub(crate) fn request_socket(&mut self, now: Instant) {
         self.drop_link();
         self.state = State::NeedSocket;
         self.side = Side::Connector;
@@ -864,7 +802,7 @@ impl Conn {
 
     /// Closes for good; `reset` dispatches a reset event (if the user knew
     /// the connection).
-    fn close(&mut self, reset: bool) {
+    pub(crate) fn close(&mut self, reset: bool) {
         if matches!(self.state, State::Closed) && self.link.is_none() {
             return;
         }
@@ -879,21 +817,16 @@ impl Conn {
 
     /// ProtocolV2::_fault, with crimson's corrections (see the module doc of
     /// session.rs and §7/§12 of the research note).
-    fn fault(&mut self, err: ProtocolError, now: Instant) {
+    pub(crate) fn fault(&mut self, err: ProtocolError, now: Instant) {
         self.report_fault(err);
         let policy = self.peer.policy;
         let connecting = matches!(
             self.state,
             State::NeedSocket | State::Backoff { .. } | State::Connecting(_)
         );
-        // msgr1: the session opened here and awaits the connector's in_seq
-        // (SEQ went out): an established session's fault, not a refused
-        // socket's (ProtocolV1::fault closes only up to
-        // ACCEPTING_WAIT_CONNECT_MSG_AUTH).
-        let seq_pending = matches!(
-            self.state,
-            State::Accepting(Accepting::V1(crate::handshake::v1::Accepting1::Seq))
-        );
+        // The session opened here and awaits the connector's confirmation
+        // (Accepting::session_opened).
+        let seq_pending = matches!(&self.state, State::Accepting(a) if a.session_opened());
         match self.state {
             State::Closed => return,
             _ if seq_pending => {}
@@ -923,9 +856,7 @@ impl Conn {
             self.last_active = now;
             return;
         }
-        // A session goes on with the next connect_seq (msgr1: only once
-        // it was established; a connecting msgr1 session keeps its own).
-        let resumes = self.has_session() && (!self.msgr1 || was_established);
+        let resumes = self.session_goes_on(was_established);
         if resumes && !policy.lossy && !self.next_connect_seq() {
             return;
         }
@@ -949,10 +880,29 @@ impl Conn {
 }
 
 impl Conn {
+    /// Whether a session was established (msgr2's sessions have a server
+    /// cookie; an msgr1 connector's connect_seq is set by its first READY).
+    pub(crate) fn has_session(&self) -> bool {
+        match self.protocol {
+            Protocol::V2 => self.session.server_cookie != 0,
+            Protocol::V1 => self.session.connect_seq > 0,
+        }
+    }
+
+    /// Whether a fault's reconnect resumes the session with the next
+    /// connect_seq: msgr2's whenever there is one; msgr1's only once it
+    /// was established (a connecting msgr1 session keeps its own).
+    pub(crate) fn session_goes_on(&self, was_established: bool) -> bool {
+        match self.protocol {
+            Protocol::V2 => self.has_session(),
+            Protocol::V1 => self.has_session() && was_established,
+        }
+    }
+
     /// The next connect_seq of a session (a reconnect). A session whose
     /// connect_seq a peer took to its limit closes (with a reset) rather
     /// than wrap; returns whether it goes on.
-    fn next_connect_seq(&mut self) -> bool {
+    pub(crate) fn next_connect_seq(&mut self) -> bool {
         match self.session.connect_seq.checked_add(1) {
             Some(n) => {
                 self.session.connect_seq = n;
@@ -969,13 +919,13 @@ impl Conn {
 
     /// A fault that ends the connection whatever its policy: reported,
     /// then closed with a reset (what it held for the peer is lost).
-    fn fail_closed(&mut self, e: ProtocolError) {
+    pub(crate) fn fail_closed(&mut self, e: ProtocolError) {
         self.report_fault(e);
         self.close(true);
     }
 
     /// Counts fault `e`, keeps it as the last, and queues its event.
-    fn report_fault(&mut self, e: ProtocolError) {
+    pub(crate) fn report_fault(&mut self, e: ProtocolError) {
         self.stats.faults = self.stats.faults.saturating_add(1);
         self.last_fault = Some(Box::new(e.clone()));
         self.events.push_back(Event::Fault(e));
@@ -993,11 +943,6 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-/// A session cookie: random and never zero (Ceph's are
-/// generate_random_number(1, 2^64-1)).
-pub(crate) fn new_cookie(config: &Config) -> u64 {
-    config.random.u64().max(1)
-}
 #[cfg(test)]
 mod size {
     /// Every connection holds one, idle or not (Conn, its Link): boxing

@@ -321,8 +321,8 @@ impl fmt::Display for ProtocolError {
                  pushed ours {pushed} before, where a peer may push it at most {step} in all and \
                  never past {limit}: a peer replaying another messenger's numbers, or pushing ours \
                  to its end",
-                step = crate::config::GlobalSeq::PEER_STEP,
-                limit = crate::config::GlobalSeq::PEER_LIMIT,
+                step = crate::seq::PEER_GLOBAL_SEQ_STEP,
+                limit = crate::seq::PEER_GLOBAL_SEQ_LIMIT,
             ),
             ProtocolError::NotSessionOwner { owner, newcomer } => write!(
                 f,

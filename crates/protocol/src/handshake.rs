@@ -1,191 +1,149 @@
-//! The two handshakes as state types. Each phase consumes itself on the
-//! next input and returns the next phase (or the handshake's end); an input
-//! the phase does not accept is a typed error.
-//!
-//! Connector (msgr2 document, client state diagram; ProtocolV2.cc
-//! BANNER_CONNECTING .. SESSION_RECONNECTING):
-//! `Banner → Hello → Auth ⟲ (REPLY_MORE, BAD_METHOD) → Signature →
-//! [Compression] → Ident | Reconnect ⟲ (RETRY, RETRY_GLOBAL, RESET) → READY`,
-//! or WAIT.
-//! Acceptor (server state diagram; START_ACCEPT .. SESSION_ACCEPTING):
-//! `Banner → Hello → Auth ⟲ (MORE, BAD_METHOD) → Signature → [Compression]
-//! → Session`, which ends in an ident for the messenger to decide on.
+//! A connection's handshake phase, in the protocol its socket speaks:
+//! msgr2's ([`crate::v2`]) or msgr1's ([`crate::v1`]). Each phase consumes
+//! itself on the next input and returns the next phase (or the
+//! handshake's end); an input the phase does not accept, including one of
+//! the other protocol, is a typed error.
 
-use std::collections::VecDeque;
+use msgr_encoding::EntityAddr;
 
-use bytes::Bytes;
-use msgr_auth::{AuthError, AuthPeer, ClientAuth, ConMode, Identity, ServerAuth, ServerStep};
-use msgr_encoding::{EntityAddr, EntityName};
-use msgr_frames::compression::{Algorithm, TxCompression};
-use msgr_frames::control::*;
-use msgr_frames::crypto::{Role, SecureKeys};
-use msgr_frames::{ControlFrame, Tag};
+use crate::cx::Cx;
+use crate::decide::Protocol;
+use crate::error::{ProtocolError, Wire};
+use crate::ident::IdentRequest;
+use crate::input::Input;
+use crate::v1::handshake as v1;
+use crate::v2::{accept as v2_accept, connect as v2_connect};
 
-use crate::config::Config;
-use crate::error::{Claim, ProtocolError, Wire};
-use crate::features;
-use crate::link::{Input, Link};
-use crate::peer::{MyAddrs, PeerInfo};
-use crate::session::Session;
-use crate::Event;
-
-/// What a phase works with.
-pub(crate) struct Cx<'a> {
-    pub config: &'a Config,
-    pub link: &'a mut Link,
-    pub session: &'a mut Session,
-    pub peer: &'a mut PeerInfo,
-    pub me: &'a mut MyAddrs,
-    pub events: &'a mut VecDeque<Event>,
+/// The connector's phase.
+pub(crate) enum Connecting {
+    V2(v2_connect::Connecting),
+    V1(v1::Connecting),
 }
 
-/// What each phase accepts (for errors that say what was expected).
-mod expect {
-    use super::Tag;
-    use crate::error::Wire::{self, Banner, Frame};
-    pub const BANNER: &[Wire] = &[Banner];
-    pub const HELLO: &[Wire] = &[Frame(Tag::HELLO)];
-    pub const AUTH_REPLY: &[Wire] = &[
-        Frame(Tag::AUTH_REPLY_MORE),
-        Frame(Tag::AUTH_DONE),
-        Frame(Tag::AUTH_BAD_METHOD),
-    ];
-    pub const AUTH_REQUEST: &[Wire] = &[Frame(Tag::AUTH_REQUEST)];
-    pub const AUTH_REQUEST_MORE: &[Wire] = &[Frame(Tag::AUTH_REQUEST_MORE)];
-    pub const AUTH_SIGNATURE: &[Wire] = &[Frame(Tag::AUTH_SIGNATURE)];
-    pub const COMPRESSION_REQUEST: &[Wire] = &[Frame(Tag::COMPRESSION_REQUEST)];
-    pub const COMPRESSION_DONE: &[Wire] = &[Frame(Tag::COMPRESSION_DONE)];
-    pub const IDENT_REPLY: &[Wire] = &[
-        Frame(Tag::SERVER_IDENT),
-        Frame(Tag::IDENT_MISSING_FEATURES),
-        Frame(Tag::WAIT),
-    ];
-    pub const RECONNECT_REPLY: &[Wire] = &[
-        Frame(Tag::SESSION_RECONNECT_OK),
-        Frame(Tag::SESSION_RESET),
-        Frame(Tag::SESSION_RETRY),
-        Frame(Tag::SESSION_RETRY_GLOBAL),
-        Frame(Tag::WAIT),
-    ];
-    pub const IDENT: &[Wire] = &[Frame(Tag::CLIENT_IDENT), Frame(Tag::SESSION_RECONNECT)];
+/// Where a connector phase leads.
+pub(crate) enum ConnectStep {
+    Next(Connecting),
+    /// SERVER_IDENT or SESSION_RECONNECT_OK (msgr1: READY or SEQ): the
+    /// session is READY.
+    Ready {
+        reconnected: bool,
+    },
+    /// WAIT: the peer's connection to us will win; back off.
+    Wait,
+}
+
+/// The acceptor's phase.
+pub(crate) enum Accepting {
+    V2(v2_accept::Accepting),
+    V1(v1::Accepting),
+}
+
+pub(crate) enum AcceptStep {
+    Next(Accepting),
+    /// An ident for the messenger to decide on.
+    Ident(IdentRequest),
+    /// msgr1: the connector's in_seq after SEQ; the session is open.
+    Ready,
 }
 
 /// `got` where `state` accepts only `expected`.
-fn unexpected(state: &'static str, expected: &'static [Wire], got: Wire) -> ProtocolError {
+fn unexpected(state: &'static str, got: Wire) -> ProtocolError {
     ProtocolError::UnexpectedFrame {
         state,
-        expected,
+        expected: &[],
         got,
     }
 }
 
-fn wire(input: &Input) -> Wire {
-    input.wire()
-}
-
-/// The `$variant` control frame `$input` must carry in `$state`, which
-/// expects `$expected`; anything else returns from the phase with what was
-/// expected against what came.
-macro_rules! take {
-    ($state:expr, $expected:expr, $input:expr, $variant:ident) => {
-        match control($state, $expected, $input)? {
-            ControlFrame::$variant(frame) => frame,
-            other => return Err(unexpected($state, $expected, Wire::Frame(other.tag()))),
+impl Connecting {
+    /// The first phase of a connector's socket.
+    pub fn start(protocol: Protocol) -> Connecting {
+        match protocol {
+            Protocol::V2 => Connecting::V2(v2_connect::Connecting::Banner),
+            Protocol::V1 => Connecting::V1(v1::Connecting::Hello),
         }
-    };
-}
-
-/// The control frame `input` carries (a banner or a MESSAGE is refused
-/// as not among `expected`).
-fn control(
-    state: &'static str,
-    expected: &'static [Wire],
-    input: Input,
-) -> Result<ControlFrame, ProtocolError> {
-    match input {
-        Input::Frame(f) if f.tag != Tag::MESSAGE => Ok(ControlFrame::from_received(&f)?),
-        other => Err(unexpected(state, expected, wire(&other))),
     }
-}
 
-fn auth_peer(peer: &PeerInfo) -> AuthPeer {
-    AuthPeer {
-        entity_type: peer.entity_type,
-    }
-}
-
-/// The most auth frames a peer may send on one socket (AUTH_REQUEST and
-/// AUTH_REQUEST_MORE to an acceptor, AUTH_REPLY_MORE and AUTH_BAD_METHOD
-/// to a connector; msgr1's CONNECTs to an acceptor and its replies to a
-/// connector). cephx takes two, and a method fallback or an msgr1 retry
-/// one or two more; a peer bouncing refusals is cut off. (Ceph counts
-/// none; its handshake timeout alone ends such a loop.)
-pub const MAX_AUTH_ROUNDS: u32 = 8;
-
-/// Counts one auth frame from the peer.
-pub(crate) fn auth_round(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
-    cx.link.auth_rounds = cx.link.auth_rounds.saturating_add(1);
-    if cx.link.auth_rounds > MAX_AUTH_ROUNDS {
-        return Err(ProtocolError::TooManyAuthRounds {
-            max: MAX_AUTH_ROUNDS,
-        });
-    }
-    Ok(())
-}
-
-/// Installs secure mode on both directions of `link` (after AUTH_DONE).
-fn go_secure(link: &mut Link, secret: &[u8], role: Role) -> Result<(), ProtocolError> {
-    let rev1 = link.negotiated().is_some_and(|n| n.rev1);
-    let (tx, rx) = SecureKeys::from_connection_secret(secret, role)?.ciphers(rev1);
-    if let Some(e) = link.encoder_mut() {
-        e.set_cipher(tx);
-    }
-    if let Some(d) = link.decoder_mut() {
-        d.set_cipher(rx);
-    }
-    Ok(())
-}
-
-/// Turns compression on in both directions of `link`.
-fn set_compression(link: &mut Link, alg: Algorithm, min_size: usize) {
-    if let Some(e) = link.encoder_mut() {
-        e.set_compression(Some(TxCompression {
-            algorithm: alg,
-            min_frame_len: min_size,
-        }));
-    }
-    if let Some(d) = link.decoder_mut() {
-        d.set_decompression(Some(alg));
-    }
-}
-
-/// Checks the peer's AUTH_SIGNATURE against what we sent (handle_auth_signature).
-fn verify_signature(
-    sig: &AuthSignature,
-    key: &msgr_auth::SessionKey,
-    tx: &[u8],
-) -> Result<(), ProtocolError> {
-    // In constant time (SessionKey::verify).
-    if !key.verify([tx], &sig.sha256) {
-        return Err(ProtocolError::BadSignature);
-    }
-    Ok(())
-}
-
-fn hello(cx: &mut Cx<'_>, peer_addr: EntityAddr) -> Result<(), ProtocolError> {
-    cx.link.send_control(
-        &Hello {
-            entity_type: cx.config.my_name.kind,
-            peer_addr,
+    /// The phase as Ceph names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Connecting::V2(p) => p.name(),
+            Connecting::V1(p) => p.name(),
         }
-        .into(),
-    )
+    }
+
+    /// Whether a CLIENT_IDENT (msgr2) just went out.
+    pub fn sent_ident(&self) -> bool {
+        matches!(self, Connecting::V2(v2_connect::Connecting::Ident))
+    }
+
+    /// Whether a SESSION_RECONNECT (msgr2) just went out.
+    pub fn sent_reconnect(&self) -> bool {
+        matches!(self, Connecting::V2(v2_connect::Connecting::Reconnect))
+    }
+
+    pub fn on_input(self, input: Input, cx: &mut Cx<'_>) -> Result<ConnectStep, ProtocolError> {
+        match (self, input) {
+            (Connecting::V2(p), Input::V2(i)) => Ok(match p.on_input(i, cx)? {
+                v2_connect::ConnectStep::Next(n) => ConnectStep::Next(Connecting::V2(n)),
+                v2_connect::ConnectStep::Ready { reconnected } => {
+                    ConnectStep::Ready { reconnected }
+                }
+                v2_connect::ConnectStep::Wait => ConnectStep::Wait,
+            }),
+            (Connecting::V1(p), Input::V1(i)) => Ok(match p.on_input(i, cx)? {
+                v1::ConnectStep::Next(n) => ConnectStep::Next(Connecting::V1(n)),
+                v1::ConnectStep::Ready { reconnected } => ConnectStep::Ready { reconnected },
+                v1::ConnectStep::Wait => ConnectStep::Wait,
+            }),
+            (p, other) => Err(unexpected(p.name(), other.wire())),
+        }
+    }
 }
 
-mod accept;
-mod connect;
-pub(crate) mod v1;
+impl Accepting {
+    /// The first phase of an accepted socket.
+    pub fn start(protocol: Protocol) -> Accepting {
+        match protocol {
+            Protocol::V2 => Accepting::V2(v2_accept::Accepting::Banner),
+            Protocol::V1 => Accepting::V1(v1::Accepting::Hello),
+        }
+    }
 
-pub use accept::IdentRequest;
-pub(crate) use accept::{AcceptStep, Accepting};
-pub(crate) use connect::{ConnectStep, Connecting};
+    /// The phase as Ceph names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Accepting::V2(p) => p.name(),
+            Accepting::V1(p) => p.name(),
+        }
+    }
+
+    /// Whether the session was opened here and awaits the connector's
+    /// confirmation (msgr1: SEQ went out, its in_seq is awaited): a fault
+    /// now is an established session's, not a refused socket's
+    /// (ProtocolV1::fault closes only up to ACCEPTING_WAIT_CONNECT_MSG_AUTH).
+    pub fn session_opened(&self) -> bool {
+        matches!(self, Accepting::V1(v1::Accepting::Seq))
+    }
+
+    /// `peer_socket`: the peer's address as our socket sees it.
+    pub fn on_input(
+        self,
+        input: Input,
+        cx: &mut Cx<'_>,
+        peer_socket: EntityAddr,
+    ) -> Result<AcceptStep, ProtocolError> {
+        match (self, input) {
+            (Accepting::V2(p), Input::V2(i)) => Ok(match p.on_input(i, cx, peer_socket)? {
+                v2_accept::AcceptStep::Next(n) => AcceptStep::Next(Accepting::V2(n)),
+                v2_accept::AcceptStep::Ident(r) => AcceptStep::Ident(r),
+            }),
+            (Accepting::V1(p), Input::V1(i)) => Ok(match p.on_input(i, cx, peer_socket)? {
+                v1::AcceptStep::Next(n) => AcceptStep::Next(Accepting::V1(n)),
+                v1::AcceptStep::Ident(r) => AcceptStep::Ident(IdentRequest::V1(r)),
+                v1::AcceptStep::Ready => AcceptStep::Ready,
+            }),
+            (p, other) => Err(unexpected(p.name(), other.wire())),
+        }
+    }
+}

@@ -26,7 +26,7 @@ use std::fmt;
 
 use msgr_frames::{Tag, WireQueue};
 
-use crate::link::Input;
+use crate::input::Input;
 
 /// The custom breakpoints (crimson's custom_bp_t).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,21 +1,33 @@
-//! The msgr2 protocol, sans-IO.
+//! Ceph's two wire protocols, msgr2 and msgr1, sans-IO.
 //!
-//! [`Conn`] is one connection to a peer: the connector and acceptor
-//! handshakes of the msgr2 document (banner, HELLO, auth, AUTH_SIGNATURE,
-//! compression, idents, reconnects), the session that numbers, acknowledges
-//! and replays messages, and Ceph's fault handling per [`Policy`]. The
-//! [`decide`] functions are the acceptor's rules for an ident that meets an
-//! existing connection (races, resets, retries). Nothing here does I/O or
-//! reads a clock: drivers feed bytes and time in and take bytes and
-//! [`Event`]s out.
+//! [`Conn`] is one connection to a peer: its handshakes (msgr2's banner,
+//! HELLO, auth, AUTH_SIGNATURE, compression, idents and reconnects; or
+//! msgr1's banner, CONNECT and its replies), the session that numbers,
+//! acknowledges and replays messages, and Ceph's fault handling per
+//! [`Policy`]. The [`decide`] functions are the acceptor's rules for an
+//! ident that meets an existing connection (races, resets, retries).
+//! Nothing here does I/O or reads a clock: drivers feed bytes and time in
+//! and take bytes and [`Event`]s out.
+//!
+//! Layout: what is msgr2's alone lives in `v2/` (its framing of a socket,
+//! its two handshakes, its READY frames), what is msgr1's alone in `v1/`;
+//! the connection, its session, policies, decisions and errors are shared
+//! and live at the root. A connection picks its protocol once, from its
+//! target's or listener's address ([`Protocol`]); its socket's
+//! [`link`](crate::link) and handshake phase carry that choice, and the
+//! root dispatches to `v1/` or `v2/` on them.
 #![forbid(unsafe_code)]
 
 pub mod config;
 mod conn;
+mod cx;
 pub mod decide;
 mod error;
+mod event;
 pub mod features;
 mod handshake;
+mod ident;
+mod input;
 // The test interceptor's breakpoints and actions are public only with the
 // `interceptor` feature; without it the hooks stay inert.
 #[cfg(feature = "interceptor")]
@@ -24,69 +36,27 @@ pub mod intercept;
 #[allow(dead_code)]
 mod intercept;
 mod link;
-mod link1;
 mod message;
 mod peer;
 pub mod policy;
 pub mod registry;
+mod seq;
 mod session;
-
-use std::net::SocketAddr;
+mod v1;
+mod v2;
 
 pub use config::{
     later, CompressionConfig, Config, GlobalSeq, Policies, PolicySet, QueueLimits, Timeouts,
 };
 pub use conn::{Conn, ConnState, ConnStats, Reuse, Side};
+pub use cx::MAX_AUTH_ROUNDS;
 pub use decide::{Decision, ExistingInfo, Owner, Protocol};
 pub use error::{Claim, ProtocolError, Wire};
-pub use handshake::{IdentRequest, MAX_AUTH_ROUNDS};
-pub use link::{LinkId, MAX_PRE_AUTH};
+pub use event::Event;
+pub use ident::{ConnectRequest, IdentRequest};
+pub use link::LinkId;
 pub use message::Message;
 pub use peer::{target_addr, MyAddrs, PeerInfo};
 pub use policy::{Policy, PolicyName, ThrottleLimits};
 pub use session::Session;
-
-use msgr_encoding::EntityAddr;
-
-/// What a connection asks of its driver or tells its dispatcher.
-#[derive(Debug)]
-pub enum Event {
-    /// Open a socket to `addr`, then call `socket_connected` or
-    /// `socket_failed`.
-    Connect { addr: SocketAddr },
-    /// Close the socket of link `link`, if the driver still holds it.
-    CloseSocket { link: LinkId },
-    /// Write `last`, then what the connection still has for link `link`,
-    /// then shut its socket down without telling the connection (an
-    /// interceptor's STALL, which freezes the connection mid-handshake, or
-    /// its write FAULT, which failed one frame but not those before).
-    ShutdownSocket {
-        link: LinkId,
-        last: msgr_frames::WireQueue,
-    },
-    /// An accepted client identified itself: the messenger decides, with
-    /// the connection registered for the same peer ([`registry`]).
-    IdentReceived(IdentRequest),
-    /// We learned our own address from a peer (ours was blank).
-    LearnedAddr(EntityAddr),
-    /// A fault happened (the connection handles it per its policy; this is
-    /// for logs and counters).
-    Fault(ProtocolError),
-    /// ms_handle_connect: our connection became READY.
-    Connected,
-    /// ms_handle_accept: an accepted connection became READY.
-    Accepted,
-    /// A message arrived, in order (boxed: the event queue moves a
-    /// pointer, not the message).
-    Message(Box<Message>),
-    /// ms_handle_reset: the connection closed by fault; queued messages lost.
-    Reset,
-    /// ms_handle_remote_reset: the peer reset the session; ours was reset.
-    RemoteReset,
-    /// ms_handle_refused: the connect was refused.
-    Refused,
-    /// A KEEPALIVE2_ACK arrived, echoing our stamp.
-    KeepaliveAck(msgr_encoding::UTime),
-    /// The connection is closed for good.
-    Closed,
-}
+pub use v2::MAX_PRE_AUTH;

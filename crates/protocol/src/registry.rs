@@ -19,8 +19,9 @@ use std::time::Instant;
 
 use msgr_encoding::{EntityAddr, EntityAddrvec, UTime};
 
+use crate::conn::{Conn, Reuse};
 use crate::decide::{self, Decision, Owner};
-use crate::{Conn, IdentRequest, Reuse};
+use crate::ident::IdentRequest;
 
 /// How connections are keyed: the peer's msgr2 (or first) address and
 /// nonce (AsyncMessenger's conns map is keyed by the peer's addrvec).
@@ -74,7 +75,7 @@ pub struct Ask {
 impl Ask {
     pub fn of(accepting: &Conn, req: IdentRequest) -> Ask {
         let me = match &req {
-            IdentRequest::V1(_) => crate::handshake::v1::my_legacy_addr(accepting.my_addrs()),
+            IdentRequest::V1(_) => crate::v1::handshake::my_legacy_addr(accepting.my_addrs()),
             _ => accepting.my_msgr2_addr(),
         };
         Ask {

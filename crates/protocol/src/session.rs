@@ -18,11 +18,8 @@
 use std::collections::VecDeque;
 
 use msgr_encoding::UTime;
-use msgr_frames::control::{Ack, Keepalive2, Keepalive2Ack};
-use msgr_frames::ControlFrame;
 
 use crate::error::ProtocolError;
-use crate::intercept::Point1;
 use crate::link::Link;
 use crate::message::Message;
 
@@ -227,7 +224,9 @@ impl Session {
     }
 
     /// Writes what is pending to `link`: keepalive, keepalive ack, an ACK
-    /// if no message will carry it, then the messages in priority order
+    /// if one is owed and no message will carry it (msgr1's messages carry
+    /// none: there, whenever one is owed; ProtocolV1::write_event), then
+    /// the messages in priority order
     /// (IOHandler::sweep_out_pending_msgs_to_sent), all of them or, with a
     /// `room` in bytes, while the link's output is shorter than that.
     pub(crate) fn write_pending(
@@ -236,28 +235,21 @@ impl Session {
         lossy: bool,
         room: Option<usize>,
     ) -> Result<usize, ProtocolError> {
-        if link.v1.is_some() {
-            return self.write_pending_v1(link, lossy, room);
-        }
         if let Some(stamp) = self.keepalive_pending.take() {
-            link.send_control(&ControlFrame::Keepalive2(Keepalive2 { timestamp: stamp }))?;
+            link.write_keepalive(stamp)?;
         }
         if let Some(stamp) = self.keepalive_ack_pending.take() {
-            link.send_control(&ControlFrame::Keepalive2Ack(Keepalive2Ack {
-                timestamp: stamp,
-            }))?;
+            link.write_keepalive_ack(stamp)?;
         }
-        if self.queued_messages == 0 && self.ack_left > 0 && !lossy {
-            link.send_control(&ControlFrame::Ack(Ack { seq: self.in_seq }))?;
+        let carried = self.queued_messages > 0 && link.messages_carry_acks();
+        if self.ack_left > 0 && !lossy && !carried {
+            link.write_ack(self.in_seq)?;
             self.ack_left = 0;
         }
-        self.write_messages(link, lossy, room, |link, msg, in_seq| {
-            let header = msg.header2(msg.seq, in_seq);
-            link.send_message_parts(&header, &msg.front, &msg.middle, &msg.data)
-        })
+        self.write_messages(link, lossy, room)
     }
 
-    /// Numbers and writes queued messages with `write`, in priority order,
+    /// Numbers and writes queued messages, in priority order,
     /// all of them or, with a `room` in bytes, while the link's output is
     /// shorter than that; returns how many were written.
     fn write_messages(
@@ -265,7 +257,6 @@ impl Session {
         link: &mut Link,
         lossy: bool,
         room: Option<usize>,
-        mut write: impl FnMut(&mut Link, &Message, u64) -> Result<(), ProtocolError>,
     ) -> Result<usize, ProtocolError> {
         let mut n: usize = 0;
         while room.is_none_or(|r| link.output_len() < r) && self.queued_messages > 0 {
@@ -279,7 +270,7 @@ impl Session {
                 break;
             };
             msg.seq = self.out_seq;
-            let written = write(link, &msg, self.in_seq);
+            let written = link.write_message(&msg, self.in_seq);
             // Numbered and (for a lossless session) kept for replay even if
             // the write failed: the fault that follows requeues it.
             if !lossy {
@@ -291,43 +282,6 @@ impl Session {
             n = n.saturating_add(1);
         }
         Ok(n)
-    }
-
-    /// msgr1's write_pending (ProtocolV1::write_event): the same order,
-    /// but an ACK goes out whenever one is owed, since msgr1's messages
-    /// carry none.
-    fn write_pending_v1(
-        &mut self,
-        link: &mut Link,
-        lossy: bool,
-        room: Option<usize>,
-    ) -> Result<usize, ProtocolError> {
-        use msgr_frames::v1::Tag;
-        let item = Point1::Item;
-        if let Some(stamp) = self.keepalive_pending.take() {
-            let keepalive2 = link.v1.as_ref().is_some_and(|v| v.keepalive2());
-            let tag = if keepalive2 {
-                Tag::Keepalive2
-            } else {
-                Tag::Keepalive
-            };
-            link.write1(item(tag), |v1, out| v1.write_keepalive(stamp, out))?;
-        }
-        if let Some(stamp) = self.keepalive_ack_pending.take() {
-            link.write1(item(Tag::Keepalive2Ack), |v1, out| {
-                v1.write_keepalive_ack(stamp, out)
-            })?;
-        }
-        if self.ack_left > 0 && !lossy {
-            let in_seq = self.in_seq;
-            link.write1(item(Tag::Ack), |v1, out| v1.write_ack(in_seq, out))?;
-            self.ack_left = 0;
-        }
-        self.write_messages(link, lossy, room, |link, msg, _| {
-            link.write1(item(Tag::Msg), |v1, out| {
-                v1.write_message(msg, msg.seq, out)
-            })
-        })
     }
 
     /// The peer received everything up to `seq` (ACK frame or a message's
@@ -465,9 +419,17 @@ mod tests {
         Box::new(m)
     }
 
+    use crate::input::Input;
+    use crate::v2::link as link2;
+
     /// A link whose banner exchange is done, so frames can be written.
     fn link() -> Link {
-        let mut l = Link::new(1, Banner::DEFAULT, FrameLimits::default());
+        let mut l = Link::v2(
+            1,
+            Banner::DEFAULT,
+            FrameLimits::default(),
+            Default::default(),
+        );
         l.send_banner().unwrap();
         let mut input = bytes::BytesMut::from(&Banner::DEFAULT.encode()[..]);
         l.poll_input(&mut input).unwrap();
@@ -481,7 +443,7 @@ mod tests {
         let mut peer = link();
         let mut input = bytes::BytesMut::from(&bytes[26..]); // skip our banner
         let mut out = Vec::new();
-        while let Some(crate::link::Input::Frame(f)) = peer.poll_input(&mut input).unwrap() {
+        while let Some(Input::V2(link2::Input::Frame(f))) = peer.poll_input(&mut input).unwrap() {
             if f.tag == Tag::MESSAGE {
                 let m = MessageFrame::from_received(&f).unwrap();
                 out.push((m.header.seq, m.header.tid, m.header.ack_seq));

@@ -36,7 +36,7 @@ impl Conn {
     }
 
     /// The acceptor's ident check (features), then the messenger's turn.
-    pub(super) fn on_ident(&mut self, req: IdentRequest) -> Result<(), ProtocolError> {
+    pub(crate) fn on_ident(&mut self, req: IdentRequest) -> Result<(), ProtocolError> {
         if let IdentRequest::New(c) = &req {
             self.peer.addrs = c.addrs.clone();
             self.peer.target_addr = c
@@ -87,95 +87,11 @@ impl Conn {
                 // accepted socket that never became a session.
                 self.state = match self.known {
                     true => State::Ready,
-                    false => State::Accepting(Accepting::Banner),
+                    false => State::Accepting(Accepting::start(self.protocol)),
                 };
             }
             self.fault(e, now);
         }
-    }
-
-    fn resolve_v2(
-        &mut self,
-        req: IdentRequest,
-        decision: Decision,
-        now: Instant,
-    ) -> Result<(), ProtocolError> {
-        match decision {
-            Decision::NewSession | Decision::ReplaceLossy => self.start_server_session(&req, now),
-            Decision::Reuse { .. } => {
-                self.state = State::Deciding(req);
-                Ok(())
-            }
-            Decision::Wait => self.reply_and_wait(Wait {}.into()),
-            Decision::Reset { full } => self.reply_and_continue(SessionReset { full }.into()),
-            Decision::Retry { connect_seq } => {
-                self.reply_and_continue(SessionRetry { connect_seq }.into())
-            }
-            Decision::RetryGlobal { global_seq } => {
-                self.reply_and_continue(SessionRetryGlobal { global_seq }.into())
-            }
-            Decision::CloseStale => {
-                self.close(false);
-                Ok(())
-            }
-            Decision::Refuse { owner } => {
-                let newcomer = Box::new(self.owner());
-                self.state = State::Deciding(req);
-                Err(ProtocolError::NotSessionOwner {
-                    owner: Box::new(owner),
-                    newcomer,
-                })
-            }
-        }
-    }
-
-    fn reply_and_wait(&mut self, frame: ControlFrame) -> Result<(), ProtocolError> {
-        self.link_send(&frame)?;
-        self.state = State::ServerWait;
-        Ok(())
-    }
-
-    fn reply_and_continue(&mut self, frame: ControlFrame) -> Result<(), ProtocolError> {
-        self.link_send(&frame)?;
-        self.state = State::Accepting(Accepting::Session);
-        Ok(())
-    }
-
-    fn start_server_session(
-        &mut self,
-        req: &IdentRequest,
-        now: Instant,
-    ) -> Result<(), ProtocolError> {
-        let IdentRequest::New(c) = req else {
-            // A reconnect with nothing to resume is answered by RESET.
-            return self.reply_and_continue(SessionReset { full: true }.into());
-        };
-        self.session.client_cookie = c.cookie;
-        self.session.peer_global_seq = c.global_seq;
-        self.send_server_ident(now)
-    }
-
-    /// SERVER_IDENT and READY (send_server_ident): a new session, numbered
-    /// from 1 in both directions.
-    fn send_server_ident(&mut self, now: Instant) -> Result<(), ProtocolError> {
-        let global_seq = self.config.global_seq.next()?;
-        self.session.restart_numbering();
-        let lossy = self.peer.policy.lossy;
-        self.session.server_cookie = if lossy { 0 } else { new_cookie(&self.config) };
-        let ident = ServerIdent {
-            addrs: self.me.addrs.clone(),
-            gid: self.config.my_name.num,
-            global_seq,
-            supported_features: self.peer.policy.features_supported,
-            required_features: self.peer.policy.features_required | features::MSGR2_REQUIRED,
-            flags: if lossy { CONNECT_FLAG_LOSSY } else { 0 },
-            cookie: self.session.server_cookie,
-        };
-        self.events.push_back(Event::Accepted);
-        self.known = true;
-        self.resumed = false;
-        self.link_send(&ident.into())?;
-        self.become_ready(now)
     }
 
     /// A socket is promised to this connection (registry::apply_existing
@@ -259,29 +175,12 @@ impl Conn {
         self.link = Some(link);
         self.handshake_deadline = Some(later(now, self.config.timeouts.connect));
         let result = match reuse.request {
-            IdentRequest::New(c) => {
-                self.session.client_cookie = c.cookie;
-                self.session.peer_global_seq = c.global_seq;
-                self.send_server_ident(now)
-            }
+            IdentRequest::New(c) => self.start_server_session(&IdentRequest::New(c), now),
             IdentRequest::V1(c) => {
                 let from_peer = reset_from_peer && c.connect.connect_seq == 0;
                 self.open_v1(&c, from_peer, now)
             }
-            IdentRequest::Reconnect(r) => {
-                self.session.connect_seq = r.connect_seq;
-                self.session.peer_global_seq = r.global_seq;
-                self.session.resume_from(r.msg_seq);
-                let ok = SessionReconnectOk {
-                    msg_seq: self.session.in_seq,
-                };
-                self.events.push_back(Event::Accepted);
-                self.known = true;
-                self.resumed = true;
-                self.stats.reconnects = self.stats.reconnects.saturating_add(1);
-                self.link_send(&ok.into())
-                    .and_then(|_| self.become_ready(now))
-            }
+            IdentRequest::Reconnect(r) => self.resume_server_session(&r, now),
         };
         if let Err(e) = result {
             if matches!(self.state, State::Closed) {
@@ -292,7 +191,7 @@ impl Conn {
                 // accepted socket that never became a session.
                 self.state = match self.known {
                     true => State::Ready,
-                    false => State::Accepting(Accepting::Banner),
+                    false => State::Accepting(Accepting::start(self.protocol)),
                 };
             }
             self.fault(e, now);

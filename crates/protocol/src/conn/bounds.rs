@@ -35,7 +35,7 @@ impl Conn {
 
     /// When a peer that takes nothing of what we hold for it, while reading
     /// is paused on its account, is marked down (Timeouts::unread).
-    fn unread_deadline(&self) -> Option<Instant> {
+    pub(crate) fn unread_deadline(&self) -> Option<Instant> {
         self.unread_since
             .filter(|_| self.reading_paused())
             .map(|since| later(since, self.config.timeouts.unread))
@@ -43,7 +43,7 @@ impl Conn {
 
     /// Starts the unread clock if reading is paused on the peer's account
     /// and the clock is not running.
-    pub(super) fn note_unread(&mut self, now: Instant) {
+    pub(crate) fn note_unread(&mut self, now: Instant) {
         if self.unread_since.is_none() && self.reading_paused() {
             self.unread_since = Some(now);
         }
@@ -51,7 +51,7 @@ impl Conn {
 
     /// When the frame being read must be complete (READY only: the
     /// handshake has its own deadline).
-    fn frame_deadline(&self) -> Option<Instant> {
+    pub(crate) fn frame_deadline(&self) -> Option<Instant> {
         self.partial_since
             .map(|p| later(p, self.config.timeouts.frame))
     }
@@ -63,21 +63,21 @@ impl Conn {
     /// and no timer firing each `trim` while it is busy (with thousands of
     /// connections, thousands of wake-ups a second, each touching a
     /// connection's cold state).
-    fn trim_deadline(&self, runtime_spare: bool) -> Option<Instant> {
+    pub(crate) fn trim_deadline(&self, runtime_spare: bool) -> Option<Instant> {
         (self.trimmed != Some(self.last_active) && (runtime_spare || self.holds_spare()))
             .then(|| later(self.last_active, self.config.timeouts.trim))
     }
 
     /// Whether an empty queue (events, the session's, the socket's output)
     /// still holds a buffer: what [`Conn::trim`] lets go.
-    fn holds_spare(&self) -> bool {
+    pub(crate) fn holds_spare(&self) -> bool {
         msgr_frames::holds_spare(&self.events)
             || self.session.holds_spare()
             || self.link.as_ref().is_some_and(|l| l.output.holds_spare())
     }
 
     /// Lets go of the capacity the queues grew to while busy.
-    fn trim(&mut self) {
+    pub(crate) fn trim(&mut self) {
         self.trimmed = Some(self.last_active);
         if self.events.is_empty() {
             self.events = std::collections::VecDeque::new();
@@ -138,7 +138,7 @@ impl Conn {
     /// Bytes the peer has not taken yet: messages queued (at their cost),
     /// framed and not yet taken by the runtime, and taken but not yet
     /// written.
-    fn untaken_bytes(&self) -> usize {
+    pub(crate) fn untaken_bytes(&self) -> usize {
         let framed = self.link.as_ref().map_or(0, |l| l.output_len());
         self.session
             .queued()
@@ -184,7 +184,7 @@ impl Conn {
 
     /// The most a received message may hold: the messenger's receive
     /// budget, lowered by the peer's policy throttle.
-    pub(super) fn budget(&self) -> Option<u64> {
+    pub(crate) fn budget(&self) -> Option<u64> {
         let policy = self.peer.policy.throttle.map(|t| t.bytes);
         match (self.config.receive_budget, policy) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -194,7 +194,7 @@ impl Conn {
 
     /// A message of `len` payload bytes (announced by its preamble, or
     /// arrived whole in one read) must fit the receive budget.
-    pub(super) fn check_budget(&self, len: u64) -> Result<(), ProtocolError> {
+    pub(crate) fn check_budget(&self, len: u64) -> Result<(), ProtocolError> {
         match self.budget() {
             Some(budget) if len > budget => Err(ProtocolError::OverBudget { len, budget }),
             _ => Ok(()),
@@ -205,7 +205,7 @@ impl Conn {
     /// partial frame starts (or keeps) its deadline, and a MESSAGE whose
     /// preamble announces more than the receive budget is refused before
     /// its bytes are read.
-    pub(super) fn after_input(&mut self, input: &[u8], progressed: bool, now: Instant) {
+    pub(crate) fn after_input(&mut self, input: &[u8], progressed: bool, now: Instant) {
         let partial = self.link.as_ref().is_some_and(|l| l.has_partial(input));
         self.partial_since = match (matches!(self.state, State::Ready) && partial, progressed) {
             (false, _) => None,

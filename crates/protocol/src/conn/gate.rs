@@ -12,7 +12,7 @@ impl Conn {
     }
 
     /// A hook for a new link.
-    pub(super) fn tap(&self) -> Tap {
+    pub(crate) fn tap(&self) -> Tap {
         #[allow(unused_mut)]
         let mut tap = Tap::new(self.id);
         #[cfg(feature = "interceptor")]
@@ -23,7 +23,7 @@ impl Conn {
     }
 
     /// SOCKET_CONNECTING: whether to connect now.
-    pub(super) fn intercept_connect(&mut self, now: Instant) -> bool {
+    pub(crate) fn intercept_connect(&mut self, now: Instant) -> bool {
         match self
             .tap()
             .hit(Breakpoint::Custom(CustomPoint::SocketConnecting))
@@ -42,7 +42,7 @@ impl Conn {
     }
 
     /// SOCKET_ACCEPTED, a notification.
-    pub(super) fn notify_accepted(&mut self) {
+    pub(crate) fn notify_accepted(&mut self) {
         let _ = self
             .tap()
             .hit(Breakpoint::Custom(CustomPoint::SocketAccepted));
@@ -56,7 +56,7 @@ impl Conn {
 
     /// The socket of a held link failed: remembered for the unblock, not
     /// acted on (the frozen handshake does not see it).
-    pub(super) fn held_link_died(&mut self) -> bool {
+    pub(crate) fn held_link_died(&mut self) -> bool {
         match self.link.as_mut() {
             Some(l) if l.tap.held() => {
                 l.tap.dead = true;
@@ -67,7 +67,7 @@ impl Conn {
     }
 
     /// A stalled socket's shutdown, once.
-    pub(super) fn poll_gate_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_gate_event(&mut self) -> Option<Event> {
         let l = self.link.as_mut()?;
         l.tap.take_shutdown().then(|| Event::ShutdownSocket {
             link: l.id,
@@ -113,7 +113,7 @@ impl Conn {
 
     /// Lets the link go: its socket closes (after what was written before
     /// an interceptor's write FAULT, if that is why).
-    pub(super) fn drop_link(&mut self) {
+    pub(crate) fn drop_link(&mut self) {
         if let Some(mut l) = self.link.take() {
             let event = match l.tap.flush_on_close || l.linger {
                 // An interceptor failed a write, or a refusal was written:
@@ -129,7 +129,7 @@ impl Conn {
         }
     }
 
-    pub(super) fn emit_connect(&mut self) {
+    pub(crate) fn emit_connect(&mut self) {
         if let Some(addr) = self.peer.target_addr.addr {
             self.events.push_back(Event::Connect { addr });
         }

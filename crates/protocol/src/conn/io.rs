@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use msgr_frames::{Tag, WireQueue};
+use msgr_frames::WireQueue;
 
 use super::Conn;
 
@@ -50,23 +50,6 @@ impl Conn {
     /// its preamble is in: a driver takes receive budget for it before
     /// reading the rest.
     pub fn pending_message_len(&self) -> Option<usize> {
-        let link = self.link.as_ref()?;
-        if let Some(v1) = &link.v1 {
-            let h = v1.pending_header()?;
-            return Some(usize::try_from(h.payload_len()).unwrap_or(usize::MAX));
-        }
-        let head = link.pending_head()?;
-        if head.tag() != Tag::MESSAGE {
-            return None;
-        }
-        // Segment 0 is the header, which the budget does not count.
-        let payload: u64 = head
-            .preamble
-            .used()
-            .iter()
-            .skip(1)
-            .map(|s| s.len as u64)
-            .sum();
-        Some(usize::try_from(payload).unwrap_or(usize::MAX))
+        self.link.as_ref()?.pending_payload_len()
     }
 }

@@ -4,10 +4,11 @@
 //! in_seq on an acceptor; then each side's stream), and how messages,
 //! acks and keepalives are written.
 //!
-//! The handshake phases (handshake/v1.rs) tell the link when the stream
-//! starts ([`Link1::open_stream`]) and when an acceptor awaits the
-//! connector's in_seq ([`Link1::expect_seq`]); everything else follows
-//! from the bytes.
+//! The handshake phases (`v1/handshake.rs`) tell the framing when the
+//! stream starts ([`Framing::open_stream`]) and when an acceptor awaits the
+//! connector's in_seq ([`Framing::expect_seq`]); everything else follows
+//! from the bytes. The socket around it (its output, the interceptor's
+//! gate) is the shared [`crate::link::Link`]'s.
 
 use bytes::{Bytes, BytesMut};
 use msgr_auth::SessionKey;
@@ -19,7 +20,7 @@ use msgr_frames::v1::{
 };
 use msgr_frames::{FrameLimits, WireQueue};
 
-use crate::error::ProtocolError;
+use crate::error::{ProtocolError, Wire};
 use crate::features;
 use crate::message::Message;
 
@@ -30,7 +31,7 @@ pub const MAX_AUTHORIZER: u32 = 4096;
 
 /// What the peer sent next, on an msgr1 link.
 #[derive(Debug)]
-pub enum Input1 {
+pub enum Input {
     /// To a connector: the acceptor's banner and addresses.
     ServerHello(ServerHello),
     /// To an acceptor: the connector's banner and the address it claims.
@@ -50,6 +51,19 @@ pub enum Input1 {
     Item(Item),
 }
 
+impl Input {
+    /// What arrived, for errors that say what was expected against it.
+    pub fn wire(&self) -> Wire {
+        match self {
+            Input::ServerHello(_) | Input::ClientHello(_) => Wire::Hello1,
+            Input::Connect { .. } => Wire::Connect1,
+            Input::Reply { reply, .. } => Wire::Reply1(reply.tag),
+            Input::Seq(_) => Wire::Seq1,
+            Input::Item(i) => Wire::Item1(i.tag()),
+        }
+    }
+}
+
 enum Read {
     ServerHello,
     Reply,
@@ -59,7 +73,8 @@ enum Read {
     Stream(StreamReader),
 }
 
-pub(crate) struct Link1 {
+/// msgr1's framing of one socket.
+pub(crate) struct Framing {
     read: Read,
     limits: FrameLimits,
     /// Our name: every message header's source.
@@ -75,10 +90,10 @@ pub(crate) struct Link1 {
     signer: Option<(msgr_auth::Msgr1Signer, bool)>,
 }
 
-impl Link1 {
+impl Framing {
     /// A connector's link (`connector`) or an acceptor's.
-    pub fn new(connector: bool, src: EntityName, limits: FrameLimits) -> Link1 {
-        Link1 {
+    pub fn new(connector: bool, src: EntityName, limits: FrameLimits) -> Framing {
+        Framing {
             read: if connector {
                 Read::ServerHello
             } else {
@@ -97,18 +112,6 @@ impl Link1 {
     /// stream is open (an empty key, auth none's, signs nothing).
     pub fn set_key(&mut self, key: SessionKey) {
         self.key = (!key.is_empty()).then_some(key);
-    }
-
-    /// The interceptor's point of what was read.
-    pub fn point_of(i: &Input1) -> crate::intercept::Point1 {
-        use crate::intercept::Point1;
-        match i {
-            Input1::ServerHello(_) | Input1::ClientHello(_) => Point1::Hello,
-            Input1::Connect { .. } => Point1::Connect,
-            Input1::Reply { reply, .. } => Point1::Reply(reply.tag),
-            Input1::Seq(_) => Point1::Seq,
-            Input1::Item(i) => Point1::Item(i.tag()),
-        }
     }
 
     /// Whether the peer reads KEEPALIVE2.
@@ -189,35 +192,41 @@ impl Link1 {
         }
     }
 
+    /// The payload size of the message being read, once its header is in.
+    pub fn pending_payload_len(&self) -> Option<usize> {
+        let h = self.pending_header()?;
+        Some(usize::try_from(h.payload_len()).unwrap_or(usize::MAX))
+    }
+
     /// Takes the next item from the front of `input`, if it is all there.
-    pub fn poll(&mut self, input: &mut BytesMut) -> Result<Option<Input1>, ProtocolError> {
+    pub fn poll(&mut self, input: &mut BytesMut) -> Result<Option<Input>, ProtocolError> {
         let item = match &mut self.read {
             Read::ServerHello => handshake::take_server_hello(input)?.map(|(hello, _)| {
                 self.read = Read::Reply;
-                Input1::ServerHello(hello)
+                Input::ServerHello(hello)
             }),
             Read::ClientHello => handshake::take_client_hello(input)?.map(|(addr, _)| {
                 self.read = Read::Connect;
-                Input1::ClientHello(addr)
+                Input::ClientHello(addr)
             }),
             Read::Connect => {
                 handshake::take_connect(input, MAX_AUTHORIZER)?.map(|(connect, authorizer, _)| {
-                    Input1::Connect {
+                    Input::Connect {
                         connect,
                         authorizer,
                     }
                 })
             }
-            Read::Reply => handshake::take_reply(input, MAX_AUTHORIZER)?.map(|r| Input1::Reply {
+            Read::Reply => handshake::take_reply(input, MAX_AUTHORIZER)?.map(|r| Input::Reply {
                 reply: r.reply,
                 authorizer: r.authorizer,
                 in_seq: r.in_seq,
             }),
             Read::Seq => (input.len() >= 8).then(|| {
                 let b = input.split_to(8);
-                Input1::Seq(u64::from_le_bytes(b[..].try_into().unwrap_or_default()))
+                Input::Seq(u64::from_le_bytes(b[..].try_into().unwrap_or_default()))
             }),
-            Read::Stream(r) => r.next(input)?.map(Input1::Item),
+            Read::Stream(r) => r.next(input)?.map(Input::Item),
         };
         Ok(item)
     }
@@ -317,10 +326,10 @@ mod tests {
     fn signed_messages_check_and_forgeries_do_not() {
         let features = features::MSG_AUTH | features::CEPHX_V2;
         let key = SessionKey::new(b"0123456789abcdef".to_vec());
-        let mut tx = Link1::new(true, "client.1".parse().unwrap(), FrameLimits::default());
+        let mut tx = Framing::new(true, "client.1".parse().unwrap(), FrameLimits::default());
         tx.set_key(key.clone());
         tx.open_stream(features);
-        let mut rx = Link1::new(false, "osd.0".parse().unwrap(), FrameLimits::default());
+        let mut rx = Framing::new(false, "osd.0".parse().unwrap(), FrameLimits::default());
         rx.set_key(key);
         rx.open_stream(features);
         assert!(tx.signs() && rx.signs());
@@ -330,11 +339,11 @@ mod tests {
         tx.write_message(&m, 1, &mut out);
         let wire = out.take_all();
         let read = |bytes: &[u8]| {
-            let mut rx2 = Link1::new(false, "osd.0".parse().unwrap(), FrameLimits::default());
+            let mut rx2 = Framing::new(false, "osd.0".parse().unwrap(), FrameLimits::default());
             rx2.open_stream(features);
             let mut input = BytesMut::from(bytes);
             match rx2.poll(&mut input).unwrap() {
-                Some(Input1::Item(Item::Msg(m))) => *m,
+                Some(Input::Item(Item::Msg(m))) => *m,
                 other => panic!("{other:?}"),
             }
         };
@@ -353,7 +362,7 @@ mod tests {
         unsigned.footer.sig = 0;
         assert!(rx.check_signature(&unsigned).is_err());
         // Without a key (auth none) nothing is signed or checked.
-        let mut plain = Link1::new(true, "client.1".parse().unwrap(), FrameLimits::default());
+        let mut plain = Framing::new(true, "client.1".parse().unwrap(), FrameLimits::default());
         plain.set_key(SessionKey::default());
         plain.open_stream(features);
         assert!(!plain.signs());

@@ -1,9 +1,9 @@
 //! The connector's handshake (msgr2 document, client state diagram;
 //! ProtocolV2.cc BANNER_CONNECTING .. SESSION_RECONNECTING).
 
-use super::*;
+use super::handshake::*;
 
-/// The connector's phases.
+/// msgr2's connector phases.
 pub(crate) enum Connecting {
     /// Our banner is out; the peer's is awaited.
     Banner,
@@ -26,8 +26,6 @@ pub(crate) enum Connecting {
     Ident,
     /// SESSION_RECONNECT is out.
     Reconnect,
-    /// An msgr1 handshake's phase.
-    V1(v1::Connecting1),
 }
 
 /// Where a connector phase leads.
@@ -51,18 +49,12 @@ impl Connecting {
             Connecting::Compression { .. } => "COMPRESSION_CONNECTING",
             Connecting::Ident => "SESSION_CONNECTING",
             Connecting::Reconnect => "SESSION_RECONNECTING",
-            Connecting::V1(p) => p.name(),
         }
     }
 
     pub fn on_input(self, input: Input, cx: &mut Cx<'_>) -> Result<ConnectStep, ProtocolError> {
         let state = self.name();
         match self {
-            Connecting::V1(p) => Ok(match p.on_input(input, cx)? {
-                v1::ConnectStep1::Next(n) => ConnectStep::Next(Connecting::V1(n)),
-                v1::ConnectStep1::Ready { reconnected } => ConnectStep::Ready { reconnected },
-                v1::ConnectStep1::Wait => ConnectStep::Wait,
-            }),
             Connecting::Banner => match input {
                 Input::Banner => {
                     hello(cx, cx.peer.target_addr)?;
@@ -310,7 +302,7 @@ fn start_session(cx: &mut Cx<'_>) -> Result<ConnectStep, ProtocolError> {
 fn send_client_ident(cx: &mut Cx<'_>) -> Result<(), ProtocolError> {
     let lossy = cx.peer.policy.lossy;
     if !lossy && cx.session.client_cookie == 0 {
-        cx.session.client_cookie = crate::conn::new_cookie(cx.config);
+        cx.session.client_cookie = cx.config.new_cookie();
     }
     cx.link.send_control(
         &ClientIdent {

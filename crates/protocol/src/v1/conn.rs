@@ -4,12 +4,28 @@
 //! WAIT), and an open session's items. Sessions, policies, faults and the
 //! registry's decisions are the connection's, shared with msgr2.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use msgr_encoding::{EntityAddrType, EntityName, EntityType};
 use msgr_frames::v1::{ConnectReply, Item, Msg, Tag, FLAG_LOSSY};
 
-use super::*;
-use crate::handshake::v1::{my_legacy_addr, proto_version, send_reply, Accepting1, ConnectRequest};
+use super::handshake::{self, my_legacy_addr, proto_version, send_reply, ConnectRequest};
+use super::link::{Framing, Input};
+use crate::config::Config;
+use crate::conn::{Conn, Side, State};
+use crate::decide::{Decision, Protocol};
+use crate::error::{ProtocolError, Wire};
+use crate::event::Event;
+use crate::features;
+use crate::handshake::Accepting;
+use crate::ident::IdentRequest;
 use crate::intercept::Point1;
-use crate::link::Link1;
+use crate::link::{Link, LinkId};
+use crate::message::Message;
+use crate::peer::MyAddrs;
+use crate::session::Arrival;
 
 impl Conn {
     /// A connection for a socket accepted on an msgr1 listener (see
@@ -21,60 +37,40 @@ impl Conn {
         now: Instant,
         id: u64,
     ) -> Conn {
-        Conn::accept_on(config, me.into(), peer_socket, now, id, true)
-    }
-
-    /// Whether this connection speaks msgr1.
-    pub fn is_msgr1(&self) -> bool {
-        self.msgr1
+        Conn::accept_on(config, me.into(), peer_socket, now, id, Protocol::V1)
     }
 
     /// Whether its current msgr1 socket signs and checks messages (cephx).
     pub fn msgr1_signs(&self) -> bool {
         self.link
             .as_ref()
-            .and_then(|l| l.v1.as_ref())
+            .and_then(|l| l.v1_ref())
             .is_some_and(|l| l.signs())
     }
 
-    /// A new msgr1 link as link `id`.
-    pub(super) fn msgr1_link(&mut self, id: LinkId) -> Link {
-        Link::msgr1(
+    /// A new msgr1 link as link `id`, its first bytes queued (a
+    /// connector's banner; an acceptor's banner and addresses).
+    pub(crate) fn open_link_v1(&mut self, id: LinkId) -> Result<(), ProtocolError> {
+        let connector = self.side == Side::Connector;
+        let tap = self.tap();
+        let link = self.link.insert(Link::v1(
             id,
-            self.side == Side::Connector,
+            connector,
             self.config.my_name,
             self.config.handshake_limits,
-            self.tap(),
-        )
-    }
-
-    /// The first bytes of an msgr1 socket (a connector's banner; an
-    /// acceptor's banner and addresses).
-    pub(super) fn send_hello1(&mut self) -> Result<(), ProtocolError> {
-        let connector = self.side == Side::Connector;
+            tap,
+        ));
         let me = my_legacy_addr(&self.me.addrs);
         let mut peer = self.peer_socket;
         peer.kind = EntityAddrType::LEGACY;
         peer.nonce = 0;
-        match self.link.as_mut() {
-            Some(l) => l.write1(Point1::Hello, |_, out| {
-                Link1::hello(connector, &me, &peer, out)
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Whether a session was established (a connector's connect_seq is
-    /// set by its first READY; msgr2's sessions have a server cookie).
-    pub(super) fn has_session(&self) -> bool {
-        match self.msgr1 {
-            true => self.session.connect_seq > 0,
-            false => self.session.server_cookie != 0,
-        }
+        link.write1(Point1::Hello, |_, out| {
+            Framing::hello(connector, &me, &peer, out)
+        })
     }
 
     /// The messenger's decision on an msgr1 CONNECT.
-    pub(super) fn resolve_v1(
+    pub(crate) fn resolve_v1(
         &mut self,
         req: ConnectRequest,
         decision: Decision,
@@ -112,7 +108,8 @@ impl Conn {
         }
         if matches!(self.state, State::Closed) && self.link.is_some() {
             // A redirecting reply: the connector's next CONNECT follows.
-            self.state = State::Accepting(Accepting::V1(Accepting1::Connect { auth: None }));
+            self.state =
+                State::Accepting(Accepting::V1(handshake::Accepting::Connect { auth: None }));
         }
         Ok(())
     }
@@ -120,7 +117,7 @@ impl Conn {
     /// open(): the session on this socket, answered READY or, to a peer
     /// with RECONNECT_SEQ whose side of the session was not reset
     /// (`reset_from_peer`), SEQ with our in_seq (msgr1-wire.md §2.6, §4.4).
-    pub(super) fn open_v1(
+    pub(crate) fn open_v1(
         &mut self,
         req: &ConnectRequest,
         reset_from_peer: bool,
@@ -165,7 +162,7 @@ impl Conn {
         // SEQ: the connector's session goes on.
         self.resumed = seq;
         if seq {
-            if let Some(l) = link.v1.as_mut() {
+            if let Some(l) = link.v1_mut() {
                 l.expect_seq();
             }
             // A session that never carried a message can be resumed by
@@ -173,25 +170,43 @@ impl Conn {
             // E5); one that did cannot: its peer may have reset after
             // taking some of them, and would get them again.
             self.unconfirmed = !self.session.carried_messages();
-            self.state = State::Accepting(Accepting::V1(Accepting1::Seq));
+            self.state = State::Accepting(Accepting::V1(handshake::Accepting::Seq));
             return Ok(());
         }
         self.ready_v1(now)
     }
 
     /// The acceptor's session is open: READY sent, or SEQ answered.
-    pub(super) fn ready_v1(&mut self, now: Instant) -> Result<(), ProtocolError> {
+    pub(crate) fn ready_v1(&mut self, now: Instant) -> Result<(), ProtocolError> {
         self.unconfirmed = false;
         let features = self.peer.features;
-        if let Some(l) = self.link.as_mut().and_then(|l| l.v1.as_mut()) {
+        if let Some(l) = self.link.as_mut().and_then(|l| l.v1_mut()) {
             l.open_stream(features);
         }
         self.become_ready(now)
     }
 
+    /// An msgr1 input while READY: an item of the open stream.
+    pub(crate) fn on_ready_v1(&mut self, input: Input, now: Instant) -> Result<(), ProtocolError> {
+        const READY: &[Wire] = &[
+            Wire::Item1(Tag::Msg),
+            Wire::Item1(Tag::Ack),
+            Wire::Item1(Tag::Keepalive2),
+            Wire::Item1(Tag::Keepalive2Ack),
+        ];
+        match input {
+            Input::Item(item) => self.on_item_v1(item, now),
+            other => Err(ProtocolError::UnexpectedFrame {
+                state: "READY",
+                expected: READY,
+                got: other.wire(),
+            }),
+        }
+    }
+
     /// An item of an open session (ProtocolV1::handle_tag and the message
     /// reads after it).
-    pub(super) fn on_item_v1(&mut self, item: Item, now: Instant) -> Result<(), ProtocolError> {
+    fn on_item_v1(&mut self, item: Item, now: Instant) -> Result<(), ProtocolError> {
         let lossy = self.peer.policy.lossy;
         match item {
             Item::Msg(m) => self.on_message_v1(*m),
@@ -259,7 +274,7 @@ impl Conn {
             return Ok(());
         }
         let h = m.header;
-        if let Some(l) = self.link.as_ref().and_then(|l| l.v1.as_ref()) {
+        if let Some(l) = self.link.as_ref().and_then(|l| l.v1_ref()) {
             l.check_signature(&m)?;
         }
         self.check_budget(h.payload_len())?;

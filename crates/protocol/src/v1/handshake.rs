@@ -20,11 +20,12 @@ use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityType};
 use msgr_frames::control::auth_method;
 use msgr_frames::v1::{Connect, ConnectReply, ServerHello, Tag, FLAG_LOSSY};
 
-use super::Cx;
+use super::link::Input;
+use crate::cx::{auth_round, Cx};
 use crate::error::{Claim, ProtocolError, Wire};
 use crate::features;
+pub(crate) use crate::ident::ConnectRequest;
 use crate::intercept::Point1;
-use crate::link::{Input, Input1};
 
 /// `CEPH_OSD_PROTOCOL`, `CEPH_MON_PROTOCOL`: between two daemons of a type.
 const OSD_PROTOCOL: u32 = 10;
@@ -54,24 +55,6 @@ pub(crate) fn proto_version(me: EntityType, peer: EntityType, connector: bool) -
     }
 }
 
-/// An msgr1 CONNECT the acceptor's checks let through, for the messenger
-/// to decide on, with what the acceptor learned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectRequest {
-    /// The connector's address as it claimed it (a blank IP filled in
-    /// from the socket).
-    pub addr: EntityAddr,
-    pub connect: Connect,
-    /// The authorizer reply that goes with the final CONNECT_REPLY.
-    pub authorizer_reply: Bytes,
-}
-
-impl ConnectRequest {
-    pub fn addrs(&self) -> EntityAddrvec {
-        EntityAddrvec::single(self.addr)
-    }
-}
-
 fn unexpected(state: &'static str, expected: &'static [Wire], got: Wire) -> ProtocolError {
     ProtocolError::UnexpectedFrame {
         state,
@@ -86,8 +69,8 @@ fn u32_of(v: u64, counter: &'static str) -> Result<u32, ProtocolError> {
 
 // ------------------------------------------------------------ connector
 
-/// The connector's phases.
-pub(crate) enum Connecting1 {
+/// msgr1's connector phases.
+pub(crate) enum Connecting {
     /// Our banner is out; awaiting the acceptor's banner and addresses.
     Hello,
     /// A CONNECT is out; awaiting the verdict. `auth` (with the method
@@ -98,8 +81,8 @@ pub(crate) enum Connecting1 {
     },
 }
 
-pub(crate) enum ConnectStep1 {
-    Next(Connecting1),
+pub(crate) enum ConnectStep {
+    Next(Connecting),
     Ready { reconnected: bool },
     Wait,
 }
@@ -115,33 +98,31 @@ const EXPECT_REPLY: &[Wire] = &[
     Wire::Reply1(Tag::ChallengeAuthorizer),
 ];
 
-impl Connecting1 {
+impl Connecting {
     pub fn name(&self) -> &'static str {
         match self {
-            Connecting1::Hello => "CONNECTING_WAIT_BANNER_AND_IDENTIFY",
-            Connecting1::Reply { .. } => "CONNECTING_SEND_CONNECT_MSG",
+            Connecting::Hello => "CONNECTING_WAIT_BANNER_AND_IDENTIFY",
+            Connecting::Reply { .. } => "CONNECTING_SEND_CONNECT_MSG",
         }
     }
 
-    pub fn on_input(self, input: Input, cx: &mut Cx<'_>) -> Result<ConnectStep1, ProtocolError> {
+    pub fn on_input(self, input: Input, cx: &mut Cx<'_>) -> Result<ConnectStep, ProtocolError> {
         let state = self.name();
         match (self, input) {
-            (Connecting1::Hello, Input::V1(Input1::ServerHello(h))) => on_server_hello(cx, h),
+            (Connecting::Hello, Input::ServerHello(h)) => on_server_hello(cx, h),
             (
-                Connecting1::Reply { auth },
-                Input::V1(Input1::Reply {
+                Connecting::Reply { auth },
+                Input::Reply {
                     reply,
                     authorizer,
                     in_seq,
-                }),
+                },
             ) => {
-                super::auth_round(cx)?;
+                auth_round(cx)?;
                 on_reply(cx, auth, reply, &authorizer, in_seq)
             }
-            (Connecting1::Hello, other) => Err(unexpected(state, EXPECT_HELLO, other.wire())),
-            (Connecting1::Reply { .. }, other) => {
-                Err(unexpected(state, EXPECT_REPLY, other.wire()))
-            }
+            (Connecting::Hello, other) => Err(unexpected(state, EXPECT_HELLO, other.wire())),
+            (Connecting::Reply { .. }, other) => Err(unexpected(state, EXPECT_REPLY, other.wire())),
         }
     }
 }
@@ -149,7 +130,7 @@ impl Connecting1 {
 /// The acceptor's hello (handle_server_banner_and_identify): it must be
 /// the address we dialled (or a blank one with its port and nonce); we
 /// may learn our IP from what it saw; our address, then a CONNECT.
-fn on_server_hello(cx: &mut Cx<'_>, h: ServerHello) -> Result<ConnectStep1, ProtocolError> {
+fn on_server_hello(cx: &mut Cx<'_>, h: ServerHello) -> Result<ConnectStep, ProtocolError> {
     let target = cx.peer.target_addr;
     let same = h.addr.addr == target.addr && h.addr.nonce == target.nonce;
     let blank_same =
@@ -228,7 +209,7 @@ fn send_connect_with(cx: &mut Cx<'_>, method: u32, authorizer: &[u8]) -> Result<
 fn send_connect(
     cx: &mut Cx<'_>,
     auth: Option<Box<dyn ClientAuth>>,
-) -> Result<ConnectStep1, ProtocolError> {
+) -> Result<ConnectStep, ProtocolError> {
     let peer = auth_peer(cx);
     let auth = match auth {
         Some(mut a) => {
@@ -241,7 +222,7 @@ fn send_connect(
             None
         }
     };
-    Ok(ConnectStep1::Next(Connecting1::Reply { auth }))
+    Ok(ConnectStep::Next(Connecting::Reply { auth }))
 }
 
 /// The acceptor's verdict (handle_connect_reply_1/_2; msgr1-wire.md §4.1).
@@ -251,7 +232,7 @@ fn on_reply(
     reply: ConnectReply,
     authorizer: &[u8],
     in_seq: Option<u64>,
-) -> Result<ConnectStep1, ProtocolError> {
+) -> Result<ConnectStep, ProtocolError> {
     let ours = cx.peer.policy.features_supported;
     match reply.tag {
         Tag::ChallengeAuthorizer => {
@@ -263,7 +244,7 @@ fn on_reply(
             let answer = a.reply_more(authorizer)?;
             let method = *method;
             send_connect_with(cx, method, &answer)?;
-            return Ok(ConnectStep1::Next(Connecting1::Reply { auth }));
+            return Ok(ConnectStep::Next(Connecting::Reply { auth }));
         }
         Tag::Features => {
             return Err(ProtocolError::FeaturesRefused {
@@ -321,7 +302,7 @@ fn on_reply(
             cx.session.connect_seq = got;
             return send_connect(cx, auth.map(|a| a.0));
         }
-        Tag::Wait => return Ok(ConnectStep1::Wait),
+        Tag::Wait => return Ok(ConnectStep::Wait),
         _ => {}
     }
     // READY or SEQ.
@@ -333,7 +314,7 @@ fn on_reply(
         if cx.peer.identity.is_none() {
             cx.peer.identity = outcome.peer;
         }
-        if let Some(l) = cx.link.v1.as_mut() {
+        if let Some(l) = cx.link.v1_mut() {
             if cx.config.sign_messages {
                 l.set_key(outcome.session_key);
             }
@@ -363,17 +344,17 @@ fn on_reply(
     // The acceptor decides whether the session is lossy.
     cx.peer.policy.lossy = reply.flags & FLAG_LOSSY != 0;
     cx.peer.features = reply.features & ours;
-    if let Some(l) = cx.link.v1.as_mut() {
+    if let Some(l) = cx.link.v1_mut() {
         l.open_stream(cx.peer.features);
         cx.peer.protected = l.signs();
     }
-    Ok(ConnectStep1::Ready { reconnected })
+    Ok(ConnectStep::Ready { reconnected })
 }
 
 // ------------------------------------------------------------ acceptor
 
-/// The acceptor's phases.
-pub(crate) enum Accepting1 {
+/// msgr1's acceptor phases.
+pub(crate) enum Accepting {
     /// Our banner and addresses are out; awaiting the connector's.
     Hello,
     /// Awaiting a CONNECT. `auth` is set once an authorizer was
@@ -383,8 +364,8 @@ pub(crate) enum Accepting1 {
     Seq,
 }
 
-pub(crate) enum AcceptStep1 {
-    Next(Accepting1),
+pub(crate) enum AcceptStep {
+    Next(Accepting),
     Ident(ConnectRequest),
     /// The connector's in_seq arrived: the session is open.
     Ready,
@@ -393,12 +374,12 @@ pub(crate) enum AcceptStep1 {
 const EXPECT_CONNECT: &[Wire] = &[Wire::Connect1];
 const EXPECT_SEQ: &[Wire] = &[Wire::Seq1];
 
-impl Accepting1 {
+impl Accepting {
     pub fn name(&self) -> &'static str {
         match self {
-            Accepting1::Hello => "ACCEPTING",
-            Accepting1::Connect { .. } => "ACCEPTING_WAIT_CONNECT_MSG_AUTH",
-            Accepting1::Seq => "ACCEPTING_HANDLED_CONNECT_MSG",
+            Accepting::Hello => "ACCEPTING",
+            Accepting::Connect { .. } => "ACCEPTING_WAIT_CONNECT_MSG_AUTH",
+            Accepting::Seq => "ACCEPTING_HANDLED_CONNECT_MSG",
         }
     }
 
@@ -408,10 +389,10 @@ impl Accepting1 {
         input: Input,
         cx: &mut Cx<'_>,
         peer_socket: EntityAddr,
-    ) -> Result<AcceptStep1, ProtocolError> {
+    ) -> Result<AcceptStep, ProtocolError> {
         let state = self.name();
         match (self, input) {
-            (Accepting1::Hello, Input::V1(Input1::ClientHello(mut addr))) => {
+            (Accepting::Hello, Input::ClientHello(mut addr)) => {
                 // handle_client_banner: a blank IP is the socket's, with
                 // the port the connector claimed.
                 if addr.is_blank_ip() {
@@ -422,27 +403,27 @@ impl Accepting1 {
                 addr.kind = EntityAddrType::LEGACY;
                 cx.peer.addrs = EntityAddrvec::single(addr);
                 cx.peer.target_addr = addr;
-                Ok(AcceptStep1::Next(Accepting1::Connect { auth: None }))
+                Ok(AcceptStep::Next(Accepting::Connect { auth: None }))
             }
             (
-                Accepting1::Connect { auth },
-                Input::V1(Input1::Connect {
+                Accepting::Connect { auth },
+                Input::Connect {
                     connect,
                     authorizer,
-                }),
+                },
             ) => {
-                super::auth_round(cx)?;
+                auth_round(cx)?;
                 on_connect(cx, auth, connect, &authorizer)
             }
-            (Accepting1::Seq, Input::V1(Input1::Seq(peer_in_seq))) => {
+            (Accepting::Seq, Input::Seq(peer_in_seq)) => {
                 cx.session.resume_from(peer_in_seq);
-                Ok(AcceptStep1::Ready)
+                Ok(AcceptStep::Ready)
             }
-            (Accepting1::Hello, other) => Err(unexpected(state, EXPECT_HELLO, other.wire())),
-            (Accepting1::Connect { .. }, other) => {
+            (Accepting::Hello, other) => Err(unexpected(state, EXPECT_HELLO, other.wire())),
+            (Accepting::Connect { .. }, other) => {
                 Err(unexpected(state, EXPECT_CONNECT, other.wire()))
             }
-            (Accepting1::Seq, other) => Err(unexpected(state, EXPECT_SEQ, other.wire())),
+            (Accepting::Seq, other) => Err(unexpected(state, EXPECT_SEQ, other.wire())),
         }
     }
 }
@@ -478,14 +459,14 @@ pub(crate) fn send_reply(
         out.put_slice(&reply.encode());
         out.put_slice(authorizer);
     })?;
-    if let Some(l) = cx.link.v1.as_mut() {
+    if let Some(l) = cx.link.v1_mut() {
         l.expect_connect();
     }
     Ok(())
 }
 
-fn again(auth: Option<Box<dyn ServerAuth>>) -> Result<AcceptStep1, ProtocolError> {
-    Ok(AcceptStep1::Next(Accepting1::Connect { auth }))
+fn again(auth: Option<Box<dyn ServerAuth>>) -> Result<AcceptStep, ProtocolError> {
+    Ok(AcceptStep::Next(Accepting::Connect { auth }))
 }
 
 /// handle_connect_message_2's checks before any session is looked up:
@@ -495,7 +476,7 @@ fn on_connect(
     auth: Option<Box<dyn ServerAuth>>,
     connect: Connect,
     authorizer: &[u8],
-) -> Result<AcceptStep1, ProtocolError> {
+) -> Result<AcceptStep, ProtocolError> {
     let peer_type =
         u8::try_from(connect.host_type).map_err(|_| ProtocolError::UnexpectedFrame {
             state: "ACCEPTING_WAIT_CONNECT_MSG_AUTH",
@@ -567,7 +548,7 @@ fn on_connect(
                 cx.peer.proven = outcome.peer.as_ref().is_some_and(|w| w.proven);
                 cx.peer.protected = signs;
                 cx.peer.identity = outcome.peer;
-                if let Some(l) = cx.link.v1.as_mut() {
+                if let Some(l) = cx.link.v1_mut() {
                     if cx.config.sign_messages {
                         l.set_key(outcome.session_key);
                     }
@@ -580,7 +561,7 @@ fn on_connect(
             }
         }
     };
-    Ok(AcceptStep1::Ident(ConnectRequest {
+    Ok(AcceptStep::Ident(ConnectRequest {
         addr: cx.peer.target_addr,
         connect,
         authorizer_reply,

@@ -1,9 +1,10 @@
 //! The acceptor's handshake (server state diagram; START_ACCEPT ..
 //! SESSION_ACCEPTING), up to the ident the messenger decides on.
 
-use super::*;
+use super::handshake::*;
+use crate::ident::IdentRequest;
 
-/// The acceptor's phases.
+/// msgr2's acceptor phases.
 pub(crate) enum Accepting {
     Banner,
     Hello,
@@ -28,24 +29,11 @@ pub(crate) enum Accepting {
     },
     /// Awaiting CLIENT_IDENT or SESSION_RECONNECT.
     Session,
-    /// An msgr1 handshake's phase.
-    V1(v1::Accepting1),
-}
-
-/// An ident for the messenger to decide on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdentRequest {
-    New(ClientIdent),
-    Reconnect(SessionReconnect),
-    /// An msgr1 CONNECT.
-    V1(v1::ConnectRequest),
 }
 
 pub(crate) enum AcceptStep {
     Next(Accepting),
     Ident(IdentRequest),
-    /// msgr1: the connector's in_seq after SEQ; the session is open.
-    Ready,
 }
 
 impl Accepting {
@@ -58,7 +46,6 @@ impl Accepting {
             Accepting::Signature { .. } => "AUTH_ACCEPTING_SIGN",
             Accepting::Compression { .. } => "COMPRESSION_ACCEPTING",
             Accepting::Session => "SESSION_ACCEPTING",
-            Accepting::V1(p) => p.name(),
         }
     }
 
@@ -72,11 +59,6 @@ impl Accepting {
     ) -> Result<AcceptStep, ProtocolError> {
         let state = self.name();
         match self {
-            Accepting::V1(p) => Ok(match p.on_input(input, cx, peer_socket)? {
-                v1::AcceptStep1::Next(n) => AcceptStep::Next(Accepting::V1(n)),
-                v1::AcceptStep1::Ident(r) => AcceptStep::Ident(IdentRequest::V1(r)),
-                v1::AcceptStep1::Ready => AcceptStep::Ready,
-            }),
             Accepting::Banner => match input {
                 Input::Banner => {
                     hello(cx, peer_socket)?;
