@@ -22,7 +22,8 @@
 //! msgr2.0) is what keeps it within its idle-memory budget.
 //!
 //! # Unsafe code
-//! This is the workspace's one crate with `unsafe`: foreign calls into
+//! One of the workspace's three crates with `unsafe` (with msgr-sys and
+//! msgr-uring), here only foreign calls into
 //! aws-lc (the C library aws-lc-rs already links) and the length update of
 //! a `BytesMut` after aws-lc filled its spare capacity. Every block states
 //! why it is sound; the public API is safe. The crate's tests check it
