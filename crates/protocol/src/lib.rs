@@ -22,6 +22,7 @@ pub mod config;
 mod conn;
 mod cx;
 pub mod decide;
+mod endpoint;
 mod error;
 mod event;
 pub mod features;
@@ -42,6 +43,8 @@ pub mod policy;
 pub mod registry;
 mod seq;
 mod session;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod v1;
 mod v2;
 
@@ -51,6 +54,7 @@ pub use config::{
 pub use conn::{Conn, ConnState, ConnStats, Reuse, Side};
 pub use cx::MAX_AUTH_ROUNDS;
 pub use decide::{Decision, ExistingInfo, Owner, Protocol};
+pub use endpoint::{ConnId, Endpoint, Resolved};
 pub use error::{Claim, ProtocolError, Wire};
 pub use event::Event;
 pub use ident::{ConnectRequest, IdentRequest};

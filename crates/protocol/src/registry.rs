@@ -14,6 +14,7 @@
 //! ident meanwhile is told to wait. [`resolve`] runs the steps in order
 //! for drivers that hold both connections.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -38,6 +39,64 @@ impl PeerKey {
             addr: a.addr?,
             nonce: a.nonce,
         })
+    }
+}
+
+/// Which connection holds each peer: one per peer key (AsyncMessenger's
+/// `conns`), whatever a driver names its connections by (an index, a
+/// handle to a connection on another shard).
+#[derive(Debug, Clone)]
+pub struct Registry<H> {
+    by_peer: HashMap<PeerKey, H>,
+}
+
+impl<H> Default for Registry<H> {
+    fn default() -> Self {
+        Registry {
+            by_peer: HashMap::new(),
+        }
+    }
+}
+
+impl<H: PartialEq> Registry<H> {
+    /// The connection registered for `key`.
+    pub fn holder(&self, key: &PeerKey) -> Option<&H> {
+        self.by_peer.get(key)
+    }
+
+    /// Makes `conn` the holder of `key` (a new session, a dialled peer).
+    pub fn register(&mut self, key: PeerKey, conn: H) {
+        self.by_peer.insert(key, conn);
+    }
+
+    /// `conn` no longer holds `key`, if it still does (another connection
+    /// may have been registered in its place meanwhile).
+    pub fn forget(&mut self, key: &PeerKey, conn: &H) {
+        if self.by_peer.get(key) == Some(conn) {
+            self.by_peer.remove(key);
+        }
+    }
+
+    /// `conn` holds no peer any more.
+    pub fn forget_holder(&mut self, conn: &H) {
+        self.by_peer.retain(|_, h| h != conn);
+    }
+
+    pub fn clear(&mut self) {
+        self.by_peer.clear();
+    }
+
+    /// Every registered connection.
+    pub fn holders(&self) -> impl Iterator<Item = &H> {
+        self.by_peer.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_peer.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_peer.is_empty()
     }
 }
 

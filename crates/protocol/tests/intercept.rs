@@ -4,14 +4,12 @@
 //! breakpoint's rounds count its hits across every connection of the
 //! intercepted node, and attempts count even when the action faults them.
 
-mod harness;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::*;
 use msgr_frames::Tag;
 use msgr_protocol::intercept::{Action, Breakpoint, CustomPoint, Direction, Interceptor, Traps};
+use msgr_protocol::testing::*;
 use msgr_protocol::{Config, ConnState, Policy};
 
 fn write(tag: Tag) -> Breakpoint {
@@ -98,7 +96,7 @@ fn fault_at_client_ident_write_retries_and_counts_both_attempts() {
 fn fault_at_socket_connecting_makes_no_connection() {
     let (mut net, c, traps) = started(0, &[(CONNECTING, Action::Fault)]);
     assert_eq!(net.state((0, c)), ConnState::Backoff);
-    assert!(net.nodes[1].conns.is_empty(), "no socket was opened");
+    assert!(net.nodes[1].conns().is_empty(), "no socket was opened");
     net.advance(Duration::from_secs(1));
     assert_eq!(net.delivered(1), vec![1]);
     assert_eq!(traps.hits(CONNECTING), 2);

@@ -2,12 +2,10 @@
 //! in-memory network with virtual time, through every path of the msgr2
 //! document's failure diagrams.
 
-mod harness;
-
 use std::time::Duration;
 
-use harness::*;
 use msgr_auth::ConMode;
+use msgr_protocol::testing::*;
 use msgr_protocol::{ConnState, Policy};
 
 /// A client (node 0, "client.1") and a server (node 1, "osd.0").
@@ -411,7 +409,7 @@ fn bad_method_renegotiates_to_a_method_the_server_allows() {
     use msgr_auth::{method, MultiProvider};
     let fallback = std::sync::Arc::new(MultiProvider {
         providers: vec![
-            (harness::SHARED_KEY_METHOD, shared_key(&[ConMode::CRC])),
+            (SHARED_KEY_METHOD, shared_key(&[ConMode::CRC])),
             (method::NONE, none()),
         ],
     });
@@ -477,8 +475,11 @@ fn a_failed_handshake_phase_closes_the_accepted_connection() {
     let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), none());
     let c = net.connect(0, 1);
     // The server restarted with a new nonce at the same address.
-    net.nodes[1].addrs =
-        msgr_encoding::EntityAddrvec::single("v2:10.0.0.2:6800/23".parse().unwrap());
+    net.nodes[1]
+        .endpoint
+        .set_addrs(msgr_encoding::EntityAddrvec::single(
+            "v2:10.0.0.2:6800/23".parse().unwrap(),
+        ));
     net.send((0, c), 1, 10);
     net.run();
     let accepted: Vec<_> = net.nodes[1].log.clone();
@@ -491,7 +492,7 @@ fn a_failed_handshake_phase_closes_the_accepted_connection() {
         .faults
         .iter()
         .any(|(_, f)| f.contains("not ours")));
-    for conn in &net.nodes[1].conns {
+    for conn in net.nodes[1].conns() {
         assert_eq!(conn.state(), ConnState::Closed);
         assert!(
             conn.link_id().is_none(),

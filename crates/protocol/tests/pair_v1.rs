@@ -3,12 +3,10 @@
 //! (banner and addresses, CONNECT and its replies, SEQ), its sessions
 //! (acks, replay, resets) and races (docs/research/msgr1-wire.md §4).
 
-mod harness;
-
 use std::time::Duration;
 
-use harness::*;
 use msgr_auth::ConMode;
+use msgr_protocol::testing::*;
 use msgr_protocol::{ConnState, Policy};
 
 /// A client (node 0, "client.1") and a server (node 1, "osd.0"), at v1
@@ -242,18 +240,10 @@ fn a_fault_awaiting_the_in_seq_keeps_the_session() {
 fn an_unknown_peer_type_is_learned_from_badprotover() {
     for auth in [none(), shared_key(&[ConMode::CRC])] {
         let mut net = two_nodes(Policy::lossless_client(), Policy::stateful_server(), auth);
-        let target = net.nodes[1].addrs.clone();
+        let target = net.nodes[1].addrs().clone();
         let now = net.now;
-        let n = &mut net.nodes[0];
-        let conn = msgr_protocol::Conn::connect(
-            n.config.clone(),
-            target,
-            msgr_encoding::EntityType::ANY,
-            n.addrs.clone(),
-            now,
-            conn_id(0, 0),
-        );
-        n.conns.push(conn);
+        let endpoint = &mut net.nodes[0].endpoint;
+        endpoint.connect(target, msgr_encoding::EntityType::ANY, now);
         net.send((0, 0), 1, 10);
         net.run();
         assert_eq!(

@@ -1,5 +1,5 @@
 //! Deterministic simulation: the sans-IO connections of two messengers over
-//! a seeded network ([`harness::Sim`]: delays, split writes, socket cuts,
+//! a seeded network ([`msgr_protocol::testing::Sim`]: delays, split writes, socket cuts,
 //! connects completing in any order), through the races the msgr2 document
 //! and crimson's test_v2_protocol care about:
 //! connect/connect, reconnect/reconnect, connect/reconnect, mark_down during
@@ -21,12 +21,10 @@
 //! explores more; `MSGR_SIM_SEED=N` replays one run (`MSGR_SIM_SPLIT=1`:
 //! with split idents); `MSGR_SIM_PROTOCOL=v1` runs either over msgr1.
 
-mod harness;
-
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use harness::*;
+use msgr_protocol::testing::*;
 use msgr_protocol::{ConnState, Policy};
 
 thread_local! {
@@ -161,12 +159,12 @@ impl Run {
     fn describe(&self) -> String {
         let mut out = String::new();
         for (n, node) in self.sim.net.nodes.iter().enumerate() {
-            for (c, conn) in node.conns.iter().enumerate() {
+            for (c, conn) in node.conns().iter().enumerate() {
                 out += &format!("\n  ({n},{c}) {:?} link {:?}", conn.state(), conn.link_id());
             }
             out += &format!(
                 "\n  node {n} registry {:?}",
-                node.registry.values().collect::<Vec<_>>()
+                node.endpoint.registry().holders().collect::<Vec<_>>()
             );
             for (c, f) in node.faults.iter().rev().take(6) {
                 out += &format!("\n  node {n} fault on {c}: {f}");
@@ -219,7 +217,7 @@ impl Run {
         }
         for (&stream, s) in &self.streams {
             let owner_is_server = self.sim.net.nodes[stream.0]
-                .config
+                .config()
                 .policies
                 .default_policy()
                 .server;
@@ -246,10 +244,10 @@ impl Run {
     fn check_no_leaks(&self) -> Result<(), String> {
         let net = &self.sim.net;
         for (n, node) in net.nodes.iter().enumerate() {
-            for (c, conn) in node.conns.iter().enumerate() {
+            for (c, conn) in node.conns().iter().enumerate() {
                 match conn.state() {
                     ConnState::Ready | ConnState::Standby => {
-                        if !node.registry.values().any(|&r| r == c) {
+                        if !node.endpoint.registry().holders().any(|&r| r == c) {
                             return Err(format!(
                                 "({n},{c}) is {:?} but unregistered",
                                 conn.state()
@@ -264,8 +262,8 @@ impl Run {
                     other => return Err(format!("({n},{c}) left in {other:?}")),
                 }
             }
-            for &r in node.registry.values() {
-                if node.conns[r].state() == ConnState::Closed {
+            for &r in node.endpoint.registry().holders() {
+                if node.conns()[r].state() == ConnState::Closed {
                     return Err(format!("node {n} registers closed connection {r}"));
                 }
             }

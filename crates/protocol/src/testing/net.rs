@@ -1,138 +1,18 @@
-//! A deterministic two-or-more-node network for driving `Conn`s in tests:
-//! virtual time, in-memory sockets, the registry rules of
-//! msgr_protocol::registry, and a log of every dispatched event.
-#![allow(dead_code)]
+//! A deterministic network of two or more nodes, each an [`Endpoint`],
+//! for driving `Conn`s in tests: virtual time, in-memory sockets, and a
+//! log of every dispatched event.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use msgr_auth::{
-    AuthError, AuthOutcome, AuthPeer, AuthProvider, AuthRequest, ClientAuth, ConMode, NoneClient,
-    NoneServer, ServerAuth, ServerStep, SessionKey,
-};
+use msgr_auth::AuthProvider;
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
 use msgr_frames::WireQueue;
-use msgr_protocol::registry::{self, Outcome, PeerKey};
-use msgr_protocol::{Config, Conn, ConnState, Event, LinkId, Message, PolicySet};
 
-mod sim;
-#[allow(unused_imports)]
-pub use sim::{IdentCounts, Sim};
-
-/// Auth none, both sides.
-pub struct NoneAuth;
-
-impl AuthProvider for NoneAuth {
-    fn client(&self, me: &EntityName) -> Box<dyn ClientAuth> {
-        Box::new(NoneClient {
-            name: me.to_string(),
-            global_id: 0,
-            modes: vec![ConMode::CRC],
-        })
-    }
-    fn server(&self) -> Box<dyn ServerAuth> {
-        Box::new(NoneServer::default())
-    }
-}
-
-/// A test-only method with a pre-shared key, so that secure mode and a
-/// keyed AUTH_SIGNATURE can be exercised before cephx: both sides derive
-/// the session key and connection secret from the shared bytes.
-pub struct SharedKeyAuth {
-    pub key: Vec<u8>,
-    pub modes: Vec<ConMode>,
-}
-
-struct SharedKeyClient {
-    key: Vec<u8>,
-    modes: Vec<ConMode>,
-}
-
-pub const SHARED_KEY_METHOD: u32 = 0x7e57;
-
-fn outcome(key: &[u8], mode: ConMode) -> AuthOutcome {
-    let secret: Vec<u8> = (0..64u8)
-        .map(|i| key[i as usize % key.len()] ^ i.wrapping_mul(7))
-        .collect();
-    AuthOutcome {
-        global_id: 42,
-        con_mode: mode,
-        session_key: SessionKey::new(key.to_vec()),
-        connection_secret: msgr_auth::Secret::new(secret),
-        peer: None,
-    }
-}
-
-impl ClientAuth for SharedKeyClient {
-    fn request(&mut self, _: &AuthPeer, _: &[u32]) -> Result<AuthRequest, AuthError> {
-        Ok(AuthRequest {
-            method: SHARED_KEY_METHOD,
-            preferred_modes: self.modes.clone(),
-            payload: Bytes::from_static(b"hello"),
-        })
-    }
-    fn reply_more(&mut self, payload: &[u8]) -> Result<Bytes, AuthError> {
-        // One extra round, to exercise AUTH_REPLY_MORE / AUTH_REQUEST_MORE.
-        Ok(Bytes::copy_from_slice(payload))
-    }
-    fn done(&mut self, _: u64, mode: ConMode, _: &[u8]) -> Result<AuthOutcome, AuthError> {
-        Ok(outcome(&self.key, mode))
-    }
-    fn bad_method(&mut self, _: u32, _: i32, _: &[u32], _: &[ConMode]) -> Result<(), AuthError> {
-        Err(AuthError::NoMethodLeft)
-    }
-}
-
-struct SharedKeyServer {
-    key: Vec<u8>,
-    modes: Vec<ConMode>,
-}
-
-impl ServerAuth for SharedKeyServer {
-    fn allowed_methods(&self, _: &AuthPeer) -> Vec<u32> {
-        vec![SHARED_KEY_METHOD]
-    }
-    fn allowed_modes(&self, _: &AuthPeer, _: u32) -> Vec<ConMode> {
-        self.modes.clone()
-    }
-    fn handle(
-        &mut self,
-        _: &AuthPeer,
-        method: u32,
-        mode: ConMode,
-        more: bool,
-        _: &[u8],
-    ) -> Result<ServerStep, AuthError> {
-        if method != SHARED_KEY_METHOD {
-            return Err(AuthError::MethodNotSupported { method });
-        }
-        if !more {
-            return Ok(ServerStep::More(Bytes::from_static(b"challenge")));
-        }
-        Ok(ServerStep::Done {
-            payload: Bytes::new(),
-            outcome: outcome(&self.key, mode),
-        })
-    }
-}
-
-impl AuthProvider for SharedKeyAuth {
-    fn client(&self, _: &EntityName) -> Box<dyn ClientAuth> {
-        Box::new(SharedKeyClient {
-            key: self.key.clone(),
-            modes: self.modes.clone(),
-        })
-    }
-    fn server(&self) -> Box<dyn ServerAuth> {
-        Box::new(SharedKeyServer {
-            key: self.key.clone(),
-            modes: self.modes.clone(),
-        })
-    }
-}
+use crate::endpoint::{Endpoint, Resolved};
+use crate::{Config, Conn, ConnState, Event, IdentRequest, LinkId, Message, Policy, PolicySet};
 
 /// A dispatched event, as a test wants to see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,31 +29,48 @@ pub enum Ev {
 
 pub type ConnRef = (usize, usize);
 
+/// One messenger of the network: its endpoint (connections and
+/// registry), and what its connections dispatched.
 pub struct Node {
     pub name: EntityName,
-    pub config: Arc<Config>,
-    pub addrs: EntityAddrvec,
-    pub conns: Vec<Conn>,
-    pub registry: HashMap<PeerKey, usize>,
+    pub endpoint: Endpoint,
     pub log: Vec<(usize, Ev)>,
     pub faults: Vec<(usize, String)>,
     pub listening: bool,
 }
 
-struct Sock {
-    ends: [(ConnRef, LinkId); 2],
-    open: bool,
+impl Node {
+    pub fn conns(&self) -> &[Conn] {
+        self.endpoint.conns()
+    }
+
+    pub fn conns_mut(&mut self) -> &mut [Conn] {
+        self.endpoint.conns_mut()
+    }
+
+    pub fn addrs(&self) -> &EntityAddrvec {
+        self.endpoint.addrs()
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        self.endpoint.config()
+    }
+}
+
+pub(crate) struct Sock {
+    pub(crate) ends: [(ConnRef, LinkId); 2],
+    pub(crate) open: bool,
     /// What each end read and its connection has not taken yet (a
     /// driver's read buffer: it goes with the socket, to whichever
     /// connection adopts it).
-    inbox: [BytesMut; 2],
+    pub(crate) inbox: [BytesMut; 2],
 }
 
 pub struct Net {
     pub start: Instant,
     pub now: Instant,
     pub nodes: Vec<Node>,
-    socks: Vec<Sock>,
+    pub(crate) socks: Vec<Sock>,
     next_port: u16,
     seed: u64,
     /// Drop everything this node writes once it has accepted a session
@@ -183,6 +80,12 @@ pub struct Net {
     /// Drop what a node's connection writes while it is in this handshake
     /// phase (to lose, e.g., its CLIENT_IDENT).
     pub drop_in_phase: Option<(usize, &'static str)>,
+}
+
+impl Default for Net {
+    fn default() -> Self {
+        Net::new()
+    }
 }
 
 impl Net {
@@ -221,12 +124,11 @@ impl Net {
             self.seed * 0x1234_5678_9abc_def1,
         ));
         let name = config.my_name;
+        let addrs = EntityAddrvec::single(addr.parse().unwrap());
+        let id_base = conn_id(self.nodes.len(), 0);
         self.nodes.push(Node {
             name,
-            config: Arc::new(config),
-            addrs: EntityAddrvec::single(addr.parse().unwrap()),
-            conns: Vec::new(),
-            registry: HashMap::new(),
+            endpoint: Endpoint::new(Arc::new(config), addrs, id_base),
             log: Vec::new(),
             faults: Vec::new(),
             listening: true,
@@ -236,27 +138,15 @@ impl Net {
 
     /// Node `from` connects to node `to`.
     pub fn connect(&mut self, from: usize, to: usize) -> usize {
-        let target = self.nodes[to].addrs.clone();
+        let target = self.nodes[to].addrs().clone();
         let peer_type = self.nodes[to].name.kind;
-        let n = &mut self.nodes[from];
-        let id = n.conns.len();
-        let conn = Conn::connect(
-            n.config.clone(),
-            target.clone(),
-            peer_type,
-            n.addrs.clone(),
-            self.now,
-            conn_id(from, id),
-        );
-        n.conns.push(conn);
-        if let Some(k) = PeerKey::of(&target) {
-            n.registry.insert(k, id);
-        }
-        id
+        self.nodes[from]
+            .endpoint
+            .connect(target, peer_type, self.now)
     }
 
     pub fn conn(&mut self, c: ConnRef) -> &mut Conn {
-        &mut self.nodes[c.0].conns[c.1]
+        &mut self.nodes[c.0].conns_mut()[c.1]
     }
 
     pub fn send(&mut self, c: ConnRef, tid: u64, len: usize) {
@@ -266,7 +156,7 @@ impl Net {
         self.conn(c).send(m, now);
     }
 
-    fn stamp(&self) -> UTime {
+    pub(crate) fn stamp(&self) -> UTime {
         UTime::from_duration(self.now - self.start)
     }
 
@@ -287,23 +177,23 @@ impl Net {
             let next = self
                 .nodes
                 .iter()
-                .flat_map(|n| n.conns.iter().filter_map(|c| c.poll_timeout()))
+                .flat_map(|n| n.conns().iter().filter_map(|c| c.poll_timeout()))
                 .filter(|t| *t > self.now)
                 .min()
                 .unwrap_or(end)
                 .min(end);
             self.now = next;
             for n in 0..self.nodes.len() {
-                for c in 0..self.nodes[n].conns.len() {
+                for c in 0..self.nodes[n].conns().len() {
                     let now = self.now;
-                    self.nodes[n].conns[c].handle_timeout(now);
+                    self.nodes[n].conns_mut()[c].handle_timeout(now);
                 }
             }
             self.run();
         }
     }
 
-    fn find_sock(&self, c: ConnRef, link: LinkId) -> Option<(usize, usize)> {
+    pub(crate) fn find_sock(&self, c: ConnRef, link: LinkId) -> Option<(usize, usize)> {
         self.socks.iter().enumerate().find_map(|(i, s)| {
             if !s.open {
                 return None;
@@ -325,7 +215,7 @@ impl Net {
             Some((i, end)) => &mut self.socks[i].inbox[end],
             None => &mut none,
         };
-        self.nodes[c.0].conns[c.1].unblock(inbox, now);
+        self.nodes[c.0].conns_mut()[c.1].unblock(inbox, now);
     }
 
     /// Cuts the socket of connection `c`, if it has one (both ends see it).
@@ -338,14 +228,14 @@ impl Net {
         }
     }
 
-    fn close_sock(&mut self, i: usize) {
+    pub(crate) fn close_sock(&mut self, i: usize) {
         if !self.socks[i].open {
             return;
         }
         self.socks[i].open = false;
         let now = self.now;
         for (c, link) in self.socks[i].ends {
-            self.nodes[c.0].conns[c.1].socket_closed(
+            self.nodes[c.0].conns_mut()[c.1].socket_closed(
                 link,
                 &std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset"),
                 now,
@@ -357,8 +247,8 @@ impl Net {
         let mut progress = false;
         // Events.
         for n in 0..self.nodes.len() {
-            for c in 0..self.nodes[n].conns.len() {
-                while let Some(ev) = self.nodes[n].conns[c].poll_event() {
+            for c in 0..self.nodes[n].conns().len() {
+                while let Some(ev) = self.nodes[n].conns_mut()[c].poll_event() {
                     progress = true;
                     self.on_event((n, c), ev);
                 }
@@ -372,12 +262,12 @@ impl Net {
             for end in 0..2 {
                 let (src, src_link) = self.socks[i].ends[end];
                 let (dst, dst_link) = self.socks[i].ends[1 - end];
-                if self.nodes[src.0].conns[src.1].link_id() != Some(src_link) {
+                if self.nodes[src.0].conns_mut()[src.1].link_id() != Some(src_link) {
                     continue;
                 }
                 let now = self.now;
                 let mut q = WireQueue::new();
-                progress |= self.nodes[src.0].conns[src.1].fill_output(&mut q, now);
+                progress |= self.nodes[src.0].conns_mut()[src.1].fill_output(&mut q, now);
                 if q.is_empty() {
                     continue;
                 }
@@ -387,11 +277,11 @@ impl Net {
                     continue;
                 }
                 if let Some((node, phase)) = self.drop_in_phase {
-                    if node == src.0 && self.nodes[src.0].conns[src.1].phase() == phase {
+                    if node == src.0 && self.nodes[src.0].conns_mut()[src.1].phase() == phase {
                         continue;
                     }
                 }
-                let d = &mut self.nodes[dst.0].conns[dst.1];
+                let d = &mut self.nodes[dst.0].conns_mut()[dst.1];
                 if d.link_id() != Some(dst_link) {
                     continue;
                 }
@@ -404,7 +294,7 @@ impl Net {
         progress
     }
 
-    fn on_event(&mut self, c: ConnRef, ev: Event) {
+    pub(crate) fn on_event(&mut self, c: ConnRef, ev: Event) {
         let now = self.now;
         match ev {
             Event::Connect { addr } => self.open_socket(c, addr),
@@ -422,7 +312,7 @@ impl Net {
                         self.conn(c).fill_output(&mut last, now);
                     }
                     let bytes = last.take_all();
-                    let d = &mut self.nodes[dst.0].conns[dst.1];
+                    let d = &mut self.nodes[dst.0].conns_mut()[dst.1];
                     if d.link_id() == Some(dst_link) {
                         let inbox = &mut self.socks[i].inbox[1 - end];
                         inbox.extend_from_slice(&bytes);
@@ -448,13 +338,13 @@ impl Net {
             Event::Closed => {
                 let node = &mut self.nodes[c.0];
                 node.log.push((c.1, Ev::Closed));
-                node.registry.retain(|_, v| *v != c.1);
+                node.endpoint.closed(c.1);
             }
         }
         let _ = now;
     }
 
-    fn open_socket(&mut self, from: ConnRef, addr: SocketAddr) {
+    pub(crate) fn open_socket(&mut self, from: ConnRef, addr: SocketAddr) {
         let now = self.now;
         if self.conn(from).state() != ConnState::NeedSocket {
             return; // it moved on (closed) before the connect completed
@@ -462,33 +352,23 @@ impl Net {
         let target = self
             .nodes
             .iter()
-            .position(|n| n.listening && n.addrs.0.iter().any(|a| a.addr == Some(addr)));
+            .position(|n| n.listening && n.endpoint.listens_on(addr).is_some());
         let Some(to) = target else {
             self.conn(from)
                 .socket_failed(&std::io::ErrorKind::ConnectionRefused.into(), now);
             return;
         };
         self.next_port += 1;
-        let from_ip = self.nodes[from.0].addrs.0[0].addr.map(|a| a.ip()).unwrap();
+        let from_ip = self.nodes[from.0].addrs().0[0]
+            .addr
+            .map(|a| a.ip())
+            .unwrap();
         let peer_socket = SocketAddr::new(from_ip, self.next_port);
         let node = &mut self.nodes[to];
-        let acc_id = node.conns.len();
         // The listener speaks what its address says.
-        let msgr1 = node
-            .addrs
-            .0
-            .iter()
-            .any(|a| a.addr == Some(addr) && a.kind == msgr_encoding::EntityAddrType::LEGACY);
-        let accept = if msgr1 { Conn::accept_v1 } else { Conn::accept };
-        let acc = accept(
-            node.config.clone(),
-            node.addrs.clone(),
-            peer_socket,
-            now,
-            conn_id(to, acc_id),
-        );
-        node.conns.push(acc);
-        let Some(acc_link) = node.conns[acc_id].link_id() else {
+        let protocol = node.endpoint.listens_on(addr).unwrap();
+        let acc_id = node.endpoint.accept(protocol, peer_socket, now);
+        let Some(acc_link) = node.conns()[acc_id].link_id() else {
             // Closed at birth (an interceptor's fault): the connect fails.
             let closed = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed by peer");
             return self.conn(from).socket_failed(&closed, now);
@@ -502,46 +382,19 @@ impl Net {
         });
     }
 
-    fn decide(&mut self, c: ConnRef, req: msgr_protocol::IdentRequest) {
+    pub(crate) fn decide(&mut self, c: ConnRef, req: IdentRequest) {
         let now = self.now;
         let stamp = self.stamp();
-        let node = &mut self.nodes[c.0];
-        let key = registry::lookup_key(&node.conns[c.1], &req);
-        let existing = key
-            .and_then(|k| node.registry.get(&k).copied())
-            .filter(|&e| e != c.1);
-        let outcome = match existing {
-            Some(e) => {
-                let (a, b) = if c.1 < e {
-                    let (lo, hi) = node.conns.split_at_mut(e);
-                    (&mut lo[c.1], &mut hi[0])
-                } else {
-                    let (lo, hi) = node.conns.split_at_mut(c.1);
-                    (&mut hi[0], &mut lo[e])
-                };
-                registry::resolve(a, Some(b), req, stamp, now)
-            }
-            None => registry::resolve(&mut node.conns[c.1], None, req, stamp, now),
-        };
-        match outcome {
-            Outcome::RegisterAccepting => {
-                if let Some(k) = key {
-                    node.registry.insert(k, c.1);
-                }
-            }
-            Outcome::MovedToExisting => {
-                let e = existing.expect("moved into an existing connection");
-                let new_link = node.conns[e].link_id().expect("adopted a link");
-                // The accepted socket now belongs to the existing connection.
-                for s in self.socks.iter_mut().filter(|s| s.open) {
-                    for end in s.ends.iter_mut() {
-                        if end.0 == c {
-                            *end = ((c.0, e), new_link);
-                        }
+        let resolved = self.nodes[c.0].endpoint.handle_ident(c.1, req, stamp, now);
+        if let Resolved::Moved { into, link } = resolved {
+            // The accepted socket now belongs to the existing connection.
+            for s in self.socks.iter_mut().filter(|s| s.open) {
+                for end in s.ends.iter_mut() {
+                    if end.0 == c {
+                        *end = ((c.0, into), link);
                     }
                 }
             }
-            Outcome::Nothing => {}
         }
     }
 
@@ -556,13 +409,12 @@ impl Net {
     /// all its connections and sessions are gone).
     pub fn restart(&mut self, n: usize) {
         let now = self.now;
-        for c in &mut self.nodes[n].conns {
+        for c in self.nodes[n].conns_mut() {
             c.mark_down();
         }
         self.run();
         let node = &mut self.nodes[n];
-        node.conns.clear();
-        node.registry.clear();
+        node.endpoint.clear();
         node.log.clear();
         node.faults.clear();
         let _ = now;
@@ -591,13 +443,13 @@ impl Net {
     }
 
     pub fn state(&self, c: ConnRef) -> ConnState {
-        self.nodes[c.0].conns[c.1].state()
+        self.nodes[c.0].conns()[c.1].state()
     }
 
     /// The node's connection registered for `peer`.
     pub fn registered(&self, node: usize, peer: usize) -> Option<usize> {
-        let k = PeerKey::of(&self.nodes[peer].addrs)?;
-        self.nodes[node].registry.get(&k).copied()
+        let addrs = self.nodes[peer].addrs().clone();
+        self.nodes[node].endpoint.registered(&addrs)
     }
 }
 
@@ -606,19 +458,8 @@ pub fn conn_id(node: usize, conn: usize) -> u64 {
     (node as u64) << 32 | conn as u64
 }
 
-pub fn policies(p: msgr_protocol::Policy) -> PolicySet {
+pub fn policies(p: Policy) -> PolicySet {
     PolicySet::new(p)
-}
-
-pub fn none() -> Arc<dyn AuthProvider> {
-    Arc::new(NoneAuth)
-}
-
-pub fn shared_key(modes: &[ConMode]) -> Arc<dyn AuthProvider> {
-    Arc::new(SharedKeyAuth {
-        key: b"0123456789abcdef".to_vec(),
-        modes: modes.to_vec(),
-    })
 }
 
 pub fn osd() -> EntityType {

@@ -7,8 +7,14 @@
 //! distinct interleavings its seeds explored.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
-use super::*;
+use bytes::Bytes;
+use msgr_encoding::EntityAddrvec;
+
+use super::net::{ConnRef, Ev, Net};
+use crate::{ConnState, Event};
 
 mod idents;
 
@@ -88,8 +94,8 @@ impl Sim {
         loop {
             let mut any = false;
             for n in 0..self.net.nodes.len() {
-                for c in 0..self.net.nodes[n].conns.len() {
-                    while let Some(ev) = self.net.nodes[n].conns[c].poll_event() {
+                for c in 0..self.net.nodes[n].conns().len() {
+                    while let Some(ev) = self.net.nodes[n].conns_mut()[c].poll_event() {
                         any = true;
                         self.on_event((n, c), ev);
                     }
@@ -145,7 +151,7 @@ impl Sim {
             }
             for end in 0..2 {
                 let (src, src_link) = self.net.socks[i].ends[end];
-                let conn = &mut self.net.nodes[src.0].conns[src.1];
+                let conn = &mut self.net.nodes[src.0].conns_mut()[src.1];
                 if conn.link_id() != Some(src_link) {
                     continue;
                 }
@@ -178,7 +184,7 @@ impl Sim {
         self.note(&[1, i as u64, end as u64, n as u64]);
         let (dst, dst_link) = self.net.socks[i].ends[1 - end];
         let now = self.net.now;
-        let d = &mut self.net.nodes[dst.0].conns[dst.1];
+        let d = &mut self.net.nodes[dst.0].conns_mut()[dst.1];
         if d.link_id() != Some(dst_link) {
             return;
         }
@@ -191,8 +197,8 @@ impl Sim {
     fn fire_timers(&mut self) {
         let now = self.net.now;
         for n in 0..self.net.nodes.len() {
-            for c in 0..self.net.nodes[n].conns.len() {
-                let conn = &mut self.net.nodes[n].conns[c];
+            for c in 0..self.net.nodes[n].conns().len() {
+                let conn = &mut self.net.nodes[n].conns_mut()[c];
                 if conn.poll_timeout().is_some_and(|t| t <= now) {
                     conn.handle_timeout(now);
                 }
@@ -272,7 +278,7 @@ impl Sim {
                 .net
                 .nodes
                 .iter()
-                .flat_map(|n| n.conns.iter().filter_map(|c| c.poll_timeout()))
+                .flat_map(|n| n.conns().iter().filter_map(|c| c.poll_timeout()))
                 .filter(|t| *t > now);
             let next = next_wire.chain(next_connect).chain(next_timer).min();
             match next {
@@ -304,15 +310,16 @@ impl Sim {
     /// Replaces node `n` by a fresh instance at `addr` (a restart; a new
     /// nonce makes it a different instance to its peers).
     pub fn restart(&mut self, n: usize, addr: &str) {
-        for c in 0..self.net.nodes[n].conns.len() {
-            self.net.nodes[n].conns[c].mark_down();
+        for c in 0..self.net.nodes[n].conns().len() {
+            self.net.nodes[n].conns_mut()[c].mark_down();
         }
         self.drain_events();
         // The old connections stay (closed) so every index keeps naming
         // one connection; the registry starts empty.
         let node = &mut self.net.nodes[n];
-        node.registry.clear();
-        node.addrs = EntityAddrvec::single(addr.parse().expect("address"));
+        node.endpoint.registry_mut().clear();
+        let addrs = EntityAddrvec::single(addr.parse().expect("address"));
+        node.endpoint.set_addrs(addrs);
         self.note(&[4, n as u64]);
     }
 }
@@ -322,7 +329,7 @@ impl Net {
     pub fn check_sockets(&self) -> Result<(), String> {
         for (i, s) in self.socks.iter().enumerate().filter(|(_, s)| s.open) {
             for (c, link) in s.ends {
-                let conn = &self.nodes[c.0].conns[c.1];
+                let conn = &self.nodes[c.0].conns()[c.1];
                 if conn.state() == ConnState::Closed || conn.link_id() != Some(link) {
                     return Err(format!(
                         "socket {i} is open but its end {c:?} is {:?} on {:?}",

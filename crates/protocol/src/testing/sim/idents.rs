@@ -17,9 +17,12 @@
 
 use std::collections::HashSet;
 
-use msgr_protocol::{Decision, IdentRequest, Reuse};
+use std::collections::HashMap;
+use std::time::Instant;
 
 use super::*;
+use crate::registry::{self, Outcome, PeerKey};
+use crate::{Decision, IdentRequest, Reuse};
 
 /// A message between two connections, in flight.
 pub(super) enum Hop {
@@ -84,7 +87,7 @@ impl Sim {
             return true;
         }
         let (dst, _) = self.net.socks[i].ends[1 - end];
-        self.idents.deciding.contains(&dst) || self.net.nodes[dst.0].conns[dst.1].is_replacing()
+        self.idents.deciding.contains(&dst) || self.net.nodes[dst.0].conns()[dst.1].is_replacing()
     }
 
     pub(super) fn hop(&mut self, at: Instant, hop: Hop) {
@@ -94,16 +97,16 @@ impl Sim {
 
     /// Our accepted peer identified itself.
     pub(super) fn ident_received(&mut self, asker: ConnRef, req: IdentRequest) {
-        let ask = registry::Ask::of(&self.net.nodes[asker.0].conns[asker.1], req);
+        let ask = registry::Ask::of(&self.net.nodes[asker.0].conns_mut()[asker.1], req);
         self.ask(asker, ask);
     }
 
     fn ask(&mut self, asker: ConnRef, ask: registry::Ask) {
         let now = self.net.now;
         let node = &mut self.net.nodes[asker.0];
-        let key = registry::lookup_key(&node.conns[asker.1], &ask.req);
+        let key = registry::lookup_key(&node.conns_mut()[asker.1], &ask.req);
         let holder = key
-            .and_then(|k| node.registry.get(&k).copied())
+            .and_then(|k| node.endpoint.registry().holder(&k).copied())
             .filter(|&h| h != asker.1);
         match (key, holder) {
             (Some(key), Some(h)) => {
@@ -124,7 +127,7 @@ impl Sim {
                 let decision = registry::decide(&ask, None);
                 if registry::outcome(&decision, false) == Outcome::RegisterAccepting {
                     if let Some(k) = key {
-                        node.registry.insert(k, asker.1);
+                        node.endpoint.registry_mut().register(k, asker.1);
                     }
                 }
                 self.conclude(asker, decision, None);
@@ -143,7 +146,7 @@ impl Sim {
         let now = self.net.now;
         let stamp = self.net.stamp();
         let node = &mut self.net.nodes[holder.0];
-        if node.registry.get(&key) != Some(&holder.1) {
+        if node.endpoint.registry().holder(&key) != Some(&holder.1) {
             self.idents.counts.retries += 1;
             self.hop(
                 now,
@@ -155,12 +158,12 @@ impl Sim {
             );
             return;
         }
-        let existing = &mut node.conns[holder.1];
+        let existing = &mut node.conns_mut()[holder.1];
         let decision = registry::decide(&ask, Some(existing));
         registry::apply_existing(&decision, existing, stamp, now);
         let outcome = registry::outcome(&decision, true);
         if outcome == Outcome::RegisterAccepting {
-            node.registry.insert(key, asker.1);
+            node.endpoint.registry_mut().register(key, asker.1);
         }
         let promise = (outcome == Outcome::MovedToExisting).then_some(holder);
         let verdict = Some((decision, promise));

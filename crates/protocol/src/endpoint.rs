@@ -1,0 +1,227 @@
+//! The connections of one messenger, for drivers that hold them all in
+//! one place (the pair harness, the simulator, the fuzzer): a table of
+//! [`Conn`]s and the registry that keys them by peer, with the registry's
+//! rules ([`crate::registry`]) applied when an accepted peer identifies
+//! itself. The sharded runtime keeps its connections on their shards and
+//! asks across them, but keys them with the same [`Registry`].
+//!
+//! Like quinn-proto's `Endpoint`, it does no I/O: the driver moves bytes
+//! and time through each connection and tells the endpoint what the
+//! connections' events mean for the table.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use msgr_encoding::{EntityAddrvec, EntityType, UTime};
+
+use crate::config::Config;
+use crate::conn::Conn;
+use crate::decide::Protocol;
+use crate::ident::IdentRequest;
+use crate::link::LinkId;
+use crate::registry::{self, Outcome, PeerKey, Registry};
+
+/// A connection's index in its endpoint (stable: closed connections keep
+/// their place until [`Endpoint::clear`]).
+pub type ConnId = usize;
+
+/// What an ident's decision did to the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// The accepting connection holds a session now, registered for its
+    /// peer.
+    Registered,
+    /// The accepted socket moved into connection `into`, as its link
+    /// `link`: the driver hands the socket over.
+    Moved { into: ConnId, link: LinkId },
+    /// Nothing changed in the table (a retry, a reset, WAIT, a refusal).
+    Unchanged,
+}
+
+/// One messenger's connections and its registry.
+pub struct Endpoint {
+    config: Arc<Config>,
+    addrs: EntityAddrvec,
+    /// The interceptor's names of our connections are `id_base | index`.
+    id_base: u64,
+    conns: Vec<Conn>,
+    registry: Registry<ConnId>,
+}
+
+impl Endpoint {
+    /// An endpoint at `addrs`; its connections are named `id_base | index`
+    /// for the interceptor.
+    pub fn new(config: Arc<Config>, addrs: EntityAddrvec, id_base: u64) -> Endpoint {
+        Endpoint {
+            config,
+            addrs,
+            id_base,
+            conns: Vec::new(),
+            registry: Registry::default(),
+        }
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    /// The addresses we listen on and advertise.
+    pub fn addrs(&self) -> &EntityAddrvec {
+        &self.addrs
+    }
+
+    /// Moves the endpoint to `addrs` (a restarted messenger, with a new
+    /// nonce).
+    pub fn set_addrs(&mut self, addrs: EntityAddrvec) {
+        self.addrs = addrs;
+    }
+
+    /// Which connection holds each peer.
+    pub fn registry(&self) -> &Registry<ConnId> {
+        &self.registry
+    }
+
+    pub fn registry_mut(&mut self) -> &mut Registry<ConnId> {
+        &mut self.registry
+    }
+
+    /// Whether one of our addresses is `addr` on `protocol`'s listener.
+    pub fn listens_on(&self, addr: SocketAddr) -> Option<Protocol> {
+        let a = self.addrs.0.iter().find(|a| a.addr == Some(addr))?;
+        Some(match a.kind == msgr_encoding::EntityAddrType::LEGACY {
+            true => Protocol::V1,
+            false => Protocol::V2,
+        })
+    }
+
+    fn next_id(&self) -> u64 {
+        self.id_base | self.conns.len() as u64
+    }
+
+    /// A connection that dials `target`, registered for it (lossy ones
+    /// too, so that the peer's own connection finds it in a race).
+    pub fn connect(
+        &mut self,
+        target: EntityAddrvec,
+        peer_type: EntityType,
+        now: Instant,
+    ) -> ConnId {
+        let id = self.conns.len();
+        let conn = Conn::connect(
+            self.config.clone(),
+            target.clone(),
+            peer_type,
+            self.addrs.clone(),
+            now,
+            self.next_id(),
+        );
+        self.conns.push(conn);
+        if let Some(k) = PeerKey::of(&target) {
+            self.registry.register(k, id);
+        }
+        id
+    }
+
+    /// A connection for a socket accepted from `peer_socket` on our
+    /// `protocol` listener.
+    pub fn accept(&mut self, protocol: Protocol, peer_socket: SocketAddr, now: Instant) -> ConnId {
+        let id = self.conns.len();
+        let me = crate::peer::MyAddrs::from(self.addrs.clone());
+        let conn = Conn::accept_on(
+            self.config.clone(),
+            me,
+            peer_socket,
+            now,
+            self.next_id(),
+            protocol,
+        );
+        self.conns.push(conn);
+        id
+    }
+
+    pub fn conn(&self, id: ConnId) -> Option<&Conn> {
+        self.conns.get(id)
+    }
+
+    pub fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
+        self.conns.get_mut(id)
+    }
+
+    /// Every connection, by index.
+    pub fn conns(&self) -> &[Conn] {
+        &self.conns
+    }
+
+    pub fn conns_mut(&mut self) -> &mut [Conn] {
+        &mut self.conns
+    }
+
+    /// The connection registered for the peer at `addrs`.
+    pub fn registered(&self, addrs: &EntityAddrvec) -> Option<ConnId> {
+        self.registry.holder(&PeerKey::of(addrs)?).copied()
+    }
+
+    /// Connection `id` identified its accepted peer with `req`: decide
+    /// against the connection registered for the same peer and carry the
+    /// decision out on both (registry::resolve), then update the table.
+    pub fn handle_ident(
+        &mut self,
+        id: ConnId,
+        req: IdentRequest,
+        stamp: UTime,
+        now: Instant,
+    ) -> Resolved {
+        let Some(accepting) = self.conns.get(id) else {
+            return Resolved::Unchanged;
+        };
+        let key = registry::lookup_key(accepting, &req);
+        let existing = key
+            .and_then(|k| self.registry.holder(&k).copied())
+            .filter(|&e| e != id && e < self.conns.len());
+        let outcome = match existing.and_then(|e| two(&mut self.conns, id, e)) {
+            Some((a, b)) => registry::resolve(a, Some(b), req, stamp, now),
+            None => match self.conns.get_mut(id) {
+                Some(a) => registry::resolve(a, None, req, stamp, now),
+                None => Outcome::Nothing,
+            },
+        };
+        match (outcome, existing) {
+            (Outcome::RegisterAccepting, _) => {
+                if let Some(k) = key {
+                    self.registry.register(k, id);
+                }
+                Resolved::Registered
+            }
+            (Outcome::MovedToExisting, Some(into)) => {
+                match self.conns.get(into).and_then(|c| c.link_id()) {
+                    Some(link) => Resolved::Moved { into, link },
+                    None => Resolved::Unchanged,
+                }
+            }
+            _ => Resolved::Unchanged,
+        }
+    }
+
+    /// Connection `id` closed: it leaves the registry.
+    pub fn closed(&mut self, id: ConnId) {
+        self.registry.forget_holder(&id);
+    }
+
+    /// Forgets every connection (a restart: all sessions are gone).
+    pub fn clear(&mut self) {
+        self.conns.clear();
+        self.registry.clear();
+    }
+}
+
+/// Connections `a` and `b` (distinct) of `conns`, both mutable.
+fn two(conns: &mut [Conn], a: usize, b: usize) -> Option<(&mut Conn, &mut Conn)> {
+    if a == b {
+        return None;
+    }
+    let (lo, hi) = (a.min(b), a.max(b));
+    let (left, right) = conns.split_at_mut(hi);
+    let (l, r) = (left.get_mut(lo)?, right.first_mut()?);
+    Some(if a < b { (l, r) } else { (r, l) })
+}
