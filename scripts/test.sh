@@ -25,6 +25,9 @@ cargo build --release --workspace --bins
 step "lints: clippy on the libraries and binaries, warnings denied ([workspace.lints])"
 cargo clippy --release --workspace --lib --bins -- -D warnings
 
+step "no file imports a file that imports it back (import cycles)"
+python3 scripts/check-cycles.py crates
+
 step "unit, pair, capture and corpus tests"
 cargo test --release --workspace
 

@@ -4,7 +4,7 @@ use std::fmt;
 
 use msgr_encoding::DecodeError;
 
-use crate::compression::Algorithm;
+use crate::compression::algorithm::Algorithm;
 use crate::Tag;
 
 /// Who caused an error. The connection's reaction follows from it: a peer
