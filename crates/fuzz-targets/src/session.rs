@@ -21,85 +21,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use msgr_auth::{
-    AuthError, AuthOutcome, AuthPeer, AuthProvider, AuthRequest, ClientAuth, ConMode, ServerAuth,
-    ServerStep, SessionKey,
-};
-use msgr_encoding::{EntityAddrvec, EntityName, EntityType, UTime};
+use msgr_auth::{AuthProvider, ConMode};
+use msgr_encoding::{EntityAddrvec, EntityType, UTime};
 use msgr_frames::compression::Algorithm;
 use msgr_frames::WireQueue;
-use msgr_protocol::registry;
+use msgr_protocol::testing::shared_key;
 use msgr_protocol::{
-    CompressionConfig, Config, Conn, ConnState, Event, Message, Policy, PolicySet,
+    CompressionConfig, Config, Conn, ConnState, Endpoint, Event, Message, Policy, PolicySet,
+    Protocol, Resolved,
 };
-
-const METHOD: u32 = 0x7e57;
-
-/// A fixed-key auth method, so that secure mode runs without a key server.
-struct FixedAuth(ConMode);
-
-fn outcome(mode: ConMode) -> AuthOutcome {
-    AuthOutcome {
-        global_id: 9,
-        con_mode: mode,
-        session_key: SessionKey::new(vec![7; 16]),
-        connection_secret: msgr_auth::Secret::new(vec![0x42; 64]),
-        peer: None,
-    }
-}
-
-impl ClientAuth for FixedAuth {
-    fn request(&mut self, _: &AuthPeer, _: &[u32]) -> Result<AuthRequest, AuthError> {
-        Ok(AuthRequest {
-            method: METHOD,
-            preferred_modes: vec![self.0],
-            payload: Bytes::from_static(b"fuzz"),
-        })
-    }
-    fn reply_more(&mut self, _: &[u8]) -> Result<Bytes, AuthError> {
-        Ok(Bytes::from_static(b"more"))
-    }
-    fn done(&mut self, _: u64, mode: ConMode, _: &[u8]) -> Result<AuthOutcome, AuthError> {
-        Ok(outcome(mode))
-    }
-    fn bad_method(&mut self, _: u32, _: i32, _: &[u32], _: &[ConMode]) -> Result<(), AuthError> {
-        Err(AuthError::NoMethodLeft)
-    }
-}
-
-impl ServerAuth for FixedAuth {
-    fn allowed_methods(&self, _: &AuthPeer) -> Vec<u32> {
-        vec![METHOD]
-    }
-    fn allowed_modes(&self, _: &AuthPeer, _: u32) -> Vec<ConMode> {
-        vec![self.0]
-    }
-    fn handle(
-        &mut self,
-        _: &AuthPeer,
-        m: u32,
-        mode: ConMode,
-        _: bool,
-        _: &[u8],
-    ) -> Result<ServerStep, AuthError> {
-        if m != METHOD {
-            return Err(AuthError::MethodNotSupported { method: m });
-        }
-        Ok(ServerStep::Done {
-            payload: Bytes::from_static(b"ok"),
-            outcome: outcome(mode),
-        })
-    }
-}
-
-impl AuthProvider for FixedAuth {
-    fn client(&self, _: &EntityName) -> Box<dyn ClientAuth> {
-        Box::new(FixedAuth(self.0))
-    }
-    fn server(&self) -> Box<dyn ServerAuth> {
-        Box::new(FixedAuth(self.0))
-    }
-}
 
 /// One rewrite of the stream at a byte offset.
 #[derive(Debug, Clone)]
@@ -208,12 +138,12 @@ impl Tap {
     }
 }
 
-/// Auth for both sides: the fixed-key method, or cephx with a client.1
+/// Auth for both sides: the pair harness's shared-key method, or cephx with a client.1
 /// ticket for osd.0 minted from a key server (seeded, on a fixed clock, so
 /// runs repeat).
 fn auth(mode: ConMode, cephx: bool) -> (Arc<dyn AuthProvider>, Arc<dyn AuthProvider>) {
     if !cephx {
-        return (Arc::new(FixedAuth(mode)), Arc::new(FixedAuth(mode)));
+        return (shared_key(&[mode]), shared_key(&[mode]));
     }
     use msgr_auth::cephx::*;
     let rng = Arc::new(msgr_auth::SeededRandom::new(7));
@@ -278,12 +208,10 @@ fn config(
     Arc::new(c)
 }
 
-/// The server side: every connection it accepted, and which one holds the
-/// session (the registry, keyed by the one client).
+/// The server side: every connection it accepted, and the registry that
+/// decides on their idents (an Endpoint, as the pair harness's nodes).
 struct Server {
-    config: Arc<Config>,
-    conns: Vec<Conn>,
-    registered: Option<usize>,
+    endpoint: Endpoint,
     /// The connection the current socket belongs to.
     current: usize,
 }
@@ -291,46 +219,18 @@ struct Server {
 impl Server {
     /// A socket from the client: a new accepting connection.
     fn accept(&mut self, now: Instant) {
-        let addrs: EntityAddrvec = "v2:10.0.0.2:6800/22".parse().expect("literal");
         let peer: SocketAddr = "10.0.0.1:40000".parse().expect("literal");
-        let id = self.conns.len() as u64 + 2;
-        self.conns
-            .push(Conn::accept(self.config.clone(), addrs, peer, now, id));
-        self.current = self.conns.len() - 1;
+        self.current = self.endpoint.accept(Protocol::V2, peer, now);
     }
 
     /// The messenger's decision on connection `i`'s ident, carried out as
     /// the runtime does (registry::resolve: its steps, in its order).
     fn decide(&mut self, i: usize, req: &msgr_protocol::IdentRequest, now: Instant) {
         let stamp = UTime::new(2, 0);
-        let existing = self.registered.filter(|e| *e != i);
-        let outcome = match existing {
-            Some(e) => {
-                let (a, b) = two(&mut self.conns, i, e);
-                registry::resolve(a, Some(b), req.clone(), stamp, now)
-            }
-            None => registry::resolve(&mut self.conns[i], None, req.clone(), stamp, now),
-        };
-        match outcome {
-            registry::Outcome::RegisterAccepting => self.registered = Some(i),
-            registry::Outcome::MovedToExisting => {
-                if let Some(e) = existing {
-                    self.current = e;
-                }
-            }
-            registry::Outcome::Nothing => {}
+        if let Resolved::Moved { into, .. } = self.endpoint.handle_ident(i, req.clone(), stamp, now)
+        {
+            self.current = into;
         }
-    }
-}
-
-/// Mutable references to two different elements.
-fn two(v: &mut [Conn], a: usize, b: usize) -> (&mut Conn, &mut Conn) {
-    if a < b {
-        let (l, r) = v.split_at_mut(b);
-        (&mut l[a], &mut r[0])
-    } else {
-        let (l, r) = v.split_at_mut(a);
-        (&mut r[0], &mut l[b])
     }
 }
 
@@ -398,22 +298,21 @@ pub fn session(data: &[u8]) {
             compress,
             Policy::lossless_client(),
         ),
-        server_addrs,
+        server_addrs.clone(),
         EntityType::OSD,
         client_addrs,
         now,
         1,
     );
+    let server_config = config(
+        "osd.0",
+        server_auth,
+        rev1,
+        compress,
+        Policy::stateful_server(),
+    );
     let mut server = Server {
-        config: config(
-            "osd.0",
-            server_auth,
-            rev1,
-            compress,
-            Policy::stateful_server(),
-        ),
-        conns: Vec::new(),
-        registered: None,
+        endpoint: Endpoint::new(server_config, server_addrs.clone(), 2 << 32),
         current: 0,
     };
     for tid in 1..=5u64 {
@@ -436,8 +335,8 @@ pub fn session(data: &[u8]) {
                 client.socket_connected(None, now);
             }
         }
-        for i in 0..server.conns.len() {
-            while let Some(ev) = server.conns[i].poll_event() {
+        for i in 0..server.endpoint.conns().len() {
+            while let Some(ev) = server.endpoint.conns_mut()[i].poll_event() {
                 progress = true;
                 match ev {
                     Event::IdentReceived(req) => server.decide(i, &req, now),
@@ -445,13 +344,13 @@ pub fn session(data: &[u8]) {
                         delivered.push(m.tid);
                         let mut r = Message::new(43, Bytes::new());
                         r.tid = m.tid;
-                        server.conns[i].send(r, now);
+                        server.endpoint.conns_mut()[i].send(r, now);
                     }
                     _ => {}
                 }
             }
         }
-        if let Some(s) = server.conns.get_mut(server.current) {
+        if let Some(s) = server.endpoint.conn_mut(server.current) {
             // Client to server, then server to client; one direction tapped.
             let (up, down) = match to_server {
                 true => (Some(&mut tap), None),
@@ -470,7 +369,7 @@ pub fn session(data: &[u8]) {
             if let Some(l) = client.link_id() {
                 client.socket_closed(l, &err, now);
             }
-            if let Some(s) = server.conns.get_mut(server.current) {
+            if let Some(s) = server.endpoint.conn_mut(server.current) {
                 if let Some(l) = s.link_id() {
                     s.socket_closed(l, &err, now);
                 }
@@ -480,7 +379,7 @@ pub fn session(data: &[u8]) {
             // Let timers run (handshake timeouts, keepalives, backoff).
             now += Duration::from_secs(1);
             client.handle_timeout(now);
-            for s in server.conns.iter_mut() {
+            for s in server.endpoint.conns_mut() {
                 s.handle_timeout(now);
             }
             if now - start > Duration::from_secs(60) {

@@ -207,6 +207,7 @@ impl Net {
 
     /// Releases what an interceptor holds on connection `c`: its held
     /// input, then what its socket read meanwhile.
+    #[cfg(feature = "interceptor")]
     pub fn unblock(&mut self, c: ConnRef) {
         let now = self.now;
         let sock = self.conn(c).link_id().and_then(|l| self.find_sock(c, l));
