@@ -14,7 +14,7 @@ use bytes::{Bytes, BytesMut};
 use msgr_auth::NoneProvider;
 use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_frames::WireQueue;
-use msgr_protocol::{registry, Config, Conn, Event, Message, Policy, PolicySet};
+use msgr_protocol::{Config, Endpoint, Event, Message, Policy, PolicySet, Protocol};
 
 fn main() {
     let args: Vec<usize> = std::env::args()
@@ -37,15 +37,14 @@ fn main() {
     ));
     let saddrs: EntityAddrvec = "v2:127.0.0.1:6800/0".parse().expect("a valid literal");
     let caddrs: EntityAddrvec = "v2:127.0.0.1:0/1".parse().expect("a valid literal");
-    let mut c = Conn::connect(ccfg, saddrs.clone(), EntityType::OSD, caddrs, now, 1);
-    let mut s = Conn::accept(
-        scfg,
-        saddrs,
-        "127.0.0.1:40000".parse().expect("a valid literal"),
-        now,
-        2,
-    );
-    c.socket_connected(None, now);
+    // Each side an endpoint (its connection table and registry), one
+    // connection each.
+    let mut client = Endpoint::new(ccfg, caddrs, 1 << 32);
+    let mut server = Endpoint::new(scfg, saddrs.clone(), 2 << 32);
+    let ci = client.connect(saddrs, EntityType::OSD, now);
+    let peer = "127.0.0.1:40000".parse().expect("a valid literal");
+    let si = server.accept(Protocol::V2, peer, now);
+    client.conns_mut()[ci].socket_connected(None, now);
     let payload = Bytes::from(vec![3u8; size]);
     let (mut sent, mut done) = (0usize, 0usize);
     let start = Instant::now();
@@ -59,14 +58,15 @@ fn main() {
             let mut m = Message::new(42, Bytes::from_static(&[0u8; 200]));
             m.data = payload.clone();
             m.tid = sent as u64;
-            c.send(m, now);
+            client.conns_mut()[ci].send(m, now);
             sent += 1;
         }
         // Move bytes both ways and process.
+        let c = &mut client.conns_mut()[ci];
         c.fill_output(&mut wire, now);
         s_in.extend_from_slice(&wire.take_all());
-        s.handle_input(&mut s_in, now);
-        while let Some(ev) = s.poll_event() {
+        server.conns_mut()[si].handle_input(&mut s_in, now);
+        while let Some(ev) = server.conns_mut()[si].poll_event() {
             match ev {
                 Event::Message(m) => {
                     let mut r = Message::new(43, Bytes::from_static(&[0u8; 100]));
@@ -74,17 +74,19 @@ fn main() {
                     events.push(r);
                 }
                 Event::IdentReceived(req) => {
-                    registry::resolve(&mut s, None, req, Default::default(), now);
+                    server.handle_ident(si, req, Default::default(), now);
                 }
                 _ => {}
             }
         }
+        let s = &mut server.conns_mut()[si];
         for r in events.drain(..) {
             s.send(r, now);
         }
         s.flush_acks(now);
         s.fill_output(&mut wire, now);
         c_in.extend_from_slice(&wire.take_all());
+        let c = &mut client.conns_mut()[ci];
         c.handle_input(&mut c_in, now);
         while let Some(ev) = c.poll_event() {
             if let Event::Message(_) = ev {
