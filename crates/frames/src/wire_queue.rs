@@ -22,7 +22,7 @@ const MAX_ARENA: usize = 64 * 1024;
 /// connection that has a few items at a time) goes back to the allocator,
 /// and the next item comes in a block it has just had back, warm, rather
 /// than in this connection's own, cold when connections are many
-/// (BENCHMARKS.md, issue 16); a large one (a busy connection's, warm
+/// (BENCHMARKS.md, "What grows with connections"); a large one (a busy connection's, warm
 /// anyway) stays, rather than growing again item by item.
 pub fn let_go_if_small<T>(q: &mut VecDeque<T>) {
     const SMALL: usize = 16;

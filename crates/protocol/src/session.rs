@@ -578,9 +578,8 @@ mod tests {
         assert_eq!(written(&mut l), vec![(1, 1, 0), (2, 2, 0)]);
     }
 
-    /// ProtocolV2::reset_session keeps global_seq (found by the seeded
-    /// workloads: a CLIENT_IDENT after a reset carried global_seq 0 and was
-    /// refused as stale).
+    /// ProtocolV2::reset_session keeps global_seq: a CLIENT_IDENT after a
+    /// reset with global_seq 0 would be refused as stale.
     #[test]
     fn a_reset_keeps_global_seq() {
         let mut s = Session {

@@ -6,10 +6,10 @@
 //! A small read buffer a connection lets go of is kept for the next
 //! connection of its thread (its shard) that has bytes to read: one buffer
 //! a thread, at most `MIN_READ` of room. With many connections each
-//! sending a message at a time, every message used to allocate a 64 KiB
-//! buffer and free it again (and pay for making it shareable when its
-//! frame was split off); now they take turns with the same one, reused in
-//! place once the frames taken from it are gone.
+//! sending a message at a time, each message would otherwise allocate a
+//! 64 KiB buffer and free it again (and pay for making it shareable when
+//! its frame is split off); instead they take turns with the same one,
+//! reused in place once the frames taken from it are gone.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -108,9 +108,6 @@ impl ReadRoom {
     ///   unless the space is there or can be reclaimed.
     /// - A large frame that lacks only a few bytes is completed where it
     ///   is, rather than moved to make room for a full read.
-    ///
-    /// With 1 MiB frames this took the receiver's copying from about 25 µs
-    /// per message (6 % of its CPU) to about 3.
     ///
     /// Returns how much the read may take: up to the end of a large frame
     /// and no further (bytes of the next frame read along would have to

@@ -17,10 +17,10 @@ impl Conn {
             // READY, or STANDBY with a session behind it. A connector that
             // faulted before SERVER_IDENT with nothing queued is in STANDBY
             // too (as in Ceph and crimson), but holds no session: counting
-            // it as established made both peers of a connect race adopt
-            // the other's incoming connection, leaving two sessions that
-            // then reset each other and dropped queued messages (found by
-            // the seeded workloads, seeds 392 and 903). It races instead.
+            // it as established would make both peers of a connect race
+            // adopt the other's incoming connection, leaving two sessions
+            // that reset each other and drop queued messages. It races
+            // instead.
             established: match self.state {
                 State::Ready => true,
                 State::Standby => self.has_session(),
