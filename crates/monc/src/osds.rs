@@ -8,6 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use msgr_admin::json::{self, Value};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec};
+use msgr_transport::Transport;
 
 use crate::{MonClient, MonError};
 
@@ -37,7 +38,7 @@ impl OsdAddrs {
     }
 }
 
-impl MonClient {
+impl<T: Transport> MonClient<T> {
     /// Every OSD of the current OSD map, from `osd dump`.
     pub async fn osds(&self, timeout: Duration) -> Result<Vec<OsdAddrs>, MonError> {
         const CMD: &str = r#"{"prefix": "osd dump", "format": "json"}"#;
