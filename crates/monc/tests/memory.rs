@@ -1,7 +1,8 @@
 //! The monitor client over the in-memory network, against two fake
 //! monitors (messengers that answer MMonGetMap, MMonSubscribe,
 //! MMonCommand and MMonGetVersion as a monitor does), with the network's
-//! fault hooks: refused connects and connections broken under a command.
+//! fault hooks: refused connects and connections broken under a command;
+//! and over io_uring, against the same monitors on loopback TCP.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,6 +17,7 @@ use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options
 use msgr_monc::{MonAuth, MonClient, MonClientConfig};
 use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::memory::MemoryNet;
+use msgr_transport::Transport;
 
 const FSID: Uuid = Uuid([7; 16]);
 
@@ -79,16 +81,17 @@ impl Dispatcher for FakeMon {
     }
 }
 
-struct Mons {
-    net: MemoryNet,
+struct Mons<T: Transport> {
+    net: T,
     addrs: Vec<EntityAddrvec>,
-    servers: Vec<Messenger<MemoryNet>>,
+    servers: Vec<Messenger<T>>,
     mute: Arc<AtomicBool>,
     commands: Arc<AtomicUsize>,
 }
 
-async fn mons(n: u8) -> Mons {
-    let net = MemoryNet::new();
+/// `n` monitors over `net`, at `ip` N (each its own IP on the memory
+/// network, port 0 on loopback).
+async fn mons<T: Transport>(net: T, n: u8, at: impl Fn(u8) -> String) -> Mons<T> {
     let mute = Arc::new(AtomicBool::new(false));
     let commands = Arc::new(AtomicUsize::new(0));
     let mut addrs = Vec::new();
@@ -105,9 +108,8 @@ async fn mons(n: u8) -> Mons {
             commands: commands.clone(),
         };
         let m = Messenger::new(net.clone(), o, Arc::new(dispatch));
-        let at: EntityAddrvec = format!("v2:10.0.0.{i}:3300/0").parse().expect("addr");
-        m.bind(&at).await.expect("bind");
-        addrs.push(at);
+        let want: EntityAddrvec = at(i).parse().expect("addr");
+        addrs.push(m.bind(&want).await.expect("bind"));
         servers.push(m);
     }
     Mons {
@@ -119,7 +121,11 @@ async fn mons(n: u8) -> Mons {
     }
 }
 
-impl Mons {
+fn on_memory(i: u8) -> String {
+    format!("v2:10.0.0.{i}:3300/0")
+}
+
+impl<T: Transport> Mons<T> {
     async fn shutdown(self) {
         for s in self.servers {
             s.shutdown().await;
@@ -131,7 +137,7 @@ const T: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_over_the_memory_network_answers_commands_and_versions() {
-    let mons = mons(2).await;
+    let mons = mons(MemoryNet::new(), 2, on_memory).await;
     // The first connects are refused: the hunt goes on until one takes.
     mons.net.refuse_next(2);
     let cfg = MonClientConfig::new(mons.addrs.clone(), MonAuth::None);
@@ -169,7 +175,7 @@ async fn a_session_over_the_memory_network_answers_commands_and_versions() {
 /// new monitor's ack completes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_outlives_a_broken_session() {
-    let mons = mons(2).await;
+    let mons = mons(MemoryNet::new(), 2, on_memory).await;
     let cfg = MonClientConfig::new(mons.addrs.clone(), MonAuth::None);
     let mc = Arc::new(
         MonClient::connect_over(mons.net.clone(), cfg)
@@ -205,5 +211,30 @@ async fn a_command_outlives_a_broken_session() {
     if let Ok(mc) = Arc::try_unwrap(mc) {
         mc.shutdown().await;
     }
+    mons.shutdown().await;
+}
+
+/// The same session over io_uring (where this system allows it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_over_io_uring() {
+    if !msgr_uring::Uring::available() {
+        eprintln!("io_uring is not available here: skipped");
+        return;
+    }
+    let mons = mons(msgr_uring::Uring::default(), 2, |_| {
+        "v2:127.0.0.1:0/0".into()
+    })
+    .await;
+    let cfg = MonClientConfig::new(mons.addrs.clone(), MonAuth::None);
+    let mc = MonClient::connect_over(mons.net.clone(), cfg)
+        .await
+        .expect("a session");
+    assert_eq!(mc.monmap().fsid, FSID);
+    let r = mc
+        .command("{\"prefix\": \"status\"}", Bytes::new(), T)
+        .await
+        .expect("a reply");
+    assert_eq!(r.output, Bytes::from("done: {\"prefix\": \"status\"}"));
+    mc.shutdown().await;
     mons.shutdown().await;
 }
