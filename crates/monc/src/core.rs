@@ -20,7 +20,8 @@ use msgr_messages::*;
 use msgr_osdmap::{Followed, MapFollower, OsdMap};
 use msgr_protocol::{Message, ProtocolError};
 
-use crate::{CommandReply, MonAuth, MonClientConfig, MonError};
+use crate::config::{MonAuth, MonClientConfig};
+use crate::error::MonError;
 
 /// `mon_client_ping_interval` and `mon_client_ping_timeout`.
 pub const PING_INTERVAL: Duration = Duration::from_secs(10);
@@ -66,6 +67,16 @@ pub enum Transmit {
     Keepalive { conn: ConnId },
     /// Close `conn`: the core has forgotten it.
     MarkDown { conn: ConnId },
+}
+
+/// A monitor command's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandReply {
+    /// 0 or a negative errno.
+    pub r: i32,
+    /// The status line (what `ceph` prints on stderr).
+    pub rs: String,
+    pub output: Bytes,
 }
 
 /// A candidate of the hunt.

@@ -16,7 +16,8 @@ use msgr_messages::*;
 use msgr_protocol::Message;
 
 use super::*;
-use crate::{MonAuth, MonClientConfig, MonError};
+use crate::config::{MonAuth, MonClientConfig};
+use crate::error::MonError;
 
 fn mon(i: u8) -> EntityAddrvec {
     format!("v2:10.0.0.{i}:3300/0").parse().expect("addr")

@@ -11,8 +11,8 @@ use msgr_protocol::ProtocolError;
 use msgr_transport::Transport;
 use tokio::sync::Notify;
 
-use crate::core::{ConnId, MonCore, Transmit};
-use crate::{CommandReply, MonError};
+use crate::core::{CommandReply, ConnId, MonCore, Transmit};
+use crate::error::MonError;
 
 /// How often the core is given the time.
 const TICK: Duration = Duration::from_secs(1);
@@ -124,18 +124,32 @@ impl<T: Transport> Shared<T> {
         lock(&self.conns).retain(|(_, c)| c != conn);
     }
 
-    /// Waits until a session is up and a monmap arrived.
-    pub async fn wait_ready(&self, deadline: Instant) -> Result<(), MonError> {
+    /// Waits until `check` finds what it looks for in the core (`Some`),
+    /// looking again whenever the core changed, or until `deadline`
+    /// (`None`).
+    async fn wait_for<R>(
+        &self,
+        deadline: Instant,
+        mut check: impl FnMut(&mut MonCore) -> Option<R>,
+    ) -> Option<R> {
         loop {
             let changed = self.changed.notified();
-            if let Some(r) = self.core().ready() {
-                return r;
+            if let Some(r) = check(&mut self.core()) {
+                return Some(r);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(self.core().unreachable());
+                return None;
             }
             let _ = tokio::time::timeout(left, changed).await;
+        }
+    }
+
+    /// Waits until a session is up and a monmap arrived.
+    pub async fn wait_ready(&self, deadline: Instant) -> Result<(), MonError> {
+        match self.wait_for(deadline, |core| core.ready()).await {
+            Some(r) => r,
+            None => Err(self.core().unreachable()),
         }
     }
 
@@ -177,53 +191,37 @@ impl<T: Transport> Shared<T> {
         tid: u64,
         deadline: Instant,
     ) -> Result<CommandReply, MonError> {
-        loop {
-            let changed = self.changed.notified();
-            {
-                let mut core = self.core();
-                if let Some(reply) = core.take_command_reply(tid) {
-                    return Ok(reply);
-                }
-                if core.is_shut_down() {
-                    return Err(MonError::Shutdown);
-                }
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                let mut core = self.core();
-                core.forget_command(tid);
-                return Err(MonError::Timeout(format!(
-                    "no reply to command {tid}{}",
-                    core.last_error()
-                        .map(|w| format!(" (last problem: {w})"))
-                        .unwrap_or_default()
-                )));
-            }
-            let _ = tokio::time::timeout(left, changed).await;
+        let answer = self.wait_for(deadline, |core| match core.take_command_reply(tid) {
+            Some(reply) => Some(Ok(reply)),
+            None if core.is_shut_down() => Some(Err(MonError::Shutdown)),
+            None => None,
+        });
+        if let Some(r) = answer.await {
+            return r;
         }
+        let mut core = self.core();
+        core.forget_command(tid);
+        Err(MonError::Timeout(format!(
+            "no reply to command {tid}{}",
+            core.last_error()
+                .map(|w| format!(" (last problem: {w})"))
+                .unwrap_or_default()
+        )))
     }
 
-    /// Waits for the answer to version request `handle` until `deadline`.
+    /// Waits for the answer to version request `handle` until `deadline`
+    /// (`None`: none by then, or shut down).
     pub async fn wait_version(&self, handle: u64, deadline: Instant) -> Option<(u64, u64)> {
-        loop {
-            let changed = self.changed.notified();
-            {
-                let mut core = self.core();
-                if let Some(v) = core.take_version(handle) {
-                    return Some(v);
-                }
-                if core.is_shut_down() {
-                    core.forget_version(handle);
-                    return None;
-                }
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                self.core().forget_version(handle);
-                return None;
-            }
-            let _ = tokio::time::timeout(left, changed).await;
+        let answer = self.wait_for(deadline, |core| match core.take_version(handle) {
+            Some(v) => Some(Some(v)),
+            None if core.is_shut_down() => Some(None),
+            None => None,
+        });
+        let answer = answer.await.flatten();
+        if answer.is_none() {
+            self.core().forget_version(handle);
         }
+        answer
     }
 
     pub fn shut_down(&self) {

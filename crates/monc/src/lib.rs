@@ -18,7 +18,7 @@
 //! - authentication refused by every monitor tried fails fast, with the
 //!   monitor's reason.
 //!
-//! The protocol state is [`core::MonCore`], sans-IO and unit-tested with
+//! The protocol state is [`crate::core::MonCore`], sans-IO and unit-tested with
 //! virtual time; [`MonClient`] drives it over a messenger on any
 //! transport (TCP by default; memory, Unix, io_uring).
 //!
@@ -26,8 +26,10 @@
 //! CEPH_ARGS, the keyring) into these settings.
 #![forbid(unsafe_code)]
 
+mod config;
 pub mod core;
 mod driver;
+mod error;
 pub mod identity;
 mod osds;
 mod v1;
@@ -36,7 +38,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use msgr_auth::cephx::CephxClient;
 use msgr_auth::{AuthProvider, ConMode, NoneProvider};
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
 use msgr_messages::MonMap;
@@ -45,131 +46,11 @@ use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
 
+pub use crate::core::CommandReply;
+pub use config::{MonAuth, MonClientConfig};
 use driver::{Dispatch, Shared};
+pub use error::MonError;
 pub use osds::{parse_osd_dump, OsdAddrs};
-
-/// How the client authenticates.
-#[derive(Clone)]
-pub enum MonAuth {
-    /// Auth none, offering these modes (crc only makes sense).
-    None,
-    /// cephx, with the tickets kept in this client.
-    Cephx(Arc<CephxClient>),
-}
-
-/// What a monitor client is set up with.
-#[derive(Clone)]
-pub struct MonClientConfig {
-    /// The monitors to hunt among (mon_host), one address vector each.
-    pub mons: Vec<EntityAddrvec>,
-    pub auth: MonAuth,
-    /// `mon_client_hunt_parallel`.
-    pub hunt_parallel: usize,
-    /// `mon_client_hunt_interval`.
-    pub hunt_interval: Duration,
-    /// Give up connecting after this long.
-    pub connect_timeout: Duration,
-    /// Offer msgr2.1 (false: msgr2.0 only).
-    pub rev1: bool,
-    /// Sent in MMonSubscribe (the mon shows it as the client's host).
-    pub hostname: String,
-    /// Other maps to subscribe to (`osdmap`, `mgrmap`), besides monmap and config.
-    pub subscribe: Vec<(String, u8)>,
-    /// With cephx: fall back to auth none when a monitor allows only that
-    /// (`auth_client_required = cephx, none`).
-    pub none_fallback: bool,
-    /// Dial monitors' msgr2 addresses (ms_bind_msgr2); false: their msgr1
-    /// ones, authenticating with MAuth messages.
-    pub msgr2: bool,
-    /// Who we say we are to a monitor over msgr1 with auth none (cephx
-    /// names its client's entity).
-    pub name: msgr_encoding::AuthName,
-}
-
-impl MonClientConfig {
-    pub fn new(mons: Vec<EntityAddrvec>, auth: MonAuth) -> MonClientConfig {
-        MonClientConfig {
-            mons,
-            auth,
-            hunt_parallel: 3,
-            hunt_interval: Duration::from_secs(3),
-            connect_timeout: Duration::from_secs(30),
-            rev1: true,
-            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_default(),
-            subscribe: Vec::new(),
-            none_fallback: false,
-            msgr2: true,
-            name: msgr_encoding::AuthName::new(EntityType::CLIENT, "admin"),
-        }
-    }
-}
-
-/// Why the client failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MonError {
-    /// Every monitor refused our credentials.
-    AuthFailed(String),
-    /// No monitor session within the timeout; the last problem seen.
-    Timeout(String),
-    /// No monitor session within `after` (the connect timeout): each
-    /// monitor of mon_host, and why it failed.
-    Unreachable {
-        tried: Vec<(EntityAddrvec, String)>,
-        after: Duration,
-    },
-    /// The configuration names no monitor we can reach over msgr2.
-    NoMonitors,
-    /// The client was shut down.
-    Shutdown,
-    /// A monitor command failed (its errno and status line).
-    Command { cmd: String, r: i32, rs: String },
-    /// A monitor's reply could not be read.
-    BadReply(String),
-    /// The OSD map has no OSD of this id (or it has no address).
-    NoSuchOsd(u64),
-    /// The caller asked for a timeout so long that its deadline is past
-    /// what the clock can represent (the caller's mistake).
-    TimeoutTooLong(Duration),
-}
-
-impl std::fmt::Display for MonError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MonError::AuthFailed(why) => write!(f, "authentication failed: {why}"),
-            MonError::Timeout(why) => write!(f, "timed out: {why}"),
-            MonError::Unreachable { tried, after } => {
-                write!(f, "no monitor session within {after:?}; tried")?;
-                for (i, (addr, why)) in tried.iter().enumerate() {
-                    let sep = if i == 0 { " " } else { ", " };
-                    write!(f, "{sep}{addr} ({why})")?;
-                }
-                f.write_str(": check mon_host and that the monitors are up")
-            }
-            MonError::NoMonitors => {
-                f.write_str("no monitor address to dial (v2:, or v1: with msgr2 off or alone)")
-            }
-            MonError::Shutdown => f.write_str("the monitor client was shut down"),
-            MonError::TimeoutTooLong(t) => write!(f, "timeout {t:?} is too long"),
-            MonError::Command { cmd, r, rs } => write!(f, "{cmd}: error {r}: {rs}"),
-            MonError::BadReply(why) => write!(f, "unreadable reply from the monitor: {why}"),
-            MonError::NoSuchOsd(id) => write!(f, "osd.{id} is not in the OSD map"),
-        }
-    }
-}
-
-impl std::error::Error for MonError {}
-
-/// A monitor command's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandReply {
-    /// 0 or a negative errno.
-    pub r: i32,
-    /// The status line (what `ceph` prints on stderr).
-    pub rs: String,
-    pub output: Bytes,
-}
 
 /// The deadline `timeout` from now (checked: `Instant + Duration` panics
 /// past the clock's range), computed before anything is queued or sent.
@@ -247,7 +128,7 @@ impl<T: Transport> MonClient<T> {
         o.rev1 = cfg.rev1;
         o.msgr2 = cfg.msgr2;
         o.nonce = std::process::id();
-        let shared = Arc::new(Shared::new(core::MonCore::new(cfg, mons)));
+        let shared = Arc::new(Shared::new(crate::core::MonCore::new(cfg, mons)));
         let messenger = Messenger::new(transport, o, Arc::new(Dispatch(shared.clone())));
         shared.set_messenger(messenger.clone());
         let ticker = tokio::spawn(driver::tick(shared.clone()));

@@ -10,7 +10,8 @@ use msgr_admin::json::{self, Value};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec};
 use msgr_transport::Transport;
 
-use crate::{MonClient, MonError};
+use crate::error::MonError;
+use crate::MonClient;
 
 /// One OSD's addresses in the OSD map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
