@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::{MonAuth, MonClientConfig};
+use crate::config::{MonAuth, MonClientConfig};
 use msgr_auth::cephx::{CephxClient, CephxProvider, CryptoKey, Keyring};
 use msgr_auth::{AuthProvider, ConMode, NoneProvider, SystemRandom};
 use msgr_config::{Config, ConfigOptions, Env};

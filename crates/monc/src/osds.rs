@@ -8,8 +8,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use msgr_admin::json::{self, Value};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec};
+use msgr_transport::Transport;
 
-use crate::{MonClient, MonError};
+use crate::error::MonError;
+use crate::MonClient;
 
 /// One OSD's addresses in the OSD map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,7 +39,7 @@ impl OsdAddrs {
     }
 }
 
-impl MonClient {
+impl<T: Transport> MonClient<T> {
     /// Every OSD of the current OSD map, from `osd dump`.
     pub async fn osds(&self, timeout: Duration) -> Result<Vec<OsdAddrs>, MonError> {
         const CMD: &str = r#"{"prefix": "osd dump", "format": "json"}"#;

@@ -16,7 +16,7 @@ use msgr_auth::{method, AuthError, AuthPeer, ClientAuth, ConMode};
 use msgr_encoding::{AuthName, Encode, EntityType};
 use msgr_messages::{MAuth, MAuthReply};
 
-use crate::MonAuth;
+use crate::config::MonAuth;
 
 /// Where a candidate's authentication stands.
 pub(crate) enum Auth {

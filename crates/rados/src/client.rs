@@ -25,6 +25,7 @@ use msgr_monc::{MonClient, MonError};
 use msgr_osdmap::OsdMap;
 use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
+use msgr_transport::Transport;
 use tokio::sync::{oneshot, Notify};
 
 use crate::objecter::{Limits, Object, Objecter, Request, ENOENT, ETIMEDOUT};
@@ -136,13 +137,27 @@ struct Shared {
     /// The connection to each OSD we talk to, and the addresses (as the
     /// map gave them) it was opened to.
     conns: Mutex<HashMap<i32, (msgr_encoding::EntityAddrvec, Connection)>>,
-    messenger: Mutex<Option<Messenger<Tcp>>>,
+    /// The messenger to the OSDs, whatever its transport (`None` once
+    /// shut down).
+    messenger: Mutex<Option<Arc<dyn Dial>>>,
     /// Wakes the timer when a request with a deadline arrives.
     timer: Notify,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Opens connections to OSDs: a messenger of any transport, so that the
+/// objecter's shared state needs no transport parameter.
+trait Dial: Send + Sync {
+    fn dial(&self, addrs: &msgr_encoding::EntityAddrvec) -> Connection;
+}
+
+impl<T: Transport> Dial for Messenger<T> {
+    fn dial(&self, addrs: &msgr_encoding::EntityAddrvec) -> Connection {
+        self.connect(addrs, EntityType::OSD)
+    }
 }
 
 impl Shared {
@@ -205,7 +220,7 @@ impl Shared {
             }
             c.mark_down();
         }
-        let c = messenger.connect(addrs, EntityType::OSD);
+        let c = messenger.dial(addrs);
         conns.insert(osd, (addrs.clone(), c.clone()));
         Some(c)
     }
@@ -274,20 +289,33 @@ impl Dispatcher for OsdDispatch {
     }
 }
 
-/// A RADOS client.
-pub struct Rados {
-    mon: Arc<MonClient>,
+/// A RADOS client, over transport `T` (to the monitors and the OSDs).
+pub struct Rados<T: Transport = Tcp> {
+    mon: Arc<MonClient<T>>,
     shared: Arc<Shared>,
+    messenger: Messenger<T>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-impl Rados {
-    /// Connects to the monitors as `id`, takes the OSD map, and is ready
-    /// to talk to OSDs.
-    pub async fn connect(id: &Identity, limits: Limits) -> Result<Rados, RadosError> {
+impl Rados<Tcp> {
+    /// Connects to the monitors as `id` over TCP, takes the OSD map, and
+    /// is ready to talk to OSDs.
+    pub async fn connect(id: &Identity, limits: Limits) -> Result<Rados<Tcp>, RadosError> {
+        Rados::connect_over(Tcp::default(), id, limits).await
+    }
+}
+
+impl<T: Transport> Rados<T> {
+    /// Connects to the monitors as `id` over `transport`, takes the OSD
+    /// map, and is ready to talk to OSDs over it too.
+    pub async fn connect_over(
+        transport: T,
+        id: &Identity,
+        limits: Limits,
+    ) -> Result<Rados<T>, RadosError> {
         let mut cfg = id.mon_client_config();
         cfg.subscribe.push(("osdmap".to_string(), 0));
-        let mon = Arc::new(MonClient::connect(cfg).await?);
+        let mon = Arc::new(MonClient::connect_over(transport.clone(), cfg).await?);
         let map = mon.wait_osdmap(0, Duration::from_secs(30)).await?;
         let shared = Arc::new(Shared {
             objecter: Mutex::new(Objecter::new(map, limits)),
@@ -302,17 +330,18 @@ impl Rados {
         // shard thread and back per op). A caller on a multi-threaded
         // runtime spreads its requests itself.
         options.shards = 1;
-        let messenger = Messenger::new(
-            Tcp::default(),
-            options,
-            Arc::new(OsdDispatch(shared.clone())),
-        );
-        *lock(&shared.messenger) = Some(messenger);
+        let messenger = Messenger::new(transport, options, Arc::new(OsdDispatch(shared.clone())));
+        *lock(&shared.messenger) = Some(Arc::new(messenger.clone()));
         let tasks = vec![
             tokio::spawn(follow_maps(mon.clone(), shared.clone())),
             tokio::spawn(timeouts(shared.clone())),
         ];
-        Ok(Rados { mon, shared, tasks })
+        Ok(Rados {
+            mon,
+            shared,
+            messenger,
+            tasks,
+        })
     }
 
     /// The current OSD map.
@@ -321,7 +350,7 @@ impl Rados {
     }
 
     /// The monitor session.
-    pub fn mon(&self) -> &MonClient {
+    pub fn mon(&self) -> &MonClient<T> {
         &self.mon
     }
 
@@ -344,10 +373,8 @@ impl Rados {
         for t in &self.tasks {
             t.abort();
         }
-        let messenger = lock(&self.shared.messenger).take();
-        if let Some(m) = messenger {
-            m.shutdown().await;
-        }
+        lock(&self.shared.messenger).take();
+        self.messenger.shutdown().await;
         if let Ok(mon) = Arc::try_unwrap(self.mon) {
             mon.shutdown().await;
         }
@@ -355,7 +382,7 @@ impl Rados {
 }
 
 /// Hands each new OSD map to the objecter.
-async fn follow_maps(mon: Arc<MonClient>, shared: Arc<Shared>) {
+async fn follow_maps<T: Transport>(mon: Arc<MonClient<T>>, shared: Arc<Shared>) {
     follow(
         || lock(&shared.objecter).map().epoch,
         |next| mon.wait_osdmap(next, Duration::from_secs(3600)),
