@@ -1,4 +1,4 @@
-//! `msgr`: a native msgr2 toolbox.
+//! `msgr`: a native Ceph messenger toolbox, speaking msgr2 and msgr1.
 #![forbid(unsafe_code)]
 // Arithmetic and indexing are checked where peers' bytes are parsed (the
 // protocol crates); this tool counts and formats its own measurements.
@@ -264,7 +264,7 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
             "--foreign-sends" => o.foreign_sends = true,
             "--server-hand-out" => o.server_net.hand_out = true,
             "--transport" => {
-                let uring = msgr_cli::common::parse_transport(&parser.value()?.string()?)?;
+                let uring = msgr_cli::args::parse_transport(&parser.value()?.string()?)?;
                 (o.net.uring, o.server_net.uring) = (uring, uring);
             }
             "--server-tokio-mt" => o.server_workers = Some(parse::<usize>(&mut parser)?.max(1)),
@@ -360,14 +360,14 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
                 || f == "-c"
                 || f == "--conf" =>
             {
-                let v = msgr_cli::common::option_value(&mut parser)?;
+                let v = msgr_cli::args::option_value(&mut parser)?;
                 conf.take(f, &mut std::iter::once(v))?;
             }
             "--name" => name = parse(&mut parser)?,
             "--nonce" => nonce = parse(&mut parser)?,
             "--shards" => net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
             "--transport" => {
-                net.uring = msgr_cli::common::parse_transport(&parser.value()?.string()?)?
+                net.uring = msgr_cli::args::parse_transport(&parser.value()?.string()?)?
             }
             "--stats" => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
             "--raw" => raw = true,
@@ -433,7 +433,7 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
             Short(c) => format!("-{c}"),
             Long(l) => format!("--{l}"),
         };
-        if cluster.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
+        if cluster.take(&flag, || msgr_cli::args::option_value(&mut parser))? {
             used_cluster_opts |= flag != "--rev0";
             continue;
         }
@@ -482,14 +482,14 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
 fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
     let mut path = None;
     let mut json = false;
-    let mut keys = msgr_cli::inspect::KeyLog::default();
+    let mut keys = msgr_inspect::KeyLog::default();
     while let Some(arg) = parser.next()? {
         match arg {
             Long("json") => json = true,
             Long("keys") => {
                 let file: String = parser.value()?.string()?;
                 let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
-                keys = msgr_cli::inspect::KeyLog::parse(&text)?;
+                keys = msgr_inspect::KeyLog::parse(&text)?;
             }
             Value(v) if path.is_none() => path = Some(v.string()?),
             Long("help") | Short('h') => {
@@ -503,7 +503,7 @@ fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
     let capture = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary = msgr_cli::decode_cmd::decode(&capture, &keys, json, &mut out)?;
+    let summary = msgr_inspect::decode::decode(&capture, &keys, json, &mut out)?;
     Ok(if summary.problems == 0 {
         ExitCode::SUCCESS
     } else {
@@ -654,7 +654,7 @@ fn cluster_command(
             Short(c) => format!("-{c}"),
             Long(l) => format!("--{l}"),
         };
-        if opts.take(&flag, || msgr_cli::common::option_value(parser))? {
+        if opts.take(&flag, || msgr_cli::args::option_value(parser))? {
             continue;
         }
         if flag == "--help" || flag == "-h" {

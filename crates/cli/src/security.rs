@@ -35,7 +35,7 @@ pub struct SecurityOpts {
 impl SecurityOpts {
     /// Takes `flag` if it is one of ours, reading its value from `parser`.
     pub fn take(&mut self, flag: &str, parser: &mut lexopt::Parser) -> Result<bool, String> {
-        let mut value = || crate::common::option_value(parser);
+        let mut value = || crate::args::option_value(parser);
         match flag {
             "--auth" => {
                 self.cephx = match value()?.as_str() {
@@ -244,7 +244,8 @@ mod tests {
     fn a_new_keyring_is_readable_by_its_owner_only() {
         use std::os::unix::fs::PermissionsExt;
         // A directory of the test's own: load() reads a keyring it finds.
-        let dir = crate::tempdir::PrivateDir::new("msgr-keyring-test").expect("a directory");
+        let dir =
+            msgr_admin::private_dir::PrivateDir::new("msgr-keyring-test").expect("a directory");
         let path = dir.join("keyring");
         let made = CephxKeys::load(&path, true).expect("a new keyring");
         let mode = std::fs::metadata(&path)
