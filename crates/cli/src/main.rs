@@ -100,6 +100,23 @@ fn runtime() -> Res<tokio::runtime::Runtime> {
         .build()?)
 }
 
+/// The options of `valued` that were given, then the messenger options
+/// `ms`, in order: each flag with its value, or the error of a flag
+/// given none.
+fn given_options<const N: usize>(
+    valued: [(&'static str, Option<String>); N],
+    ms: MsOptions,
+) -> impl Iterator<Item = (String, Result<String, String>)> {
+    valued
+        .into_iter()
+        .filter_map(|(flag, v)| Some((flag.to_string(), Some(v?))))
+        .chain(ms)
+        .map(|(flag, v)| {
+            let v = v.ok_or_else(|| format!("{flag} needs a value"));
+            (flag, v)
+        })
+}
+
 /// The cluster options as Ceph's option table takes them (with the
 /// messenger options `ms`), and whether any but `--rev0` was given.
 fn cluster(a: ClusterArgs, ms: MsOptions) -> Res<(ClusterOpts, bool)> {
@@ -113,13 +130,8 @@ fn cluster(a: ClusterArgs, ms: MsOptions) -> Res<(ClusterOpts, bool)> {
         ("--mon-host", a.mon_host),
         ("--cluster", a.cluster),
     ];
-    for (flag, value) in valued
-        .into_iter()
-        .filter_map(|(f, v)| Some((f.to_string(), Some(v?))))
-        .chain(ms)
-    {
+    for (flag, value) in given_options(valued, ms) {
         given = true;
-        let value = value.ok_or_else(|| format!("{flag} needs a value"));
         opts.take(&flag, || value.clone())?;
     }
     opts.mode = a.mode;
@@ -212,13 +224,8 @@ fn serve(a: ServeArgs, ms: MsOptions) -> Res<ExitCode> {
         ("--conf", a.conf),
         ("--admin_socket_mode", a.admin_socket_mode),
     ];
-    for (flag, value) in valued
-        .into_iter()
-        .filter_map(|(f, v)| Some((f.to_string(), Some(v?))))
-        .chain(ms)
-    {
-        let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
-        conf.take(&flag, &mut std::iter::once(value))?;
+    for (flag, value) in given_options(valued, ms) {
+        conf.take(&flag, &mut std::iter::once(value?))?;
     }
     let net = NetOpts {
         policy: a.policy,

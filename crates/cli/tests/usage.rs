@@ -23,9 +23,7 @@ fn readme_block() -> String {
 
 #[test]
 fn the_readme_shows_what_msgr_help_prints() {
-    let generated = msgr_cli::args::Cli::command()
-        .render_help()
-        .to_string();
+    let generated = msgr_cli::args::Cli::command().render_help().to_string();
     let printed = std::process::Command::new(env!("CARGO_BIN_EXE_msgr"))
         .arg("--help")
         .output()
