@@ -157,7 +157,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub server_hand_out: bool,
     /// Move both sides' bytes through epoll (tcp) or io_uring (uring)
-    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport)]
+    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport, action = clap::ArgAction::Set)]
     pub transport: bool,
     /// Run only the raw TCP pattern, against --connect's address (a msgr
     /// serve --raw) when given
@@ -210,7 +210,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "S")]
     pub shards: Option<usize>,
     /// Move bytes through epoll (tcp) or io_uring (uring)
-    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport)]
+    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport, action = clap::ArgAction::Set)]
     pub transport: bool,
     /// Serve bench's raw TCP pattern instead, on one thread (the baseline
     /// for msgr bench --raw-only --connect)
@@ -532,6 +532,72 @@ mod tests {
     #[test]
     fn the_declaration_is_consistent() {
         <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    fn parse(line: &str) -> Result<Command, clap::Error> {
+        let words = std::iter::once("msgr").chain(line.split_whitespace());
+        Cli::try_parse_from(words).map(|cli| cli.command.expect("a command"))
+    }
+
+    /// Command lines as scripts/, README.md and BENCHMARKS.md spell them.
+    #[test]
+    fn the_spellings_in_use_parse() {
+        for line in [
+            "bench --connect v2:127.0.0.1:6800/0 --count 2000 --json",
+            "bench --raw --vs-crc --auth cephx --mode secure --keyring k",
+            "bench --transport uring --policy lossless-client --inject-socket-failures 30",
+            "bench --name osd.1 --compress force --compress-algorithms zstd --size 4096 --depth 16",
+            "bench --raw-only --connect v2:127.0.0.1:1/0 --server-pid 7 --server-tokio-mt 2",
+            "bench --shards 2 --server-hand-out --foreign-sends --verify --rev0 --duration 1.5",
+            "serve --bind v2:127.0.0.1:0 --bind v1:127.0.0.1:0 --policy stateful-server",
+            "serve --bind 127.0.0.1:0 --admin-socket p --admin_socket_mode 0660 -c conf",
+            "serve --bind v2:127.0.0.1:0 --name osd.1 --nonce 5 --stats 1 --raw --shards 1",
+            "ping osd.0 --count 2 --tell {\"prefix\":\"version\"} -c conf --mode secure",
+            "ping v1:127.0.0.1:6789/0 --interval 20 --rev0 --auth-none-fallback",
+            "mon -c conf -k keyring --mode crc status",
+            "mon -c conf monmap --json",
+            "mon -m v1:127.0.0.1:1 -n client.admin --id admin --user admin status",
+            "mon --mon_host a --mon-host b --cluster ceph command {}",
+            "osd map pool obj ns -c conf -f json-pretty",
+            "osd map pool --objects names -c conf",
+            "rados -c conf --mode secure -p pool put obj -",
+            "rados -p pool -N ns rm a b c",
+            "rados -p pool bench 10 write -t 16 -b 4M --no-cleanup -f json",
+            "rados -p pool ls --all",
+            "crush -i map --test --show-mappings --rule 0 --num-rep 3 --min-x 0 --max-x 9",
+            "crush --infn map --test --show-mappings --x 5 --weight 1 0.5 -w 2 1 --pool-id -1",
+            "decode capture.pcap --json --keys keys",
+        ] {
+            if let Err(e) = parse(line) {
+                panic!("{line}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_options_add_up_or_the_last_wins() {
+        let Ok(Command::Serve(s)) = parse("serve --bind a --bind b --nonce 1 --nonce 2") else {
+            panic!("serve")
+        };
+        assert_eq!((s.bind, s.nonce), (vec!["a".into(), "b".into()], 2));
+        let Ok(Command::Crush(c)) = parse("crush -w 1 0.5 --weight 2 1") else {
+            panic!("crush")
+        };
+        assert_eq!(c.weight, ["1", "0.5", "2", "1"]);
+        let Ok(Command::Bench(b)) = parse("bench --size 1 --size 2 --rev0 --rev0") else {
+            panic!("bench")
+        };
+        assert!(b.size == 2 && b.rev0);
+        let Ok(Command::Bench(b)) = parse("bench --transport uring") else {
+            panic!("bench --transport")
+        };
+        assert!(b.transport, "uring");
+        let Ok(Command::Serve(s)) = parse("serve --bind a") else {
+            panic!("serve")
+        };
+        assert!(!s.transport, "tcp by default");
+        assert!(parse("bench --bogus").is_err());
+        assert!(parse("decode a b").is_err());
     }
 
     #[test]
