@@ -15,10 +15,10 @@
 //! it appears at its path.
 
 use std::collections::BTreeMap;
-use std::fs::{DirBuilder, Permissions};
+use std::fs::Permissions;
 use std::future::Future;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 
 use crate::commands::{Answer, CommandError, Commands, Request};
 use crate::json::Value;
+use crate::private_dir::PrivateDir;
 
 /// Ceph reads a request into 1024 bytes: 1023 and the terminator.
 const MAX_REQUEST: usize = 1023;
@@ -212,12 +213,7 @@ fn bind_with_mode(path: &Path, mode: u32) -> io::Result<UnixListener> {
             format!("admin socket {}: {what}: {e}", path.display()),
         )
     };
-    let dir = private_dir(parent).map_err(|e| {
-        context(
-            &format!("making a private directory in {}", parent.display()),
-            e,
-        )
-    })?;
+    let dir = PrivateDir::new_in(parent, ".asok").map_err(|e| context("a private directory", e))?;
     let staged = dir.join("s");
     let bound = (|| {
         let listener = UnixListener::bind(&staged)
@@ -233,37 +229,9 @@ fn bind_with_mode(path: &Path, mode: u32) -> io::Result<UnixListener> {
         })?;
         Ok(listener)
     })();
-    let _ = std::fs::remove_file(&staged);
-    let _ = std::fs::remove_dir(&dir);
+    // The directory goes when dropped, with the staged name.
+    drop(dir);
     bound
-}
-
-/// A new directory in `parent` that only this user may enter, named so
-/// that no one can have made it first (creation fails rather than reuse
-/// an existing one; a few names are tried).
-fn private_dir(parent: &Path) -> io::Result<PathBuf> {
-    use std::hash::{BuildHasher, Hasher};
-    let mut last = None;
-    for attempt in 0u32..16 {
-        // RandomState's keys come from the system's random source.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(attempt);
-        let dir = parent.join(format!(".asok-{:016x}", h.finish()));
-        // 0700 less the umask: never more than the owner's, from creation.
-        match DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {
-                // The umask may have taken the owner's bits too.
-                if let Err(e) = std::fs::set_permissions(&dir, Permissions::from_mode(0o700)) {
-                    let _ = std::fs::remove_dir(&dir);
-                    return Err(e);
-                }
-                return Ok(dir);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)))
 }
 
 /// Accepts with `accept` until the task ends, handing each stream to
@@ -492,28 +460,6 @@ mod tests {
     use crate::commands::Version;
     use crate::perf::Collection;
 
-    /// A fresh directory only this user may enter, for a test's sockets;
-    /// removed with what it holds when dropped.
-    struct TestDir(PathBuf);
-
-    impl TestDir {
-        fn new() -> TestDir {
-            TestDir(
-                private_dir(&std::env::temp_dir()).expect("a private directory in the temp dir"),
-            )
-        }
-
-        fn join(&self, name: &str) -> PathBuf {
-            self.0.join(name)
-        }
-    }
-
-    impl Drop for TestDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
     /// Sends `bytes` on a new connection to `path`; what came back until
     /// the server closed.
     async fn ask(path: &Path, bytes: &[u8]) -> Vec<u8> {
@@ -601,7 +547,7 @@ mod tests {
 
     #[tokio::test]
     async fn serves_one_command_per_connection() {
-        let dir = TestDir::new();
+        let dir = PrivateDir::new("msgr-asok-test").expect("a private directory");
         let path = dir.join("a.asok");
         let sock = AdminSocket::bind(&path, commands())
             .await
@@ -682,7 +628,7 @@ mod tests {
             .build()
             .expect("a runtime");
         rt.block_on(async {
-            let dir = TestDir::new();
+            let dir = PrivateDir::new("msgr-asok-test").expect("a private directory");
             let default = dir.join("default.asok");
             let _a = AdminSocket::bind(&default, commands())
                 .await
@@ -704,7 +650,7 @@ mod tests {
                 VERSION_ANSWER
             );
             assert_eq!(ask(&set, b"{\"prefix\": \"0\"}\0").await, VERSION_ANSWER);
-            let mut names: Vec<String> = std::fs::read_dir(&dir.0)
+            let mut names: Vec<String> = std::fs::read_dir(dir.path())
                 .expect("list the test directory")
                 .map(|e| {
                     e.expect("an entry")
@@ -724,7 +670,7 @@ mod tests {
     /// answered when they ask.
     #[tokio::test(start_paused = true)]
     async fn idle_clients_beyond_the_cap_do_not_keep_out_one_that_asks() {
-        let dir = TestDir::new();
+        let dir = PrivateDir::new("msgr-asok-test").expect("a private directory");
         let path = dir.join("a.asok");
         let options = SocketOptions {
             max_clients: 4,
@@ -771,7 +717,7 @@ mod tests {
     /// is closed at once, and they still get their whole answers.
     #[tokio::test(start_paused = true)]
     async fn a_client_beyond_a_cap_of_answering_ones_is_closed_at_once() {
-        let dir = TestDir::new();
+        let dir = PrivateDir::new("msgr-asok-test").expect("a private directory");
         let path = dir.join("a.asok");
         let options = SocketOptions {
             max_clients: 2,
@@ -812,7 +758,7 @@ mod tests {
     /// falls short of the length announced.
     #[tokio::test(start_paused = true)]
     async fn a_client_that_does_not_take_its_answer_is_closed_after_the_write_timeout() {
-        let dir = TestDir::new();
+        let dir = PrivateDir::new("msgr-asok-test").expect("a private directory");
         let path = dir.join("a.asok");
         let options = SocketOptions {
             write_timeout: Duration::from_secs(1),

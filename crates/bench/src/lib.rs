@@ -1,7 +1,10 @@
-//! Shared set-up of the frame benchmarks (benches/frames.rs).
+//! Shared set-up of the frame benchmarks (benches/frames.rs), and the
+//! idle-connection probe ([`idle`]) of the `idle-conns` tool.
 // Benchmarks: arithmetic on their own sizes and counts, no peer input.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 #![forbid(unsafe_code)]
+
+pub mod idle;
 
 use bytes::{Bytes, BytesMut};
 use msgr_encoding::Encode;

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ use msgr_messenger::{Connection, Dispatcher, IncomingMessage};
 
 use crate::common::{cpu_time, messenger, Latencies, NetOpts};
 use crate::json::Object;
-use crate::serve::{data_checksum, OP_FLAG_CHECKSUM};
+use crate::workload::{data_checksum, Progress, OP_FLAG_CHECKSUM};
 
 #[derive(Debug, Clone)]
 pub struct BenchOpts {
@@ -494,14 +494,6 @@ impl Dispatcher for LoopDispatcher {
         };
         l.on_reply(msg.tid, checksum, at, conn);
     }
-}
-
-/// Shared progress counters.
-#[derive(Default)]
-pub(crate) struct Progress {
-    pub completed: AtomicU64,
-    /// Connections that had their first reply.
-    pub up: AtomicU64,
 }
 
 async fn run_conn(

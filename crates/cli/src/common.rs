@@ -88,15 +88,6 @@ pub fn messenger(
     Messenger::new(transport, o, dispatcher)
 }
 
-/// The value of the option just read by `parser`, as UTF-8 text.
-pub fn option_value(parser: &mut lexopt::Parser) -> Result<String, String> {
-    parser
-        .value()
-        .map_err(|e| e.to_string())?
-        .into_string()
-        .map_err(|_| "option value is not UTF-8".to_string())
-}
-
 /// CPU time this process has used (user + system), from /proc/self/stat.
 pub fn cpu_time() -> std::time::Duration {
     stat_cpu("/proc/self/stat")
@@ -352,14 +343,5 @@ mod tests {
         }
         assert!(w.on_fault(&closed("COMPRESSION_CONNECTING")));
         assert!(!w.on_fault(&reset));
-    }
-}
-
-/// `--transport tcp|uring`: whether bytes move through io_uring.
-pub fn parse_transport(v: &str) -> Result<bool, String> {
-    match v {
-        "tcp" | "epoll" => Ok(false),
-        "uring" | "io_uring" => Ok(true),
-        other => Err(format!("--transport {other}: want tcp or uring")),
     }
 }

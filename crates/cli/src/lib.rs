@@ -1,20 +1,18 @@
 //! The pieces of the `msgr` tool, as a library so that tests can drive
-//! them: capture analysis (`msgr decode`), the OSD-like server (`msgr
-//! serve`), the benchmark (`msgr bench`), keepalive pings (`msgr ping`).
+//! them: the OSD-like server (`msgr serve`), the benchmark (`msgr bench`),
+//! keepalive pings (`msgr ping`), the cluster commands (`msgr mon`, `osd`,
+//! `rados`, `crush`). Capture analysis (`msgr decode`) is msgr-inspect's.
 // Arithmetic and indexing are checked where peers' bytes are parsed (the
 // protocol crates); this tool counts and formats its own measurements.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 #![forbid(unsafe_code)]
 
+pub mod args;
 pub mod bench;
 pub mod common;
 pub mod crush_cmd;
-pub mod decode_cmd;
-pub mod describe;
-pub use msgr_monc::identity;
-pub mod idle;
-pub mod inspect;
 pub use msgr_admin::json;
+pub use msgr_monc::identity;
 pub mod logging;
 pub mod mon;
 pub mod osd;
@@ -25,4 +23,4 @@ pub mod rados_cmd;
 pub mod raw;
 pub mod security;
 pub mod serve;
-pub mod tempdir;
+pub mod workload;

@@ -1,4 +1,6 @@
-//! `msgr`: a native msgr2 toolbox.
+//! `msgr`: a native Ceph messenger toolbox, speaking msgr2 and msgr1. The
+//! command line is declared in [`msgr_cli::args`]; this file turns what it
+//! parsed into each command's settings and runs it.
 #![forbid(unsafe_code)]
 // Arithmetic and indexing are checked where peers' bytes are parsed (the
 // protocol crates); this tool counts and formats its own measurements.
@@ -7,148 +9,29 @@
 /// The tool's allocator. A messenger allocates in bursts (a window of
 /// messages encoded, then freed when acked), which glibc's per-thread
 /// caches (7 chunks per size) do not absorb; Ceph's daemons link tcmalloc
-/// for the same reason. mimalloc cut the bench's CPU per message by about
-/// 4 % (BENCHMARKS.md). The library crates leave the choice to their user.
+/// for the same reason, and mimalloc lowers the bench's CPU per message
+/// (BENCHMARKS.md). The library crates leave the choice to their user.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lexopt::prelude::*;
+use clap::Parser;
+use msgr_cli::args::{
+    BenchArgs, Cli, ClusterArgs, Command, CrushArgs, DecodeArgs, MonArgs, OsdArgs, PingArgs,
+    RadosArgs, ServeArgs,
+};
 use msgr_cli::bench::BenchOpts;
 use msgr_cli::common::NetOpts;
+use msgr_cli::identity::ClusterOpts;
+use msgr_cli::security::SecurityOpts;
 use msgr_cli::{out, outln};
-use msgr_encoding::{EntityAddrvec, EntityName};
-
-const USAGE: &str = "\
-usage: msgr <command> [options]
-
-commands:
-  bench [--connect ADDR] [--size BYTES] [--depth N] [--conns N]
-        [--duration S | --count N] [--policy P] [--server-policy P]
-        [--inject-socket-failures N] [--rev0] [--verify] [--raw] [--json]
-        [--name TYPE.N] [--vs-crc] [--shards S | --server-tokio-mt W]
-        [--foreign-sends] [--server-hand-out] [--transport tcp|uring]
-        [--raw-only] [--server-pid PID] [SECURITY OPTIONS]
-      MOSDOp writes of SIZE bytes (default 4096), DEPTH in flight (16) on
-      each of CONNS connections (1), for S seconds (5) or N messages; replies
-      awaited. Without --connect, a server runs in this process on loopback.
-      --verify checks every reply (tid, data checksum) and counts lost,
-      duplicated and reordered messages. --raw first runs the same pattern
-      over plain TCP: the baseline, in the same run. --vs-crc first runs the
-      same bench in crc mode and reports this mode against it (and both
-      handshake times). --json prints one object. The in-process server
-      runs on S shards (default: the cores this process may use), or with
-      --server-tokio-mt on one shard in tokio's multi-threaded runtime of W
-      workers; each client connection is a one-shard messenger of its own.
-      --foreign-sends: requests are sent from a thread of their own rather
-      than from the dispatcher that took the reply. --server-hand-out: one
-      listener hands connections to the server's shards in turn (rather
-      than every shard accepting on the port, SO_REUSEPORT). --transport
-      uring: both sides move bytes through io_uring (default tcp: epoll).
-      --raw-only runs only the raw TCP pattern, against --connect's address
-      (a msgr serve --raw) when given. A timed run also reports its steady
-      part (from a second after every connection's first reply to a second
-      before the end: msgs/s and CPU per message without the handshakes),
-      with the CPU of the server process --server-pid when given.
-
-  serve --bind ADDR [--name osd.0] [--nonce N] [--policy P] [--shards S]
-        [--inject-socket-failures N] [--rev0] [--stats SECONDS] [--duration S]
-        [--transport tcp|uring] [--raw] [--admin-socket PATH]
-        [--admin_socket_mode MODE] [SECURITY OPTIONS]
-      Answers MOSDOp with MOSDOpReply and MPing with MPing on each ADDR
-      (msgr2 on v2:IP:PORT, msgr1 on v1:IP:PORT; --bind repeats; a bare
-      IP:PORT binds as a Ceph daemon does, [v2:IP:PORT,v1:IP:PORT+1], under
-      --ms_bind_msgr2 / --ms_bind_msgr1, CEPH_ARGS or ceph.conf), on S shards
-      (threads pinned to cores; default: the cores this process may use),
-      moving bytes through epoll (tcp, the default) or io_uring. --raw
-      serves bench's raw TCP pattern instead, on one thread (the baseline
-      for msgr bench --raw-only --connect). --admin-socket PATH answers
-      Ceph's admin socket protocol there (ceph --admin-daemon PATH perf
-      dump | perf schema | messenger dump client | config show | help),
-      the file's mode from admin_socket_mode (octal, e.g. 0660; also from
-      CEPH_ARGS or ceph.conf), 0600 (its owner only) when unset.
-      --stats prints the messenger's counters every SECONDS.
-
-Security options (serve and bench):
-  --auth none|cephx   --keyring FILE   --mode crc|secure
-  --compress none|force   --compress-algorithms snappy,zlib,zstd,lz4
-  With cephx, the keyring holds the client's key [client.admin] and the
-  service secret [osd.] a monitor would hold; serve writes a new one if
-  FILE does not exist, the in-process bench makes a temporary one. serve
-  grants compression to any peer that asks; a bench client asks OSDs.
-
-  ping ADDR|osd.N [CLUSTER OPTIONS] [--count N] [--interval MS] [--rev0]
-       [--tell JSON]
-      KEEPALIVE2 round trips to any peer, over msgr2 (learning its type
-      from its HELLO) or msgr1 (a v1: address, or --ms_bind_msgr2=false).
-      Without cluster options: auth none. With them (or CEPH_CONF /
-      CEPH_ARGS): service tickets from the monitors and a cephx authorizer,
-      as a Ceph client; OSDs may be named (osd.0), and an address without a
-      nonce is completed from the OSD map. --tell then sends the peer a
-      command (MCommand, as `ceph tell` does) and prints its reply.
-
-  mon [CLUSTER OPTIONS] [--json] status | monmap | command JSON
-      Connects to the cluster's monitors like the ceph CLI (hunting,
-      cephx or none, monmap), then prints the cluster status (fsid, health,
-      monitors, OSDs), the monmap, or the reply to any monitor command,
-      e.g. command '{\"prefix\": \"osd dump\", \"format\": \"json\"}'.
-
-Cluster options (as the ceph CLI's; CEPH_ARGS and CEPH_CONF are read too):
-  -c/--conf FILE  -n/--name TYPE.ID  --id ID  -k/--keyring FILE
-  -m/--mon-host ADDRS  --cluster NAME  --mode crc|secure  --rev0
-  --auth-none-fallback  (with a key, still accept a monitor that offers
-                         only auth none; off by default: an attacker on
-                         the path could force it)
-
-  osd map POOL OBJ [NSPACE] | osd map POOL --objects FILE
-          [CLUSTER OPTIONS] [-f plain|json|json-pretty]
-      Where objects live, computed here from the OSD map the monitors send
-      (CRUSH, upmaps, primary affinity, pg_temp), printed as ceph osd map
-      prints it. --objects places every line of FILE (NAME, or
-      NSPACE<TAB>NAME) against one map.
-
-  rados -p POOL [-N NSPACE] [CLUSTER OPTIONS] put OBJ FILE|- | get OBJ FILE|-
-        | stat OBJ | rm OBJ... | ls [--all] | setxattr OBJ NAME VALUE
-        | getxattr OBJ NAME | listxattr OBJ | rmxattr OBJ NAME
-        | setomapval OBJ KEY VALUE | listomapkeys OBJ | rmomapkey OBJ KEY
-        | listomapvals OBJ (KEY<TAB>VALUE a line)
-        | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup]
-          [-f json]
-      The rados tool's commands on our RADOS client (objecter, OSD map,
-      CRUSH): put and get move whole objects in 4 MiB pieces, as rados does;
-      stat prints POOL/OBJ mtime TIME, size N; ls lists the namespace (or
-      all, NSPACE<TAB>NAME). bench writes and reads the objects rados bench
-      does (same names, contents and metadata object: each tool reads what
-      the other wrote), printing what it prints.
-
-  crush -i MAP --test --show-mappings [--rule R] [--num-rep N | --min-rep N
-        --max-rep N] [--min-x X] [--max-x X | --x X] [--weight DEV W]
-        [--pool-id P]
-      Maps inputs through a CRUSH map (crushtool -o, ceph osd getcrushmap)
-      with our mapper, printing what crushtool --test --show-mappings
-      prints: CRUSH rule R x X [a,b,c].
-
-  decode CAPTURE [--json] [--keys FILE]
-      Print every msgr2 frame of a pcap/pcapng capture, per connection and
-      direction. --json prints one JSON object per line. --keys names a file
-      of connection secrets for secure-mode connections, one per line:
-        CLIENT_IP:PORT SERVER_IP:PORT SECRET_HEX
-        conn=N SECRET_HEX
-      (# starts a comment). Exit status 0 when every stream decoded cleanly,
-      1 when some stream had a problem (reported inline), 2 on usage errors.
-
-Logs (stderr): --debug-ms N anywhere (Ceph's debug_ms: 0 warnings, 1 every
-message and fault, 5 handshakes and state changes, 20 all), else debug_ms
-in CEPH_ARGS or ceph.conf; RUST_LOG overrides both.
-
-Policies: lossy-client, lossless-client, stateless-server,
-stateless-registered-server, stateful-server, lossless-peer,
-lossless-peer-reuse. Addresses: v2:IP:PORT[/NONCE].
-";
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Ceph's messenger options taken from the command line, in order.
+type MsOptions = Vec<(String, Option<String>)>;
 
 fn main() -> ExitCode {
     match run() {
@@ -168,43 +51,46 @@ fn main() -> ExitCode {
 fn run() -> Res<ExitCode> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let debug_ms = msgr_cli::logging::take_debug_ms(&mut args);
-    msgr_cli::logging::init(debug_ms)?;
-    let mut parser = lexopt::Parser::from_iter(args);
-    let command = match parser.next()? {
-        Some(Value(v)) => v.string()?,
-        Some(Long("help") | Short('h')) | None => {
-            out!("{USAGE}");
+    let ms = msgr_cli::args::take_ms_options(&mut args);
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help goes to stdout (exit 0), mistakes to stderr (exit 2).
+            if e.use_stderr() {
+                eprint!("{e}");
+                return Ok(ExitCode::from(2));
+            }
+            out!("{e}");
             return Ok(ExitCode::SUCCESS);
         }
-        Some(other) => return Err(other.unexpected().into()),
     };
-    if matches!(command.as_str(), "bench" | "serve") {
+    msgr_cli::logging::init(debug_ms)?;
+    let Some(command) = cli.command else {
+        let help = <Cli as clap::CommandFactory>::command().render_help();
+        out!("{help}");
+        return Ok(ExitCode::SUCCESS);
+    };
+    if matches!(command, Command::Bench(_) | Command::Serve(_)) {
         // Thousands of connections: as many files as the hard limit allows
         // (a limit it cannot raise is left as it is).
         let _ = msgr_sys::raise_fd_limit();
     }
-    match command.as_str() {
-        "decode" => decode(parser),
-        "crush" => crush(parser),
-        "bench" => bench(parser),
-        "serve" => serve(parser),
-        "ping" => ping(parser),
-        "mon" => mon(parser),
-        "osd" => osd(parser),
-        "rados" => rados(parser),
-        other => Err(format!("unknown command {other:?}\n\n{USAGE}").into()),
+    let no_ms = |command: &str| -> Res<()> {
+        match ms.first() {
+            Some((flag, _)) => Err(format!("{command}: unexpected option {flag}").into()),
+            None => Ok(()),
+        }
+    };
+    match command {
+        Command::Decode(a) => no_ms("decode").and_then(|()| decode(a)),
+        Command::Crush(a) => no_ms("crush").and_then(|()| crush(a)),
+        Command::Bench(a) => no_ms("bench").and_then(|()| bench(a)),
+        Command::Serve(a) => serve(a, ms),
+        Command::Ping(a) => ping(a, ms),
+        Command::Mon(a) => mon(a, ms),
+        Command::Osd(a) => osd(a, ms),
+        Command::Rados(a) => rados(a, ms),
     }
-}
-
-/// The next option as an owned `-x` / `--long` string (no positional
-/// arguments are expected).
-fn next_flag(parser: &mut lexopt::Parser) -> Res<Option<String>> {
-    Ok(match parser.next()? {
-        None => None,
-        Some(Short(c)) => Some(format!("-{c}")),
-        Some(Long(l)) => Some(format!("--{l}")),
-        Some(Value(v)) => return Err(format!("unexpected argument {v:?}").into()),
-    })
 }
 
 fn runtime() -> Res<tokio::runtime::Runtime> {
@@ -214,80 +100,80 @@ fn runtime() -> Res<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn parse<T: std::str::FromStr>(parser: &mut lexopt::Parser) -> Res<T>
-where
-    T::Err: std::fmt::Display,
-{
-    let v: String = parser.value()?.string()?;
-    v.parse::<T>().map_err(|e| format!("{v:?}: {e}").into())
+/// The options of `valued` that were given, then the messenger options
+/// `ms`, in order: each flag with its value, or the error of a flag
+/// given none.
+fn given_options<const N: usize>(
+    valued: [(&'static str, Option<String>); N],
+    ms: MsOptions,
+) -> impl Iterator<Item = (String, Result<String, String>)> {
+    valued
+        .into_iter()
+        .filter_map(|(flag, v)| Some((flag.to_string(), Some(v?))))
+        .chain(ms)
+        .map(|(flag, v)| {
+            let v = v.ok_or_else(|| format!("{flag} needs a value"));
+            (flag, v)
+        })
 }
 
-fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
+/// The cluster options as Ceph's option table takes them (with the
+/// messenger options `ms`), and whether any but `--rev0` was given.
+fn cluster(a: ClusterArgs, ms: MsOptions) -> Res<(ClusterOpts, bool)> {
+    let mut opts = ClusterOpts::default();
+    let mut given = false;
+    let valued = [
+        ("--conf", a.conf),
+        ("--name", a.name),
+        ("--id", a.id),
+        ("--keyring", a.keyring),
+        ("--mon-host", a.mon_host),
+        ("--cluster", a.cluster),
+    ];
+    for (flag, value) in given_options(valued, ms) {
+        given = true;
+        opts.take(&flag, || value.clone())?;
+    }
+    opts.mode = a.mode;
+    given |= a.mode.is_some() || a.auth_none_fallback;
+    opts.rev0 = a.rev0;
+    opts.auth_none_fallback = a.auth_none_fallback;
+    Ok((opts, given))
+}
+
+fn bench(a: BenchArgs) -> Res<ExitCode> {
     let mut o = BenchOpts {
-        connect: None,
-        size: 4096,
-        depth: 16,
-        conns: 1,
-        duration: None,
-        count: None,
-        net: NetOpts::default(),
-        server_net: NetOpts {
-            policy: msgr_protocol::PolicyName::StatelessServer,
+        connect: a.connect,
+        size: a.size,
+        depth: a.depth.max(1),
+        conns: a.conns.max(1),
+        duration: a.duration.map(Duration::from_secs_f64),
+        count: a.count,
+        net: NetOpts {
+            policy: a.policy,
+            inject_socket_failures: a.inject_socket_failures,
+            rev1: !a.rev0,
+            uring: a.transport,
             ..Default::default()
         },
-        name: None,
-        vs_crc: false,
-        verify: false,
-        raw: false,
-        raw_only: false,
-        json: false,
-        server_workers: None,
-        foreign_sends: false,
-        server_pid: None,
+        server_net: NetOpts {
+            policy: msgr_protocol::PolicyName::StatelessServer,
+            shards: a.shards.map(|s| s.max(1)),
+            hand_out: a.server_hand_out,
+            uring: a.transport,
+            ..Default::default()
+        },
+        name: a.name,
+        vs_crc: a.vs_crc,
+        verify: a.verify,
+        raw: a.raw,
+        raw_only: a.raw_only,
+        json: a.json,
+        server_workers: a.server_tokio_mt.map(|w| w.max(1)),
+        foreign_sends: a.foreign_sends,
+        server_pid: a.server_pid,
     };
-    let mut server_policy_set = false;
-    let mut sec = msgr_cli::security::SecurityOpts::default();
-    while let Some(flag) = next_flag(&mut parser)? {
-        if sec.take(&flag, &mut parser)? {
-            continue;
-        }
-        match flag.as_str() {
-            "--policy" => o.net.policy = parse(&mut parser)?,
-            "--inject-socket-failures" => o.net.inject_socket_failures = parse(&mut parser)?,
-            "--rev0" => o.net.rev1 = false,
-            "--connect" => o.connect = Some(parse::<EntityAddrvec>(&mut parser)?),
-            "--name" => o.name = Some(parse(&mut parser)?),
-            "--size" => o.size = parse(&mut parser)?,
-            "--depth" => o.depth = parse::<usize>(&mut parser)?.max(1),
-            "--conns" => o.conns = parse::<usize>(&mut parser)?.max(1),
-            "--shards" => o.server_net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
-            "--foreign-sends" => o.foreign_sends = true,
-            "--server-hand-out" => o.server_net.hand_out = true,
-            "--transport" => {
-                let uring = msgr_cli::common::parse_transport(&parser.value()?.string()?)?;
-                (o.net.uring, o.server_net.uring) = (uring, uring);
-            }
-            "--server-tokio-mt" => o.server_workers = Some(parse::<usize>(&mut parser)?.max(1)),
-            "--duration" => o.duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
-            "--count" => o.count = Some(parse(&mut parser)?),
-            "--server-policy" => {
-                o.server_net.policy = parse(&mut parser)?;
-                server_policy_set = true;
-            }
-            "--verify" => o.verify = true,
-            "--raw" => o.raw = true,
-            "--raw-only" => o.raw_only = true,
-            "--server-pid" => o.server_pid = Some(parse(&mut parser)?),
-            "--vs-crc" => o.vs_crc = true,
-            "--json" => o.json = true,
-            "--help" | "-h" => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(format!("unexpected option {other}").into()),
-        }
-    }
-    let security = sec.resolve(false)?;
+    let security = SecurityOpts::from_args(a.security)?.resolve(false)?;
     o.net.security = security.clone();
     // The in-process server allows both modes: the client chooses.
     o.server_net.security = msgr_cli::security::Security {
@@ -300,8 +186,12 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
     }
     // The in-process server mirrors the client: a lossless client gets a
     // stateful server (so sessions survive faults), a lossy one a stateless.
-    if !server_policy_set && !o.net.policy.policy().lossy {
-        o.server_net.policy = msgr_protocol::PolicyName::StatefulServer;
+    match a.server_policy {
+        Some(p) => o.server_net.policy = p,
+        None if !o.net.policy.policy().lossy => {
+            o.server_net.policy = msgr_protocol::PolicyName::StatefulServer
+        }
+        None => {}
     }
     o.server_net.inject_socket_failures = o.net.inject_socket_failures;
     o.server_net.rev1 = o.net.rev1;
@@ -325,75 +215,41 @@ fn bench(mut parser: lexopt::Parser) -> Res<ExitCode> {
     })
 }
 
-fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut binds: Vec<String> = Vec::new();
+fn serve(a: ServeArgs, ms: MsOptions) -> Res<ExitCode> {
+    // ms_bind_msgr1 / ms_bind_msgr2 for a bare --bind IP:PORT,
+    // admin_socket_mode for --admin-socket, and a ceph.conf to read them
+    // from, as a daemon takes them.
     let mut conf = msgr_config::ConfigOptions::default();
-    let mut name: EntityName = "osd.0".parse()?;
-    let mut nonce = 0u32;
-    let mut net = NetOpts {
-        policy: msgr_protocol::PolicyName::StatelessServer,
+    let valued = [
+        ("--conf", a.conf),
+        ("--admin_socket_mode", a.admin_socket_mode),
+    ];
+    for (flag, value) in given_options(valued, ms) {
+        conf.take(&flag, &mut std::iter::once(value?))?;
+    }
+    let net = NetOpts {
+        policy: a.policy,
+        inject_socket_failures: a.inject_socket_failures,
+        rev1: !a.rev0,
+        security: SecurityOpts::from_args(a.security)?.resolve(true)?,
+        compress_all_peers: true,
+        shards: a.shards.map(|s| s.max(1)),
+        uring: a.transport,
         ..Default::default()
     };
-    let mut interval = None;
-    let mut duration = None;
-    let mut raw = false;
-    let mut admin = None;
-    let mut sec = msgr_cli::security::SecurityOpts::default();
-    while let Some(flag) = next_flag(&mut parser)? {
-        if sec.take(&flag, &mut parser)? {
-            continue;
-        }
-        match flag.as_str() {
-            "--policy" => net.policy = parse(&mut parser)?,
-            "--inject-socket-failures" => net.inject_socket_failures = parse(&mut parser)?,
-            "--rev0" => net.rev1 = false,
-            // Repeated, the addresses add up: `--bind v2:IP:P --bind v1:IP:Q`
-            // listens for both protocols and advertises both.
-            "--bind" => binds.push(parser.value()?.string()?),
-            // ms_bind_msgr1 / ms_bind_msgr2 for a bare --bind IP:PORT,
-            // admin_socket_mode for --admin-socket, and a ceph.conf to read
-            // them from, as a daemon takes them.
-            f if f.starts_with("--ms_")
-                || f.starts_with("--ms-")
-                || f == "--admin_socket_mode"
-                || f == "--admin-socket-mode"
-                || f == "-c"
-                || f == "--conf" =>
-            {
-                let v = msgr_cli::common::option_value(&mut parser)?;
-                conf.take(f, &mut std::iter::once(v))?;
-            }
-            "--name" => name = parse(&mut parser)?,
-            "--nonce" => nonce = parse(&mut parser)?,
-            "--shards" => net.shards = Some(parse::<usize>(&mut parser)?.max(1)),
-            "--transport" => {
-                net.uring = msgr_cli::common::parse_transport(&parser.value()?.string()?)?
-            }
-            "--stats" => interval = Some(Duration::from_secs_f64(parse(&mut parser)?)),
-            "--raw" => raw = true,
-            "--admin-socket" => admin = Some(std::path::PathBuf::from(parser.value()?)),
-            "--duration" => duration = Some(Duration::from_secs_f64(parse(&mut parser)?)),
-            "--help" | "-h" => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(format!("unexpected option {other}").into()),
-        }
-    }
-    net.security = sec.resolve(true)?;
-    net.compress_all_peers = true;
-    if binds.is_empty() {
-        return Err("serve needs --bind v2:IP:PORT (or v1:IP:PORT for msgr1, or IP:PORT)".into());
-    }
-    let admin = match admin {
+    let interval = a.stats.map(Duration::from_secs_f64);
+    let duration = a.duration.map(Duration::from_secs_f64);
+    let admin = match a.admin_socket {
         Some(path) => Some((
             path,
-            msgr_cli::serve::admin_socket_options(conf.clone(), &name)?,
+            msgr_cli::serve::admin_socket_options(conf.clone(), &a.name)?,
         )),
         None => None,
     };
-    let (msgr1, msgr2) = msgr_cli::serve::bind_protocols(conf, &name)?;
-    let bind = msgr_cli::serve::bind_addrs(&binds, msgr1, msgr2)?;
+    let (msgr1, msgr2) = msgr_cli::serve::bind_protocols(conf, &a.name)?;
+    // Repeated, the addresses add up: `--bind v2:IP:P --bind v1:IP:Q`
+    // listens for both protocols and advertises both.
+    let bind = msgr_cli::serve::bind_addrs(&a.bind, msgr1, msgr2)?;
     // One thread: with one shard the messenger runs here, in crimson's
     // model (a shard is a thread; tokio's work-stealing runtime would move
     // its connections' tasks between threads); with more, the shards are
@@ -401,7 +257,7 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    if raw {
+    if a.raw {
         let addr = bind
             .0
             .first()
@@ -410,53 +266,25 @@ fn serve(mut parser: lexopt::Parser) -> Res<ExitCode> {
         rt.block_on(msgr_cli::serve::run_raw(addr, interval, duration))?;
     } else {
         rt.block_on(msgr_cli::serve::run(
-            bind, name, nonce, net, interval, duration, admin,
+            bind, a.name, a.nonce, net, interval, duration, admin,
         ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut cluster = msgr_cli::identity::ClusterOpts::default();
-    let mut used_cluster_opts = false;
-    let mut target: Option<String> = None;
-    let mut count = 3u32;
-    let mut interval = Duration::from_millis(200);
-    let mut tell = None;
-    while let Some(arg) = parser.next()? {
-        let flag = match arg {
-            Value(v) if target.is_none() => {
-                target = Some(v.string()?);
-                continue;
-            }
-            Value(v) => return Err(format!("unexpected argument {:?}", v).into()),
-            Short(c) => format!("-{c}"),
-            Long(l) => format!("--{l}"),
-        };
-        if cluster.take(&flag, || msgr_cli::common::option_value(&mut parser))? {
-            used_cluster_opts |= flag != "--rev0";
-            continue;
-        }
-        match flag.as_str() {
-            "--count" => count = parse(&mut parser)?,
-            "--interval" => interval = Duration::from_millis(parse(&mut parser)?),
-            "--tell" => tell = Some(parser.value()?.string()?),
-            "--help" | "-h" => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(format!("unexpected option {other}").into()),
-        }
-    }
-    let target = target.ok_or("ping needs an address (or, with a cluster, osd.N)")?;
+fn ping(a: PingArgs, ms: MsOptions) -> Res<ExitCode> {
+    let (cluster, used_cluster_opts) = cluster(a.cluster, ms)?;
+    let target = a
+        .target
+        .ok_or("ping needs an address (or, with a cluster, osd.N)")?;
     let with_cluster = used_cluster_opts
         || std::env::var_os("CEPH_CONF").is_some()
         || std::env::var_os("CEPH_ARGS").is_some();
     let o = msgr_cli::ping::PingOpts {
         target,
-        count: count.max(1),
-        interval,
-        tell,
+        count: a.count.max(1),
+        interval: Duration::from_millis(a.interval),
+        tell: a.tell,
         rev1: !cluster.rev0,
         cluster: with_cluster.then_some(cluster),
     };
@@ -479,31 +307,19 @@ fn ping(mut parser: lexopt::Parser) -> Res<ExitCode> {
     }
 }
 
-fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut path = None;
-    let mut json = false;
-    let mut keys = msgr_cli::inspect::KeyLog::default();
-    while let Some(arg) = parser.next()? {
-        match arg {
-            Long("json") => json = true,
-            Long("keys") => {
-                let file: String = parser.value()?.string()?;
-                let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
-                keys = msgr_cli::inspect::KeyLog::parse(&text)?;
-            }
-            Value(v) if path.is_none() => path = Some(v.string()?),
-            Long("help") | Short('h') => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(other.unexpected().into()),
+fn decode(a: DecodeArgs) -> Res<ExitCode> {
+    let keys = match &a.keys {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+            msgr_inspect::KeyLog::parse(&text)?
         }
-    }
-    let path = path.ok_or("decode needs a capture file")?;
+        None => msgr_inspect::KeyLog::default(),
+    };
+    let path = a.capture.ok_or("decode needs a capture file")?;
     let capture = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary = msgr_cli::decode_cmd::decode(&capture, &keys, json, &mut out)?;
+    let summary = msgr_inspect::decode::decode(&capture, &keys, a.json, &mut out)?;
     Ok(if summary.problems == 0 {
         ExitCode::SUCCESS
     } else {
@@ -511,55 +327,45 @@ fn decode(mut parser: lexopt::Parser) -> Res<ExitCode> {
     })
 }
 
-fn crush(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut path = None;
+fn crush(a: CrushArgs) -> Res<ExitCode> {
     let mut t = msgr_cli::crush_cmd::CrushTest {
         max_x: 1023,
         min_rep: 1,
         max_rep: 1,
+        rule: a.rule,
+        pool_id: a.pool_id,
         ..Default::default()
     };
-    let (mut test, mut show) = (false, false);
-    while let Some(arg) = parser.next()? {
-        let num = |p: &mut lexopt::Parser| -> Res<i64> {
-            let v: String = p.value()?.string()?;
-            v.parse().map_err(|_| format!("{v}: not a number").into())
-        };
-        match arg {
-            Short('i') | Long("infn") => path = Some(parser.value()?.string()?),
-            Long("test") => test = true,
-            Long("show-mappings") => show = true,
-            Long("min-x") => t.min_x = i32::try_from(num(&mut parser)?)?,
-            Long("max-x") => t.max_x = i32::try_from(num(&mut parser)?)?,
-            Long("x") => {
-                t.min_x = i32::try_from(num(&mut parser)?)?;
-                t.max_x = t.min_x;
-            }
-            Long("rule") => t.rule = Some(usize::try_from(num(&mut parser)?)?),
-            Long("num-rep") => {
-                t.min_rep = usize::try_from(num(&mut parser)?)?;
-                t.max_rep = t.min_rep;
-            }
-            Long("min-rep") => t.min_rep = usize::try_from(num(&mut parser)?)?,
-            Long("max-rep") => t.max_rep = usize::try_from(num(&mut parser)?)?,
-            Long("pool-id") => t.pool_id = Some(num(&mut parser)?),
-            Long("weight") | Short('w') => {
-                let dev = usize::try_from(num(&mut parser)?)?;
-                let w: String = parser.value()?.string()?;
-                let w: f64 = w.parse().map_err(|_| format!("{w}: not a weight"))?;
-                t.weights.insert(dev, w);
-            }
-            Long("help") | Short('h') => {
-                out!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => return Err(other.unexpected().into()),
-        }
+    if let Some(x) = a.min_x {
+        t.min_x = x;
     }
-    if !(test && show) {
+    if let Some(x) = a.max_x {
+        t.max_x = x;
+    }
+    if let Some(x) = a.x {
+        (t.min_x, t.max_x) = (x, x);
+    }
+    if let Some(n) = a.num_rep {
+        (t.min_rep, t.max_rep) = (n, n);
+    }
+    if let Some(n) = a.min_rep {
+        t.min_rep = n;
+    }
+    if let Some(n) = a.max_rep {
+        t.max_rep = n;
+    }
+    for pair in a.weight.chunks(2) {
+        let [dev, w] = pair else {
+            return Err("--weight needs DEV and W".into());
+        };
+        let dev: usize = dev.parse().map_err(|_| format!("{dev}: not a number"))?;
+        let w: f64 = w.parse().map_err(|_| format!("{w}: not a weight"))?;
+        t.weights.insert(dev, w);
+    }
+    if !(a.test && a.show_mappings) {
         return Err("crush: only --test --show-mappings is implemented".into());
     }
-    let path = path.ok_or("crush needs -i MAP")?;
+    let path = a.map.ok_or("crush needs -i MAP")?;
     let data = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
     let map = msgr_crush::CrushMap::decode(&data).map_err(|e| format!("{path}: {e}"))?;
     let stdout = std::io::stdout();
@@ -569,103 +375,53 @@ fn crush(mut parser: lexopt::Parser) -> Res<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn osd(mut parser: lexopt::Parser) -> Res<ExitCode> {
+fn osd(a: OsdArgs, ms: MsOptions) -> Res<ExitCode> {
     use msgr_cli::osd::{Format, ObjectName};
-    let mut format = Format::Plain;
-    let mut objects_file: Option<String> = None;
-    let Some((opts, words)) = cluster_command(&mut parser, |flag, p| {
-        match flag {
-            "-f" | "--format" => format = Format::parse(&p.value()?.string()?)?,
-            "--objects" => objects_file = Some(p.value()?.string()?),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?
-    else {
-        return Ok(ExitCode::SUCCESS);
-    };
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let format = Format::parse(&a.format)?;
+    let (opts, _) = cluster(a.cluster, ms)?;
+    let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
     let one = |name: &str, nspace: &str| ObjectName {
         nspace: nspace.to_string(),
         name: name.to_string(),
     };
-    let (pool, objects) = match (words.as_slice(), &objects_file) {
-        (["map", pool], Some(file)) => {
-            let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
-            (*pool, msgr_cli::osd::parse_objects(&text))
-        }
-        (["map", pool, obj], None) => (*pool, vec![one(obj, "")]),
-        (["map", pool, obj, ns], None) => (*pool, vec![one(obj, ns)]),
-        _ => {
-            return Err(format!(
-                "osd: expected map POOL OBJ [NSPACE] or map POOL --objects FILE\n\n{USAGE}"
-            )
-            .into())
-        }
-    };
+    let (pool, objects) =
+        match (words.as_slice(), &a.objects) {
+            (["map", pool], Some(file)) => {
+                let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+                (*pool, msgr_cli::osd::parse_objects(&text))
+            }
+            (["map", pool, obj], None) => (*pool, vec![one(obj, "")]),
+            (["map", pool, obj, ns], None) => (*pool, vec![one(obj, ns)]),
+            _ => return Err(
+                "osd: expected map POOL OBJ [NSPACE] or map POOL --objects FILE (msgr osd --help)"
+                    .into(),
+            ),
+        };
     printing("osd", msgr_cli::osd::map(&opts, pool, &objects, format), 2)
 }
 
-fn rados(mut parser: lexopt::Parser) -> Res<ExitCode> {
-    let mut pool: Option<String> = None;
-    let mut nspace = String::new();
-    let mut cmd_opts = msgr_cli::rados_cmd::CmdOpts::default();
-    let Some((opts, words)) = cluster_command(&mut parser, |flag, p| {
-        match flag {
-            "-p" | "--pool" => pool = Some(p.value()?.string()?),
-            "-N" | "--namespace" => nspace = p.value()?.string()?,
-            "--all" => cmd_opts.all = true,
-            "-t" | "--concurrent-ios" => cmd_opts.concurrency = p.value()?.parse()?,
-            "-b" | "--block-size" => cmd_opts.op_size = parse_size(&p.value()?.string()?)?,
-            "--no-cleanup" => cmd_opts.no_cleanup = true,
-            "-f" | "--format" => cmd_opts.json = p.value()?.string()? == "json",
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?
-    else {
-        return Ok(ExitCode::SUCCESS);
+fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
+    let mut cmd_opts = msgr_cli::rados_cmd::CmdOpts {
+        all: a.all,
+        no_cleanup: a.no_cleanup,
+        json: a.format.as_deref() == Some("json"),
+        ..Default::default()
     };
-    let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&words, &cmd_opts)
-        .map_err(|e| format!("rados: {e}\n\n{USAGE}"))?;
-    let pool = pool.ok_or("rados: -p POOL is needed")?;
+    if let Some(n) = a.concurrent_ios {
+        cmd_opts.concurrency = n;
+    }
+    if let Some(n) = a.block_size {
+        cmd_opts.op_size = n;
+    }
+    let (opts, _) = cluster(a.cluster, ms)?;
+    let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&a.words, &cmd_opts)
+        .map_err(|e| format!("rados: {e} (msgr rados --help)"))?;
+    let pool = a.pool.ok_or("rados: -p POOL is needed")?;
     printing(
         "rados",
-        msgr_cli::rados_cmd::run(&opts, &pool, &nspace, &cmd),
+        msgr_cli::rados_cmd::run(&opts, &pool, &a.namespace, &cmd),
         1,
     )
-}
-
-/// The cluster options and the words of a command that talks to a
-/// cluster; `own` takes the command's own flags (false: not one of them).
-/// `None` when `--help` was asked for (and printed).
-fn cluster_command(
-    parser: &mut lexopt::Parser,
-    mut own: impl FnMut(&str, &mut lexopt::Parser) -> Res<bool>,
-) -> Res<Option<(msgr_cli::identity::ClusterOpts, Vec<String>)>> {
-    let mut opts = msgr_cli::identity::ClusterOpts::default();
-    let mut words: Vec<String> = Vec::new();
-    while let Some(arg) = parser.next()? {
-        let flag = match arg {
-            Value(v) => {
-                words.push(v.string()?);
-                continue;
-            }
-            Short(c) => format!("-{c}"),
-            Long(l) => format!("--{l}"),
-        };
-        if opts.take(&flag, || msgr_cli::common::option_value(parser))? {
-            continue;
-        }
-        if flag == "--help" || flag == "-h" {
-            out!("{USAGE}");
-            return Ok(None);
-        }
-        if !own(&flag, parser)? {
-            return Err(format!("unexpected option {flag}").into());
-        }
-    }
-    Ok(Some((opts, words)))
 }
 
 /// Runs a command's work on a current-thread runtime: its text to
@@ -690,42 +446,20 @@ fn printing(
     }
 }
 
-/// `4096`, `4K`, `4M`: bytes, as rados takes `-b`.
-fn parse_size(s: &str) -> Res<usize> {
-    let (n, mul) = match s.char_indices().last() {
-        Some((i, 'K' | 'k')) => (&s[..i], 1 << 10),
-        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
-        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
-        _ => (s, 1),
-    };
-    Ok(n.parse::<usize>().map_err(|_| format!("{s}: not a size"))? * mul)
-}
-
-fn mon(mut parser: lexopt::Parser) -> Res<ExitCode> {
+fn mon(a: MonArgs, ms: MsOptions) -> Res<ExitCode> {
     use msgr_cli::mon::MonAction;
-    let mut as_json = false;
-    let Some((opts, words)) = cluster_command(&mut parser, |flag, _| {
-        as_json |= flag == "--json";
-        Ok(flag == "--json")
-    })?
-    else {
-        return Ok(ExitCode::SUCCESS);
-    };
-    let action = match words
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+    let (opts, _) = cluster(a.cluster, ms)?;
+    let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
+    let action = match words.as_slice() {
         ["status"] | [] => MonAction::Status,
         ["monmap"] => MonAction::Monmap,
         ["command", json] => MonAction::Command(json.to_string()),
-        _ => return Err(format!("mon: expected status, monmap or command JSON\n\n{USAGE}").into()),
+        _ => return Err("mon: expected status, monmap or command JSON (msgr mon --help)".into()),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match rt.block_on(msgr_cli::mon::run(&opts, action, as_json)) {
+    match rt.block_on(msgr_cli::mon::run(&opts, action, a.json)) {
         Ok(out) => {
             out!("{}", out.stdout);
             eprint!("{}", out.stderr);

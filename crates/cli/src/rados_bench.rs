@@ -12,44 +12,13 @@ use tokio::task::JoinSet;
 
 mod report;
 
-pub use report::g;
+pub use report::{g, BenchArgs, Mode, Totals};
 use report::{header, json_summary, max, mean, min, summary, Second, MIB};
 
 /// `BENCH_LASTRUN_METADATA`.
 const METADATA: &str = "benchmark_last_metadata";
 /// SEQUENTIAL_WRITE | SEQUENTIAL_READ | APPEND_ONLY | IMMUTABLE.
 const HINT_FLAGS: u32 = 0x35;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Write,
-    Seq,
-    Rand,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BenchArgs {
-    pub seconds: u64,
-    pub mode: Mode,
-    /// `-t`.
-    pub concurrency: usize,
-    /// `-b`.
-    pub op_size: usize,
-    pub cleanup: bool,
-    pub json: bool,
-}
-
-/// What a run measured.
-#[derive(Debug, Default)]
-pub struct Totals {
-    pub ops: u64,
-    pub seconds: f64,
-    pub lat: Vec<f64>,
-    bw_samples: Vec<f64>,
-    iops_samples: Vec<f64>,
-    /// The per-second rows (`--format json`'s `datas`).
-    seconds_rows: Vec<Second>,
-}
 
 fn hostname() -> String {
     let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();

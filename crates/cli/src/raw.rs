@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::Latencies;
-use crate::serve::ServeStats;
+use crate::workload::{Progress, ServeStats};
 
 const HEADER: usize = 12;
 
@@ -100,7 +100,7 @@ pub(crate) async fn run_client(
     depth: usize,
     count: Option<u64>,
     until: Option<Instant>,
-    progress: Arc<crate::bench::Progress>,
+    progress: Arc<Progress>,
 ) -> std::io::Result<RawResult> {
     let s = TcpStream::connect(addr).await?;
     s.set_nodelay(true)?;

@@ -33,39 +33,26 @@ pub struct SecurityOpts {
 }
 
 impl SecurityOpts {
-    /// Takes `flag` if it is one of ours, reading its value from `parser`.
-    pub fn take(&mut self, flag: &str, parser: &mut lexopt::Parser) -> Result<bool, String> {
-        let mut value = || crate::common::option_value(parser);
-        match flag {
-            "--auth" => {
-                self.cephx = match value()?.as_str() {
-                    "cephx" => true,
-                    "none" => false,
-                    other => return Err(format!("--auth {other:?}: none or cephx")),
-                }
-            }
-            "--keyring" | "-k" => self.keyring = Some(PathBuf::from(value()?)),
-            "--mode" => self.mode = Some(value()?.parse()?),
-            "--compress" => {
-                self.compress = match value()?.as_str() {
-                    "force" => true,
-                    "none" => false,
-                    other => return Err(format!("--compress {other:?}: none or force")),
-                }
-            }
-            "--compress-algorithms" => {
-                self.compress_algorithms = value()?
-                    .split([',', ' ', ';'])
-                    .filter(|s| !s.is_empty())
-                    .map(|a| {
-                        Algorithm::from_name(a)
-                            .ok_or_else(|| format!("unknown compression algorithm {a:?}"))
-                    })
-                    .collect::<Result<_, _>>()?;
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
+    /// The options as the command line gave them.
+    pub fn from_args(a: crate::args::SecurityArgs) -> Result<SecurityOpts, String> {
+        let compress_algorithms = match a.compress_algorithms {
+            None => Vec::new(),
+            Some(list) => list
+                .split([',', ' ', ';'])
+                .filter(|s| !s.is_empty())
+                .map(|name| {
+                    Algorithm::from_name(name)
+                        .ok_or_else(|| format!("unknown compression algorithm {name:?}"))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(SecurityOpts {
+            cephx: a.auth.as_deref() == Some("cephx"),
+            keyring: a.keyring,
+            mode: a.mode,
+            compress: a.compress.as_deref() == Some("force"),
+            compress_algorithms,
+        })
     }
 
     /// Checks the combination and loads (or makes) the keys.
@@ -244,7 +231,8 @@ mod tests {
     fn a_new_keyring_is_readable_by_its_owner_only() {
         use std::os::unix::fs::PermissionsExt;
         // A directory of the test's own: load() reads a keyring it finds.
-        let dir = crate::tempdir::PrivateDir::new("msgr-keyring-test").expect("a directory");
+        let dir =
+            msgr_admin::private_dir::PrivateDir::new("msgr-keyring-test").expect("a directory");
         let path = dir.join("keyring");
         let made = CephxKeys::load(&path, true).expect("a new keyring");
         let mode = std::fs::metadata(&path)

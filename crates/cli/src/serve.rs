@@ -2,41 +2,22 @@
 //! ceph_perf_msgr_server does; the reply's user_version carries the crc32c
 //! of the request's data, for `msgr bench --verify`) and MPing with MPing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName};
-use msgr_frames::crc::ceph_crc32c;
 use msgr_messages::{MOSDOp, MOSDOpReply, MPing, TypedMessage};
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
 use msgr_uring::TcpOrUring;
 
 use crate::common::{cpu_time, messenger, NetOpts};
-
-/// Counters of a server.
-#[derive(Debug, Default)]
-pub struct ServeStats {
-    pub ops: AtomicU64,
-    pub bytes: AtomicU64,
-    pub pings: AtomicU64,
-    pub other: AtomicU64,
-    pub connections: AtomicU64,
-}
+use crate::workload::{data_checksum, ServeStats, OP_FLAG_CHECKSUM};
 
 /// The server's dispatcher.
 pub struct OsdLike {
     pub stats: Arc<ServeStats>,
 }
-
-/// The checksum a reply carries for a request's data.
-pub fn data_checksum(data: &[u8]) -> u64 {
-    ceph_crc32c(0xffff_ffff, data) as u64
-}
-
-/// An op flag (outside the range Ceph uses) with which `msgr bench --verify`
-/// asks for the data checksum in the reply.
-pub const OP_FLAG_CHECKSUM: u32 = 1 << 31;
 
 impl Dispatcher for OsdLike {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use msgr_cli::tempdir::PrivateDir;
+use msgr_admin::private_dir::PrivateDir;
 
 const MSGR: &str = env!("CARGO_BIN_EXE_msgr");
 

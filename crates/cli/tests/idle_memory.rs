@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use msgr_auth::ConMode;
-use msgr_cli::idle::{client_net, hold, Server};
+use msgr_bench::idle::{client_net, hold, Server};
 
 const MSGR: &str = env!("CARGO_BIN_EXE_msgr");
 const TARGET_KIB: f64 = 8.0;

@@ -50,7 +50,7 @@ fn ping_and_bench_stop_when_the_server_refuses_our_ident() {
 fn ping_stops_when_the_server_refuses_our_authentication() {
     // serve writes a keyring there, or loads the one it finds: a directory
     // of the test's own.
-    let dir = msgr_cli::tempdir::PrivateDir::new("msgr-refused").expect("a directory");
+    let dir = msgr_admin::private_dir::PrivateDir::new("msgr-refused").expect("a directory");
     let keyring = dir.join("keyring");
     let keyring = keyring.to_str().expect("a UTF-8 path");
     let server = Server::start(&["--auth", "cephx", "--keyring", keyring]);

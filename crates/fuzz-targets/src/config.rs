@@ -32,8 +32,8 @@ pub fn config(data: &[u8]) {
             let _ = ConfigOptions::parse_ceph_args(text);
         }
         _ => {
-            if let Ok(v) = msgr_cli::json::parse(text) {
-                let again = msgr_cli::json::parse(&v.to_json()).expect("own output parses");
+            if let Ok(v) = msgr_admin::json::parse(text) {
+                let again = msgr_admin::json::parse(&v.to_json()).expect("own output parses");
                 assert_eq!(again.to_json(), v.to_json());
             }
         }

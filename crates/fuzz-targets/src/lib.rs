@@ -193,6 +193,6 @@ pub fn decompress(data: &[u8]) {
 /// A whole capture file through `msgr decode` (text or JSON output).
 pub fn capture(data: &[u8]) {
     let mut out = Vec::new();
-    let keys = msgr_cli::inspect::KeyLog::default();
-    let _ = msgr_cli::decode_cmd::decode(data, &keys, data.len() % 2 == 0, &mut out);
+    let keys = msgr_inspect::KeyLog::default();
+    let _ = msgr_inspect::decode::decode(data, &keys, data.len() % 2 == 0, &mut out);
 }

@@ -1,4 +1,4 @@
-//! Memory a server holds per idle connection (msgr_cli::idle): opens
+//! Memory a server holds per idle connection (msgr_bench::idle): opens
 //! connections to a server on loopback in steps, and after each prints the
 //! KiB the step's connections added to the server's resident memory, per
 //! connection.
@@ -20,7 +20,7 @@
 use std::path::PathBuf;
 
 use msgr_auth::ConMode;
-use msgr_cli::idle::{client_net, hold, Server, Step};
+use msgr_bench::idle::{client_net, hold, Server, Step};
 
 #[derive(Default)]
 struct Args {

@@ -1,10 +1,40 @@
-//! What `msgr rados bench` prints: the per-second table, the summary
-//! and the `--format json` document, as `rados bench` prints them
+//! What a `msgr rados bench` run is asked ([`BenchArgs`]) and measured
+//! ([`Totals`]), and what it prints of them: the per-second table, the
+//! summary and the `--format json` document, as `rados bench` prints them
 //! (src/common/obj_bencher.cc).
 
 use std::fmt::Write as _;
 
-use super::{BenchArgs, Mode, Totals};
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Write,
+    Seq,
+    Rand,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchArgs {
+    pub seconds: u64,
+    pub mode: Mode,
+    /// `-t`.
+    pub concurrency: usize,
+    /// `-b`.
+    pub op_size: usize,
+    pub cleanup: bool,
+    pub json: bool,
+}
+
+/// What a run measured.
+#[derive(Debug, Default)]
+pub struct Totals {
+    pub ops: u64,
+    pub seconds: f64,
+    pub lat: Vec<f64>,
+    pub(super) bw_samples: Vec<f64>,
+    pub(super) iops_samples: Vec<f64>,
+    /// The per-second rows (`--format json`'s `datas`).
+    pub(super) seconds_rows: Vec<Second>,
+}
 
 /// One second's row of the table (`status_printer`); `last_lat` None when
 /// nothing finished in that second.

@@ -295,13 +295,13 @@ fn more_seeds() {
 /// mode, and the first KiBs of each direction's stream (both footer forms:
 /// the captures' sessions have MSG_AUTH, mode bit 4).
 fn msgr1_seeds() {
-    use msgr_cli::inspect::v1::Event;
+    use msgr_inspect::v1::Event;
     for name in ["tentacle-v1-perf-msgr", "pacific-v1-rados-put-get"] {
         let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
         let mut streams: [Vec<u8>; 2] = Default::default();
         let mut n = 0;
-        msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
-            let msgr_cli::inspect::Record::Msgr1 {
+        msgr_inspect::analyze(&data, &Default::default(), |r| {
+            let msgr_inspect::Record::Msgr1 {
                 dir, event, raw, ..
             } = r
             else {
@@ -353,8 +353,8 @@ fn msgr1_seeds() {
 /// Calls `f` with every MESSAGE frame of capture `name` (testdata/captures).
 fn for_each_message(name: &str, mut f: impl FnMut(&msgr_frames::MessageFrame)) {
     let data = std::fs::read(format!("testdata/captures/{name}.pcap")).expect("capture");
-    msgr_cli::inspect::analyze(&data, &Default::default(), |r| {
-        if let msgr_cli::inspect::Record::Frame(frame) = r {
+    msgr_inspect::analyze(&data, &Default::default(), |r| {
+        if let msgr_inspect::Record::Frame(frame) = r {
             if let Ok(mf) = msgr_frames::MessageFrame::from_received(&frame.frame) {
                 f(&mf);
             }

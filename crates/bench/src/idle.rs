@@ -3,8 +3,8 @@
 //! once it is READY, a keepalive came back and one 4 KiB MOSDOp write was
 //! answered. After each step, once the connections have been idle for a
 //! while, the server's resident memory is read from /proc. Used by the
-//! `idle-conns` tool (msgr-bench) and by the test that holds 10000 idle
-//! connections.
+//! `idle-conns` tool and by msgr-cli's test that holds 10000 idle
+//! connections against `msgr serve`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,15 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_auth::ConMode;
-use msgr_encoding::{EntityAddrvec, EntityType};
+use msgr_admin::private_dir::PrivateDir;
+use msgr_auth::cephx::key_server::SERVICE_TICKET_TTL;
+use msgr_auth::cephx::{CephxClient, CephxProvider, KeyServer, Keyring};
+use msgr_auth::{AuthProvider, ConMode, NoneProvider, SystemRandom};
+use msgr_encoding::{AuthName, EntityAddrvec, EntityName, EntityType};
 use msgr_messages::{MOSDOp, TypedMessage, MSG_OSD_OPREPLY};
-use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
-use msgr_uring::TcpOrUring;
-
-use crate::common::{messenger, NetOpts};
-use crate::security::SecurityOpts;
-use crate::tempdir::PrivateDir;
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
+use msgr_protocol::{PolicyName, PolicySet};
+use msgr_transport::tcp::Tcp;
 
 /// How long connections sit idle before the server is measured: past the
 /// second after which a connection trims its queues (Timeouts::trim).
@@ -140,21 +140,74 @@ impl RunKeyring {
     }
 }
 
-/// Client settings for `mode`: secure mode authenticates with cephx from
-/// `keyring` (the server's).
-pub fn client_net(mode: ConMode, keyring: Option<&Path>) -> Result<NetOpts, String> {
-    let secure = mode == ConMode::SECURE;
-    let opts = SecurityOpts {
-        cephx: secure || keyring.is_some(),
-        keyring: keyring.map(Path::to_path_buf),
-        mode: Some(mode),
-        ..Default::default()
+/// How the measuring clients connect: in `mode`, with cephx when there is
+/// a keyring (the server's: the client's key and the service secret, from
+/// which each client mints its own ticket, as there is no monitor).
+pub struct ClientNet {
+    mode: ConMode,
+    keys: Option<Arc<KeyServer>>,
+}
+
+/// Client settings for `mode`: cephx with `keyring` (the server's) when
+/// given, which secure mode needs.
+pub fn client_net(mode: ConMode, keyring: Option<&Path>) -> Result<ClientNet, String> {
+    let keys = match keyring {
+        None if mode == ConMode::SECURE => {
+            return Err("secure mode needs cephx: the server's keyring (--keyring)".into())
+        }
+        None => None,
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let ring = Keyring::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            Some(Arc::new(KeyServer::new(ring)))
+        }
     };
-    Ok(NetOpts {
-        security: opts.resolve(false)?,
-        shards: Some(1),
-        ..Default::default()
-    })
+    Ok(ClientNet { mode, keys })
+}
+
+impl ClientNet {
+    /// The auth provider of client `me`: none, or cephx as `client.admin`
+    /// with an OSD ticket for `me`'s number minted from the service secret.
+    fn provider(&self, me: EntityName) -> Result<Arc<dyn AuthProvider>, String> {
+        let Some(keys) = &self.keys else {
+            return Ok(Arc::new(NoneProvider));
+        };
+        let principal = AuthName::client_admin();
+        let key = keys
+            .entity_key(&principal)
+            .ok_or("the keyring has no [client.admin] key")?;
+        let rng = Arc::new(SystemRandom);
+        let clock = msgr_auth::system_clock();
+        let now = clock();
+        let mut client = CephxClient::new(principal.clone(), key.clone(), rng.clone(), clock);
+        client.service_modes = vec![self.mode];
+        let gid = u64::try_from(me.num).map_err(|_| format!("{me}: a negative number"))?;
+        let osd = EntityType::OSD.0 as u32;
+        let ticket = keys
+            .mint(&principal, gid, osd, SERVICE_TICKET_TTL, now, &*rng)
+            .ok_or("the keyring has no [osd.] service secret to mint a ticket with")?;
+        client.install_ticket(EntityType::OSD, gid, ticket.client_ticket(now));
+        Ok(Arc::new(CephxProvider {
+            client: Some(Arc::new(client)),
+            server: None,
+        }))
+    }
+
+    /// A one-shard lossless client messenger named `me`.
+    fn messenger(
+        &self,
+        me: EntityName,
+        dispatcher: Arc<dyn Dispatcher>,
+    ) -> Result<Messenger<Tcp>, String> {
+        let mut o = Options::new(
+            me,
+            PolicySet::new(PolicyName::LosslessClient.policy()),
+            self.provider(me)?,
+        );
+        o.shards = 1;
+        Ok(Messenger::new(Tcp::default(), o, dispatcher))
+    }
 }
 
 /// The server's size after a step, and how long the step's connections
@@ -188,23 +241,21 @@ impl Dispatcher for Replies {
 /// or a write is not answered.
 pub async fn hold(
     server: &Server,
-    net: &NetOpts,
+    net: &ClientNet,
     steps: &[usize],
     mut each: impl FnMut(Step),
 ) -> Result<Vec<Step>, String> {
     let replies = Arc::new(Replies::default());
     let data = Bytes::from(vec![0x5a; 4096]);
-    let mut held: Vec<(Messenger<TcpOrUring>, Connection)> = Vec::new();
+    let mut held: Vec<(Messenger<Tcp>, Connection)> = Vec::new();
     let mut out = Vec::new();
     let result = async {
         for &n in steps {
             let from = held.len();
             let started = std::time::Instant::now();
             while held.len() < n {
-                let name = format!("client.{}", held.len() + 1)
-                    .parse()
-                    .map_err(|e| format!("{e}"))?;
-                let m = messenger(name, 0, net, replies.clone());
+                let name = EntityName::new(EntityType::CLIENT, held.len() as i64 + 1);
+                let m = net.messenger(name, replies.clone())?;
                 let c = m.connect(&server.addr, EntityType::OSD);
                 held.push((m, c));
             }

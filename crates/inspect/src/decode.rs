@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use crate::describe::{frame_fields, msgr1_fields};
-use crate::inspect::{analyze, KeyLog, Record};
-use crate::json::Object;
+use crate::{analyze, KeyLog, Record};
+use msgr_admin::json::Object;
 
 /// Counts of what a decode saw.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             server,
             roles_known,
         } => {
-            summary.connections += 1;
+            summary.connections = summary.connections.saturating_add(1);
             o.set("conn", *conn)
                 .set("event", "connection")
                 .set("client", client.to_string())
@@ -76,7 +76,7 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             )
         }
         Record::Frame(f) => {
-            summary.frames += 1;
+            summary.frames = summary.frames.saturating_add(1);
             let p = &f.frame.preamble;
             let lens: Vec<u32> = p.used().iter().map(|s| s.len).collect();
             o.set("protocol", "msgr2")
@@ -88,8 +88,11 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                 .set("segments", lens.clone())
                 .set("compressed", p.is_compressed());
             if p.is_compressed() {
-                let full: Vec<usize> = f.frame.segments[..f.frame.num_segments()]
+                let full: Vec<usize> = f
+                    .frame
+                    .segments
                     .iter()
+                    .take(f.frame.num_segments())
                     .map(|s| s.len())
                     .collect();
                 o.set("decompressed_segments", full);
@@ -109,8 +112,8 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                     ""
                 }
             );
-            for (k, v) in &o.0[fixed..] {
-                if matches!(v, crate::json::Value::Null) {
+            for (k, v) in o.0.iter().skip(fixed) {
+                if matches!(v, msgr_admin::json::Value::Null) {
                     continue;
                 }
                 line.push_str(&format!(" {k}={}", v.to_text()));
@@ -123,7 +126,7 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             event,
             raw,
         } => {
-            summary.frames += 1;
+            summary.frames = summary.frames.saturating_add(1);
             o.set("protocol", "msgr1")
                 .set("conn", *conn)
                 .set("dir", dir.short())
@@ -132,8 +135,8 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             let fixed = o.0.len();
             msgr1_fields(event, &mut o);
             let mut line = format!("conn {conn} {} msgr1 {}", dir.short(), event.tag_name());
-            for (k, v) in &o.0[fixed..] {
-                if matches!(v, crate::json::Value::Null) {
+            for (k, v) in o.0.iter().skip(fixed) {
+                if matches!(v, msgr_admin::json::Value::Null) {
                     continue;
                 }
                 line.push_str(&format!(" {k}={}", v.to_text()));
@@ -141,7 +144,7 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             line
         }
         Record::Encrypted { conn, dir, bytes } => {
-            summary.encrypted_chunks += 1;
+            summary.encrypted_chunks = summary.encrypted_chunks.saturating_add(1);
             o.set("protocol", "msgr2")
                 .set("conn", *conn)
                 .set("dir", dir.short())
@@ -154,7 +157,7 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             )
         }
         Record::Problem { conn, dir, problem } => {
-            summary.problems += 1;
+            summary.problems = summary.problems.saturating_add(1);
             if let Some(c) = conn {
                 o.set("conn", *c);
             }

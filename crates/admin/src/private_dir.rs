@@ -1,5 +1,5 @@
-//! Private temporary directories, for what a run makes for itself (a
-//! keyring, an admin socket). A fixed or guessable name in the shared
+//! Private directories, for what a program makes for itself (a keyring,
+//! an admin socket staged before it is linked into place). A fixed or guessable name in the shared
 //! temporary directory lets another local user put a file there first (a
 //! keyring whose keys they know, which `msgr serve --keyring` would load,
 //! or a symlink that a write follows); a directory made fresh under a

@@ -4,10 +4,10 @@
 
 use bytes::Bytes;
 use msgr_capture::{read_packets, write_pcap};
-use msgr_cli::decode_cmd::decode;
-use msgr_cli::inspect::v1::Event;
-use msgr_cli::inspect::{analyze, KeyLog, Record};
 use msgr_frames::v1::{write, Footer, Item, Tag};
+use msgr_inspect::decode::decode;
+use msgr_inspect::v1::Event;
+use msgr_inspect::{analyze, KeyLog, Record};
 
 const V1_CAPTURES: &[&str] = &[
     "pacific-v1-ceph-s",

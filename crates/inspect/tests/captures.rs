@@ -7,14 +7,14 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use msgr_capture::packet::{build_ipv4_tcp, flags};
 use msgr_capture::{write_pcap, Direction};
-use msgr_cli::decode_cmd::decode;
-use msgr_cli::inspect::{analyze, KeyLog, Problem, Record};
 use msgr_encoding::{EntityAddr, EntityType};
 use msgr_frames::banner::Banner;
 use msgr_frames::control::{con_mode, AuthDone, AuthRequest, AuthSignature, Hello};
 use msgr_frames::crypto::{Role, SecureKeys};
 use msgr_frames::message::{MessageFrame, MsgHeader2};
 use msgr_frames::{ControlFrame, FrameEncoder, Tag, WireQueue};
+use msgr_inspect::decode::decode;
+use msgr_inspect::{analyze, KeyLog, Problem, Record};
 
 const CAPTURES: &[&str] = &[
     "pacific-ceph-s",

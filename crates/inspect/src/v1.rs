@@ -150,7 +150,7 @@ impl Session {
                         },
                         raw,
                     );
-                    self.client = ClientStage::AwaitReply(self.connects.len() - 1);
+                    self.client = ClientStage::AwaitReply(self.connects.len().saturating_sub(1));
                 }
                 ClientStage::AwaitReply(n) => {
                     let Some(reply) = self.replies.get(*n) else {

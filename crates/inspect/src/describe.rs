@@ -7,7 +7,7 @@ use msgr_frames::control::{auth_method, con_mode};
 use msgr_frames::{ControlFrame, MessageFrame, Received, Tag};
 use msgr_messages::message_type_name;
 
-use crate::json::Object;
+use msgr_admin::json::Object;
 
 fn auth_method_name(m: u32) -> String {
     match m {
@@ -189,8 +189,8 @@ pub fn frame_fields(frame: &Received, o: &mut Object) {
 }
 
 /// The fields of an msgr1 event, appended to `o`.
-pub fn msgr1_fields(event: &crate::inspect::v1::Event, o: &mut Object) {
-    use crate::inspect::v1::Event;
+pub fn msgr1_fields(event: &crate::v1::Event, o: &mut Object) {
+    use crate::v1::Event;
     use msgr_frames::v1::{header::footer_flags, Item};
     match event {
         Event::Banner => {}

@@ -7,6 +7,9 @@
 //!
 //! The analyzer is callback driven: each [`Record`] is handed out as soon as
 //! the capture reveals it, so captures of any size stream through.
+//! [`describe`] names each frame's and message's fields, for people and as
+//! JSON; [`decode`] prints a whole capture that way (`msgr decode`).
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -23,6 +26,8 @@ use msgr_frames::{
     WireFormat,
 };
 
+pub mod decode;
+pub mod describe;
 pub mod v1;
 
 /// Connection secrets for decrypting secure-mode connections.
@@ -45,7 +50,7 @@ impl KeyLog {
             if line.is_empty() {
                 continue;
             }
-            let bad = |why: &str| format!("key file line {}: {why}", n + 1);
+            let bad = |why: &str| format!("key file line {}: {why}", n.saturating_add(1));
             let words: Vec<&str> = line.split_whitespace().collect();
             let hex = |s: &str| msgr_encoding::hex::decode(s).map_err(|e| bad(&e));
             match words.as_slice() {
@@ -212,7 +217,37 @@ struct Conn {
     v1: Option<v1::Session>,
 }
 
+impl Conn {
+    fn half(&self, dir: Direction) -> &Half {
+        let [c2s, s2c] = &self.halves;
+        match dir {
+            Direction::ClientToServer => c2s,
+            Direction::ServerToClient => s2c,
+        }
+    }
+
+    fn half_mut(&mut self, dir: Direction) -> &mut Half {
+        half_mut(&mut self.halves, dir)
+    }
+}
+
+fn half_mut(halves: &mut [Half; 2], dir: Direction) -> &mut Half {
+    let [c2s, s2c] = halves;
+    match dir {
+        Direction::ClientToServer => c2s,
+        Direction::ServerToClient => s2c,
+    }
+}
+
 const DIRS: [Direction; 2] = [Direction::ClientToServer, Direction::ServerToClient];
+
+/// The direction opposite `dir`.
+fn other(dir: Direction) -> Direction {
+    match dir {
+        Direction::ClientToServer => Direction::ServerToClient,
+        Direction::ServerToClient => Direction::ClientToServer,
+    }
+}
 
 /// Decodes every msgr2 conversation in `capture` (a pcap or pcapng file).
 pub fn analyze(capture: &[u8], keys: &KeyLog, mut emit: impl FnMut(Record)) {
@@ -230,7 +265,7 @@ pub fn analyze(capture: &[u8], keys: &KeyLog, mut emit: impl FnMut(Record)) {
     }
     for (conn, c) in conns.iter().enumerate() {
         for dir in DIRS {
-            let h = &c.halves[dir.index()];
+            let h = c.half(dir);
             let pending = h.buf.len();
             let open = matches!(
                 h.stage,
@@ -276,8 +311,9 @@ fn handle(ev: StreamEvent, conns: &mut Vec<Conn>, keys: &KeyLog, emit: &mut impl
             });
         }
         StreamEvent::Data { conn, dir, bytes } => {
-            let c = &mut conns[conn];
-            let h = &mut c.halves[dir.index()];
+            // The reassembler numbers connections as they open, from 0.
+            let Some(c) = conns.get_mut(conn) else { return };
+            let h = c.half_mut(dir);
             match h.stage {
                 Stage::Stopped => return,
                 Stage::Encrypted => {
@@ -293,7 +329,9 @@ fn handle(ev: StreamEvent, conns: &mut Vec<Conn>, keys: &KeyLog, emit: &mut impl
             progress(conn, c, dir, keys, emit);
         }
         StreamEvent::Gap { conn, dir, missing } => {
-            let h = &mut conns[conn].halves[dir.index()];
+            let Some(h) = conns.get_mut(conn).map(|c| c.half_mut(dir)) else {
+                return;
+            };
             if !matches!(h.stage, Stage::Stopped | Stage::Encrypted) {
                 h.stage = Stage::Stopped;
                 emit(Record::Problem {
@@ -317,15 +355,8 @@ fn progress(
     emit: &mut impl FnMut(Record),
 ) {
     step(conn, c, dir, keys, emit);
-    let other = if dir == Direction::ClientToServer {
-        Direction::ServerToClient
-    } else {
-        Direction::ClientToServer
-    };
-    if matches!(
-        c.halves[other.index()].stage,
-        Stage::PeerBanner | Stage::Msgr1
-    ) {
+    let other = other(dir);
+    if matches!(c.half(other).stage, Stage::PeerBanner | Stage::Msgr1) {
         step(conn, c, other, keys, emit);
     }
 }
@@ -337,7 +368,7 @@ fn stop(
     problem: Problem,
     emit: &mut impl FnMut(Record),
 ) {
-    c.halves[dir.index()].stage = Stage::Stopped;
+    c.half_mut(dir).stage = Stage::Stopped;
     emit(Record::Problem {
         conn: Some(conn),
         dir: Some(dir),
@@ -346,11 +377,10 @@ fn stop(
 }
 
 fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut impl FnMut(Record)) {
-    let i = dir.index();
     loop {
-        match c.halves[i].stage {
+        match c.half(dir).stage {
             Stage::Banner => {
-                if c.halves[i].buf.starts_with(MSGR1_BANNER) {
+                if c.half(dir).buf.starts_with(MSGR1_BANNER) {
                     c.v1 = Some(v1::Session::default());
                     for h in &mut c.halves {
                         if matches!(h.stage, Stage::Banner) {
@@ -359,7 +389,7 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                     }
                     continue;
                 }
-                let h = &mut c.halves[i];
+                let h = c.half_mut(dir);
                 match read_banner(&mut h.buf) {
                     Ok(None) => return,
                     Ok(Some((banner, _))) => {
@@ -374,15 +404,15 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                 }
             }
             Stage::PeerBanner => {
-                let own = c.halves[i].banner.expect("banner read");
-                let Some(peer) = c.halves[1 - i].banner else {
+                let own = c.half(dir).banner.expect("banner read");
+                let Some(peer) = c.half(other(dir)).banner else {
                     return;
                 };
                 // Each side frames as both agree; a failed negotiation ends
                 // the conversation, and the peer's error frame, if any,
                 // follows in rev0 framing.
                 let rev1 = own.negotiate(&peer).map(|n| n.rev1).unwrap_or(false);
-                let h = &mut c.halves[i];
+                let h = c.half_mut(dir);
                 h.reader = Some(FrameReader::new(FrameDecoder::new(
                     rev1,
                     FrameLimits::default(),
@@ -390,7 +420,7 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                 h.stage = Stage::Frames;
             }
             Stage::Frames => {
-                let h = &mut c.halves[i];
+                let h = c.half_mut(dir);
                 let reader = h.reader.as_mut().expect("reader set with the stage");
                 let format = reader.decoder().format();
                 let raw = match reader.next_raw(&mut h.buf) {
@@ -417,7 +447,7 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
                 }
             }
             Stage::Encrypted => {
-                let h = &mut c.halves[i];
+                let h = c.half_mut(dir);
                 if !h.buf.is_empty() {
                     let bytes = h.buf.len();
                     h.buf.clear();
@@ -427,7 +457,7 @@ fn step(conn: usize, c: &mut Conn, dir: Direction, keys: &KeyLog, emit: &mut imp
             }
             Stage::Msgr1 => {
                 let Some(session) = c.v1.as_mut() else { return };
-                let h = &mut c.halves[i];
+                let h = half_mut(&mut c.halves, dir);
                 let r = session.step(dir, &mut h.buf, &mut |event, raw| {
                     emit(Record::Msgr1 {
                         conn,
@@ -484,7 +514,7 @@ fn apply(conn: usize, c: &mut Conn, effect: Effect, keys: &KeyLog, emit: &mut im
         Effect::Secure => {
             let secret = keys.find(conn, c.client, c.server).cloned();
             for dir in DIRS {
-                let h = &mut c.halves[dir.index()];
+                let h = c.half_mut(dir);
                 if !matches!(h.stage, Stage::Frames) {
                     continue;
                 }
