@@ -432,15 +432,15 @@ fn our_acceptor_takes_a_ceph_clients_bytes() {
     let name = "tentacle-v1-perf-msgr";
     let client = direction(name, 0, true);
     let now = std::time::Instant::now();
-    let mut conn = msgr_protocol::Conn::accept_v1(
+    // The acceptor's endpoint: its connection table and registry.
+    let mut endpoint = msgr_protocol::Endpoint::new(
         config("osd.0", msgr_protocol::Policy::stateless_server()),
-        "[v1:127.0.0.1:26901/0]"
-            .parse::<msgr_encoding::EntityAddrvec>()
-            .unwrap(),
-        "127.0.0.1:41024".parse().unwrap(),
-        now,
-        1,
+        "[v1:127.0.0.1:26901/0]".parse().unwrap(),
+        0,
     );
+    let peer = "127.0.0.1:41024".parse().unwrap();
+    let id = endpoint.accept(msgr_protocol::Protocol::V1, peer, now);
+    let conn = endpoint.conn_mut(id).unwrap();
     let mut out = msgr_frames::WireQueue::new();
     conn.fill_output(&mut out, now);
     let hello = out.take_all();
@@ -463,10 +463,12 @@ fn our_acceptor_takes_a_ceph_clients_bytes() {
         })
         .expect("the CONNECT goes to the messenger");
     assert!(
-        msgr_protocol::registry::lookup_key(&conn, &req).is_none(),
+        msgr_protocol::registry::lookup_key(conn, &req).is_none(),
         "a lossy server keeps clients anonymous"
     );
-    msgr_protocol::registry::resolve(&mut conn, None, req, Default::default(), now);
+    let resolved = endpoint.handle_ident(id, req, Default::default(), now);
+    assert_eq!(resolved, msgr_protocol::Resolved::Registered);
+    let conn = endpoint.conn_mut(id).unwrap();
     conn.fill_output(&mut out, now);
     let reply = out.take_all();
     let r = msgr_frames::v1::ConnectReply::decode(reply[..26].try_into().unwrap()).unwrap();
@@ -478,7 +480,7 @@ fn our_acceptor_takes_a_ceph_clients_bytes() {
 
     let rest: Vec<u8> = client[3..].iter().flat_map(|e| e.1.to_vec()).collect();
     assert!(matches!(client[3].0, Event::Seq(0)));
-    let seqs = feed(&mut conn, &rest, now);
+    let seqs = feed(conn, &rest, now);
     assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
     assert_eq!(conn.state(), msgr_protocol::ConnState::Ready);
 }
