@@ -40,6 +40,11 @@ use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
 
 pub use osds::{parse_osd_dump, OsdAddrs};
+
+/// Ceph's message type names and request/reply pairs (msgr-messages'
+/// tables), given to the messengers made here.
+const CEPH_MESSAGE_TYPES: msgr_messenger::MessageTypes =
+    msgr_messenger::MessageTypes::new(msgr_messages::MESSAGE_TYPES, msgr_messages::REPLY_TYPES);
 use state::{Dispatch, State};
 
 /// How the client authenticates.
@@ -226,6 +231,7 @@ impl MonClient {
         o.rev1 = cfg.rev1;
         o.msgr2 = cfg.msgr2;
         o.nonce = std::process::id();
+        o.message_types = CEPH_MESSAGE_TYPES;
         let messenger = Messenger::new(Tcp::default(), o, Arc::new(Dispatch(state.clone())));
         let ticker = tokio::spawn(state::tick(state.clone(), messenger.clone()));
         let client = MonClient {
