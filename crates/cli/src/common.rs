@@ -63,6 +63,8 @@ pub fn messenger(
     );
     o.nonce = nonce;
     o.rev1 = net.rev1;
+    o.message_types =
+        msgr_messenger::MessageTypes::new(msgr_messages::MESSAGE_TYPES, msgr_messages::REPLY_TYPES);
     o.compression = net.security.compression(net.compress_all_peers);
     o.inject = InjectConfig {
         socket_failures: net.inject_socket_failures,

@@ -94,6 +94,10 @@ pub async fn run(o: &PingOpts) -> Result<Vec<Pong>, String> {
                 Arc::new(NoneProvider),
             );
             opts.nonce = std::process::id();
+            opts.message_types = msgr_messenger::MessageTypes::new(
+                msgr_messages::MESSAGE_TYPES,
+                msgr_messages::REPLY_TYPES,
+            );
             (opts, o.target.parse().map_err(|e| format!("{e}"))?, None)
         }
         Some(c) => {

@@ -14,6 +14,7 @@ pub use bytes;
 
 mod auth_name;
 mod codec;
+pub mod crc32c;
 mod decoder;
 pub mod entity;
 mod error;

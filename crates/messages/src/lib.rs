@@ -20,14 +20,20 @@ pub use simple::{MCommand, MCommandReply, MPing};
 pub use typed::{MessageError, TypedMessage};
 pub use types::{message_type_name, MESSAGE_TYPES};
 
-/// The reply type of a request type that has one, its reply carrying the
-/// request's tid: MOSDOp's MOSDOpReply, MCommand's MCommandReply,
-/// MMonCommand's MMonCommandAck (`Connection::call` matches them).
+/// The request types that have a reply carrying the request's tid, as
+/// `(request, reply)`: MOSDOp's MOSDOpReply, MCommand's MCommandReply,
+/// MMonCommand's MMonCommandAck. A messenger given them
+/// (msgr_messenger::MessageTypes) matches them in `Connection::call`.
+pub const REPLY_TYPES: &[(u16, u16)] = &[
+    (MSG_OSD_OP, MSG_OSD_OPREPLY),
+    (simple::MSG_COMMAND, simple::MSG_COMMAND_REPLY),
+    (mon::MSG_MON_COMMAND, mon::MSG_MON_COMMAND_ACK),
+];
+
+/// The reply type of a request type that has one ([`REPLY_TYPES`]).
 pub fn reply_type(request: u16) -> Option<u16> {
-    match request {
-        MSG_OSD_OP => Some(MSG_OSD_OPREPLY),
-        simple::MSG_COMMAND => Some(simple::MSG_COMMAND_REPLY),
-        mon::MSG_MON_COMMAND => Some(mon::MSG_MON_COMMAND_ACK),
-        _ => None,
-    }
+    REPLY_TYPES
+        .iter()
+        .find(|&&(q, _)| q == request)
+        .map(|&(_, r)| r)
 }

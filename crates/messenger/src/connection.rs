@@ -13,12 +13,14 @@ use msgr_protocol::{ConnState, ConnStats, Message};
 use tokio::sync::Notify;
 
 mod calls;
+mod command;
 mod inbox;
 mod outbox;
 mod view;
 
 pub use calls::CallError;
 pub(crate) use calls::Calls;
+pub(crate) use command::{Asking, Command, Promise, Verdict};
 
 /// A connection closed before its session was READY (Connection::ready).
 #[derive(Debug, Clone)]
@@ -54,39 +56,7 @@ fn refused(e: &msgr_protocol::ProtocolError) -> bool {
 
 pub(crate) use inbox::Inbox;
 pub(crate) use outbox::{recycle, Outbox};
-pub(crate) use view::{IdleClock, Published, View};
-
-/// What a handle (or another connection) asks of a connection's driver.
-///
-/// Small (a message is boxed): queued by value (connection/inbox.rs).
-pub(crate) enum Command {
-    /// A message; `counted`: in `Shared::in_flight` until the driver
-    /// takes it (sent by `send`, which waits on that count); `queued`:
-    /// when it was queued, for one message in
-    /// [`crate::counters::SAMPLE_EVERY`] (none: not sampled), for `msgr_send_messages_queue_lat`.
-    Send {
-        msg: Box<Message>,
-        counted: bool,
-        queued: crate::counters::Stamp,
-    },
-    Keepalive(UTime),
-    MarkDown,
-    MarkDisposable,
-    /// Close the socket of this idle connection (Options::max_connections).
-    Evict,
-    /// Move to this shard (Connection::move_to_shard).
-    MoveTo(usize),
-    #[cfg(feature = "interceptor")]
-    Unblock,
-    /// An accepting connection asks this one, registered for its peer, to
-    /// decide on its ident (crate::driver::ident).
-    Ask(Box<crate::driver::ident::Asking>),
-    /// The socket a Reuse promised (a `driver::ident::Adoption<T>`: typed
-    /// by the transport, which handles are not).
-    Adopt(Box<dyn std::any::Any + Send>),
-    /// The socket a Reuse promised will not come.
-    AdoptCancelled,
-}
+pub(crate) use view::{IdleClock, Published, SocketBytes, View};
 
 #[cfg(test)]
 mod tests {
@@ -144,6 +114,8 @@ pub(crate) struct Shared {
     pub registered: Mutex<Option<msgr_protocol::registry::PeerKey>>,
     /// What the user keeps with the connection (Connection::set_user_data).
     user_data: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
+    /// Which requests have replies (Options::message_types).
+    message_types: crate::MessageTypes,
 }
 
 impl Shared {
@@ -206,7 +178,12 @@ pub(crate) fn wall_clock() -> UTime {
 
 impl Connection {
     /// A handle on a new connection on `shard`.
-    pub(crate) fn new(id: u64, shard: usize, soft_limit: usize) -> Connection {
+    pub(crate) fn new(
+        id: u64,
+        shard: usize,
+        soft_limit: usize,
+        message_types: crate::MessageTypes,
+    ) -> Connection {
         Connection {
             shared: Arc::new(Shared {
                 id,
@@ -221,6 +198,7 @@ impl Connection {
                 calls: Calls::default(),
                 state_changed: Notify::new(),
                 user_data: Mutex::new(None),
+                message_types,
             }),
         }
     }
@@ -240,6 +218,8 @@ impl Connection {
         Arc::as_ptr(&self.shared) as usize
     }
 
+    /// This connection's number, unique in its messenger (as the logs and
+    /// `messenger dump` show it).
     pub fn id(&self) -> u64 {
         self.shared.id
     }
@@ -338,7 +318,7 @@ impl Connection {
     /// Sends request `msg` and waits for its reply, matched by tid (a
     /// request without one gets the next of this connection's): MOSDOp's
     /// MOSDOpReply, MCommand's MCommandReply, MMonCommand's MMonCommandAck
-    /// (msgr_messages::reply_type). The reply goes to the caller, not the
+    /// (the reply types of Options::message_types). The reply goes to the caller, not the
     /// dispatcher. A lossless session that faults and reconnects still
     /// answers; a reset or a close ends the call with its error, as does
     /// `timeout`.
@@ -348,8 +328,9 @@ impl Connection {
         timeout: std::time::Duration,
     ) -> Result<Message, CallError> {
         let msg_type = msg.msg_type;
-        let reply_type =
-            msgr_messages::reply_type(msg_type).ok_or(CallError::NoReplyType { msg_type })?;
+        let reply_type = (self.shared.message_types)
+            .reply_type(msg_type)
+            .ok_or(CallError::NoReplyType { msg_type })?;
         let calls = &self.shared.calls;
         if msg.tid == 0 {
             msg.tid = calls.next_tid();
@@ -412,18 +393,23 @@ impl Connection {
         self.command(Command::MoveTo(shard));
     }
 
+    /// The session's state, as the driver last published it (closed at
+    /// once when marked down).
     pub fn state(&self) -> ConnState {
         self.shared.state()
     }
 
+    /// Whether the session is READY.
     pub fn is_connected(&self) -> bool {
         self.state() == ConnState::Ready
     }
 
+    /// The peer's name, once it said it.
     pub fn peer_name(&self) -> Option<EntityName> {
         self.shared.view.info().peer_name
     }
 
+    /// The peer's entity type: the one dialed, or the one it said.
     pub fn peer_type(&self) -> EntityType {
         EntityType(self.shared.view.peer_type.load(Ordering::Acquire))
     }
@@ -436,6 +422,7 @@ impl Connection {
         self.shared.view.info().identity.clone()
     }
 
+    /// The peer's addresses.
     pub fn peer_addrs(&self) -> EntityAddrvec {
         self.shared.view.info().peer_addrs.clone()
     }
@@ -471,6 +458,7 @@ impl Connection {
         self.shared.view.info().policy
     }
 
+    /// The connection mode (crc or secure) of a READY or STANDBY session.
     pub fn con_mode(&self) -> Option<msgr_auth::ConMode> {
         if !matches!(self.state(), ConnState::Ready | ConnState::Standby) {
             return None;
@@ -566,6 +554,7 @@ pub struct IncomingMessage {
 }
 
 impl IncomingMessage {
+    /// The message, letting its throttle budget go.
     pub fn into_message(self) -> Message {
         *self.msg
     }

@@ -36,19 +36,33 @@ pub use by_type::Traffic;
 
 use msgr_admin::perf::{Collection, Desc, Kind, Logger, Unit, PRIO_DEBUGONLY};
 
+/// The index of `msgr_recv_messages` in a worker's logger.
 pub const RECV_MESSAGES: usize = 0;
+/// The index of `msgr_send_messages` in a worker's logger.
 pub const SEND_MESSAGES: usize = 1;
+/// The index of `msgr_recv_bytes` in a worker's logger.
 pub const RECV_BYTES: usize = 2;
+/// The index of `msgr_send_bytes` in a worker's logger.
 pub const SEND_BYTES: usize = 3;
+/// The index of `msgr_created_connections` in a worker's logger.
 pub const CREATED_CONNECTIONS: usize = 4;
+/// The index of `msgr_active_connections` in a worker's logger.
 pub const ACTIVE_CONNECTIONS: usize = 5;
+/// The index of `msgr_running_total_time` in a worker's logger.
 pub const RUNNING_TOTAL_TIME: usize = 6;
+/// The index of `msgr_running_send_time` in a worker's logger.
 pub const RUNNING_SEND_TIME: usize = 7;
+/// The index of `msgr_running_recv_time` in a worker's logger.
 pub const RUNNING_RECV_TIME: usize = 8;
+/// The index of `msgr_running_fast_dispatch_time` in a worker's logger.
 pub const RUNNING_FAST_DISPATCH_TIME: usize = 9;
+/// The index of `msgr_send_messages_queue_lat` in a worker's logger.
 pub const SEND_MESSAGES_QUEUE_LAT: usize = 10;
+/// The index of `msgr_handle_ack_lat` in a worker's logger.
 pub const HANDLE_ACK_LAT: usize = 11;
+/// The index of `msgr_recv_encrypted_bytes` in a worker's logger.
 pub const RECV_ENCRYPTED_BYTES: usize = 12;
+/// The index of `msgr_send_encrypted_bytes` in a worker's logger.
 pub const SEND_ENCRYPTED_BYTES: usize = 13;
 
 const fn desc(name: &'static str, kind: Kind, description: &'static str, unit: Unit) -> Desc {
@@ -154,14 +168,23 @@ pub static DESCS: [Desc; 14] = [
 /// (logger `msgr-sessions`, one per messenger; the names of Ceph 20's
 /// labeled timeout counters where it has them). Counted per event, never
 /// per message.
+///
+/// The index of `msgr_connection_faults` in `msgr-sessions`.
 pub const FAULTS: usize = 0;
+/// The index of `msgr_connection_resets` in `msgr-sessions`.
 pub const RESETS: usize = 1;
+/// The index of `msgr_connection_replaced` in `msgr-sessions`.
 pub const REPLACED: usize = 2;
+/// The index of `msgr_connection_reconnects` in `msgr-sessions`.
 pub const RECONNECTS: usize = 3;
+/// The index of `msgr_connection_ready_timeouts` in `msgr-sessions`.
 pub const READY_TIMEOUTS: usize = 4;
+/// The index of `msgr_connection_idle_timeouts` in `msgr-sessions`.
 pub const IDLE_TIMEOUTS: usize = 5;
+/// The index of `msgr_handshake_lat` in `msgr-sessions`.
 pub const HANDSHAKE_LAT: usize = 6;
 
+/// The counters of `msgr-sessions`.
 pub static SESSION_DESCS: [Desc; 7] = [
     desc(
         "msgr_connection_faults",
@@ -210,10 +233,15 @@ pub static SESSION_DESCS: [Desc; 7] = [
 /// The dispatch throttle, as Ceph's Throttle shows itself (logger
 /// `throttle-msgr_dispatch_throttler-NAME`): its level and limit, read
 /// when dumped, and the waits for it (the slow path only).
+///
+/// The index of `val` (bytes held) in the throttle's logger.
 pub const THROTTLE_VAL: usize = 0;
+/// The index of `max` (the limit) in the throttle's logger.
 pub const THROTTLE_MAX: usize = 1;
+/// The index of `wait` (time waited for budget) in the throttle's logger.
 pub const THROTTLE_WAIT: usize = 2;
 
+/// The counters of the dispatch throttle's logger.
 pub static THROTTLE_DESCS: [Desc; 3] = [
     desc("val", Kind::Gauge, "Currently taken slots", Unit::None),
     desc("max", Kind::Gauge, "Max value for throttle", Unit::None),
@@ -271,6 +299,8 @@ pub(crate) struct Counters {
     shards: Vec<Arc<Logger>>,
     /// Messages and bytes by type, per shard.
     by_type: Vec<by_type::ByType>,
+    /// The named types' slots in `by_type`.
+    slots: Arc<by_type::Slots>,
     pub sessions: Arc<Logger>,
     pub throttle: Arc<Logger>,
     collection: Option<Collection>,
@@ -278,12 +308,13 @@ pub(crate) struct Counters {
 
 impl Counters {
     /// The loggers of messenger `name`, whose dispatch throttle is
-    /// `throttle`.
+    /// `throttle`, counting traffic by the types `types` names.
     pub fn new(
         name: &str,
         shards: usize,
         throttle: Arc<crate::throttle::Throttle>,
         collection: Option<Collection>,
+        types: crate::MessageTypes,
     ) -> Counters {
         let shards: Vec<Arc<Logger>> = (0..shards.max(1))
             .map(|i| Arc::new(Logger::new(format!("AsyncMessenger::Worker-{i}"), &DESCS)))
@@ -305,8 +336,13 @@ impl Counters {
                 c.add(l.clone());
             }
         }
+        let slots = by_type::Slots::new(types);
         Counters {
-            by_type: shards.iter().map(|_| by_type::ByType::new()).collect(),
+            by_type: shards
+                .iter()
+                .map(|_| by_type::ByType::new(slots.clone()))
+                .collect(),
+            slots,
             shards,
             sessions,
             throttle,
@@ -333,7 +369,7 @@ impl Counters {
     /// Messages and bytes by type, summed over the shards, for the types
     /// seen.
     pub fn traffic(&self) -> Vec<(&'static str, Traffic)> {
-        by_type::summed(self.by_type.iter())
+        by_type::summed(&self.slots, self.by_type.iter())
     }
 
     /// Counter `i` summed over the shards.

@@ -17,11 +17,16 @@ pub trait ChainLink: Send + Sync + 'static {
     /// `ms_dispatch` returns whether it handled the message.
     fn ms_take(&self, conn: &Connection, msg: IncomingMessage) -> Option<IncomingMessage>;
 
-    /// The connection events every link hears (see [`Dispatcher`]).
+    /// The connection events every link hears (see [`Dispatcher`]): a
+    /// session we opened is READY.
     fn ms_handle_connect(&self, _conn: &Connection) {}
+    /// A session we accepted is READY.
     fn ms_handle_accept(&self, _conn: &Connection) {}
+    /// A connection closed by fault; what was queued is lost.
     fn ms_handle_reset(&self, _conn: &Connection) {}
+    /// The peer lost our session and we reset ours.
     fn ms_handle_remote_reset(&self, _conn: &Connection) {}
+    /// A connect was refused.
     fn ms_handle_refused(&self, _conn: &Connection) {}
 }
 
@@ -33,6 +38,7 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// A chain with no links.
     pub fn new() -> Chain {
         Chain::default()
     }
@@ -85,10 +91,15 @@ impl Dispatcher for Chain {
 pub enum DispatchEvent {
     /// A message, holding its throttle budget until dropped.
     Message(Connection, IncomingMessage),
+    /// A session we opened is READY (ms_handle_connect).
     Connected(Connection),
+    /// A session we accepted is READY (ms_handle_accept).
     Accepted(Connection),
+    /// A connection closed by fault (ms_handle_reset).
     Reset(Connection),
+    /// The peer lost our session and we reset ours (ms_handle_remote_reset).
     RemoteReset(Connection),
+    /// A connect was refused (ms_handle_refused).
     Refused(Connection),
 }
 

@@ -21,8 +21,8 @@ use msgr_protocol::{Conn, ConnState, Event};
 use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, Transport};
 
 use crate::budget::Budget;
-use crate::connection::{Command, Connection, IncomingMessage, Outbox, Published};
-use crate::messenger::Inner;
+use crate::connection::{Command, Connection, IncomingMessage, Outbox, Published, SocketBytes};
+use crate::inner::Inner;
 
 pub(crate) mod ident;
 mod io;
@@ -84,7 +84,9 @@ pub(crate) struct Driver<T: Transport> {
     /// The time of the current step: dispatches and the sends they make
     /// use it instead of reading the clock per message.
     now: Instant,
-    armed: Option<Instant>,
+    /// The deadline the timer is set for (none: it waits for
+    /// [`timer_unset`], a day away).
+    timer_deadline: Option<Instant>,
     /// One timer per stay on a shard (made there: a timer belongs to its
     /// runtime), moved when the deadline changes.
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
@@ -94,7 +96,7 @@ pub(crate) struct Driver<T: Transport> {
     /// is a cache line of its own, cold when connections are many).
     timer_polled: bool,
     /// Bytes read and written on this connection's sockets.
-    bytes: [u64; 2],
+    bytes: SocketBytes,
     /// We stopped reading (receive budget, the queue limit): the frame
     /// being read gets its full time again when we resume.
     paused: bool,
@@ -111,10 +113,8 @@ pub(crate) struct Driver<T: Transport> {
     closing: Vec<(Socket<T>, WireQueue)>,
     ident: ident::Pending,
     /// A move to carry out at the next point where the connection can
-    /// leave (not connecting, no ident awaiting a verdict); whether it is
-    /// an accept's or a connect's placement.
-    /// (Shard indexes as u32: the driver stays within its size class.)
-    move_to: Option<(u32, bool)>,
+    /// leave (not connecting, no ident awaiting a verdict).
+    move_to: Option<Move>,
     /// While a placement waits: how many of the connection's queued events
     /// came before the accept placed (dispatched on the shard being left,
     /// so the accept is the first event on the shard it was placed on).
@@ -135,6 +135,37 @@ pub(crate) struct Driver<T: Transport> {
     span: tracing::Span,
 }
 
+/// A move of the connection to another shard, waiting for the point where
+/// it can leave (Driver::move_to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Move {
+    /// The shard to go to (a u32: the driver stays within its size class).
+    to: u32,
+    /// Whether it is an accept's placement (the dispatcher's
+    /// ms_choose_shard, or where a reconnect's socket landed), whose events
+    /// wait for it; else an explicit move (Connection::move_to_shard).
+    placed: bool,
+}
+
+impl Move {
+    /// An accept's placement on shard `to`.
+    fn placement(to: u32) -> Option<Move> {
+        Some(Move { to, placed: true })
+    }
+
+    /// An explicit move to shard `to`.
+    fn asked(to: u32) -> Option<Move> {
+        Some(Move { to, placed: false })
+    }
+}
+
+/// Which way bytes went on a socket (Driver::count_bytes).
+#[derive(Debug, Clone, Copy)]
+enum Direction {
+    Read,
+    Write,
+}
+
 /// How the next wait may use the socket.
 struct Io {
     read: bool,
@@ -146,12 +177,14 @@ enum Step<S> {
     Wrote(std::io::Result<usize>),
     Connected(std::io::Result<S>),
     Budget(crate::budget::Granted),
-    Verdict(Option<ident::Verdict>),
+    Verdict(Option<crate::connection::Verdict>),
     Command(Command),
     Timer,
 }
 
-fn far() -> tokio::time::Instant {
+/// Where a timer with no deadline waits: a day from now (it is reset
+/// to any real deadline before that).
+fn timer_unset() -> tokio::time::Instant {
     crate::after(std::time::Duration::from_secs(86400))
 }
 
@@ -189,7 +222,7 @@ impl<T: Transport> Driver<T> {
             closing: Vec::new(),
             timer: None,
             timer_polled: false,
-            armed: None,
+            timer_deadline: None,
             now: crate::now(),
             published: Published::default(),
             ident: ident::Pending::default(),
@@ -199,7 +232,7 @@ impl<T: Transport> Driver<T> {
             prev_shard: shard,
             replaced: false,
             active_on: None,
-            bytes: [0; 2],
+            bytes: SocketBytes::default(),
             span: crate::log::conn_span(handle_id, shard),
         }
     }
@@ -220,17 +253,16 @@ impl<T: Transport> Driver<T> {
         }
     }
 
-    /// Counts `n` bytes read (0) or written (1) on the socket.
-    fn count_bytes(&mut self, dir: usize, n: usize) {
+    /// Counts `n` bytes read from (`dir` Read) or written to (Write) the
+    /// socket.
+    fn count_bytes(&mut self, dir: Direction, n: usize) {
         use crate::counters::{RECV_BYTES, RECV_ENCRYPTED_BYTES, SEND_BYTES, SEND_ENCRYPTED_BYTES};
         let n = n as u64;
-        if let Some(b) = self.bytes.get_mut(dir) {
-            *b = b.wrapping_add(n);
-        }
-        let (plain, encrypted) = match dir {
-            0 => (RECV_BYTES, RECV_ENCRYPTED_BYTES),
-            _ => (SEND_BYTES, SEND_ENCRYPTED_BYTES),
+        let (total, plain, encrypted) = match dir {
+            Direction::Read => (&mut self.bytes.read, RECV_BYTES, RECV_ENCRYPTED_BYTES),
+            Direction::Write => (&mut self.bytes.written, SEND_BYTES, SEND_ENCRYPTED_BYTES),
         };
+        *total = total.wrapping_add(n);
         let logger = self.logger();
         logger.inc(plain, n);
         if self.conn.wire_format().is_some_and(|f| f.secure) {
@@ -387,7 +419,11 @@ impl<T: Transport> Driver<T> {
         // replaced would otherwise wake the task again and again.
         let shared = &self.handle.shared;
         let due = shared.inbox.take_timer_due();
-        let Some(t) = self.timer.as_mut().filter(|_| self.armed.is_some()) else {
+        let Some(t) = self
+            .timer
+            .as_mut()
+            .filter(|_| self.timer_deadline.is_some())
+        else {
             return false;
         };
         if !due && self.timer_polled {
@@ -402,9 +438,9 @@ impl<T: Transport> Driver<T> {
     /// registered with its reactor.
     fn arrive(&mut self, shard: usize) {
         self.set_active(Some(shard));
-        self.timer = Some(Box::pin(tokio::time::sleep_until(far())));
+        self.timer = Some(Box::pin(tokio::time::sleep_until(timer_unset())));
         self.timer_polled = false;
-        self.armed = None;
+        self.timer_deadline = None;
         if shard != self.shard {
             self.prev_shard = self.shard;
             self.shard = shard;
@@ -425,7 +461,8 @@ impl<T: Transport> Driver<T> {
     /// A placed move, and whether events that came before its accept are
     /// still to be dispatched here (None: no placement waits).
     fn placement(&self) -> Option<bool> {
-        matches!(self.move_to, Some((_, true))).then(|| self.before_move > 0 || self.held.is_some())
+        matches!(self.move_to, Some(Move { placed: true, .. }))
+            .then(|| self.before_move > 0 || self.held.is_some())
     }
 
     /// Whether the connection's events wait for a placed move: its accept
@@ -440,7 +477,7 @@ impl<T: Transport> Driver<T> {
         if !self.can_leave() {
             return None;
         }
-        let (to, placed) = self.move_to.take()?;
+        let Move { to, placed } = self.move_to.take()?;
         let to = to as usize;
         if to == self.shard {
             return None;
@@ -534,8 +571,8 @@ impl<T: Transport> Driver<T> {
                 let to = self.inner.shards.index(s);
                 let Ok(shard) = u32::try_from(to) else { return };
                 match self.move_to {
-                    Some((_, true)) => self.then_move = Some(shard),
-                    _ if to != self.shard => self.move_to = Some((shard, false)),
+                    Some(Move { placed: true, .. }) => self.then_move = Some(shard),
+                    _ if to != self.shard => self.move_to = Move::asked(shard),
                     _ => {}
                 }
             }
@@ -567,8 +604,10 @@ impl<T: Transport> Driver<T> {
                 // before it, here. While it cannot leave yet (a connect of
                 // its own under way, an ident deciding), its events wait.
                 Some(_) if self.placement_holds_events() => return ControlFlow::Continue(()),
-                Some((_, true)) => batch = batch.min(self.before_move as usize),
-                Some((_, false)) if self.can_leave() => return ControlFlow::Continue(()),
+                Some(Move { placed: true, .. }) => batch = batch.min(self.before_move as usize),
+                Some(Move { placed: false, .. }) if self.can_leave() => {
+                    return ControlFlow::Continue(())
+                }
                 _ => {}
             }
             if batch == 0 && self.held.is_none() {
@@ -602,7 +641,7 @@ impl<T: Transport> Driver<T> {
                 // due now.
                 let shard = self.shard;
                 let asked = self.then_move.take().filter(|&to| to as usize != shard);
-                self.move_to = asked.map(|to| (to, false));
+                self.move_to = asked.and_then(Move::asked);
             }
             if !dispatched? {
                 return ControlFlow::Continue(());
@@ -876,22 +915,24 @@ impl<T: Transport> Driver<T> {
     /// Moves the timer, only when the deadline gets earlier: one that fires
     /// before a later deadline finds nothing due and re-arms.
     fn arm(&mut self, deadline: Option<Instant>) {
-        let earlier = match (deadline, self.armed) {
+        let earlier = match (deadline, self.timer_deadline) {
             (Some(d), Some(a)) => d < a,
             (Some(_), None) => true,
             (None, _) => false,
         };
         if let (true, Some(timer)) = (earlier, self.timer.as_mut()) {
-            self.armed = deadline;
-            timer.as_mut().reset(deadline.map_or_else(far, Into::into));
+            self.timer_deadline = deadline;
+            timer
+                .as_mut()
+                .reset(deadline.map_or_else(timer_unset, Into::into));
             self.timer_polled = false;
         }
     }
 
     fn on_step(&mut self, step: Step<T::Stream>) {
         match &step {
-            Step::Read(Ok(n)) => self.count_bytes(0, *n),
-            Step::Wrote(Ok(n)) => self.count_bytes(1, *n),
+            Step::Read(Ok(n)) => self.count_bytes(Direction::Read, *n),
+            Step::Wrote(Ok(n)) => self.count_bytes(Direction::Write, *n),
             _ => {}
         }
         let now = self.now;
@@ -958,7 +999,7 @@ impl<T: Transport> Driver<T> {
             Step::Verdict(v) => self.on_verdict(v),
             Step::Command(cmd) => self.on_command(cmd),
             Step::Timer => {
-                self.armed = None;
+                self.timer_deadline = None;
                 self.timer_polled = false;
                 c.handle_timeout(now);
                 self.trim();

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// Which faults to inject (Options::inject); none by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InjectConfig {
     /// Fail one socket read or write in this many (0: never).
@@ -18,6 +19,7 @@ pub struct InjectConfig {
 /// The injector a messenger shares between its connections.
 #[derive(Debug, Default)]
 pub struct Injector {
+    /// What it injects.
     pub config: InjectConfig,
     state: AtomicU64,
     /// Failures injected so far.
@@ -25,6 +27,7 @@ pub struct Injector {
 }
 
 impl Injector {
+    /// An injector of `config`'s faults, its choices drawn from `seed`.
     pub fn new(config: InjectConfig, seed: u64) -> Injector {
         Injector {
             config,

@@ -16,6 +16,7 @@
 //! the dispatcher places it, when a reconnect lands on another shard, or
 //! when asked to.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod budget;
 mod connection;
@@ -23,7 +24,9 @@ pub mod counters;
 pub mod dispatch;
 mod driver;
 pub mod inject;
+mod inner;
 mod log;
+mod message_types;
 mod messenger;
 mod shard;
 pub mod throttle;
@@ -44,6 +47,7 @@ pub(crate) fn after(d: std::time::Duration) -> tokio::time::Instant {
     tokio::time::Instant::from_std(msgr_protocol::later(now(), d))
 }
 pub use inject::InjectConfig;
+pub use message_types::MessageTypes;
 pub use messenger::{Messenger, Options};
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
 pub use msgr_protocol::{ConnState, ConnStats, Message, Policy, PolicyName};
@@ -53,9 +57,11 @@ pub use msgr_protocol::{ConnState, ConnStats, Message, Policy, PolicyName};
 /// authenticated, before SERVER_IDENT) and before one we open connects.
 #[derive(Debug)]
 pub struct Placement<'a> {
+    /// The peer's entity type (the one dialed, or the one it said).
     pub peer_type: EntityType,
     /// The peer's name, once it said it (accepted connections).
     pub peer_name: Option<EntityName>,
+    /// The peer's addresses.
     pub peer_addrs: &'a EntityAddrvec,
     /// Who the peer authenticated as (accepted connections).
     pub identity: Option<&'a msgr_auth::Identity>,
@@ -66,6 +72,7 @@ pub struct Placement<'a> {
     /// unplaced, it follows the socket to the shard that accepted it), or
     /// where a connect was called.
     pub shard: usize,
+    /// How many shards the messenger has.
     pub shards: usize,
 }
 

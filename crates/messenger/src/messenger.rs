@@ -4,35 +4,62 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use msgr_auth::{AuthProvider, Random};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
 use msgr_protocol::registry::PeerKey;
-use msgr_protocol::{CompressionConfig, Config, Conn, Policy, PolicySet, ThrottleLimits, Timeouts};
+use msgr_protocol::{CompressionConfig, Config, Conn, Policy, PolicySet, Timeouts};
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
 
 use crate::connection::{Connection, IdleClock};
 use crate::driver::Driver;
 use crate::inject::{InjectConfig, Injector};
+use crate::inner::Inner;
 use crate::shard::Shards;
 use crate::throttle::Throttle;
 
 mod dump;
 mod listen;
-use crate::Dispatcher;
+use crate::{Dispatcher, MessageTypes};
 
 /// How a messenger is set up (Ceph's ms_* options that matter here).
+///
+/// Made with [`Options::new`] (the name, the policies and the
+/// authentication: what has no default) and set with the chained `with_*`
+/// methods, one per field:
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use msgr_messenger::Options;
+/// # use msgr_protocol::{Policy, PolicySet};
+/// let opts = Options::new(
+///     "client.1".parse().unwrap(),
+///     PolicySet::new(Policy::lossy_client()),
+///     Arc::new(msgr_auth::NoneProvider),
+/// )
+/// .with_shards(1)
+/// .with_seed(7);
+/// assert_eq!(opts.shards, 1);
+/// ```
+///
+/// Its fields can be read, and set in place; new ones may come
+/// (`non_exhaustive`), so it is not made as a struct literal.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Options {
+    /// Who this messenger is (`client.admin`, `osd.3`).
     pub name: EntityName,
     /// Our addresses' nonce (tells our instances apart at the same
     /// address). Random by default, from the system's source (Ceph's
     /// get_random_nonce): two clients on one host never share an address;
     /// a daemon that peers must find sets its own.
     pub nonce: u32,
+    /// The policy for each peer type (lossy or lossless, who reconnects,
+    /// throttles, features).
     pub policies: PolicySet,
+    /// How we authenticate, and check peers (auth none, cephx).
     pub auth: Arc<dyn AuthProvider>,
     /// Announce msgr2.1 (REVISION_1); false speaks msgr2.0 only.
     pub rev1: bool,
@@ -48,7 +75,9 @@ pub struct Options {
     /// (cephx_require_version; 2, Ceph's default, requires CEPHX_V2 so that
     /// the bit cannot be stripped from an unauthenticated CONNECT).
     pub cephx_require_version: u32,
+    /// Handshake, connect, idle and keepalive times, and reconnect backoff.
     pub timeouts: Timeouts,
+    /// On-wire compression (msgr2's ms_osd_compress_* options).
     pub compression: CompressionConfig,
     /// Caps on frames of READY sessions (segment, frame, decompressed sizes).
     pub frame_limits: msgr_frames::FrameLimits,
@@ -74,6 +103,7 @@ pub struct Options {
     /// How long a READY connection must have been idle to be evicted for a
     /// new one at `max_connections`.
     pub evict_idle_after: std::time::Duration,
+    /// Injected faults (ms_inject_socket_failures and the like), for tests.
     pub inject: InjectConfig,
     /// Seeds cookies and fault injection, for tests that must repeat
     /// exactly; 0 (the default): cookies from the system's random source.
@@ -100,6 +130,11 @@ pub struct Options {
     /// `perf dump`): its shards' loggers, `AsyncMessenger::Worker-N`
     /// (crate::counters), while it lives.
     pub perf: Option<msgr_admin::perf::Collection>,
+    /// Names for the message types the per-type counters show, and the
+    /// reply type of each request [`crate::Connection::call`] may send:
+    /// none by default (msgr-messages has Ceph's; the `msgr` facade's
+    /// `CEPH_MESSAGE_TYPES`).
+    pub message_types: MessageTypes,
     /// Failover tests' breakpoints (msgr_protocol::intercept); connection
     /// ids are [`crate::Connection::id`].
     #[cfg(feature = "interceptor")]
@@ -107,6 +142,8 @@ pub struct Options {
 }
 
 impl Options {
+    /// Options for messenger `name`, with `policies` and `auth`, and the
+    /// defaults of Ceph's options for the rest.
     pub fn new(name: EntityName, policies: PolicySet, auth: Arc<dyn AuthProvider>) -> Options {
         Options {
             name,
@@ -133,191 +170,152 @@ impl Options {
             thread_name: "msgr-shard".into(),
             accept_on_every_shard: true,
             perf: None,
+            message_types: MessageTypes::NONE,
             #[cfg(feature = "interceptor")]
             interceptor: None,
         }
     }
-}
 
-pub(crate) struct Inner<T: Transport> {
-    pub transport: T,
-    pub config: Arc<Config>,
-    pub dispatcher: Arc<dyn Dispatcher>,
-    pub shards: Shards,
-    pub my_addrs: Mutex<EntityAddrvec>,
-    /// What `bind` listens on, wildcards included.
-    pub listening: Mutex<EntityAddrvec>,
-    /// The connection that holds each peer (taken when connections open,
-    /// close, or resolve an ident: never per message).
-    pub registry: Mutex<HashMap<PeerKey, Connection>>,
-    /// Every live connection, registered or not (for shutdown).
-    pub all: Mutex<HashMap<u64, Connection>>,
-    pub dispatch_throttle: Arc<Throttle>,
-    /// The throttle each peer type's policy names, made on a connection's
-    /// first message: the connections of a type whose policy keeps its
-    /// limits share one throttle, and a policy changed at run time with
-    /// other limits gets a new one (connections made before keep theirs).
-    policy_throttles: Mutex<HashMap<(EntityType, ThrottleLimits), Arc<Throttle>>>,
-    pub injector: Injector,
-    pub max_connections: usize,
-    pub evict_idle_after: std::time::Duration,
-    /// Every shard accepts on a bound port where the transport allows.
-    pub accept_on_every_shard: bool,
-    /// How connections publish their idle times (from when, how finely).
-    pub idle_clock: IdleClock,
-    /// Sockets alive now (SocketSlot).
-    pub live_sockets: Arc<AtomicUsize>,
-    /// Sockets closed at accept because `max_connections` were open.
-    pub refused_accepts: AtomicU64,
-    /// Idle connections evicted to make room at `max_connections`.
-    pub evictions: AtomicU64,
-    /// Perf counters, a logger per shard.
-    pub counters: crate::counters::Counters,
-    next_id: AtomicU64,
-    tasks: AtomicUsize,
-    tasks_done: Notify,
-    pub shutdown: watch::Sender<bool>,
-}
-
-impl<T: Transport> Inner<T> {
-    /// What of a peer's addresses this messenger dials: a messenger bound
-    /// without msgr2 (v1: addresses only) dials peers' msgr1 addresses, as
-    /// Ceph's AsyncMessenger::_filter_addrs does (in a race, its address
-    /// could not be compared with theirs over msgr2).
-    fn dialable(&self, addrs: &EntityAddrvec) -> EntityAddrvec {
-        let listening = self.listening.lock().unwrap_or_else(|e| e.into_inner());
-        let msgr1_only =
-            !listening.0.is_empty() && !listening.0.iter().any(|a| a.kind == EntityAddrType::MSGR2);
-        if msgr1_only && addrs.legacy().is_some() {
-            let v1 = addrs.0.iter().filter(|a| a.kind == EntityAddrType::LEGACY);
-            return EntityAddrvec(v1.copied().collect());
-        }
-        addrs.clone()
-    }
-}
-
-impl<T: Transport> Inner<T> {
-    pub fn registry(&self) -> MutexGuard<'_, HashMap<PeerKey, Connection>> {
-        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    /// Sets [`Options::nonce`].
+    pub fn with_nonce(mut self, nonce: u32) -> Options {
+        self.nonce = nonce;
+        self
     }
 
-    /// Registers `conn` as the holder of `key` (under the registry's lock,
-    /// `reg`).
-    pub fn register(
-        &self,
-        reg: &mut HashMap<PeerKey, Connection>,
-        key: PeerKey,
-        conn: &Connection,
-    ) {
-        *conn
-            .shared
-            .registered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(key);
-        reg.insert(key, conn.clone());
+    /// Sets [`Options::rev1`].
+    pub fn with_rev1(mut self, rev1: bool) -> Options {
+        self.rev1 = rev1;
+        self
     }
 
-    pub fn all(&self) -> MutexGuard<'_, HashMap<u64, Connection>> {
-        self.all.lock().unwrap_or_else(|e| e.into_inner())
+    /// Sets [`Options::msgr2`].
+    pub fn with_msgr2(mut self, msgr2: bool) -> Options {
+        self.msgr2 = msgr2;
+        self
     }
 
-    pub fn addrs(&self) -> EntityAddrvec {
-        self.my_addrs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// Sets [`Options::sign_messages`].
+    pub fn with_sign_messages(mut self, sign_messages: bool) -> Options {
+        self.sign_messages = sign_messages;
+        self
     }
 
-    /// The throttle of a connection's policy (`policy`, taken for a peer
-    /// of `peer_type`), if it has one.
-    pub fn policy_throttle(&self, peer_type: EntityType, policy: Policy) -> Option<Arc<Throttle>> {
-        let limits = policy.throttle?;
-        let mut all = self
-            .policy_throttles
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let t = all
-            .entry((peer_type, limits))
-            .or_insert_with(|| Throttle::new(limits.messages, limits.bytes));
-        Some(t.clone())
+    /// Sets [`Options::require_signatures`].
+    pub fn with_require_signatures(mut self, require_signatures: bool) -> Options {
+        self.require_signatures = require_signatures;
+        self
     }
 
-    /// A connector learned our IP from its peer's HELLO. Only a messenger
-    /// that never bound takes it (a client, as Ceph's learned_addr): a
-    /// wildcard bind is advertised per socket, as the address each peer
-    /// reached (MyAddrs::on_socket), never as what one peer saw.
-    pub fn learned(&self, addr: EntityAddr) {
-        let mut mine = self.my_addrs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(first) = mine.0.first_mut() {
-            if first.is_blank_ip() && first.port() == 0 {
-                let port = first.port();
-                first.addr = addr.addr.map(|a| std::net::SocketAddr::new(a.ip(), port));
-            }
-        }
+    /// Sets [`Options::cephx_require_version`].
+    pub fn with_cephx_require_version(mut self, cephx_require_version: u32) -> Options {
+        self.cephx_require_version = cephx_require_version;
+        self
     }
 
-    fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+    /// Sets [`Options::timeouts`].
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Options {
+        self.timeouts = timeouts;
+        self
     }
 
-    /// A handle on a new connection `id` on `shard`, known to shutdown.
-    fn new_connection(&self, id: u64, shard: usize) -> Connection {
-        let c = Connection::new(id, shard, self.config.queue_limits.soft);
-        self.all().insert(id, c.clone());
-        c
+    /// Sets [`Options::compression`].
+    pub fn with_compression(mut self, compression: CompressionConfig) -> Options {
+        self.compression = compression;
+        self
     }
 
-    /// Runs `fut` on `shard` as a tracked task (shutdown waits for it).
-    pub fn spawn(
-        self: &Arc<Self>,
-        shard: usize,
-        fut: impl std::future::Future<Output = ()> + Send + 'static,
-    ) {
-        let done = self.task_guard();
-        self.shards.spawn(shard, async move {
-            fut.await;
-            drop(done);
-        });
+    /// Sets [`Options::frame_limits`].
+    pub fn with_frame_limits(mut self, frame_limits: msgr_frames::FrameLimits) -> Options {
+        self.frame_limits = frame_limits;
+        self
     }
 
-    /// Counts a task done when the guard is dropped: shutdown waits for
-    /// it. A connection's task holds it in its own future rather than
-    /// being wrapped by `spawn`, whose future would store the task's twice
-    /// (once captured, once awaited): an idle connection's task stays half
-    /// the size.
-    pub fn task_guard(self: &Arc<Self>) -> TaskDone<T> {
-        self.tasks.fetch_add(1, Ordering::AcqRel);
-        TaskDone(self.clone())
+    /// Sets [`Options::dispatch_throttle_bytes`].
+    pub fn with_dispatch_throttle_bytes(mut self, dispatch_throttle_bytes: u64) -> Options {
+        self.dispatch_throttle_bytes = dispatch_throttle_bytes;
+        self
     }
 
-    /// A closed connection leaves the tables (the registry only where it
-    /// still holds its key).
-    pub fn forget(&self, conn: &Connection) {
-        self.all().remove(&conn.id());
-        let mut reg = self.registry();
-        let key = conn
-            .shared
-            .registered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(k) = key {
-            if reg.get(&k) == Some(conn) {
-                reg.remove(&k);
-            }
-        }
+    /// Sets [`Options::max_queued_bytes`].
+    pub fn with_max_queued_bytes(mut self, max_queued_bytes: usize) -> Options {
+        self.max_queued_bytes = max_queued_bytes;
+        self
     }
-}
 
-/// Counts a tracked task done when it ends, or when its future is dropped
-/// (a shard's runtime gone, a panic): shutdown waits for every one.
-pub(crate) struct TaskDone<T: Transport>(Arc<Inner<T>>);
+    /// Sets [`Options::max_queued_bytes_hard`].
+    pub fn with_max_queued_bytes_hard(mut self, max_queued_bytes_hard: usize) -> Options {
+        self.max_queued_bytes_hard = max_queued_bytes_hard;
+        self
+    }
 
-impl<T: Transport> Drop for TaskDone<T> {
-    fn drop(&mut self) {
-        if self.0.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.tasks_done.notify_waiters();
-        }
+    /// Sets [`Options::max_connections`].
+    pub fn with_max_connections(mut self, max_connections: usize) -> Options {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// Sets [`Options::evict_idle_after`].
+    pub fn with_evict_idle_after(mut self, evict_idle_after: std::time::Duration) -> Options {
+        self.evict_idle_after = evict_idle_after;
+        self
+    }
+
+    /// Sets [`Options::inject`].
+    pub fn with_inject(mut self, inject: InjectConfig) -> Options {
+        self.inject = inject;
+        self
+    }
+
+    /// Sets [`Options::seed`].
+    pub fn with_seed(mut self, seed: u64) -> Options {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets [`Options::shards`].
+    pub fn with_shards(mut self, shards: usize) -> Options {
+        self.shards = shards;
+        self
+    }
+
+    /// Sets [`Options::shard_threads`].
+    pub fn with_shard_threads(mut self, shard_threads: bool) -> Options {
+        self.shard_threads = shard_threads;
+        self
+    }
+
+    /// Sets [`Options::thread_name`].
+    pub fn with_thread_name(mut self, thread_name: String) -> Options {
+        self.thread_name = thread_name;
+        self
+    }
+
+    /// Sets [`Options::accept_on_every_shard`].
+    pub fn with_accept_on_every_shard(mut self, accept_on_every_shard: bool) -> Options {
+        self.accept_on_every_shard = accept_on_every_shard;
+        self
+    }
+
+    /// Sets [`Options::perf`].
+    pub fn with_perf(mut self, perf: Option<msgr_admin::perf::Collection>) -> Options {
+        self.perf = perf;
+        self
+    }
+
+    /// Sets [`Options::message_types`].
+    pub fn with_message_types(mut self, message_types: MessageTypes) -> Options {
+        self.message_types = message_types;
+        self
+    }
+
+    /// Sets [`Options::interceptor`].
+    #[cfg(feature = "interceptor")]
+    pub fn with_interceptor(
+        mut self,
+        interceptor: Option<Arc<dyn msgr_protocol::intercept::Interceptor>>,
+    ) -> Options {
+        self.interceptor = interceptor;
+        self
     }
 }
 
@@ -404,6 +402,9 @@ impl<T: Transport> Clone for Messenger<T> {
 }
 
 impl<T: Transport> Messenger<T> {
+    /// A messenger over `transport`, set up by `opts`, handing what arrives
+    /// to `dispatcher`. It listens once bound ([`Messenger::bind`]) and
+    /// dials on [`Messenger::connect`]; its shards' threads start now.
     pub fn new(transport: T, opts: Options, dispatcher: Arc<dyn Dispatcher>) -> Messenger<T> {
         let mut config = Config::new(opts.name, opts.auth.clone(), opts.policies.clone());
         if !opts.rev1 {
@@ -451,6 +452,7 @@ impl<T: Transport> Messenger<T> {
             opts.shards.max(1),
             dispatch_throttle.clone(),
             opts.perf,
+            opts.message_types,
         );
         let shards = match (opts.shards, opts.shard_threads) {
             (0 | 1, _) | (_, false) => Shards::inline(opts.shards),
@@ -481,6 +483,7 @@ impl<T: Transport> Messenger<T> {
                 next_id: AtomicU64::new(1),
                 tasks: AtomicUsize::new(0),
                 tasks_done: Notify::new(),
+                message_types: opts.message_types,
                 shutdown,
             }),
         }
@@ -491,6 +494,7 @@ impl<T: Transport> Messenger<T> {
         self.inner.addrs()
     }
 
+    /// Who this messenger is (Options::name).
     pub fn name(&self) -> EntityName {
         self.inner.config.my_name
     }
@@ -676,13 +680,7 @@ impl<T: Transport> Messenger<T> {
         for c in all {
             c.mark_down();
         }
-        loop {
-            let done = self.inner.tasks_done.notified();
-            if self.inner.tasks.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            done.await;
-        }
+        self.inner.tasks_ended().await;
         self.inner.shards.stop();
     }
 }

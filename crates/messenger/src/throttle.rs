@@ -34,6 +34,8 @@ pub struct Throttle {
 }
 
 impl Throttle {
+    /// A throttle of at most `max_messages` messages and `max_bytes`
+    /// bytes held at once.
     pub fn new(max_messages: u64, max_bytes: u64) -> Arc<Throttle> {
         Arc::new(Throttle {
             max_messages: max_messages.min(MAX_COUNTED_MESSAGES),

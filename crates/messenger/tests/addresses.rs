@@ -16,14 +16,9 @@ use msgr_protocol::PolicySet;
 use msgr_transport::tcp::Tcp;
 use tokio::sync::mpsc;
 
-struct Echo;
-impl Dispatcher for Echo {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        let mut reply = Message::new(43, Bytes::new());
-        reply.tid = msg.tid;
-        conn.send_nowait(reply);
-    }
-}
+#[path = "support/echo.rs"]
+mod echo;
+use echo::Echo;
 
 struct Replies(mpsc::UnboundedSender<u64>);
 impl Dispatcher for Replies {
@@ -67,7 +62,7 @@ async fn a_wildcard_bind_serves_every_address_in_any_order() {
         Arc::new(NoneProvider),
     );
     o.nonce = 77;
-    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo));
+    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo::new()));
     let bound = server.bind(&"v2:0.0.0.0:0".parse().unwrap()).await.unwrap();
     let port = bound.msgr2().unwrap().port();
     let at = |ip: &str| -> EntityAddr { format!("v2:{ip}:{port}/77").parse().unwrap() };

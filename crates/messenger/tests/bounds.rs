@@ -34,11 +34,14 @@ mod poll;
 #[path = "support/raw_peer.rs"]
 mod raw_peer;
 use raw_peer::RawPeer;
+#[path = "support/echo.rs"]
+mod echo;
 #[path = "support/raw_v1.rs"]
 #[allow(dead_code)]
 mod raw_v1;
 #[path = "support/rss.rs"]
 mod rss;
+use echo::{Echo, AMPLIFY};
 use rss::{reset_peak, rss_kib};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -52,38 +55,6 @@ fn assert_peak_below(what: &str, base: u64, mib: u64) {
         base / 1024
     );
     assert!(grew < mib, "{what}: peak grew {grew} MiB (bound {mib} MiB)");
-}
-
-/// A message type Echo answers with `burst` empty replies.
-const AMPLIFY: u16 = 44;
-
-/// Echoes every message with a reply of `reply_len` bytes, an MPing with
-/// an empty one, and an AMPLIFY with `burst` empty ones; counts what it
-/// answered, and the MPings apart.
-struct Echo {
-    reply_len: usize,
-    burst: usize,
-    served: AtomicU64,
-    pings: AtomicU64,
-}
-
-impl Dispatcher for Echo {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        self.served.fetch_add(1, Ordering::Relaxed);
-        let (replies, len) = match msg.msg_type {
-            raw_peer::MSG_PING => {
-                self.pings.fetch_add(1, Ordering::Relaxed);
-                (1, 0)
-            }
-            AMPLIFY => (self.burst, 0),
-            _ => (1, self.reply_len),
-        };
-        for _ in 0..replies {
-            let mut reply = Message::new(43, Bytes::from(vec![0u8; len]));
-            reply.tid = msg.tid;
-            conn.send_nowait(reply);
-        }
-    }
 }
 
 async fn server(
@@ -103,12 +74,7 @@ async fn server_at(
     burst: usize,
     tune: impl FnOnce(&mut Options),
 ) -> (Messenger<Tcp>, EntityAddrvec, Arc<Echo>) {
-    let echo = Arc::new(Echo {
-        reply_len,
-        burst,
-        served: AtomicU64::new(0),
-        pings: AtomicU64::new(0),
-    });
+    let echo = Arc::new(Echo::sized(reply_len, burst));
     let mut o = Options::new(
         "osd.0".parse().unwrap(),
         PolicySet::new(policy),

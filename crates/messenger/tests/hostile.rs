@@ -29,6 +29,9 @@ use raw_peer::RawPeer;
 #[path = "support/rss.rs"]
 mod rss;
 use rss::rss_kib;
+#[path = "support/echo.rs"]
+mod echo;
+use echo::Echo;
 
 /// The tests here each load the machine (a thousand stalled sockets, a
 /// connection limit raced against): they run one at a time.
@@ -36,15 +39,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-struct Echo;
-impl Dispatcher for Echo {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        let mut reply = Message::new(43, Bytes::new());
-        reply.tid = msg.tid;
-        conn.send_nowait(reply);
-    }
 }
 
 struct Count(tokio::sync::mpsc::UnboundedSender<u64>);
@@ -105,7 +99,7 @@ async fn a_server_under_hostile_peers_keeps_serving() {
         max_frame_len: 64 << 20,
         max_decompressed_len: 16 << 20,
     };
-    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo));
+    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo::new()));
     let addrs = server
         .bind(&"v2:127.0.0.1:0".parse().unwrap())
         .await
@@ -285,7 +279,7 @@ async fn connections_beyond_the_limit_are_refused_at_accept() {
         Arc::new(NoneProvider),
     );
     o.max_connections = 10;
-    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo));
+    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo::new()));
     let addrs = server
         .bind(&"v2:127.0.0.1:0".parse().unwrap())
         .await
@@ -371,7 +365,7 @@ async fn an_msgr1_server_under_hostile_peers_keeps_serving() {
     );
     o.nonce = 0;
     o.timeouts.connect = Duration::from_secs(3);
-    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo));
+    let server = Messenger::new(Tcp::default(), o, Arc::new(Echo::new()));
     let addrs = server
         .bind(&"v1:127.0.0.1:0".parse().unwrap())
         .await

@@ -17,9 +17,7 @@ use msgr_auth::{AuthProvider, ConMode, SeededRandom};
 use msgr_encoding::{AuthName, EntityAddrvec, EntityType, UTime};
 use msgr_frames::control::*;
 use msgr_frames::ControlFrame;
-use msgr_messenger::{
-    Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
-};
+use msgr_messenger::{Connection, Message, Messenger, Options, Policy};
 use msgr_protocol::{Claim, PolicySet, ProtocolError};
 use msgr_transport::tcp::Tcp;
 
@@ -29,8 +27,11 @@ mod poll;
 mod raw_peer;
 #[path = "support/raw_v1.rs"]
 mod raw_v1;
+#[path = "support/recorder.rs"]
+mod recorder;
 use raw_peer::{Frame, RawPeer};
 use raw_v1::RawV1;
+use recorder::{Log, Recorder};
 
 /// The keys a monitor would hold: two clients, two OSDs, the OSD service
 /// secret.
@@ -128,52 +129,6 @@ impl World {
     }
 }
 
-#[derive(Default)]
-struct Log {
-    tids: Vec<u64>,
-    resets: usize,
-    faults: Vec<ProtocolError>,
-}
-
-/// Records what arrives; a server echoes each message.
-struct Recorder {
-    log: Arc<Mutex<Log>>,
-    echo: bool,
-}
-
-impl Recorder {
-    fn new(echo: bool) -> (Arc<Recorder>, Arc<Mutex<Log>>) {
-        let log = Arc::new(Mutex::new(Log::default()));
-        (
-            Arc::new(Recorder {
-                log: log.clone(),
-                echo,
-            }),
-            log,
-        )
-    }
-}
-
-impl Dispatcher for Recorder {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        self.log.lock().unwrap().tids.push(msg.tid);
-        if self.echo {
-            let mut reply = Message::new(43, Bytes::new());
-            reply.tid = msg.tid;
-            conn.send_nowait(reply);
-        }
-    }
-    fn ms_handle_reset(&self, _: &Connection) {
-        self.log.lock().unwrap().resets += 1;
-    }
-    fn ms_handle_remote_reset(&self, _: &Connection) {
-        self.log.lock().unwrap().resets += 1;
-    }
-    fn ms_handle_fault(&self, _: &Connection, e: &ProtocolError) {
-        self.log.lock().unwrap().faults.push(e.clone());
-    }
-}
-
 fn msg(tid: u64) -> Message {
     let mut m = Message::new(42, Bytes::from(vec![tid as u8; 64]));
     m.tid = tid;
@@ -193,7 +148,7 @@ async fn osd0(
     w: &World,
     client_policy: Policy,
 ) -> (Messenger<Tcp>, EntityAddrvec, Arc<Mutex<Log>>) {
-    let (d, log) = Recorder::new(true);
+    let (d, _, log) = Recorder::new(true);
     let policies = PolicySet::new(client_policy).with(EntityType::OSD, Policy::lossless_peer());
     let m = Messenger::new(
         Tcp::default(),
@@ -206,7 +161,7 @@ async fn osd0(
 
 /// client.admin (global id 4100) as a victim with `policy`, at `nonce`.
 fn victim_client(w: &World, policy: Policy, nonce: u32) -> (Messenger<Tcp>, Arc<Mutex<Log>>) {
-    let (d, log) = Recorder::new(false);
+    let (d, _, log) = Recorder::new(false);
     let m = Messenger::new(
         Tcp::default(),
         options(
@@ -294,7 +249,11 @@ async fn victim_carries_on(
     let all = echoed(conn, v_log, sent, more).await;
     let v = v_log.lock().unwrap();
     assert_eq!(v.tids, (1..=all).collect::<Vec<_>>());
-    assert_eq!(v.resets, 0, "the victim's session was not reset");
+    assert_eq!(
+        v.resets + v.remote_resets,
+        0,
+        "the victim's session was not reset"
+    );
     assert!(refused_not_owner(s_log));
 }
 
@@ -304,7 +263,7 @@ async fn victim_carries_on(
 async fn a_lossless_peer_session_is_not_handed_to_another_osd() {
     let w = world();
     let (s, s_addrs, s_log) = osd0(&w, Policy::stateful_server()).await;
-    let (d, v_log) = Recorder::new(false);
+    let (d, _, v_log) = Recorder::new(false);
     let victim = Messenger::new(
         Tcp::default(),
         options(
@@ -352,7 +311,11 @@ async fn a_lossless_peer_session_is_not_handed_to_another_osd() {
         (0..=200).collect::<Vec<_>>(),
         "every message, once, in order"
     );
-    assert_eq!(v.resets, 0, "the victim's session was not reset");
+    assert_eq!(
+        v.resets + v.remote_resets,
+        0,
+        "the victim's session was not reset"
+    );
     assert!(refused_not_owner(&s_log));
     assert_eq!(s.connect(&v_addrs, EntityType::OSD), s_to_v, "same session");
     drop(v);
@@ -440,7 +403,11 @@ async fn a_registered_lossy_client_is_not_replaced_by_another() {
     assert!(poll::until(|| v_log.lock().unwrap().tids.len() >= 20).await);
     let v = v_log.lock().unwrap();
     assert_eq!(v.tids, (1..=20).collect::<Vec<_>>());
-    assert_eq!(v.resets, 0, "the victim kept its connection");
+    assert_eq!(
+        v.resets + v.remote_resets,
+        0,
+        "the victim kept its connection"
+    );
     assert!(conn.is_connected());
     assert!(refused_not_owner(&s_log));
     drop(v);
@@ -502,7 +469,7 @@ async fn osd0_cephx_or_none(
     modes: &[ConMode],
     binds: &str,
 ) -> (Messenger<Tcp>, EntityAddrvec, Arc<Mutex<Log>>) {
-    let (d, log) = Recorder::new(true);
+    let (d, _, log) = Recorder::new(true);
     let policies = PolicySet::new(Policy::stateful_server());
     let m = Messenger::new(
         Tcp::default(),
@@ -561,7 +528,7 @@ async fn an_msgr2_secure_session_is_not_resumed_over_msgr1() {
     let modes = [ConMode::SECURE, ConMode::CRC];
     let (s, s_addrs, s_log) =
         osd0_cephx_or_none(&w, &modes, "[v2:127.0.0.1:0,v1:127.0.0.1:0]").await;
-    let (d, v_log) = Recorder::new(false);
+    let (d, _, v_log) = Recorder::new(false);
     let admin = w.client_with("client.admin", 4100, &[ConMode::SECURE]);
     let victim = Messenger::new(
         Tcp::default(),
@@ -679,7 +646,7 @@ async fn a_dialled_peer_cannot_push_global_seq_past_32_bits() {
         4,
     )
     .await;
-    let (d, c_log) = Recorder::new(false);
+    let (d, _, c_log) = Recorder::new(false);
     let client = Messenger::new(
         Tcp::default(),
         options(

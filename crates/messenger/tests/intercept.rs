@@ -2,63 +2,32 @@
 //! breakpoints reach the tokio driver (a FAULT retries, a STALL shuts the
 //! socket under a frozen handshake that resumes stale when released).
 
+#[path = "support/pair.rs"]
+mod pair;
 #[path = "support/poll.rs"]
 mod poll;
+#[path = "support/recorder.rs"]
+mod recorder;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use msgr_auth::NoneProvider;
-use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_frames::Tag;
-use msgr_messenger::{
-    ConnState, Connection, Dispatcher, IncomingMessage, Message, Messenger, Options, Policy,
-};
+use msgr_messenger::{ConnState, Message, Options, Policy};
 use msgr_protocol::intercept::{Action, Breakpoint, CustomPoint, Direction, Traps};
 use msgr_protocol::PolicySet;
 use msgr_transport::memory::MemoryNet;
 
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
+use pair::Pair;
 use poll::until;
 
-/// Counts what the dispatcher hears (crimson's cnt_*_dispatched).
-#[derive(Default)]
-struct Counts {
-    messages: Mutex<Vec<u64>>,
-    connects: Mutex<u32>,
-    accepts: Mutex<u32>,
-    resets: Mutex<u32>,
-    remote_resets: Mutex<u32>,
-}
-
-impl Dispatcher for Counts {
-    fn ms_dispatch(&self, _: &Connection, msg: IncomingMessage) {
-        self.messages.lock().unwrap().push(msg.tid);
-    }
-    fn ms_handle_connect(&self, _: &Connection, _prev_shard: usize) {
-        *self.connects.lock().unwrap() += 1;
-    }
-    fn ms_handle_accept(&self, _: &Connection, _prev_shard: usize, _is_replace: bool) {
-        *self.accepts.lock().unwrap() += 1;
-    }
-    fn ms_handle_reset(&self, _: &Connection) {
-        *self.resets.lock().unwrap() += 1;
-    }
-    fn ms_handle_remote_reset(&self, _: &Connection) {
-        *self.remote_resets.lock().unwrap() += 1;
-    }
-}
-
-struct Pair<T: Transport> {
-    client: Messenger<T>,
-    server: Messenger<T>,
-    client_counts: Arc<Counts>,
-    server_counts: Arc<Counts>,
-    server_addrs: EntityAddrvec,
-}
-
+/// A server (stateful) and a lossless client over `t`, with the
+/// interceptors given, the client connected; what each dispatcher hears is
+/// in its log (crimson's cnt_*_dispatched).
 async fn pair<T: Transport>(
     t: T,
     bind: &str,
@@ -78,26 +47,14 @@ async fn pair<T: Transport>(
         o.interceptor = traps.map(|t| t as _);
         o
     };
-    let server_counts = Arc::new(Counts::default());
-    let client_counts = Arc::new(Counts::default());
-    let server = Messenger::new(
-        t.clone(),
-        options("osd.0", Policy::stateful_server(), 22, server_traps),
-        server_counts.clone(),
-    );
-    let server_addrs = server.bind(&bind.parse().unwrap()).await.unwrap();
-    let client = Messenger::new(
+    Pair::start(
         t,
+        bind,
         options("client.1", Policy::lossless_client(), 11, client_traps),
-        client_counts.clone(),
-    );
-    Pair {
-        client,
-        server,
-        client_counts,
-        server_counts,
-        server_addrs,
-    }
+        options("osd.0", Policy::stateful_server(), 22, server_traps),
+        false,
+    )
+    .await
 }
 
 fn msg(tid: u64) -> Message {
@@ -114,9 +71,9 @@ async fn fault_at_client_ident_write<T: Transport>(t: T, bind: &str) {
     let traps = Arc::new(Traps::default());
     traps.arm(frame(Tag::CLIENT_IDENT, Direction::Write), 1, Action::Fault);
     let p = pair(t, bind, Some(traps.clone()), None).await;
-    let conn = p.client.connect(&p.server_addrs, EntityType::OSD);
+    let conn = p.conn.clone();
     conn.send(msg(1)).await;
-    assert!(until(|| p.server_counts.messages.lock().unwrap().len() == 1).await);
+    assert!(until(|| p.server_log.lock().unwrap().tids.len() == 1).await);
     let id = conn.id();
     let connecting = Breakpoint::Custom(CustomPoint::SocketConnecting);
     assert_eq!(traps.conn_hits(id, connecting), 2);
@@ -124,8 +81,8 @@ async fn fault_at_client_ident_write<T: Transport>(t: T, bind: &str) {
         traps.conn_hits(id, frame(Tag::CLIENT_IDENT, Direction::Write)),
         2
     );
-    assert_eq!(*p.client_counts.connects.lock().unwrap(), 1);
-    assert_eq!(*p.server_counts.accepts.lock().unwrap(), 1);
+    assert_eq!(p.client_log.lock().unwrap().connects, 1);
+    assert_eq!(p.server_log.lock().unwrap().accepts, 1);
     p.client.shutdown().await;
     p.server.shutdown().await;
 }
@@ -135,10 +92,10 @@ async fn stalled_acceptor_resumes_stale<T: Transport>(t: T, bind: &str) {
     let traps = Arc::new(Traps::default());
     traps.arm(frame(Tag::CLIENT_IDENT, Direction::Read), 1, Action::Stall);
     let p = pair(t, bind, None, Some(traps.clone())).await;
-    let conn = p.client.connect(&p.server_addrs, EntityType::OSD);
+    let conn = p.conn.clone();
     conn.send(msg(1)).await;
     // The client lost its socket under the stall and connected again.
-    assert!(until(|| p.server_counts.messages.lock().unwrap().len() == 1).await);
+    assert!(until(|| p.server_log.lock().unwrap().tids.len() == 1).await);
     let stale_id = traps.blocked().expect("a stall was handed out");
     let stale = p
         .server
@@ -154,12 +111,12 @@ async fn stalled_acceptor_resumes_stale<T: Transport>(t: T, bind: &str) {
     stale.unblock();
     assert!(until(|| stale.state() == ConnState::Closed).await);
     conn.send(msg(2)).await;
-    assert!(until(|| p.server_counts.messages.lock().unwrap().len() == 2).await);
-    assert_eq!(*p.server_counts.messages.lock().unwrap(), vec![1, 2]);
-    assert_eq!(*p.client_counts.connects.lock().unwrap(), 1);
-    assert_eq!(*p.server_counts.accepts.lock().unwrap(), 1);
-    assert_eq!(*p.server_counts.resets.lock().unwrap(), 0);
-    assert_eq!(*p.client_counts.remote_resets.lock().unwrap(), 0);
+    assert!(until(|| p.server_log.lock().unwrap().tids.len() == 2).await);
+    assert_eq!(p.server_log.lock().unwrap().tids, vec![1, 2]);
+    assert_eq!(p.client_log.lock().unwrap().connects, 1);
+    assert_eq!(p.server_log.lock().unwrap().accepts, 1);
+    assert_eq!(p.server_log.lock().unwrap().resets, 0);
+    assert_eq!(p.client_log.lock().unwrap().remote_resets, 0);
     assert_eq!(
         traps.hits(Breakpoint::Custom(CustomPoint::SocketAccepted)),
         2

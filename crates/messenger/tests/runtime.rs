@@ -1,8 +1,12 @@
 //! The runtime over real transports (memory and TCP): sessions, policies,
 //! replay after injected socket failures, resets, shutdown.
 
+#[path = "support/pair.rs"]
+mod pair;
 #[path = "support/poll.rs"]
 mod poll;
+#[path = "support/recorder.rs"]
+mod recorder;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,7 +15,7 @@ use bytes::Bytes;
 use msgr_auth::{AuthProvider, ConMode, NoneProvider};
 use msgr_encoding::{EntityAddrvec, EntityType};
 use msgr_messenger::{
-    Connection, Dispatcher, IncomingMessage, InjectConfig, Message, Messenger, Options, Policy,
+    Connection, IncomingMessage, InjectConfig, Message, MessageTypes, Messenger, Options, Policy,
 };
 use msgr_protocol::PolicySet;
 use msgr_transport::memory::MemoryNet;
@@ -19,47 +23,8 @@ use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
 use tokio::sync::mpsc;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Ev {
-    Msg(u64),
-    Connect,
-    Accept,
-    Reset,
-    RemoteReset,
-    Refused,
-}
-
-/// Records events; echoes every message back when `echo`.
-struct Recorder {
-    tx: mpsc::UnboundedSender<Ev>,
-    echo: bool,
-}
-
-impl Dispatcher for Recorder {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        let _ = self.tx.send(Ev::Msg(msg.tid));
-        if self.echo {
-            let mut reply = Message::new(43, Bytes::new());
-            reply.tid = msg.tid;
-            conn.send_nowait(reply);
-        }
-    }
-    fn ms_handle_connect(&self, _: &Connection, _prev_shard: usize) {
-        let _ = self.tx.send(Ev::Connect);
-    }
-    fn ms_handle_accept(&self, _: &Connection, _prev_shard: usize, _is_replace: bool) {
-        let _ = self.tx.send(Ev::Accept);
-    }
-    fn ms_handle_reset(&self, _: &Connection) {
-        let _ = self.tx.send(Ev::Reset);
-    }
-    fn ms_handle_remote_reset(&self, _: &Connection) {
-        let _ = self.tx.send(Ev::RemoteReset);
-    }
-    fn ms_handle_refused(&self, _: &Connection) {
-        let _ = self.tx.send(Ev::Refused);
-    }
-}
+use pair::Pair;
+use recorder::{Ev, Recorder};
 
 fn options(name: &str, policy: Policy, inject: u32, seed: u64) -> Options {
     options_auth(name, policy, inject, seed, Arc::new(NoneProvider))
@@ -81,16 +46,12 @@ fn options_auth(
     };
     o.timeouts.backoff_initial = Duration::from_millis(5);
     o.timeouts.backoff_max = Duration::from_millis(50);
-    o
+    o.with_message_types(CEPH_TYPES)
 }
 
-struct Pair<T: Transport> {
-    server: Messenger<T>,
-    client: Messenger<T>,
-    server_rx: mpsc::UnboundedReceiver<Ev>,
-    client_rx: mpsc::UnboundedReceiver<Ev>,
-    conn: Connection,
-}
+/// Ceph's names and replies, for the per-type counters and calls.
+const CEPH_TYPES: MessageTypes =
+    MessageTypes::new(msgr_messages::MESSAGE_TYPES, msgr_messages::REPLY_TYPES);
 
 async fn pair<T: Transport>(
     t: T,
@@ -128,36 +89,7 @@ async fn pair_auth<T: Transport>(
 /// A pair made with these options: an echoing server bound to `bind`, and
 /// a client connected to it.
 async fn pair_with<T: Transport>(t: T, bind: &str, client: Options, server: Options) -> Pair<T> {
-    let (stx, server_rx) = mpsc::unbounded_channel();
-    let (ctx, client_rx) = mpsc::unbounded_channel();
-    let s = Messenger::new(
-        t.clone(),
-        server,
-        Arc::new(Recorder {
-            tx: stx,
-            echo: true,
-        }),
-    );
-    let addrs = s
-        .bind(&bind.parse::<EntityAddrvec>().unwrap())
-        .await
-        .unwrap();
-    let c = Messenger::new(
-        t,
-        client,
-        Arc::new(Recorder {
-            tx: ctx,
-            echo: false,
-        }),
-    );
-    let conn = c.connect(&addrs, EntityType::OSD);
-    Pair {
-        server: s,
-        client: c,
-        server_rx,
-        client_rx,
-        conn,
-    }
+    Pair::start(t, bind, client, server, true).await
 }
 
 /// Collects events until `done` says so (or the deadline passes).
@@ -513,10 +445,7 @@ async fn refused_then_server_appears() {
     let c = Messenger::new(
         net.clone(),
         options("client.1", Policy::lossless_client(), 0, 3),
-        Arc::new(Recorder {
-            tx: ctx,
-            echo: false,
-        }),
+        Recorder::sending(ctx, false),
     );
     let addrs: EntityAddrvec = "v2:10.0.0.9:6800/7".parse().unwrap();
     let conn = c.connect(&addrs, EntityType::OSD);
@@ -527,10 +456,7 @@ async fn refused_then_server_appears() {
     let s = Messenger::new(
         net,
         options("osd.0", Policy::stateful_server(), 0, 7),
-        Arc::new(Recorder {
-            tx: stx,
-            echo: false,
-        }),
+        Recorder::sending(stx, false),
     );
     s.bind(&addrs).await.unwrap();
     let got = collect(&mut server_rx, |e| !msgs(e).is_empty()).await;
@@ -636,22 +562,12 @@ async fn idle_timeout_closes_a_lossy_connection() {
     let s = Messenger::new(
         net.clone(),
         options("osd.0", Policy::stateless_server(), 0, 7),
-        Arc::new(Recorder {
-            tx: stx,
-            echo: true,
-        }),
+        Recorder::sending(stx, true),
     );
     let addrs = s.bind(&"v2:10.0.0.1:6800".parse().unwrap()).await.unwrap();
     let mut o = options("client.1", Policy::lossy_client(), 0, 9);
     o.timeouts.idle = Duration::from_millis(200);
-    let c = Messenger::new(
-        net,
-        o,
-        Arc::new(Recorder {
-            tx: ctx,
-            echo: false,
-        }),
-    );
+    let c = Messenger::new(net, o, Recorder::sending(ctx, false));
     let conn = c.connect(&addrs, EntityType::OSD);
     conn.send(msg(1, 10)).await;
     let got = collect(&mut client_rx, |e| e.contains(&Ev::Reset)).await;
@@ -826,10 +742,7 @@ async fn call_waits_for_the_reply_by_tid() {
     let silent = Messenger::new(
         t.clone(),
         options("osd.0", Policy::stateless_server(), 0, 7),
-        Arc::new(Recorder {
-            tx: stx,
-            echo: false,
-        }),
+        Recorder::sending(stx, false),
     );
     let addrs = silent
         .bind(&"v2:10.0.0.2:6800".parse().unwrap())
@@ -839,10 +752,7 @@ async fn call_waits_for_the_reply_by_tid() {
     let client = Messenger::new(
         t,
         options("client.1", Policy::lossy_client(), 0, 9),
-        Arc::new(Recorder {
-            tx: ctx,
-            echo: false,
-        }),
+        Recorder::sending(ctx, false),
     );
     let conn = client.connect(&addrs, EntityType::OSD);
     let timeout = conn.call(msg(7, 10), Duration::from_millis(200)).await;
@@ -1025,10 +935,7 @@ async fn policies_change_at_run_time() {
     let client = Messenger::new(
         t,
         options("client.1", Policy::lossy_client(), 0, 9),
-        Arc::new(Recorder {
-            tx: mpsc::unbounded_channel().0,
-            echo: false,
-        }),
+        Recorder::sending(mpsc::unbounded_channel().0, false),
     );
     // A message that must come is waited for long; one that must not, a
     // while (it could only pass a broken throttle late, not fail).

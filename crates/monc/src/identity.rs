@@ -283,6 +283,7 @@ impl Identity {
         o.sign_messages = self.sign_messages;
         o.cephx_require_version = self.cephx_require_version;
         o.nonce = std::process::id();
+        o.message_types = crate::CEPH_MESSAGE_TYPES;
         o
     }
 

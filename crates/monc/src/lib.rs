@@ -51,6 +51,10 @@ pub use config::{MonAuth, MonClientConfig};
 use driver::{Dispatch, Shared};
 pub use error::MonError;
 pub use osds::{parse_osd_dump, OsdAddrs};
+/// Ceph's message type names and request/reply pairs (msgr-messages'
+/// tables), given to the messengers made here.
+const CEPH_MESSAGE_TYPES: msgr_messenger::MessageTypes =
+    msgr_messenger::MessageTypes::new(msgr_messages::MESSAGE_TYPES, msgr_messages::REPLY_TYPES);
 
 /// The deadline `timeout` from now (checked: `Instant + Duration` panics
 /// past the clock's range), computed before anything is queued or sent.
@@ -128,6 +132,7 @@ impl<T: Transport> MonClient<T> {
         o.rev1 = cfg.rev1;
         o.msgr2 = cfg.msgr2;
         o.nonce = std::process::id();
+        o.message_types = CEPH_MESSAGE_TYPES;
         let shared = Arc::new(Shared::new(crate::core::MonCore::new(cfg, mons)));
         let messenger = Messenger::new(transport, o, Arc::new(Dispatch(shared.clone())));
         shared.set_messenger(messenger.clone());

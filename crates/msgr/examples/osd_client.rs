@@ -32,6 +32,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Arc::new(msgr::auth::NoneProvider),
     );
     opts.shards = 1;
+    // MOSDOp's reply is MOSDOpReply (for `call`).
+    opts.message_types = msgr::CEPH_MESSAGE_TYPES;
     let client = Messenger::new(Tcp::default(), opts, dispatcher);
 
     let osd = client.connect(&addrs, EntityType::OSD);

@@ -47,7 +47,8 @@
 //! let addrs = server.bind(&"v2:10.0.0.1:6800".parse()?).await?;
 //! let client = Messenger::new(
 //!     net,
-//!     Options::new("client.1".parse()?, PolicySet::new(Policy::lossy_client()), auth),
+//!     Options::new("client.1".parse()?, PolicySet::new(Policy::lossy_client()), auth)
+//!         .with_message_types(msgr::CEPH_MESSAGE_TYPES),
 //!     Arc::new(Quiet),
 //! );
 //! let osd = client.connect(&addrs, EntityType::OSD);
@@ -67,8 +68,9 @@
 //! made with [`monc::identity::Identity::client_options`] presents to the
 //! daemons; [`monc::MonClient::osd_addrs`] finds an OSD in the OSD map.
 //! [`messages`] holds Ceph's message types (MOSDOp and its reply,
-//! MCommand, the monitor's) and [`messages::reply_type`] which requests
-//! [`Connection::call`] pairs with which replies.
+//! MCommand, the monitor's); [`CEPH_MESSAGE_TYPES`], given as
+//! [`Options::message_types`], names them in the per-type counters and
+//! tells [`Connection::call`] which requests have which replies.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -131,11 +133,12 @@
 //! # Seeing into it
 //!
 //! Each messenger counts what it does in Ceph's `AsyncMessenger::Worker-N`
-//! perf counters ([`counters`]), shown in the [`admin::perf::Collection`]
+//! perf counters, shown in the [`admin::perf::Collection`]
 //! given as [`Options::perf`]; an [`admin::socket::AdminSocket`] answers
 //! `ceph --admin-daemon PATH perf dump` (and `messenger dump`, `config
 //! show`, ...) from it. Logs go through `tracing` (target `msgr`), at the
-//! levels Ceph's `debug_ms` names.
+//! levels Ceph's `debug_ms` names. [`Messenger::traffic_by_type`] counts
+//! messages and bytes by type ([`Traffic`]).
 //!
 //! # When things go wrong
 //!
@@ -154,15 +157,45 @@
 //! server with a dispatcher), `lossless_peers` (two peers whose sessions
 //! survive injected socket failures).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod errors;
 
-pub use msgr_encoding::{AuthName, EntityAddr, EntityAddrvec, EntityName, EntityType};
-pub use msgr_messenger::{
-    counters, dispatch, CallError, ConnState, ConnStats, Connection, Dispatcher, IncomingMessage,
-    InjectConfig, Messenger, NotReady, Options,
+// Who and where: names and addresses.
+pub use msgr_encoding::{
+    AuthName, EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType,
 };
-pub use msgr_protocol::{Message, Policy, PolicyName, PolicySet, ProtocolError};
+
+// The messenger, its connections, and what it hands its user.
+pub use msgr_messenger::{
+    CallError, Connection, Dispatcher, IncomingMessage, Messenger, NotReady, Placement,
+};
+pub use msgr_protocol::{ConnState, ConnStats, Message, ProtocolError};
+
+// Options, and every type that fills them.
+pub use msgr_frames::compression::Algorithm as CompressionAlgorithm;
+pub use msgr_frames::FrameLimits;
+pub use msgr_messenger::{InjectConfig, MessageTypes, Options};
+pub use msgr_protocol::{
+    CompressionConfig, Policy, PolicyName, PolicySet, ThrottleLimits, Timeouts,
+};
+
+/// Messages and bytes in and out of one message type
+/// ([`Messenger::traffic_by_type`]).
+pub use msgr_messenger::counters::Traffic;
+
+/// Ceph's message type names and request/reply pairs (msgr-messages'
+/// [`messages::MESSAGE_TYPES`] and [`messages::REPLY_TYPES`]), for
+/// [`Options::message_types`]: the per-type counters show Ceph's names,
+/// and [`Connection::call`] waits for MOSDOpReply, MCommandReply and
+/// MMonCommandAck.
+pub const CEPH_MESSAGE_TYPES: MessageTypes =
+    MessageTypes::new(msgr_messages::MESSAGE_TYPES, msgr_messages::REPLY_TYPES);
+
+/// Other ways to take what arrives: a chain of dispatchers, or a stream.
+pub mod dispatch {
+    pub use msgr_messenger::dispatch::{events, Chain, ChainLink, DispatchEvent};
+}
 
 /// Authentication: auth none, cephx (keys, keyrings, both sides), modes.
 pub mod auth {
@@ -173,39 +206,58 @@ pub mod auth {
     };
 }
 
-/// Transports: TCP over epoll, and an in-memory network for tests.
+/// Transports: TCP over epoll, Unix sockets, and an in-memory network for
+/// tests.
 pub mod transport {
     pub use msgr_transport::memory::MemoryNet;
     pub use msgr_transport::tcp::Tcp;
+    pub use msgr_transport::unix::Unix;
     pub use msgr_transport::Transport;
 }
 
-/// Ceph's message types.
+/// Ceph's message types: the typed messages, their type numbers and
+/// names, and which requests have replies.
 pub mod messages {
-    pub use msgr_messages::*;
+    pub use msgr_messages::osd_types;
+    pub use msgr_messages::simple::{MSG_COMMAND, MSG_COMMAND_REPLY, MSG_PING};
+    pub use msgr_messages::{
+        message_type_name, reply_type, MCommand, MCommandReply, MMonCommand, MMonCommandAck,
+        MOSDBackoff, MOSDOp, MOSDOpReply, MPing, MessageError, MonInfo, MonMap, RequestRedirect,
+        TypedMessage, MESSAGE_TYPES, MSG_MON_COMMAND, MSG_MON_COMMAND_ACK, MSG_OSD_BACKOFF,
+        MSG_OSD_OP, MSG_OSD_OPREPLY, REPLY_TYPES,
+    };
 }
 
 /// Ceph's configuration as the `ceph` CLI reads it.
 pub mod config {
-    pub use msgr_config::*;
+    pub use msgr_config::{
+        parse_mon_host, ConfFile, ConfParseError, Config, ConfigError, ConfigOptions, Env,
+        OptionsError, MON_PORT_V1, MON_PORT_V2,
+    };
 }
 
 /// A monitor client, and who the program is on a cluster.
 pub mod monc {
-    pub use msgr_monc::*;
+    pub use msgr_monc::identity;
+    pub use msgr_monc::{CommandReply, MonAuth, MonClient, MonClientConfig, MonError, OsdAddrs};
 }
 
 /// Perf counters and the admin socket.
 pub mod admin {
-    pub use msgr_admin::*;
+    pub use msgr_admin::{perf, socket};
 }
 
 /// The OSD map: full maps and incrementals, pools, placement.
 pub mod osdmap {
-    pub use msgr_osdmap::*;
+    pub use msgr_osdmap::{
+        Incremental, MapFollower, OsdMap, OsdMapError, PgId, Placement, Pool, UpActing,
+    };
 }
 
-/// A RADOS client: object ops, the objecter, `Rados` and `IoCtx`.
+/// A RADOS client: `Rados` and `IoCtx`, their limits, requests and
+/// replies.
 pub mod rados {
-    pub use msgr_rados::*;
+    pub use msgr_rados::{
+        IoCtx, Limits, Listed, Ops, Rados, RadosError, Reply, Stat, ALL_NAMESPACES,
+    };
 }

@@ -242,7 +242,7 @@ mod tests {
         }
         let end = b.len().saturating_sub(4);
         let (front, crc) = b.split_at_mut(end);
-        let computed = msgr_frames::crc::ceph_crc32c(u32::MAX, front);
+        let computed = msgr_encoding::crc32c::ceph_crc32c(u32::MAX, front);
         crc.copy_from_slice(&computed.to_le_bytes());
         assert_eq!(OsdMap::decode(&b).expect("re-encoded").epoch, as_epoch);
         Bytes::from(b)

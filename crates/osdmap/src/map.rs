@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use msgr_crush::CrushMap;
+use msgr_encoding::crc32c::ceph_crc32c;
 use msgr_encoding::{
     decode_versioned, Decode, DecodeError, Decoder, EntityAddr, EntityAddrvec, UTime, Uuid,
 };
-use msgr_frames::crc::ceph_crc32c;
 use msgr_messages::osd_types::PgId;
 
 use crate::error::OsdMapError;

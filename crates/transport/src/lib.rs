@@ -57,6 +57,7 @@
 // Transports move bytes; they parse none (the protocol crates do, checked).
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod memory;
 mod recv;
@@ -74,9 +75,12 @@ use std::net::SocketAddr;
 /// A connected byte stream, split into halves the runtime drives
 /// concurrently.
 pub trait Stream: Send + 'static {
+    /// The half that reads.
     type Reader: Receiver;
+    /// The half that writes.
     type Writer: Sender;
 
+    /// The stream's halves.
     fn into_split(self) -> (Self::Reader, Self::Writer);
 
     /// The local end's address, where the transport has one (a socket
@@ -102,6 +106,7 @@ pub trait Stream: Send + 'static {
 
 /// Accepts incoming streams on a bound address.
 pub trait Listener: Send + 'static {
+    /// What it accepts.
     type Stream: Stream;
 
     /// The bound address (with the port the system picked for port 0).
@@ -113,11 +118,15 @@ pub trait Listener: Send + 'static {
 
 /// Opens and accepts streams.
 pub trait Transport: Clone + Send + Sync + 'static {
+    /// A connected stream.
     type Stream: Stream;
+    /// A bound listener, accepting streams.
     type Listener: Listener<Stream = Self::Stream>;
 
+    /// Connects to `addr`.
     fn connect(&self, addr: SocketAddr) -> impl Future<Output = io::Result<Self::Stream>> + Send;
 
+    /// Binds `addr` (port 0: one the system picks) and listens.
     fn bind(&self, addr: SocketAddr) -> impl Future<Output = io::Result<Self::Listener>> + Send;
 
     /// Binds `addr` so that other listeners may bind the same address

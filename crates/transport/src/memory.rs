@@ -167,6 +167,7 @@ pub struct MemoryNet {
 }
 
 impl MemoryNet {
+    /// A network with nothing bound.
     pub fn new() -> Self {
         Self::default()
     }
@@ -211,6 +212,7 @@ impl MemoryNet {
     }
 }
 
+/// What listens on an address of a [`MemoryNet`].
 pub struct MemListener {
     rx: mpsc::UnboundedReceiver<(MemStream, SocketAddr)>,
     addr: SocketAddr,

@@ -89,7 +89,9 @@ pub fn let_go(buf: &mut BytesMut) {
 /// smallest read worth making room for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadRoom {
+    /// The bytes that complete the step at hand.
     pub want: usize,
+    /// The smallest read worth making room for.
     pub min_read: usize,
 }
 

@@ -20,11 +20,14 @@ pub const MAX_IOV: usize = 256;
 /// runs of chunks (a ring buffer's two halves).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Outgoing<'a> {
+    /// The older run.
     pub head: &'a [Bytes],
+    /// The newer run, after `head`.
     pub tail: &'a [Bytes],
 }
 
 impl<'a> Outgoing<'a> {
+    /// The two runs of a ring buffer, as its `as_slices` gives them.
     pub fn new((head, tail): (&'a [Bytes], &'a [Bytes])) -> Outgoing<'a> {
         Outgoing { head, tail }
     }
@@ -34,6 +37,7 @@ impl<'a> Outgoing<'a> {
         self.head.iter().chain(self.tail.iter())
     }
 
+    /// Whether there is no byte to send.
     pub fn is_empty(&self) -> bool {
         self.chunks().all(Bytes::is_empty)
     }

@@ -14,8 +14,9 @@ use crate::{Listener, ReadRoom, Receiver, Stream, Transport};
 /// TCP options (ms_tcp_nodelay, ms_tcp_rcvbuf / sndbuf).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tcp {
-    /// SO_RCVBUF / SO_SNDBUF; `None` leaves the system's autotuning.
+    /// SO_RCVBUF; `None` leaves the system's autotuning.
     pub recv_buffer: Option<u32>,
+    /// SO_SNDBUF; `None` leaves the system's autotuning.
     pub send_buffer: Option<u32>,
 }
 
@@ -162,6 +163,7 @@ impl Stream for TcpStream {
     }
 }
 
+/// A bound TCP listener.
 pub struct TcpAcceptor {
     listener: TcpListener,
     tcp: Tcp,

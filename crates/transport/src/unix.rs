@@ -16,6 +16,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::{Listener, ReadRoom, Receiver, Stream, Transport};
 
+/// Unix domain sockets, their files in one directory.
 #[derive(Debug, Clone)]
 pub struct Unix {
     dir: PathBuf,
@@ -88,6 +89,7 @@ impl Stream for UnixStream {
     }
 }
 
+/// A bound Unix socket listener.
 pub struct UnixAcceptor {
     listener: UnixListener,
     addr: SocketAddr,

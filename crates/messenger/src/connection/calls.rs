@@ -1,5 +1,5 @@
 //! Request and reply on a connection (`Connection::call`): a request
-//! whose type has a reply (msgr_messages::reply_type) waits here, by tid,
+//! whose type has a reply (Options::message_types) waits here, by tid,
 //! until its reply arrives, its time is up, or the session is reset or
 //! closed; the driver hands a matching reply here instead of to the
 //! dispatcher.
@@ -15,12 +15,22 @@ use tokio::sync::oneshot;
 /// Why a call got no reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallError {
-    /// The request's type has no reply to wait for.
-    NoReplyType { msg_type: u16 },
+    /// The request's type has no reply to wait for (none given in
+    /// Options::message_types).
+    NoReplyType {
+        /// The request's type.
+        msg_type: u16,
+    },
     /// A call with this tid is already waiting on the connection.
-    TidInUse { tid: u64 },
+    TidInUse {
+        /// The request's tid.
+        tid: u64,
+    },
     /// No reply within the time given.
-    Timeout { after: Duration },
+    Timeout {
+        /// The time given.
+        after: Duration,
+    },
     /// The session was reset (by a fault of a lossy session, or by the
     /// peer): the request may or may not have been handled.
     Reset,
@@ -33,7 +43,7 @@ impl std::fmt::Display for CallError {
         match self {
             CallError::NoReplyType { msg_type } => write!(
                 f,
-                "message type {msg_type} has no reply to wait for (send it instead)"
+                "message type {msg_type} has no reply to wait for (send it instead, or name its reply in Options::message_types)"
             ),
             CallError::TidInUse { tid } => {
                 write!(f, "a call with tid {tid} already waits on this connection")

@@ -303,13 +303,20 @@ impl Published {
         changed
     }
 
-    /// Publishes the bytes the driver counted (read, written), when they
-    /// changed.
-    pub fn bytes(&self, view: &View, bytes: [u64; 2]) {
-        for (slot, v) in view.bytes.iter().zip(bytes) {
-            set_u64(slot, v);
-        }
+    /// Publishes the bytes the driver counted, when they changed.
+    pub fn bytes(&self, view: &View, bytes: SocketBytes) {
+        let [read, written] = &view.bytes;
+        set_u64(read, bytes.read);
+        set_u64(written, bytes.written);
     }
+}
+
+/// Bytes read from and written to a connection's sockets, as its driver
+/// counts them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SocketBytes {
+    pub read: u64,
+    pub written: u64,
 }
 
 /// Stores `v` in `slot` if it holds something else.

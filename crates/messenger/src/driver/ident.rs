@@ -13,54 +13,13 @@
 //! The registry is one map under a mutex taken only here and when
 //! connections are opened or close: never per message.
 
-use msgr_protocol::registry::{self, Ask, Outcome, PeerKey};
+use msgr_protocol::registry::{self, Ask, Outcome};
 use msgr_protocol::{Decision, IdentRequest, Reuse};
 use msgr_transport::Transport;
 use tokio::sync::oneshot;
 
-use super::{Driver, Socket};
-use crate::connection::{wall_clock, Command, Connection};
-
-/// An ident, sent to the connection registered for its peer.
-pub(crate) struct Asking {
-    ask: Ask,
-    key: PeerKey,
-    /// The asker, registered in its place if the decision says so.
-    from: Connection,
-    reply: oneshot::Sender<Verdict>,
-}
-
-pub(crate) enum Verdict {
-    /// Another connection holds the peer now: look again.
-    Retry,
-    /// The decision, carried out on the existing connection; with a
-    /// promise when the accepted socket is to move into it.
-    Decided {
-        decision: Decision,
-        promise: Option<Promise>,
-    },
-}
-
-/// An existing connection waits for the socket a Reuse gave it.
-pub(crate) struct Promise {
-    to: Option<Connection>,
-}
-
-impl Promise {
-    fn keep<T: Transport>(mut self, adoption: Adoption<T>) {
-        if let Some(to) = self.to.take() {
-            to.command(Command::Adopt(Box::new(adoption)));
-        }
-    }
-}
-
-impl Drop for Promise {
-    fn drop(&mut self) {
-        if let Some(to) = self.to.take() {
-            to.command(Command::AdoptCancelled);
-        }
-    }
-}
+use super::{Driver, Move, Socket};
+use crate::connection::{wall_clock, Asking, Command, Promise, Verdict};
 
 /// What moves into the existing connection: the accepted socket, what was
 /// framed for it and what was read from it, and what its handshake
@@ -155,9 +114,8 @@ impl<T: Transport> Driver<T> {
             self.inner.register(&mut reg, a.key, &a.from);
         }
         drop(reg);
-        let promise = (outcome == Outcome::MovedToExisting).then(|| Promise {
-            to: Some(self.handle.clone()),
-        });
+        let promise =
+            (outcome == Outcome::MovedToExisting).then(|| Promise::to(self.handle.clone()));
         // An asker gone meanwhile drops the verdict, and with it the
         // promise, which tells us.
         let _ = a.reply.send(Verdict::Decided { decision, promise });
@@ -194,14 +152,14 @@ impl<T: Transport> Driver<T> {
                 if let Some(i) = self.inner.config.interceptor.as_ref() {
                     i.replaced(self.handle.id());
                 }
-                p.keep(Adoption::<T> {
+                p.keep(Box::new(Adoption::<T> {
                     reuse,
                     decision,
                     socket: self.io.socket.take(),
                     pending: std::mem::take(&mut self.io.out),
                     unread: std::mem::take(&mut self.io.rbuf),
                     from_shard: self.shard,
-                });
+                }));
                 self.io.close();
             }
             // We closed before it could (dropping the promise says so).
@@ -279,13 +237,17 @@ impl<T: Transport> Driver<T> {
             _ if to as usize == self.shard => {}
             // A second accept before the first was dispatched: the first
             // is still where the shard's events end.
-            Some((_, true)) => self.move_to = Some((to, true)),
+            Some(Move { placed: true, .. }) => self.move_to = Move::placement(to),
             asked => {
                 // An explicit move still waiting comes after the placement.
-                if let Some((asked, false)) = asked {
+                if let Some(Move {
+                    to: asked,
+                    placed: false,
+                }) = asked
+                {
                     self.then_move = Some(asked);
                 }
-                self.move_to = Some((to, true));
+                self.move_to = Move::placement(to);
                 self.before_move = u32::try_from(earlier).unwrap_or(u32::MAX);
             }
         }

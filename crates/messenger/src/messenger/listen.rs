@@ -10,9 +10,10 @@ use std::sync::Arc;
 use msgr_protocol::{Conn, MyAddrs};
 use msgr_transport::{Listener, Stream, Transport};
 
-use super::{Inner, Messenger};
+use super::Messenger;
 use crate::connection::{Command, Connection};
 use crate::driver::{Driver, Socket, SocketSlot};
+use crate::inner::Inner;
 
 impl<T: Transport> Messenger<T> {
     /// Listens on `addr` (for msgr1 connections if `msgr1`) from every
