@@ -32,7 +32,7 @@ pub fn decode(
         }
         let (text, obj) = render(&record, &mut summary);
         io_result = if json {
-            writeln!(out, "{}", obj.into_value().to_json())
+            writeln!(out, "{}", obj.into_value())
         } else {
             writeln!(out, "{text}")
         };
@@ -109,11 +109,11 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                     ""
                 }
             );
-            for (k, v) in &o.0[fixed..] {
+            for (k, v) in o.0.iter().skip(fixed) {
                 if matches!(v, crate::json::Value::Null) {
                     continue;
                 }
-                line.push_str(&format!(" {k}={}", v.to_text()));
+                line.push_str(&format!(" {k}={}", crate::json::text(v)));
             }
             line
         }
@@ -132,11 +132,11 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
             let fixed = o.0.len();
             msgr1_fields(event, &mut o);
             let mut line = format!("conn {conn} {} msgr1 {}", dir.short(), event.tag_name());
-            for (k, v) in &o.0[fixed..] {
+            for (k, v) in o.0.iter().skip(fixed) {
                 if matches!(v, crate::json::Value::Null) {
                     continue;
                 }
-                line.push_str(&format!(" {k}={}", v.to_text()));
+                line.push_str(&format!(" {k}={}", crate::json::text(v)));
             }
             line
         }
