@@ -72,13 +72,12 @@ impl Request {
     /// A repeated argument's strings (n=N).
     pub fn strs(&self, name: &str) -> Vec<String> {
         match self.get(name) {
-            Some(Value::Str(s)) => vec![s.clone()],
-            Some(v) => v
-                .as_list()
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items
                 .iter()
                 .filter_map(|x| x.as_str().map(str::to_string))
                 .collect(),
-            None => Vec::new(),
+            Some(_) | None => Vec::new(),
         }
     }
 
@@ -117,7 +116,7 @@ impl Arg {
     /// Whether `v` fits this argument's type (validate_cmd).
     fn accepts(&self, v: &Value) -> bool {
         if self.repeated() {
-            if let Value::List(items) = v {
+            if let Value::Array(items) = v {
                 return items.iter().all(|i| self.accepts_one(i));
             }
         }
@@ -127,13 +126,13 @@ impl Arg {
     fn accepts_one(&self, v: &Value) -> bool {
         match (self.field("type").unwrap_or_default(), v) {
             ("CephBool", Value::Bool(_)) => true,
-            ("CephInt", Value::U64(_) | Value::I64(_)) => true,
-            ("CephFloat", Value::U64(_) | Value::I64(_) | Value::F64(_)) => true,
-            ("CephChoices", Value::Str(s)) => self
+            ("CephInt", Value::Number(n)) => n.is_u64() || n.is_i64(),
+            ("CephFloat", Value::Number(_)) => true,
+            ("CephChoices", Value::String(s)) => self
                 .field("strings")
                 .is_some_and(|all| all.split('|').any(|c| c == s)),
             ("CephBool" | "CephInt" | "CephFloat" | "CephChoices", _) => false,
-            (_, Value::Str(_)) => true,
+            (_, Value::String(_)) => true,
             _ => false,
         }
     }
@@ -182,7 +181,7 @@ impl Signature {
             }
             out.push(o.into_value());
         }
-        Value::List(out)
+        Value::Array(out)
     }
 
     /// Checks `req`'s arguments against the signature.
@@ -480,7 +479,7 @@ impl Commands {
                 match (r.str("msgr"), dump) {
                     (None, _) => {
                         let mut o = Object::new();
-                        o.set("messengers", Value::List(names));
+                        o.set("messengers", Value::Array(names));
                         Ok(Answer::Json(o.into_value()))
                     }
                     (Some(name), Some(Some(dump))) => {
@@ -512,14 +511,10 @@ mod tests {
         let Value::Object(mut fields) = v else {
             panic!("not an object")
         };
-        let at = fields
-            .iter()
-            .position(|(k, _)| k == "prefix")
-            .expect("prefix");
-        let (_, prefix) = fields.remove(at);
+        let prefix = fields.shift_remove("prefix").expect("prefix");
         c.execute(&Request {
             prefix: prefix.as_str().expect("string").into(),
-            args: fields,
+            args: fields.into_iter().collect(),
         })
     }
 
@@ -529,7 +524,7 @@ mod tests {
         let Ok(Answer::Json(d)) = run(&c, r#"{"prefix":"get_command_descriptions"}"#) else {
             panic!("no descriptions")
         };
-        let json = d.to_json();
+        let json = d.to_string();
         // Sorted by prefix, numbered from cmd000 ("0" sorts first).
         assert!(
             json.starts_with(r#"{"cmd000":{"sig":["0"],"help":""},"#),
@@ -558,7 +553,7 @@ mod tests {
         let got = run(&c, r#"{"prefix":"config get","var":"ms_bind_msgr1"}"#);
         assert_eq!(
             got.map(|a| match a {
-                Answer::Json(v) => v.to_json(),
+                Answer::Json(v) => v.to_string(),
                 Answer::Raw(s) => s,
             }),
             Ok(r#"{"ms_bind_msgr1":"true"}"#.into())

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::json::{Object, Value};
+use crate::json::{self, Object, Value};
 
 /// What a counter holds (perfcounter_type_d's combinations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,7 +256,9 @@ fn dump_summed(group: &[&Logger]) -> Value {
 
 /// Nanoseconds as seconds, as Ceph writes them (`%ld.%09ld`).
 fn seconds(ns: u64) -> Value {
-    Value::Raw(format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000))
+    let text = format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    // Digits, a point and digits are always a JSON number.
+    json::number(&text).unwrap_or(Value::Null)
 }
 
 /// The loggers a program shows (CephContext's PerfCountersCollection).
@@ -279,8 +281,8 @@ fn seconds(ns: u64) -> Value {
 /// perf.add(logger.clone());
 /// logger.inc(0, 3);
 /// // What `ceph daemon ... perf dump` prints, and Ceph's exporters read.
-/// let dump = json::parse(&perf.dump(None, None).to_json())?;
-/// assert_eq!(dump.at(&["myapp", "ops"]).and_then(json::Value::as_u64), Some(3));
+/// let dump = json::parse(&perf.dump(None, None).to_string())?;
+/// assert_eq!(dump.pointer("/myapp/ops").and_then(json::Value::as_u64), Some(3));
 /// # Ok::<(), String>(())
 /// ```
 #[derive(Default, Clone)]
@@ -349,7 +351,7 @@ impl Collection {
                 .collect();
             let mut section = f(&group);
             if let (Some(c), Value::Object(fields)) = (counter, &mut section) {
-                fields.retain(|(k, _)| k == c);
+                fields.retain(|k, _| k == c);
             }
             o.set(name, section);
         }
@@ -399,11 +401,11 @@ mod tests {
         let c = Collection::new();
         c.add(l.clone());
         assert_eq!(
-            c.dump(None, None).to_json(),
+            c.dump(None, None).to_string(),
             r#"{"w-0":{"msgs":3,"active":1,"lat":{"avgcount":2,"sum":2.000000000,"avgtime":1.000000000}}}"#
         );
         assert_eq!(
-            c.schema(Some("w-0"), Some("msgs")).to_json(),
+            c.schema(Some("w-0"), Some("msgs")).to_string(),
             r#"{"w-0":{"msgs":{"type":10,"metric_type":"counter","value_type":"integer","description":"Messages","nick":"msg","priority":5,"units":"none"}}}"#
         );
         // A second logger of the same name is summed into the same section.
@@ -411,12 +413,12 @@ mod tests {
         twin.inc(0, 4);
         c.add(twin);
         assert_eq!(
-            c.dump(None, Some("msgs")).to_json(),
+            c.dump(None, Some("msgs")).to_string(),
             r#"{"w-0":{"msgs":7}}"#
         );
         c.remove(&l);
         assert_eq!(
-            c.dump(None, Some("msgs")).to_json(),
+            c.dump(None, Some("msgs")).to_string(),
             r#"{"w-0":{"msgs":4}}"#
         );
     }

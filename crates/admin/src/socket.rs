@@ -415,9 +415,9 @@ pub fn answer(text: &str, commands: &Commands) -> String {
     };
     match commands.execute(&req) {
         Ok(Answer::Raw(s)) => s,
-        Ok(Answer::Json(v)) if format.as_deref() == Some("json") => v.to_json(),
+        Ok(Answer::Json(v)) if format.as_deref() == Some("json") => v.to_string(),
         Ok(Answer::Json(v)) => {
-            let mut s = v.to_json_pretty();
+            let mut s = crate::json::pretty(&v);
             s.push('\n');
             s
         }
@@ -435,8 +435,8 @@ fn parse_request(text: &str) -> Result<(Request, Option<String>), CommandError> 
     let mut format = None;
     for (k, v) in fields {
         match (k.as_str(), v) {
-            ("prefix", Value::Str(s)) => req.prefix = s,
-            ("format", Value::Str(s)) => format = Some(s),
+            ("prefix", Value::String(s)) => req.prefix = s,
+            ("format", Value::String(s)) => format = Some(s),
             ("prefix" | "format", _) => {
                 return Err(CommandError::invalid(
                     "invalid json, missing format and/or prefix",

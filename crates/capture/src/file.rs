@@ -1,13 +1,19 @@
-//! pcap and pcapng files: the packets they hold and each packet's link type.
+//! pcap and pcapng files: the packets they hold and each packet's link
+//! type, read with pcap-parser (rusticata's parser of both formats,
+//! borrowing from the file: a record's claimed length is checked against
+//! the bytes there, never allocated).
 //!
-//! pcap: a 24-byte header (magic a1b2c3d4 for microseconds or a1b23c4d for
-//! nanoseconds, in either byte order; link type at offset 20), then records
-//! of `ts_sec, ts_frac, incl_len, orig_len` and the bytes.
-//! pcapng: blocks of `type, total_len, body, total_len`; a section header
-//! (0x0a0d0d0a) fixes the byte order, interface descriptions (1) give link
-//! types, enhanced (6) and simple (3) packet blocks carry packets.
+//! pcap: a 24-byte header (magic a1b2c3d4 for microseconds, a1b23c4d for
+//! nanoseconds, a1b2cd34 for the "modified" format, in either byte order),
+//! then records. pcapng: blocks; a section header fixes the byte order,
+//! interface descriptions give link types, enhanced and simple packet
+//! blocks carry packets.
 
 use std::fmt;
+
+use pcap_parser::nom;
+use pcap_parser::pcapng::{self, Block};
+use pcap_parser::{LegacyPcapBlock, PcapError};
 
 /// One captured packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +33,9 @@ pub enum CaptureError {
     UnknownFormat,
     /// The file ends inside a header or a record: it was cut short.
     Truncated { offset: usize },
-    /// A block or record claims an impossible length.
-    BadLength { offset: usize, len: u64 },
+    /// A record or block that the file holds whole, but whose contents
+    /// do not parse: a length inside it runs past its end or is impossible.
+    Malformed { offset: usize },
     /// A pcapng packet names an interface that was never described.
     UnknownInterface { offset: usize, id: u32 },
 }
@@ -40,9 +47,11 @@ impl fmt::Display for CaptureError {
             CaptureError::Truncated { offset } => {
                 write!(f, "capture file is truncated at byte {offset}")
             }
-            CaptureError::BadLength { offset, len } => {
-                write!(f, "bad record length {len} at byte {offset}")
-            }
+            CaptureError::Malformed { offset } => write!(
+                f,
+                "capture file has a malformed record at byte {offset}: a length in it \
+                 runs past its end or is impossible"
+            ),
             CaptureError::UnknownInterface { offset, id } => {
                 write!(f, "packet at byte {offset} names unknown interface {id}")
             }
@@ -51,6 +60,8 @@ impl fmt::Display for CaptureError {
 }
 
 impl std::error::Error for CaptureError {}
+
+type Parsed<'a, T> = nom::IResult<&'a [u8], T, PcapError<&'a [u8]>>;
 
 /// The packets of a capture, and the error that stopped reading early, if
 /// any (packets before it are still returned).
@@ -65,172 +76,147 @@ pub fn read_packets(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
 /// The pcapng section header block's type, in either byte order.
 const SECTION_HEADER: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
-#[derive(Clone, Copy)]
-struct Endian {
-    big: bool,
-}
-
-impl Endian {
-    fn u16(self, b: &[u8], at: usize) -> Option<u16> {
-        let a = *b.get(at..)?.first_chunk::<2>()?;
-        Some(if self.big {
-            u16::from_be_bytes(a)
-        } else {
-            u16::from_le_bytes(a)
-        })
-    }
-    fn u32(self, b: &[u8], at: usize) -> Option<u32> {
-        let a = *b.get(at..)?.first_chunk::<4>()?;
-        Some(if self.big {
-            u32::from_be_bytes(a)
-        } else {
-            u32::from_le_bytes(a)
-        })
-    }
+/// Where `rest`, a suffix of `file`, starts in it.
+fn offset(file: &[u8], rest: &[u8]) -> usize {
+    file.len().saturating_sub(rest.len())
 }
 
 fn read_pcap(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
     let mut out = Vec::new();
-    let Some(&magic) = file.first_chunk::<4>() else {
-        return (out, Some(CaptureError::UnknownFormat));
+    let (mut rest, header) = match pcap_parser::parse_pcap_header(file) {
+        Ok(parsed) => parsed,
+        // Too short to hold even the magic: not a capture at all.
+        Err(nom::Err::Incomplete(_)) if file.len() < 4 => {
+            return (out, Some(CaptureError::UnknownFormat))
+        }
+        Err(nom::Err::Incomplete(_)) => {
+            return (out, Some(CaptureError::Truncated { offset: file.len() }))
+        }
+        Err(_) => return (out, Some(CaptureError::UnknownFormat)),
     };
-    let e = match magic {
-        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => Endian { big: false },
-        [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => Endian { big: true },
-        _ => return (out, Some(CaptureError::UnknownFormat)),
+    // The upper bits carry the FCS length, not the link type.
+    let linktype = header.network.0 as u32 & 0x0fff_ffff;
+    let record: fn(&[u8]) -> Parsed<'_, LegacyPcapBlock<'_>> = if header.is_modified_format() {
+        pcap_parser::parse_pcap_frame_modified
+    } else if header.is_bigendian() {
+        pcap_parser::parse_pcap_frame_be
+    } else {
+        pcap_parser::parse_pcap_frame
     };
-    let linktype = match e.u32(file, 20) {
-        Some(l) => l & 0x0fff_ffff,
-        None => return (out, Some(CaptureError::Truncated { offset: file.len() })),
-    };
-    let mut at = 24;
-    // Each record: a 16-byte header, then `incl` bytes. Its end is checked
-    // arithmetic: a hostile `incl` must not wrap it (32-bit targets).
-    while let Some(record) = file.get(at..).filter(|r| !r.is_empty()) {
-        let (Some(incl), Some(orig)) = (e.u32(record, 8), e.u32(record, 12)) else {
-            return (out, Some(CaptureError::Truncated { offset: at }));
-        };
-        let (Some(data), Some(next)) = (
-            record.get(16..).and_then(|r| r.get(..incl as usize)),
-            at.checked_add(16)
-                .and_then(|start| start.checked_add(incl as usize)),
-        ) else {
-            return (out, Some(CaptureError::Truncated { offset: at }));
-        };
-        out.push(RawPacket {
-            linktype,
-            data,
-            orig_len: orig.max(incl),
-        });
-        at = next;
+    while !rest.is_empty() {
+        match record(rest) {
+            Ok((next, r)) => {
+                out.push(RawPacket {
+                    linktype,
+                    data: r.data,
+                    orig_len: r.origlen.max(r.caplen),
+                });
+                rest = next;
+            }
+            Err(nom::Err::Incomplete(_)) => {
+                let offset = offset(file, rest);
+                return (out, Some(CaptureError::Truncated { offset }));
+            }
+            Err(_) => {
+                let offset = offset(file, rest);
+                return (out, Some(CaptureError::Malformed { offset }));
+            }
+        }
     }
     (out, None)
 }
 
 fn read_pcapng(file: &[u8]) -> (Vec<RawPacket<'_>>, Option<CaptureError>) {
     let mut out = Vec::new();
-    let mut e = Endian { big: false };
+    let mut big_endian = false;
     let mut interfaces: Vec<(u32, u32)> = Vec::new(); // (linktype, snaplen)
-    let mut at = 0;
-    while let Some(rest) = file.get(at..).filter(|r| !r.is_empty()) {
-        // A section header sets the byte order before its length is read.
-        if rest.starts_with(&SECTION_HEADER) {
-            match rest.get(8..12) {
-                Some([0x4d, 0x3c, 0x2b, 0x1a]) => e = Endian { big: false },
-                Some([0x1a, 0x2b, 0x3c, 0x4d]) => e = Endian { big: true },
-                Some(_) => return (out, Some(CaptureError::UnknownFormat)),
-                None => return (out, Some(CaptureError::Truncated { offset: at })),
-            }
-            interfaces.clear();
-        }
-        let (Some(kind), Some(len)) = (e.u32(rest, 0), e.u32(rest, 4)) else {
-            return (out, Some(CaptureError::Truncated { offset: at }));
+    let mut rest = file;
+    while !rest.is_empty() {
+        let at = offset(file, rest);
+        // A section header sets the byte order of the blocks after it.
+        let parsed = if rest.starts_with(&SECTION_HEADER) {
+            pcapng::parse_sectionheaderblock(rest).map(|(r, b)| (r, Block::SectionHeader(b)))
+        } else if big_endian {
+            pcapng::parse_block_be(rest)
+        } else {
+            pcapng::parse_block_le(rest)
         };
-        let len = len as usize;
-        if len < 12 || len % 4 != 0 {
-            return (
-                out,
-                Some(CaptureError::BadLength {
-                    offset: at,
-                    len: len as u64,
-                }),
-            );
-        }
-        // The body: the block less its 8-byte head and 4-byte trailing
-        // length (`len >= 12`, so it exists once the block does).
-        let (Some(body), Some(next)) = (
-            rest.get(..len)
-                .and_then(|block| block.get(8..)?.split_last_chunk::<4>())
-                .map(|(body, _)| body),
-            at.checked_add(len),
-        ) else {
-            return (out, Some(CaptureError::Truncated { offset: at }));
-        };
-        match kind {
-            1 => {
-                let (Some(lt), Some(snap)) = (e.u16(body, 0), e.u32(body, 4)) else {
-                    return (out, Some(CaptureError::Truncated { offset: at }));
-                };
-                interfaces.push((lt as u32, snap));
+        let block = match parsed {
+            Ok((next, block)) => {
+                rest = next;
+                block
             }
-            6 => {
-                let (Some(id), Some(cap), Some(orig)) =
-                    (e.u32(body, 0), e.u32(body, 12), e.u32(body, 16))
+            Err(e) => return (out, Some(block_error(e, rest, at, big_endian))),
+        };
+        match block {
+            Block::SectionHeader(shb) => {
+                big_endian = shb.big_endian();
+                interfaces.clear();
+            }
+            Block::InterfaceDescription(idb) => {
+                interfaces.push((idb.linktype.0 as u32, idb.snaplen));
+            }
+            Block::EnhancedPacket(epb) => {
+                let Some(&(linktype, _)) = usize::try_from(epb.if_id)
+                    .ok()
+                    .and_then(|i| interfaces.get(i))
                 else {
-                    return (out, Some(CaptureError::Truncated { offset: at }));
-                };
-                let Some(&(linktype, _)) = interfaces.get(id as usize) else {
+                    let id = epb.if_id;
                     return (out, Some(CaptureError::UnknownInterface { offset: at, id }));
                 };
-                let Some(data) = body.get(20..).and_then(|d| d.get(..cap as usize)) else {
-                    return (
-                        out,
-                        Some(CaptureError::BadLength {
-                            offset: at,
-                            len: cap as u64,
-                        }),
-                    );
-                };
+                // The block's data is padded to 4 bytes; the packet is its
+                // first caplen (pcap-parser checked they are there).
+                let caplen = usize::try_from(epb.caplen).unwrap_or(usize::MAX);
                 out.push(RawPacket {
                     linktype,
-                    data,
-                    orig_len: orig.max(cap),
+                    data: epb.data.get(..caplen).unwrap_or(epb.data),
+                    orig_len: epb.origlen.max(epb.caplen),
                 });
             }
-            3 => {
+            Block::SimplePacket(spb) => {
                 let Some(&(linktype, snap)) = interfaces.first() else {
-                    return (
-                        out,
-                        Some(CaptureError::UnknownInterface { offset: at, id: 0 }),
-                    );
+                    let e = CaptureError::UnknownInterface { offset: at, id: 0 };
+                    return (out, Some(e));
                 };
-                let Some(orig) = e.u32(body, 0) else {
-                    return (out, Some(CaptureError::Truncated { offset: at }));
-                };
-                let cap = match snap {
+                // Its captured length is the original, cut to the snapshot
+                // length (the block has no field of its own for it); the
+                // rest of its padded data is padding.
+                let orig = usize::try_from(spb.origlen).unwrap_or(usize::MAX);
+                let cap = match usize::try_from(snap).unwrap_or(usize::MAX) {
                     0 => orig,
                     s => orig.min(s),
-                } as usize;
-                let Some(data) = body.get(4..).and_then(|d| d.get(..cap)) else {
-                    return (
-                        out,
-                        Some(CaptureError::BadLength {
-                            offset: at,
-                            len: cap as u64,
-                        }),
-                    );
                 };
                 out.push(RawPacket {
                     linktype,
-                    data,
-                    orig_len: orig,
+                    data: spb.data.get(..cap).unwrap_or(spb.data),
+                    orig_len: spb.origlen,
                 });
             }
             _ => {}
         }
-        at = next;
     }
     (out, None)
+}
+
+/// What a block that did not parse at `at` means: one cut short by the
+/// file's end is a truncation; one the file holds whole (its generic
+/// layout parses) is malformed inside; a section header of neither byte
+/// order is not pcapng.
+fn block_error(
+    e: nom::Err<PcapError<&[u8]>>,
+    rest: &[u8],
+    at: usize,
+    big_endian: bool,
+) -> CaptureError {
+    let whole = match big_endian {
+        true => pcapng::parse_unknownblock_be(rest).is_ok(),
+        false => pcapng::parse_unknownblock_le(rest).is_ok(),
+    };
+    match e {
+        nom::Err::Error(PcapError::HeaderNotRecognized) => CaptureError::UnknownFormat,
+        nom::Err::Incomplete(_) if !whole => CaptureError::Truncated { offset: at },
+        _ => CaptureError::Malformed { offset: at },
+    }
 }
 
 /// A pcap file (microsecond timestamps, all zero) holding `packets` of link
@@ -350,10 +336,7 @@ mod tests {
         f.extend_from_slice(&32u32.to_le_bytes());
         assert_eq!(
             read_packets(&f).1,
-            Some(CaptureError::BadLength {
-                offset: 48,
-                len: u32::MAX as u64
-            })
+            Some(CaptureError::Malformed { offset: 48 })
         );
     }
 }

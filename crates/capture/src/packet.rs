@@ -1,8 +1,12 @@
 //! From a link-layer frame to its TCP segment: Ethernet (with VLAN tags),
 //! Linux cooked captures (SLL, SLL2), BSD loopback (NULL) and raw IP, then
-//! IPv4 or IPv6, then TCP.
+//! IPv4 or IPv6, then TCP. The IP and TCP headers (and Ethernet's, with
+//! its VLAN tags) are etherparse's to read, in its lax mode: a packet the
+//! snapshot length cut still gives the part of its segment it holds.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
+
+use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 
 use crate::RawPacket;
 
@@ -19,7 +23,11 @@ pub mod flags {
     pub const FIN: u8 = 0x01;
     pub const SYN: u8 = 0x02;
     pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
 }
 
 /// A TCP segment, borrowed from its packet.
@@ -34,118 +42,80 @@ pub struct TcpSegment<'a> {
     pub payload_cut: bool,
 }
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-const ETHERTYPE_VLAN: [u16; 2] = [0x8100, 0x88a8];
-
+/// The big-endian u16 at `at` (a cooked capture's protocol field).
 fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes(*b.get(at..)?.first_chunk()?))
 }
 
-fn be32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(*b.get(at..)?.first_chunk()?))
-}
-
-/// A header length field counting 32-bit words (IPv4 IHL, TCP data
-/// offset) in bytes: at most 15 × 4 = 60.
-fn words_to_bytes(nibble: u8) -> usize {
-    usize::from(nibble & 0x0f) << 2
-}
-
 /// The TCP segment in `packet`, or `None` if it is not TCP over IP (or too
-/// short to tell).
+/// short to tell, or an IP fragment, which is not reassembled).
 pub fn tcp_segment<'a>(packet: &RawPacket<'a>) -> Option<TcpSegment<'a>> {
     let d = packet.data;
-    let (ethertype, ip) = match packet.linktype {
-        LINKTYPE_ETHERNET => {
-            // From the ethertype on, past any 4-byte VLAN tags.
-            let mut rest = d.get(12..)?;
-            let mut t = be16(rest, 0)?;
-            while ETHERTYPE_VLAN.contains(&t) {
-                rest = rest.get(4..)?;
-                t = be16(rest, 0)?;
-            }
-            (Some(t), rest.get(2..)?)
+    let sliced = match packet.linktype {
+        LINKTYPE_ETHERNET => LaxSlicedPacket::from_ethernet(d).ok()?,
+        // Cooked captures: the protocol (an ethertype) at 14 of a 16-byte
+        // header (SLL), at 0 of a 20-byte one (SLL2).
+        LINKTYPE_LINUX_SLL => {
+            LaxSlicedPacket::from_ether_type(EtherType(be16(d, 14)?), d.get(16..)?)
         }
-        LINKTYPE_LINUX_SLL => (Some(be16(d, 14)?), d.get(16..)?),
-        LINKTYPE_LINUX_SLL2 => (Some(be16(d, 0)?), d.get(20..)?),
+        LINKTYPE_LINUX_SLL2 => {
+            LaxSlicedPacket::from_ether_type(EtherType(be16(d, 0)?), d.get(20..)?)
+        }
         LINKTYPE_NULL => {
-            let family = u32::from_le_bytes(d.get(..4)?.try_into().ok()?);
+            // The address family, in the capturing host's byte order.
+            let family = u32::from_le_bytes(*d.first_chunk()?);
             let family = if family > 0xffff {
                 family.swap_bytes()
             } else {
                 family
             };
-            let t = match family {
-                2 => ETHERTYPE_IPV4,
-                24 | 28 | 30 => ETHERTYPE_IPV6,
-                _ => return None,
-            };
-            (Some(t), d.get(4..)?)
+            if !matches!(family, 2 | 24 | 28 | 30) {
+                return None;
+            }
+            LaxSlicedPacket::from_ip(d.get(4..)?).ok()?
         }
-        LINKTYPE_RAW | 12 | 14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => (None, d),
+        LINKTYPE_RAW | 12 | 14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
+            LaxSlicedPacket::from_ip(d).ok()?
+        }
         _ => return None,
     };
-    let version = ip.first()? >> 4;
-    let lost = (packet.orig_len as usize).saturating_sub(packet.data.len());
-    match (ethertype, version) {
-        (Some(ETHERTYPE_IPV4) | None, 4) => ipv4(ip, lost),
-        (Some(ETHERTYPE_IPV6) | None, 6) => ipv6(ip, lost),
-        _ => None,
-    }
-}
-
-fn ipv4(ip: &[u8], lost: usize) -> Option<TcpSegment<'_>> {
-    let ihl = words_to_bytes(*ip.first()?);
-    let total = be16(ip, 2)? as usize;
-    let frag = be16(ip, 6)?;
-    if ip.get(9)? != &6 || frag & 0x3fff != 0 || ihl < 20 || total < ihl {
-        return None; // not TCP, or a fragment we do not reassemble
-    }
-    let src = Ipv4Addr::from(be32(ip, 12)?);
-    let dst = Ipv4Addr::from(be32(ip, 16)?);
-    // The IP length bounds the segment (Ethernet may pad short frames).
-    let end = total.min(ip.len());
-    tcp(
-        IpAddr::V4(src),
-        IpAddr::V4(dst),
-        ip.get(ihl..end)?,
-        lost > 0 || total > ip.len(),
-    )
-}
-
-fn ipv6(ip: &[u8], lost: usize) -> Option<TcpSegment<'_>> {
-    let payload_len = be16(ip, 4)? as usize;
-    if *ip.get(6)? != 6 {
-        return None; // extension headers are not followed
-    }
-    let mut a = [0u8; 16];
-    a.copy_from_slice(ip.get(8..24)?);
-    let src = Ipv6Addr::from(a);
-    a.copy_from_slice(ip.get(24..40)?);
-    let dst = Ipv6Addr::from(a);
-    // The payload length bounds the segment, as in IPv4.
-    let body = ip.get(40..)?;
-    tcp(
-        IpAddr::V6(src),
-        IpAddr::V6(dst),
-        body.get(..payload_len.min(body.len()))?,
-        lost > 0 || payload_len > body.len(),
-    )
-}
-
-fn tcp(src: IpAddr, dst: IpAddr, t: &[u8], cut: bool) -> Option<TcpSegment<'_>> {
-    let data_off = words_to_bytes(*t.get(12)? >> 4);
-    if data_off < 20 {
+    let (src, dst, ip_payload_cut) = match sliced.net.as_ref()? {
+        LaxNetSlice::Ipv4(ip) => (
+            IpAddr::V4(ip.header().source_addr()),
+            IpAddr::V4(ip.header().destination_addr()),
+            ip.payload().incomplete,
+        ),
+        LaxNetSlice::Ipv6(ip) => (
+            IpAddr::V6(ip.header().source_addr()),
+            IpAddr::V6(ip.header().destination_addr()),
+            ip.payload().incomplete,
+        ),
+        LaxNetSlice::Arp(_) => return None,
+    };
+    let Some(TransportSlice::Tcp(tcp)) = sliced.transport else {
         return None;
-    }
+    };
+    let bits = [
+        (tcp.fin(), flags::FIN),
+        (tcp.syn(), flags::SYN),
+        (tcp.rst(), flags::RST),
+        (tcp.psh(), flags::PSH),
+        (tcp.ack(), flags::ACK),
+        (tcp.urg(), flags::URG),
+        (tcp.ece(), flags::ECE),
+        (tcp.cwr(), flags::CWR),
+    ];
+    let lost = usize::try_from(packet.orig_len).is_ok_and(|orig| orig > d.len());
     Some(TcpSegment {
-        src: SocketAddr::new(src, be16(t, 0)?),
-        dst: SocketAddr::new(dst, be16(t, 2)?),
-        seq: be32(t, 4)?,
-        flags: *t.get(13)?,
-        payload: t.get(data_off..).unwrap_or(&[]),
-        payload_cut: cut,
+        src: SocketAddr::new(src, tcp.source_port()),
+        dst: SocketAddr::new(dst, tcp.destination_port()),
+        seq: tcp.sequence_number(),
+        flags: bits
+            .iter()
+            .filter(|(set, _)| *set)
+            .fold(0, |f, (_, bit)| f | bit),
+        payload: tcp.payload(),
+        payload_cut: lost || ip_payload_cut,
     })
 }
 
@@ -162,7 +132,7 @@ pub fn build_ipv4_tcp(
         panic!("build_ipv4_tcp takes IPv4 addresses");
     };
     let mut p = vec![0u8; 12];
-    p.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    p.extend_from_slice(&EtherType::IPV4.0.to_be_bytes());
     // A slice holds at most isize::MAX bytes, so adding 40 cannot overflow.
     #[allow(clippy::arithmetic_side_effects)]
     let total = 20 + 20 + payload.len();

@@ -117,25 +117,23 @@ impl Counted {
                 .collect(),
             _ => Vec::new(),
         };
-        let sum = |path: &[&str]| workers.iter().map(|w| u(w.at(path))).sum::<u64>();
+        let sum = |path: &str| workers.iter().map(|w| u(w.pointer(path))).sum::<u64>();
         // Averages: (count, sum of seconds as S.NNNNNNNNN).
-        let secs = |v: Option<&crate::json::Value>| match v {
-            Some(crate::json::Value::Raw(s)) => s.parse::<f64>().unwrap_or(0.0),
-            _ => 0.0,
-        };
+        let secs =
+            |v: Option<&crate::json::Value>| v.and_then(crate::json::Value::as_f64).unwrap_or(0.0);
         let mean = |count: u64, total: f64| Duration::from_secs_f64(total / count.max(1) as f64);
-        let queue_samples = sum(&["msgr_send_messages_queue_lat", "avgcount"]);
+        let queue_samples = sum("/msgr_send_messages_queue_lat/avgcount");
         let queue_total: f64 = workers
             .iter()
-            .map(|w| secs(w.at(&["msgr_send_messages_queue_lat", "sum"])))
+            .map(|w| secs(w.pointer("/msgr_send_messages_queue_lat/sum")))
             .sum();
-        let session = |c: &str| u(dump.at(&["msgr-sessions", c]));
-        let handshakes = u(dump.at(&["msgr-sessions", "msgr_handshake_lat", "avgcount"]));
-        let handshake_total = secs(dump.at(&["msgr-sessions", "msgr_handshake_lat", "sum"]));
+        let session = |c: &str| u(dump.get("msgr-sessions").and_then(|s| s.get(c)));
+        let handshakes = u(dump.pointer("/msgr-sessions/msgr_handshake_lat/avgcount"));
+        let handshake_total = secs(dump.pointer("/msgr-sessions/msgr_handshake_lat/sum"));
         Counted {
-            sent: sum(&["msgr_send_messages"]),
-            received: sum(&["msgr_recv_messages"]),
-            wire_bytes: sum(&["msgr_send_bytes"]) + sum(&["msgr_recv_bytes"]),
+            sent: sum("/msgr_send_messages"),
+            received: sum("/msgr_recv_messages"),
+            wire_bytes: sum("/msgr_send_bytes") + sum("/msgr_recv_bytes"),
             reconnects: session("msgr_connection_reconnects"),
             faults: session("msgr_connection_faults"),
             handshakes,
@@ -853,7 +851,7 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
                 res.mb_per_sec() / r.mb_per_sec().max(1e-9),
             );
         }
-        crate::outln!("{}", o.into_value().to_json());
+        crate::outln!("{}", o.into_value());
     } else {
         let line = |label: &str, r: &mut BenchResult| print_line(label, r);
         crate::outln!(
@@ -926,7 +924,7 @@ fn report_raw_only(opts: &BenchOpts, r: &mut BenchResult) {
             .set("conns", opts.conns)
             .set("raw", true);
         r.json(&mut o, false);
-        crate::outln!("{}", o.into_value().to_json());
+        crate::outln!("{}", o.into_value());
     } else {
         crate::outln!(
             "msgr bench --raw-only: {} B x depth {} x {} conn(s)",

@@ -110,26 +110,26 @@ fn session_line(mc: &msgr_monc::MonClient) -> Option<String> {
 }
 
 pub fn render_status(v: &Value, mode: Option<String>) -> String {
-    let s = |path: &[&str]| {
-        v.at(path)
+    let s = |path: &str| {
+        v.pointer(path)
             .and_then(Value::as_str)
             .unwrap_or("?")
             .to_string()
     };
-    let n = |path: &[&str]| v.at(path).and_then(Value::as_u64).unwrap_or(0);
+    let n = |path: &str| v.pointer(path).and_then(Value::as_u64).unwrap_or(0);
     let quorum: Vec<&str> = v
         .get("quorum_names")
-        .map(Value::as_list)
-        .unwrap_or(&[])
-        .iter()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .filter_map(Value::as_str)
         .collect();
     let mut checks = Vec::new();
-    if let Some(Value::Object(m)) = v.at(&["health", "checks"]) {
+    if let Some(Value::Object(m)) = v.pointer("/health/checks") {
         for (code, c) in m {
             let muted = matches!(c.get("muted"), Some(Value::Bool(true)));
             let msg = c
-                .at(&["summary", "message"])
+                .pointer("/summary/message")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             checks.push(format!(
@@ -140,8 +140,8 @@ pub fn render_status(v: &Value, mode: Option<String>) -> String {
     }
     let mut out = String::new();
     out.push_str("  cluster:\n");
-    out.push_str(&format!("    id:     {}\n", s(&["fsid"])));
-    out.push_str(&format!("    health: {}\n", s(&["health", "status"])));
+    out.push_str(&format!("    id:     {}\n", s("/fsid")));
+    out.push_str(&format!("    health: {}\n", s("/health/status")));
     for c in checks {
         out.push_str(&c);
         out.push('\n');
@@ -149,14 +149,14 @@ pub fn render_status(v: &Value, mode: Option<String>) -> String {
     out.push_str("\n  services:\n");
     out.push_str(&format!(
         "    mon: {} daemons, quorum {}\n",
-        n(&["monmap", "num_mons"]),
+        n("/monmap/num_mons"),
         quorum.join(",")
     ));
     out.push_str(&format!(
         "    osd: {} osds: {} up, {} in\n",
-        n(&["osdmap", "num_osds"]),
-        n(&["osdmap", "num_up_osds"]),
-        n(&["osdmap", "num_in_osds"])
+        n("/osdmap/num_osds"),
+        n("/osdmap/num_up_osds"),
+        n("/osdmap/num_in_osds")
     ));
     if let Some(m) = mode {
         out.push_str(&format!("\n  session: {m}\n"));
@@ -181,7 +181,7 @@ fn monmap(m: &MonMap, as_json: bool) -> MonOutput {
             )
             .set(
                 "mons",
-                Value::List(
+                Value::Array(
                     mons.iter()
                         .enumerate()
                         .map(|(rank, (name, addrs))| {
@@ -194,7 +194,7 @@ fn monmap(m: &MonMap, as_json: bool) -> MonOutput {
                         .collect(),
                 ),
             );
-        o.into_value().to_json() + "\n"
+        o.into_value().to_string() + "\n"
     } else {
         let mut s = format!(
             "epoch {}\nfsid {}\nmin_mon_release {} ({})\n",

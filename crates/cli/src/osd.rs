@@ -94,8 +94,8 @@ pub fn render(
             .ok_or_else(|| format!("pool {pool} does not exist"))?;
         let line = match format {
             Format::Plain => p.ceph_line(map.epoch, pool, &o.name, &o.nspace),
-            Format::Json => json(map, pool, pool_id, o, &p).to_json(),
-            Format::JsonPretty => json(map, pool, pool_id, o, &p).to_json_pretty(),
+            Format::Json => json(map, pool, pool_id, o, &p).to_string(),
+            Format::JsonPretty => crate::json::pretty(&json(map, pool, pool_id, o, &p)),
         };
         out.push_str(line.trim_end());
         out.push('\n');

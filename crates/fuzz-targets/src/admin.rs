@@ -16,7 +16,7 @@ pub fn admin(data: &[u8]) {
     commands.add_messenger(
         "client",
         Arc::new(|contents: &[String], tcp_info: bool| {
-            Value::List(vec![contents.to_vec().into(), tcp_info.into()])
+            Value::Array(vec![contents.to_vec().into(), tcp_info.into()])
         }),
     );
     let body = msgr_admin::socket::answer(text, &commands);

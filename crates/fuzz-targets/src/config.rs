@@ -33,8 +33,12 @@ pub fn config(data: &[u8]) {
         }
         _ => {
             if let Ok(v) = msgr_admin::json::parse(text) {
-                let again = msgr_admin::json::parse(&v.to_json()).expect("own output parses");
-                assert_eq!(again.to_json(), v.to_json());
+                let once = v.to_string();
+                let again = msgr_admin::json::parse(&once).expect("own output parses");
+                assert_eq!(again.to_string(), once);
+                let pretty = msgr_admin::json::pretty(&v);
+                let from_pretty = msgr_admin::json::parse(&pretty).expect("own output parses");
+                assert_eq!(from_pretty.to_string(), once);
             }
         }
     }

@@ -32,7 +32,7 @@ pub fn decode(
         }
         let (text, obj) = render(&record, &mut summary);
         io_result = if json {
-            writeln!(out, "{}", obj.into_value().to_json())
+            writeln!(out, "{}", obj.into_value())
         } else {
             writeln!(out, "{text}")
         };
@@ -116,7 +116,7 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                 if matches!(v, msgr_admin::json::Value::Null) {
                     continue;
                 }
-                line.push_str(&format!(" {k}={}", v.to_text()));
+                line.push_str(&format!(" {k}={}", msgr_admin::json::text(v)));
             }
             line
         }
@@ -139,7 +139,7 @@ fn render(record: &Record, summary: &mut Summary) -> (String, Object) {
                 if matches!(v, msgr_admin::json::Value::Null) {
                     continue;
                 }
-                line.push_str(&format!(" {k}={}", v.to_text()));
+                line.push_str(&format!(" {k}={}", msgr_admin::json::text(v)));
             }
             line
         }

@@ -84,8 +84,8 @@ pub fn parse_osd_dump(text: &str) -> Result<Vec<OsdAddrs>, String> {
     let dump = json::parse(text)?;
     let osds = dump
         .get("osds")
-        .ok_or("no \"osds\" in the OSD map")?
-        .as_list();
+        .and_then(Value::as_array)
+        .ok_or("no \"osds\" list in the OSD map")?;
     osds.iter()
         .map(|osd| {
             let id = osd
@@ -110,8 +110,9 @@ fn addrvec_of(v: Option<&Value>) -> EntityAddrvec {
     let mut out = Vec::new();
     for a in v
         .and_then(|v| v.get("addrvec"))
-        .map(Value::as_list)
-        .unwrap_or(&[])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
     {
         let kind = match a.get("type").and_then(Value::as_str) {
             Some("v2") => EntityAddrType::MSGR2,

@@ -184,7 +184,7 @@ pub(super) fn json_summary(
         true => ("total_writes_made", "write_size"),
         false => ("total_reads_made", "read_size"),
     };
-    j.set("datas", crate::json::Value::List(rows))
+    j.set("datas", crate::json::Value::Array(rows))
         .set("total_time_run", f(t.seconds))
         .set(made, t.ops.to_string())
         .set(size, args.op_size.to_string())
@@ -210,7 +210,7 @@ pub(super) fn json_summary(
     }
     j.set("max_latency", f(max(&t.lat)))
         .set("min_latency", f(min(&t.lat)));
-    let mut s = j.into_value().to_json();
+    let mut s = j.into_value().to_string();
     s.push('\n');
     s
 }

@@ -48,7 +48,7 @@ impl<T: Transport> Messenger<T> {
         if want("connections") {
             m.set(
                 "connections",
-                Value::List(conns.iter().map(connection).collect()),
+                Value::Array(conns.iter().map(connection).collect()),
             );
         }
         m.into_value()
@@ -79,7 +79,7 @@ fn addrvec(v: &EntityAddrvec) -> Value {
             })
             .collect();
     let mut o = Object::new();
-    o.set("addrvec", Value::List(list));
+    o.set("addrvec", Value::Array(list));
     o.into_value()
 }
 
