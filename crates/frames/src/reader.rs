@@ -21,6 +21,7 @@ pub struct RawFrame {
 }
 
 impl RawFrame {
+    /// The frame's decoded head: its preamble and where its segments are.
     pub fn head(&self) -> &FrameHead {
         &self.head
     }
@@ -31,6 +32,8 @@ impl RawFrame {
     }
 }
 
+/// Reads frames out of a byte stream the caller fills: one frame's head,
+/// then its rest, each decoded once (see the module's docs).
 pub struct FrameReader {
     decoder: FrameDecoder,
     head: Option<FrameHead>,
@@ -41,6 +44,7 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
+    /// A reader decoding with `decoder`, before any frame.
     pub fn new(decoder: FrameDecoder) -> Self {
         FrameReader {
             decoder,
@@ -54,6 +58,7 @@ impl FrameReader {
         &mut self.decoder
     }
 
+    /// The decoder: its format and limits.
     pub fn decoder(&self) -> &FrameDecoder {
         &self.decoder
     }

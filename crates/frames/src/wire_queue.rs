@@ -37,6 +37,8 @@ pub fn holds_spare<T>(q: &VecDeque<T>) -> bool {
     q.is_empty() && q.capacity() > 0
 }
 
+/// Bytes waiting to be written, oldest first: small pieces copied into an
+/// arena, large segments queued uncopied (see the module's docs).
 #[derive(Debug, Default)]
 pub struct WireQueue {
     /// Finished chunks, oldest first.
@@ -55,6 +57,7 @@ pub struct WireQueue {
 }
 
 impl WireQueue {
+    /// An empty queue; it allocates with its first bytes.
     pub fn new() -> Self {
         Self::default()
     }
@@ -64,6 +67,7 @@ impl WireQueue {
         self.chunks_len.saturating_add(self.arena.len())
     }
 
+    /// Whether no bytes wait to be written.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
