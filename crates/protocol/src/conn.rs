@@ -100,8 +100,8 @@ pub struct ConnStats {
     pub connect_attempts: u64,
     /// CLIENT_IDENT / SESSION_RECONNECT frames written.
     pub client_idents: u64,
-    /// SESSION_RECONNECT frames written (msgr1: CONNECTs with a connect_seq
-    /// that resumes a session).
+    /// SESSION_RECONNECT frames written (msgr2 only; msgr1's CONNECTs are
+    /// not counted here).
     pub reconnects_sent: u64,
     /// Times the session became READY again after a fault.
     pub reconnects: u64,

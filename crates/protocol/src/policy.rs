@@ -183,13 +183,12 @@ impl Policy {
         Policy::base(false, true, true, true, true)
     }
     /// A lossy server that registers its clients' connections, so that a new
-    /// one from the same address replaces the old (Ceph's monitors to their
-    /// clients).
+    /// one from the same address replaces the old.
     pub const fn stateless_registered_server() -> Policy {
         Policy::base(true, true, false, false, true)
     }
     /// A lossy server with anonymous connections: a fault ends the session
-    /// and the client reconnects (Ceph's OSDs to their clients).
+    /// and the client reconnects.
     pub const fn stateless_server() -> Policy {
         Policy::base(true, true, false, false, false)
     }
@@ -199,7 +198,7 @@ impl Policy {
         Policy::base(false, false, true, false, true)
     }
     /// [`Policy::lossless_peer`] with the remote-reset check: a peer that lost
-    /// its session has ours reset to match (Ceph's OSDs to each other).
+    /// its session has ours reset to match.
     pub const fn lossless_peer_reuse() -> Policy {
         Policy::base(false, false, true, true, true)
     }
