@@ -32,8 +32,12 @@ impl RawFrame {
     }
 }
 
-/// Reads frames out of a byte stream the caller fills: one frame's head,
-/// then its rest, each decoded once (see the module's docs).
+/// Reads frames out of a buffer the caller owns and fills (a runtime's read
+/// buffer, a capture's reassembled stream): bytes go in as they arrive,
+/// complete frames come out, and [`FrameReader::bytes_needed`] says how many
+/// more the step at hand needs. A frame's head is decoded once (in
+/// msgr2.1-secure decoding it uses up a nonce) and kept until the rest of
+/// its frame is in.
 pub struct FrameReader {
     decoder: FrameDecoder,
     head: Option<FrameHead>,

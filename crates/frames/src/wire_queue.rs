@@ -37,8 +37,12 @@ pub fn holds_spare<T>(q: &VecDeque<T>) -> bool {
     q.is_empty() && q.capacity() > 0
 }
 
-/// Bytes waiting to be written, oldest first: small pieces copied into an
-/// arena, large segments queued uncopied (see the module's docs).
+/// Bytes waiting to be written, oldest first: the encoder's output. Small
+/// pieces (preambles, crcs, short segments) are copied into one growing
+/// arena, so that a burst of small frames becomes one buffer; large payload
+/// segments are queued as the caller's own `Bytes`, uncopied. A runtime
+/// writes it with one vectored write and [`WireQueue::advance`]s by what the
+/// socket took.
 #[derive(Debug, Default)]
 pub struct WireQueue {
     /// Finished chunks, oldest first.
