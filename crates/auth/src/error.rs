@@ -2,16 +2,22 @@
 
 use std::fmt;
 
+/// Why authentication failed, and what errno Ceph would answer with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthError {
     /// The method is not allowed (EOPNOTSUPP).
-    MethodNotSupported { method: u32 },
+    MethodNotSupported {
+        /// The method asked for (`CEPH_AUTH_*`).
+        method: u32,
+    },
     /// No connection mode both sides allow (EOPNOTSUPP).
     NoCommonMode,
     /// The server allows none of the connection modes we offered: what we
     /// offered, and what it allows (AUTH_BAD_METHOD's allowed modes).
     ModeRefused {
+        /// The modes we offered.
         offered: Vec<crate::ConMode>,
+        /// The modes the server allows.
         allowed: Vec<crate::ConMode>,
     },
     /// The peer's auth payload does not decode (EINVAL).

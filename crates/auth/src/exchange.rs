@@ -25,7 +25,9 @@ pub fn system_clock() -> Clock {
 
 /// `CEPH_AUTH_*` method numbers (src/include/ceph_fs.h).
 pub mod method {
+    /// `CEPH_AUTH_NONE`: no authentication; the peer is taken at its word.
     pub const NONE: u32 = 1;
+    /// `CEPH_AUTH_CEPHX`: Ceph's ticket-based authentication.
     pub const CEPHX: u32 = 2;
 }
 
@@ -71,9 +73,11 @@ pub struct AuthPeer {
 /// The first AUTH_REQUEST of a client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthRequest {
+    /// The method (`CEPH_AUTH_*`, [`method`]).
     pub method: u32,
     /// Connection modes in order of preference.
     pub preferred_modes: Vec<ConMode>,
+    /// The method's first request.
     pub payload: Bytes,
 }
 
@@ -116,7 +120,9 @@ pub enum ServerStep {
     More(Bytes),
     /// Authenticated: AUTH_DONE with this payload.
     Done {
+        /// AUTH_DONE's payload (for cephx, the tickets or the authorizer reply).
         payload: Bytes,
+        /// Who the client is and the keys the connection uses from here on.
         outcome: AuthOutcome,
     },
 }
@@ -158,6 +164,8 @@ pub trait ServerAuth: Send {
 
 /// Makes one authenticator per connection (both sides of a messenger).
 pub trait AuthProvider: Send + Sync {
+    /// A fresh client side for a connection of ours, as `me`.
     fn client(&self, me: &EntityName) -> Box<dyn ClientAuth>;
+    /// A fresh server side for a connection we accepted.
     fn server(&self) -> Box<dyn ServerAuth>;
 }

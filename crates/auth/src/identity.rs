@@ -32,6 +32,7 @@ pub struct Identity {
     pub name: AuthName,
     /// Its global id (the monitor's number for its auth session).
     pub global_id: u64,
+    /// What it may do, as its key's caps say.
     pub caps: Caps,
     /// The method proved it (cephx), or the peer only said so (auth none,
     /// which authenticates nobody).

@@ -11,14 +11,18 @@ use crate::secret::{ct_eq, Secret};
 pub struct SessionKey(Secret);
 
 impl SessionKey {
+    /// The session key with these secret bytes.
     pub fn new(secret: Vec<u8>) -> Self {
         SessionKey(Secret(secret))
     }
 
+    /// Whether there is no key (auth none): AUTH_SIGNATURE is then 32 zero
+    /// bytes, as in Ceph.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The key's bytes.
     pub fn secret(&self) -> &[u8] {
         self.0.expose()
     }

@@ -14,6 +14,7 @@
 //! choice follows ms_{mon_,}client_mode / ms_{mon_,}service_mode. Auth
 //! `none` lives here; cephx has its own module.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod base64;
 pub mod cephx;

@@ -8,10 +8,14 @@ use std::str::FromStr;
 pub struct ConMode(pub u32);
 
 impl ConMode {
+    /// `CEPH_CON_MODE_UNKNOWN`: none chosen.
     pub const UNKNOWN: ConMode = ConMode(0);
+    /// `CEPH_CON_MODE_CRC`: frames checked by crc32c, in the clear.
     pub const CRC: ConMode = ConMode(1);
+    /// `CEPH_CON_MODE_SECURE`: frames encrypted and authenticated (AES-128-GCM).
     pub const SECURE: ConMode = ConMode(2);
 
+    /// The mode as Ceph's options spell it (`crc`, `secure`).
     pub fn name(self) -> &'static str {
         match self {
             ConMode::CRC => "crc",

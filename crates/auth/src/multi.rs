@@ -16,6 +16,7 @@ use crate::{
 
 /// Providers by method, best first.
 pub struct MultiProvider {
+    /// Each method (`CEPH_AUTH_*`) with its provider, the client's first choice first.
     pub providers: Vec<(u32, std::sync::Arc<dyn AuthProvider>)>,
 }
 

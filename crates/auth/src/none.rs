@@ -17,7 +17,9 @@ use crate::{
 pub struct NoneClient {
     /// The cephx-style name (`client.admin`); auth none sends type and id.
     pub name: String,
+    /// The global id to claim (auth none proves nothing: the server takes it).
     pub global_id: u64,
+    /// The connection modes to offer, best first.
     pub modes: Vec<ConMode>,
 }
 

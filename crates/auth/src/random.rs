@@ -6,8 +6,10 @@ use std::sync::Mutex;
 
 /// A source of random bytes.
 pub trait Random: Send + Sync {
+    /// Fills `buf` with random bytes.
     fn fill(&self, buf: &mut [u8]);
 
+    /// A random u64 (eight bytes of [`Random::fill`], little-endian).
     fn u64(&self) -> u64 {
         let mut b = [0u8; 8];
         self.fill(&mut b);
@@ -54,6 +56,7 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 pub struct SeededRandom(Mutex<u64>);
 
 impl SeededRandom {
+    /// A generator starting from `seed`: the same seed gives the same bytes.
     pub fn new(seed: u64) -> SeededRandom {
         SeededRandom(Mutex::new(seed))
     }

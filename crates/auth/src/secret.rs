@@ -9,6 +9,7 @@ use zeroize::Zeroize;
 pub struct Secret(pub(crate) Vec<u8>);
 
 impl Secret {
+    /// Takes `bytes` as a secret.
     pub fn new(bytes: Vec<u8>) -> Secret {
         Secret(bytes)
     }
@@ -25,10 +26,12 @@ impl Secret {
         &self.0
     }
 
+    /// How many bytes the secret has.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the secret has no bytes.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

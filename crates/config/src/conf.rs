@@ -30,7 +30,9 @@ struct Section {
 /// A line of a ceph.conf that is not valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfParseError {
+    /// The line's number, from 1.
     pub line: usize,
+    /// What is wrong with it.
     pub reason: &'static str,
 }
 

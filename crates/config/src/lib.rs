@@ -17,6 +17,7 @@
 // peer; their parser is fuzzed (fuzz/fuzz_targets/config.rs) for panics.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod conf;
 mod mon_host;
@@ -37,22 +38,32 @@ pub enum ConfigError {
     Options(OptionsError),
     /// A file named with `-c` or CEPH_CONF could not be read.
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why it could not be read.
         error: std::io::Error,
     },
     /// The configuration file is not valid.
     Parse {
+        /// The file.
         path: PathBuf,
+        /// The line and what is wrong with it.
         error: ConfParseError,
     },
     /// An option's value is not valid.
     BadValue {
+        /// The option.
         key: String,
+        /// Its value.
         value: String,
+        /// What is wrong with it.
         reason: String,
     },
     /// A required option is not set.
-    Missing { key: &'static str },
+    Missing {
+        /// The option.
+        key: &'static str,
+    },
 }
 
 impl std::fmt::Display for ConfigError {
@@ -83,9 +94,13 @@ impl From<OptionsError> for ConfigError {
 /// What of the process environment configuration depends on.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
+    /// `CEPH_CONF`: the configuration file to read, when set.
     pub ceph_conf: Option<String>,
+    /// `CEPH_ARGS`: options read before the command line's.
     pub ceph_args: Option<String>,
+    /// `HOME`, for `$home` in paths (the `$home/.ceph/$cluster.conf` search).
     pub home: Option<String>,
+    /// The host name, for `$host` in option values.
     pub host: String,
 }
 
@@ -121,7 +136,9 @@ const DEFAULTS: &[(&str, &str)] = &[
 /// A resolved configuration for one entity.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The entity the configuration is for (`client.admin`), whose sections apply.
     pub name: AuthName,
+    /// The cluster's name (`ceph`), for `$cluster` in paths.
     pub cluster: String,
     /// The file read, if any.
     pub path: Option<PathBuf>,

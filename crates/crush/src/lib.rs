@@ -5,6 +5,7 @@
 //! peer is untrusted: decoding bounds every count by the input, and the
 //! mapper never indexes past an array or loops on a malformed map.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod hash;
 #[allow(

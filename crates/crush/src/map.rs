@@ -18,31 +18,53 @@ pub const MAX_REPLICAS: i64 = 256;
 
 /// Bucket algorithms (`CRUSH_BUCKET_*`).
 pub mod alg {
+    /// `CRUSH_BUCKET_UNIFORM`: items of equal weight.
     pub const UNIFORM: u8 = 1;
+    /// `CRUSH_BUCKET_LIST`: a list, cheap to grow at its end.
     pub const LIST: u8 = 2;
+    /// `CRUSH_BUCKET_TREE`: a binary tree of weights.
     pub const TREE: u8 = 3;
+    /// `CRUSH_BUCKET_STRAW`: the original straw.
     pub const STRAW: u8 = 4;
+    /// `CRUSH_BUCKET_STRAW2`: straw2, the default.
     pub const STRAW2: u8 = 5;
 }
 
 /// Rule step opcodes (`enum crush_opcodes`).
 pub mod op {
+    /// `CRUSH_RULE_NOOP`: does nothing.
     pub const NOOP: u32 = 0;
+    /// `CRUSH_RULE_TAKE`: start from item `arg1`.
     pub const TAKE: u32 = 1;
+    /// `CRUSH_RULE_CHOOSE_FIRSTN`: choose `arg1` items of type `arg2`, replicated style (a
+    /// failed pick shifts the rest).
     pub const CHOOSE_FIRSTN: u32 = 2;
+    /// `CRUSH_RULE_CHOOSE_INDEP`: choose `arg1` items of type `arg2`, erasure style (a failed
+    /// pick leaves a hole).
     pub const CHOOSE_INDEP: u32 = 3;
+    /// `CRUSH_RULE_EMIT`: append the chosen items to the result.
     pub const EMIT: u32 = 4;
+    /// `CRUSH_RULE_CHOOSELEAF_FIRSTN`: as CHOOSE_FIRSTN, then a device under each.
     pub const CHOOSELEAF_FIRSTN: u32 = 6;
+    /// `CRUSH_RULE_CHOOSELEAF_INDEP`: as CHOOSE_INDEP, then a device under each.
     pub const CHOOSELEAF_INDEP: u32 = 7;
+    /// `CRUSH_RULE_SET_CHOOSE_TRIES`: this rule's choose_total_tries.
     pub const SET_CHOOSE_TRIES: u32 = 8;
+    /// `CRUSH_RULE_SET_CHOOSELEAF_TRIES`: this rule's tries for the leaf descent.
     pub const SET_CHOOSELEAF_TRIES: u32 = 9;
+    /// `CRUSH_RULE_SET_CHOOSE_LOCAL_TRIES`: this rule's choose_local_tries.
     pub const SET_CHOOSE_LOCAL_TRIES: u32 = 10;
+    /// `CRUSH_RULE_SET_CHOOSE_LOCAL_FALLBACK_TRIES`: this rule's choose_local_fallback_tries.
     pub const SET_CHOOSE_LOCAL_FALLBACK_TRIES: u32 = 11;
+    /// `CRUSH_RULE_SET_CHOOSELEAF_VARY_R`: this rule's chooseleaf_vary_r.
     pub const SET_CHOOSELEAF_VARY_R: u32 = 12;
+    /// `CRUSH_RULE_SET_CHOOSELEAF_STABLE`: this rule's chooseleaf_stable.
     pub const SET_CHOOSELEAF_STABLE: u32 = 13;
     /// Squid's multi-step retry rules (not mapped here).
     pub const SET_MSR_DESCENTS: u32 = 14;
+    /// `CRUSH_RULE_SET_MSR_COLLISION_TRIES`: Squid's MSR rules (not mapped here).
     pub const SET_MSR_COLLISION_TRIES: u32 = 15;
+    /// `CRUSH_RULE_CHOOSE_MSR`: Squid's MSR rules (not mapped here).
     pub const CHOOSE_MSR: u32 = 16;
 }
 
@@ -51,22 +73,34 @@ pub mod op {
 pub enum Choose {
     /// Every item weighs `item_weight`.
     Uniform {
+        /// The weight of each item, 16.16 fixed point.
         item_weight: u32,
     },
     /// `sum_weights[i]`: the weights of items 0..=i.
     List {
+        /// Each item's weight, 16.16 fixed point.
         item_weights: Vec<u32>,
+        /// The running sums of the weights.
         sum_weights: Vec<u32>,
     },
     /// A binary tree of weights: leaf `i` is node `2i + 1`.
     Tree {
+        /// The tree's node weights, each the sum of its children's.
         node_weights: Vec<u32>,
     },
+    /// `CRUSH_BUCKET_STRAW`: each item draws a straw scaled by its weight; the
+    /// longest wins (the original straw, superseded by straw2).
     Straw {
+        /// Each item's weight, 16.16 fixed point.
         item_weights: Vec<u32>,
+        /// Each item's straw length, scaled from the weights (`straw_calc_version`).
         straws: Vec<u32>,
     },
+    /// `CRUSH_BUCKET_STRAW2`: each item draws from an exponential
+    /// distribution scaled by its weight; a weight change moves data only to
+    /// or from that item.
     Straw2 {
+        /// Each item's weight, 16.16 fixed point.
         item_weights: Vec<u32>,
     },
 }
@@ -84,6 +118,7 @@ pub struct Bucket {
     pub weight: u32,
     /// Devices (>= 0) and buckets (< 0).
     pub items: Vec<i32>,
+    /// The algorithm and what it keeps per item.
     pub choose: Choose,
 }
 
@@ -103,8 +138,11 @@ impl Bucket {
 /// One step of a rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
+    /// The opcode ([`op`]).
     pub op: u32,
+    /// The first argument (an item for TAKE, a count for CHOOSE*).
     pub arg1: i32,
+    /// The second argument (a bucket type for CHOOSE*).
     pub arg2: i32,
 }
 
@@ -115,8 +153,11 @@ pub struct Rule {
     pub ruleset: u8,
     /// 1 replicated, 3 erasure (4, 5: Squid's MSR rules).
     pub rule_type: u8,
+    /// The legacy mask's smallest replica count.
     pub min_size: u8,
+    /// The legacy mask's largest replica count.
     pub max_size: u8,
+    /// The steps, run in order.
     pub steps: Vec<Step>,
 }
 
@@ -124,16 +165,25 @@ pub struct Rule {
 /// them out has (`set_tunables_legacy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tunables {
+    /// Local retries within a bucket before a full retry (legacy: 2; modern maps 0).
     pub choose_local_tries: u32,
+    /// Local retries with an exhaustive search (legacy: 5; modern maps 0).
     pub choose_local_fallback_tries: u32,
+    /// The most attempts per replica (`choose_total_tries`, 50 in modern maps).
     pub choose_total_tries: u32,
+    /// A leaf descent that fails retries from the top, not inside (1 in modern maps).
     pub chooseleaf_descend_once: u32,
+    /// The leaf descent's hash varies with the outer replica (1 in modern maps).
     pub chooseleaf_vary_r: u8,
+    /// The leaf descent keeps earlier picks when later ones change (1 in modern maps).
     pub chooseleaf_stable: u8,
+    /// How straw buckets' straws are computed (1 fixes the original's bias).
     pub straw_calc_version: u8,
     /// A bit per allowed algorithm (`1 << alg`).
     pub allowed_bucket_algs: u32,
+    /// Squid's MSR rules: the most descents (not mapped here).
     pub msr_descents: u32,
+    /// Squid's MSR rules: the most collision retries (not mapped here).
     pub msr_collision_tries: u32,
 }
 
@@ -157,7 +207,9 @@ impl Tunables {
 /// the straw2 weights to use, and the ids to hash instead of its items'.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChooseArg {
+    /// Per position, the straw2 weights to use in place of the bucket's.
     pub weight_set: Vec<Vec<u32>>,
+    /// The ids to hash in place of the bucket's items' ids.
     pub ids: Vec<i32>,
 }
 
@@ -177,16 +229,21 @@ pub struct CrushMap {
     pub rules: Vec<Option<Rule>>,
     /// One past the highest device id (recomputed, as `crush_finalize`).
     pub max_devices: i32,
+    /// The bucket types' names (`osd`, `host`, `rack`, ...), by type id.
     pub type_names: BTreeMap<i32, String>,
     /// Item (bucket or device) names.
     pub names: BTreeMap<i32, String>,
+    /// The rules' names, by rule id.
     pub rule_names: BTreeMap<i32, String>,
+    /// The tunables mapping follows.
     pub tunables: Tunables,
     /// Device class of each device (and shadow bucket).
     pub class_of: BTreeMap<i32, i32>,
+    /// The device classes' names (`hdd`, `ssd`, ...), by class id.
     pub class_names: BTreeMap<i32, String>,
     /// For each bucket, its shadow copy per class: `[bucket][class]`.
     pub class_buckets: BTreeMap<i32, BTreeMap<i32, i32>>,
+    /// The choose_args sets, by key (a pool id, or [`DEFAULT_CHOOSE_ARGS`]).
     pub choose_args: BTreeMap<i64, ChooseArgs>,
 }
 
@@ -212,37 +269,52 @@ impl Default for CrushMap {
 /// Why a CRUSH map could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CrushError {
+    /// The bytes do not decode.
     Decode(DecodeError),
+    /// The map does not start with `CRUSH_MAGIC`.
     BadMagic {
+        /// The magic the map starts with.
         got: u32,
     },
     /// A count that is negative or larger than the input could hold.
     BadCount {
+        /// What was counted.
         what: &'static str,
+        /// The count that arrived.
         got: i64,
     },
     /// The bucket in slot `slot` says it is another.
     BucketId {
+        /// The slot it was read into.
         slot: usize,
+        /// The id it carries.
         id: i32,
     },
     /// An algorithm CRUSH does not have, or two that differ in one bucket.
     BadAlg {
+        /// The bucket's id.
         bucket: i32,
+        /// The algorithm number.
         alg: u32,
     },
     /// A choose_args entry for a bucket that is not there, or whose sizes
     /// are not the bucket's.
     BadChooseArg {
+        /// The choose_args key (a pool id, or −1).
         key: i64,
+        /// The bucket slot the entry names.
         slot: u32,
+        /// What is wrong with it.
         why: &'static str,
     },
     /// A tunable or a rule step that would make one mapping cost more
     /// than [`CrushMap::check_work`] allows.
     TooCostly {
+        /// Which tunable or step.
         what: &'static str,
+        /// Its value.
         got: i64,
+        /// The most we allow.
         max: i64,
     },
 }

@@ -17,11 +17,14 @@ use crate::{Decode, DecodeResult, Decoder, Encode, EntityType};
 /// A type and an id string, e.g. `client.admin`.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AuthName {
+    /// The entity type (`client`, `osd`, ...).
     pub kind: EntityType,
+    /// The id after the dot (`admin` in `client.admin`, `3` in `osd.3`).
     pub id: String,
 }
 
 impl AuthName {
+    /// The name `kind.id`.
     pub fn new(kind: EntityType, id: impl Into<String>) -> AuthName {
         AuthName {
             kind,

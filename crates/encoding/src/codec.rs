@@ -30,6 +30,7 @@ pub trait Decode: Sized {
     /// capped by `remaining / MIN_ENCODED_LEN` before anything is allocated.
     const MIN_ENCODED_LEN: usize = 1;
 
+    /// Reads one value from `d`, bounded by what `d` holds; errors name what was being read.
     fn decode(d: &mut Decoder<'_>) -> DecodeResult<Self>;
 
     /// Decodes a value that must use all of `bytes`.

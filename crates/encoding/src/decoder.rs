@@ -136,18 +136,22 @@ impl<'a> Decoder<'a> {
         })
     }
 
+    /// Reads a u8; `what` names it in an error.
     #[inline]
     pub fn u8(&mut self, what: &'static str) -> DecodeResult<u8> {
         Ok(self.array::<1>(what)?[0])
     }
+    /// Reads a little-endian u16; `what` names it in an error.
     #[inline]
     pub fn u16(&mut self, what: &'static str) -> DecodeResult<u16> {
         Ok(u16::from_le_bytes(self.array(what)?))
     }
+    /// Reads a little-endian u32; `what` names it in an error.
     #[inline]
     pub fn u32(&mut self, what: &'static str) -> DecodeResult<u32> {
         Ok(u32::from_le_bytes(self.array(what)?))
     }
+    /// Reads a little-endian u64; `what` names it in an error.
     #[inline]
     pub fn u64(&mut self, what: &'static str) -> DecodeResult<u64> {
         Ok(u64::from_le_bytes(self.array(what)?))

@@ -28,12 +28,19 @@ use crate::{
 pub struct EntityType(pub u8);
 
 impl EntityType {
+    /// `CEPH_ENTITY_TYPE_MON`: a monitor.
     pub const MON: EntityType = EntityType(0x01);
+    /// `CEPH_ENTITY_TYPE_MDS`: a metadata server.
     pub const MDS: EntityType = EntityType(0x02);
+    /// `CEPH_ENTITY_TYPE_OSD`: an object storage daemon.
     pub const OSD: EntityType = EntityType(0x04);
+    /// `CEPH_ENTITY_TYPE_CLIENT`: a client.
     pub const CLIENT: EntityType = EntityType(0x08);
+    /// `CEPH_ENTITY_TYPE_MGR`: a manager.
     pub const MGR: EntityType = EntityType(0x10);
+    /// `CEPH_ENTITY_TYPE_AUTH`: the monitors' auth service, in cephx tickets.
     pub const AUTH: EntityType = EntityType(0x20);
+    /// `CEPH_ENTITY_TYPE_ANY`: every type.
     pub const ANY: EntityType = EntityType(0xff);
 
     /// The name Ceph prints (`ceph_entity_type_name`), if the type is known.
@@ -50,6 +57,7 @@ impl EntityType {
         })
     }
 
+    /// The type Ceph names `name` (`mon`, `osd`, `client`, ...), if any.
     pub fn from_name(name: &str) -> Option<EntityType> {
         [
             EntityType::MON,
@@ -94,14 +102,17 @@ impl Decode for EntityType {
 /// `entity_name_t`: an entity type and number, e.g. `osd.0`, `client.4123`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct EntityName {
+    /// The entity type.
     pub kind: EntityType,
     /// `-1` (`entity_name_t::NEW`) means "not assigned yet".
     pub num: i64,
 }
 
 impl EntityName {
+    /// The number of an entity not yet assigned one (`entity_name_t::NEW`).
     pub const NEW: i64 = -1;
 
+    /// The name `kind.num`.
     pub fn new(kind: EntityType, num: i64) -> Self {
         EntityName { kind, num }
     }
@@ -172,12 +183,15 @@ impl Decode for EntityName {
 pub struct EntityAddrType(pub u32);
 
 impl EntityAddrType {
+    /// `TYPE_NONE`: no type (a blank address).
     pub const NONE: EntityAddrType = EntityAddrType(0);
     /// msgr1.
     pub const LEGACY: EntityAddrType = EntityAddrType(1);
     /// msgr2.
     pub const MSGR2: EntityAddrType = EntityAddrType(2);
+    /// `TYPE_ANY`: either protocol.
     pub const ANY: EntityAddrType = EntityAddrType(3);
+    /// `TYPE_CIDR`: a network (an address and a prefix length), in blocklists.
     pub const CIDR: EntityAddrType = EntityAddrType(4);
 
     /// The prefix Ceph prints and parses (`v1:`, `v2:`, `any:`, `cidr:`).
@@ -215,8 +229,11 @@ const SOCKADDR_STORAGE_LEN: usize = 128;
 /// IP and port apart, and a socket address (`None` is a blank address).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EntityAddr {
+    /// The address type: which protocol it is for.
     pub kind: EntityAddrType,
+    /// Tells instances at the same IP and port apart (a restarted daemon takes a new one).
     pub nonce: u32,
+    /// The IP and port; None for a blank address.
     pub addr: Option<SocketAddr>,
 }
 
@@ -224,6 +241,7 @@ impl EntityAddr {
     /// The fewest bytes the MSG_ADDR2 form takes (marker, envelope, 3 × le32).
     pub const MIN_LEN: usize = 1 + 6 + 12;
 
+    /// An address of `kind` at `addr` with `nonce`.
     pub fn new(kind: EntityAddrType, addr: SocketAddr, nonce: u32) -> Self {
         EntityAddr {
             kind,
@@ -232,6 +250,7 @@ impl EntityAddr {
         }
     }
 
+    /// An msgr2 (`v2:`) address at `addr` with `nonce`.
     pub fn msgr2(addr: SocketAddr, nonce: u32) -> Self {
         Self::new(EntityAddrType::MSGR2, addr, nonce)
     }
@@ -244,6 +263,7 @@ impl EntityAddr {
         }
     }
 
+    /// The port; 0 for a blank address.
     pub fn port(&self) -> u16 {
         self.addr.map_or(0, |a| a.port())
     }
@@ -495,6 +515,7 @@ impl FromStr for EntityAddr {
 pub struct EntityAddrvec(pub Vec<EntityAddr>);
 
 impl EntityAddrvec {
+    /// A vector of the one address `addr`.
     pub fn single(addr: EntityAddr) -> Self {
         EntityAddrvec(vec![addr])
     }

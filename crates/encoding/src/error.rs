@@ -19,30 +19,52 @@ pub enum DecodeError {
     /// A length or count claims more than the input could hold, or more than
     /// a configured cap. Checked before anything is allocated.
     LengthTooLarge {
+        /// What was being read.
         what: &'static str,
+        /// The length or count the input claims.
         claimed: u64,
+        /// The most it may be here.
         max: u64,
     },
     /// A versioned envelope (ENCODE_START) needs a decoder at least as new as
     /// `compat`; we implement `supported` (src/include/encoding.h DECODE_START).
     IncompatibleVersion {
+        /// What was being read.
         what: &'static str,
+        /// The envelope's compat version: the oldest decoder that can read it.
         compat: u8,
+        /// The version we implement.
         supported: u8,
     },
     /// A versioned envelope is older than the oldest version we can read.
     VersionTooOld {
+        /// What was being read.
         what: &'static str,
+        /// The envelope's version.
         version: u8,
+        /// The oldest version we can read.
         oldest: u8,
     },
     /// A field holds a value outside its domain (bad marker byte, unknown
     /// address family, invalid UTF-8, ...).
-    InvalidValue { what: &'static str, value: u64 },
+    InvalidValue {
+        /// What was being read.
+        what: &'static str,
+        /// The value that arrived.
+        value: u64,
+    },
     /// A versioned envelope's body was shorter than the fields it must hold.
-    EnvelopeOverrun { what: &'static str },
+    EnvelopeOverrun {
+        /// What was being read.
+        what: &'static str,
+    },
     /// Bytes were left over where a value had to fill its container exactly.
-    TrailingBytes { what: &'static str, left: usize },
+    TrailingBytes {
+        /// What was being read.
+        what: &'static str,
+        /// How many bytes were left.
+        left: usize,
+    },
 }
 
 impl fmt::Display for DecodeError {
@@ -90,6 +112,7 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// The result of a decode.
 pub type DecodeResult<T> = Result<T, DecodeError>;
 
 impl DecodeError {

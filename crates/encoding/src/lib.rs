@@ -9,6 +9,7 @@
 //! Types declare their encoding with [`encoding!`] (plain or versioned
 //! structs) or by implementing [`Encode`] / [`Decode`] by hand.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub use bytes;
 

@@ -30,6 +30,12 @@
 //! `#[versioned(..)]` must be the first attribute. A versioned struct decodes any envelope whose compat version is at most
 //! `version`; bytes of fields newer than `version` are skipped.
 
+/// Declares a struct with its Ceph encoding: the fields in wire order, and
+/// [`Encode`](crate::Encode) and [`Decode`](crate::Decode) impls that write
+/// and read them. `#[versioned(version = V, compat = C)]` wraps them in an
+/// ENCODE_START envelope (a field marked `= since N` takes its default when
+/// the envelope is older than N); `#[struct_v = N]` starts them with a bare
+/// version byte, as cephx's structures do.
 #[macro_export]
 macro_rules! encoding {
     (

@@ -8,11 +8,14 @@ use crate::{Decode, DecodeResult, Decoder, Encode};
 /// le32 nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct UTime {
+    /// Seconds since the Unix epoch (or of a duration).
     pub sec: u32,
+    /// Nanoseconds past `sec`.
     pub nsec: u32,
 }
 
 impl UTime {
+    /// The time `sec` seconds and `nsec` nanoseconds.
     pub fn new(sec: u32, nsec: u32) -> Self {
         UTime { sec, nsec }
     }
@@ -25,6 +28,7 @@ impl UTime {
         }
     }
 
+    /// The time as a duration since the Unix epoch (nanoseconds past a second clamped).
     pub fn as_duration(&self) -> std::time::Duration {
         std::time::Duration::new(self.sec as u64, self.nsec.min(999_999_999))
     }

@@ -34,7 +34,9 @@ pub mod features {
 /// A banner's feature words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Banner {
+    /// The msgr2 features the sender supports ([`features`]).
     pub supported: u64,
+    /// The msgr2 features the sender requires of its peer.
     pub required: u64,
 }
 

@@ -17,7 +17,10 @@ encoding! {
     /// HELLO: our entity type and the address we see the peer at.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct Hello {
+        /// The sender's entity type (mon, osd, client, ...).
         pub entity_type: EntityType,
+        /// The address the sender sees the peer at: how a peer that does not know its own IP
+        /// learns it.
         pub peer_addr: EntityAddr,
     }
 }
@@ -27,8 +30,12 @@ encoding! {
     /// modes it prefers (CEPH_CON_MODE_*), and the method's payload.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct AuthRequest {
+        /// The auth method (CEPH_AUTH_*, [`auth_method`]).
         pub method: u32,
+        /// The connection modes the client accepts (CEPH_CON_MODE_*, [`con_mode`]), preferred
+        /// first.
         pub preferred_modes: Vec<u32>,
+        /// The method's first request (for cephx, the ticket request or authorizer).
         pub auth_payload: Bytes,
     }
 }
@@ -37,10 +44,13 @@ encoding! {
     /// AUTH_BAD_METHOD (server): the method was refused; what is allowed.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct AuthBadMethod {
+        /// The method the client asked for.
         pub method: u32,
         /// A negative errno, e.g. -EOPNOTSUPP.
         pub result: i32,
+        /// The methods the server accepts, for the client's next try.
         pub allowed_methods: Vec<u32>,
+        /// The connection modes the server accepts.
         pub allowed_modes: Vec<u32>,
     }
 }
@@ -49,6 +59,7 @@ encoding! {
     /// AUTH_REPLY_MORE (server): another round of the auth method.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct AuthReplyMore {
+        /// The method's next challenge.
         pub auth_payload: Bytes,
     }
 }
@@ -57,6 +68,7 @@ encoding! {
     /// AUTH_REQUEST_MORE (client): the answer to AUTH_REPLY_MORE.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct AuthRequestMore {
+        /// The method's answer to the challenge.
         pub auth_payload: Bytes,
     }
 }
@@ -65,8 +77,11 @@ encoding! {
     /// AUTH_DONE (server): authenticated; the connection mode from now on.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct AuthDone {
+        /// The global id the server gave the client's entity (its gid).
         pub global_id: u64,
+        /// The connection mode from here on (CEPH_CON_MODE_*): crc or secure.
         pub con_mode: u32,
+        /// The method's final reply (for cephx, the tickets or the authorizer reply).
         pub auth_payload: Bytes,
     }
 }
@@ -76,6 +91,7 @@ encoding! {
     /// received before it (a raw 32-byte `sha256_digest_t`).
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct AuthSignature {
+        /// The HMAC-SHA256 digest.
         pub sha256: [u8; 32],
     }
 }
@@ -84,14 +100,22 @@ encoding! {
     /// CLIENT_IDENT: who the client is, whom it wants, and its session.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct ClientIdent {
+        /// The client's own addresses (its bound ones, or blank ones it has yet to learn).
         pub addrs: EntityAddrvec,
+        /// The server address the client dialled, which the server checks is its own.
         pub target_addr: EntityAddr,
+        /// The client's entity number (`entity_name_t` num; its global id for clients).
         pub gid: i64,
+        /// The client messenger's global_seq for this attempt: later attempts carry larger
+        /// ones.
         pub global_seq: u64,
+        /// The feature bits the client supports.
         pub supported_features: u64,
+        /// The feature bits the client requires of the server.
         pub required_features: u64,
         /// CEPH_MSG_CONNECT_LOSSY (1) for a lossy policy.
         pub flags: u64,
+        /// The client cookie: names the session for a later SESSION_RECONNECT.
         pub cookie: u64,
     }
 }
@@ -100,12 +124,19 @@ encoding! {
     /// SERVER_IDENT: the server's answer to CLIENT_IDENT.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct ServerIdent {
+        /// The server's addresses.
         pub addrs: EntityAddrvec,
+        /// The server's entity number (`entity_name_t` num).
         pub gid: i64,
+        /// The server messenger's global_seq for this connection.
         pub global_seq: u64,
+        /// The feature bits the server supports.
         pub supported_features: u64,
+        /// The feature bits the server requires of the client.
         pub required_features: u64,
+        /// CEPH_MSG_CONNECT_LOSSY (1) when the server's policy for the client is lossy.
         pub flags: u64,
+        /// The server cookie: names the session for a later SESSION_RECONNECT.
         pub cookie: u64,
     }
 }
@@ -114,6 +145,7 @@ encoding! {
     /// IDENT_MISSING_FEATURES: the features the peer did not offer.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct IdentMissingFeatures {
+        /// The required feature bits the peer lacks.
         pub features: u64,
     }
 }
@@ -122,10 +154,15 @@ encoding! {
     /// SESSION_RECONNECT: resume a session after a fault.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct SessionReconnect {
+        /// The client's addresses.
         pub addrs: EntityAddrvec,
+        /// The session's client cookie, from its CLIENT_IDENT.
         pub client_cookie: u64,
+        /// The session's server cookie, from its SERVER_IDENT.
         pub server_cookie: u64,
+        /// The client messenger's global_seq for this attempt.
         pub global_seq: u64,
+        /// How many times the client has reconnected this session, counting this attempt.
         pub connect_seq: u64,
         /// The last message sequence number received.
         pub msg_seq: u64,
@@ -136,6 +173,8 @@ encoding! {
     /// SESSION_RESET: the server lost the session; `full` drops the queue.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct SessionReset {
+        /// Reset everything, queued messages included; without it, only the cookies and
+        /// sequence numbers start over.
         pub full: bool,
     }
 }
@@ -144,6 +183,7 @@ encoding! {
     /// SESSION_RETRY: reconnect with a newer connect_seq.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct SessionRetry {
+        /// The server's connect_seq, which the client's next SESSION_RECONNECT must pass.
         pub connect_seq: u64,
     }
 }
@@ -152,6 +192,7 @@ encoding! {
     /// SESSION_RETRY_GLOBAL: reconnect with a newer global_seq.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct SessionRetryGlobal {
+        /// The global_seq the client's next attempt must exceed.
         pub global_seq: u64,
     }
 }
@@ -160,6 +201,8 @@ encoding! {
     /// SESSION_RECONNECT_OK: the session is resumed.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct SessionReconnectOk {
+        /// The last message sequence number the server received: the client resends from the
+        /// one after it.
         pub msg_seq: u64,
     }
 }
@@ -174,6 +217,7 @@ encoding! {
     /// KEEPALIVE2: the sender's clock.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct Keepalive2 {
+        /// The sender's clock when it sent the keepalive.
         pub timestamp: UTime,
     }
 }
@@ -182,6 +226,7 @@ encoding! {
     /// KEEPALIVE2_ACK: the KEEPALIVE2's timestamp, echoed.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct Keepalive2Ack {
+        /// The timestamp of the KEEPALIVE2 this answers.
         pub timestamp: UTime,
     }
 }
@@ -190,6 +235,7 @@ encoding! {
     /// ACK: every message up to `seq` arrived.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct Ack {
+        /// The last message sequence number received.
         pub seq: u64,
     }
 }
@@ -199,7 +245,9 @@ encoding! {
     /// algorithms it prefers, best first.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct CompressionRequest {
+        /// Whether the client wants compression.
         pub is_compress: bool,
+        /// The algorithms it accepts (Ceph's compression ids), preferred first.
         pub preferred_methods: Vec<u32>,
     }
 }
@@ -208,7 +256,9 @@ encoding! {
     /// COMPRESSION_DONE (server): the decision.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct CompressionDone {
+        /// Whether the frames are compressed from here on.
         pub is_compress: bool,
+        /// The algorithm the server chose (a Ceph compression id).
         pub method: u32,
     }
 }
@@ -218,10 +268,14 @@ macro_rules! control_frames {
         /// Any control frame, typed.
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub enum ControlFrame {
-            $($variant($ty),)*
+            $(
+                #[doc = concat!("A ", stringify!($tag), " frame.")]
+                $variant($ty),
+            )*
         }
 
         impl ControlFrame {
+            /// The frame's tag, which says how its payload decodes.
             pub fn tag(&self) -> Tag {
                 match self {
                     $(ControlFrame::$variant(_) => Tag::$tag,)*
@@ -296,16 +350,23 @@ impl ControlFrame {
 
 /// `CEPH_AUTH_*` (src/include/ceph_fs.h).
 pub mod auth_method {
+    /// No method named.
     pub const UNKNOWN: u32 = 0;
+    /// `none`: no authentication; the peer is taken at its word.
     pub const NONE: u32 = 1;
+    /// Ceph's own ticket-based authentication.
     pub const CEPHX: u32 = 2;
+    /// Kerberos through GSS-API.
     pub const GSS: u32 = 4;
 }
 
 /// `CEPH_CON_MODE_*` (src/include/ceph_fs.h).
 pub mod con_mode {
+    /// No mode chosen yet.
     pub const UNKNOWN: u32 = 0;
+    /// Frames carry crc32c checksums, unencrypted.
     pub const CRC: u32 = 1;
+    /// Frames are encrypted and authenticated with AES-128-GCM.
     pub const SECURE: u32 = 2;
 }
 

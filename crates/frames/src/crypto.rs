@@ -26,7 +26,9 @@ use msgr_gcm::{GcmContext, GcmError};
 use crate::layout::GCM_TAG_LEN;
 use crate::FrameError;
 
+/// The AES-128-GCM key's length in bytes.
 pub const KEY_LEN: usize = 16;
+/// A GCM nonce's length in bytes.
 pub const NONCE_LEN: usize = 12;
 /// The shortest connection secret secure mode can use (key + two nonces).
 pub const MIN_CONNECTION_SECRET_LEN: usize = KEY_LEN + 2 * NONCE_LEN;
@@ -43,8 +45,11 @@ pub enum Role {
 /// The key and initial nonces of one connection, from our point of view.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SecureKeys {
+    /// The AES-128-GCM key, the same both ways.
     pub key: [u8; KEY_LEN],
+    /// The nonce our first frame is sealed with; each frame after it counts on from it.
     pub tx_nonce: [u8; NONCE_LEN],
+    /// The nonce the peer's first frame is sealed with.
     pub rx_nonce: [u8; NONCE_LEN],
 }
 

@@ -56,6 +56,7 @@ impl Default for FrameLimits {
 /// What the preamble said, and where the frame's parts are.
 #[derive(Debug, Clone)]
 pub struct FrameHead {
+    /// The frame's preamble, as it arrived (decrypted in secure mode).
     pub preamble: Preamble,
     /// The whole frame on the wire, head included.
     pub frame_len: usize,
@@ -65,6 +66,7 @@ pub struct FrameHead {
 }
 
 impl FrameHead {
+    /// The frame's tag.
     pub fn tag(&self) -> Tag {
         self.preamble.tag
     }
@@ -89,12 +91,14 @@ impl FrameHead {
 pub struct Received {
     /// The preamble as it was on the wire (compressed lengths, flags).
     pub preamble: Preamble,
+    /// The frame's tag.
     pub tag: Tag,
     /// The used segments' contents, decompressed; unused ones are empty.
     pub segments: [Bytes; MAX_SEGMENTS],
 }
 
 impl Received {
+    /// How many segments the frame used (1 to 4).
     pub fn num_segments(&self) -> usize {
         self.preamble.num_segments as usize
     }
@@ -120,6 +124,7 @@ impl FrameDecoder {
         }
     }
 
+    /// How frames are read now: msgr2.0 or 2.1, crc or secure.
     pub fn format(&self) -> WireFormat {
         WireFormat {
             rev1: self.rev1,
@@ -127,10 +132,12 @@ impl FrameDecoder {
         }
     }
 
+    /// The caps on frames read now.
     pub fn limits(&self) -> FrameLimits {
         self.limits
     }
 
+    /// Changes the caps on frames (larger once the peer authenticated).
     pub fn set_limits(&mut self, limits: FrameLimits) {
         self.limits = limits;
     }

@@ -31,11 +31,15 @@ pub const LATE_FLAG_ABORTED: u8 = 0x01;
 /// reference when large, in crc mode).
 #[derive(Debug, Clone, Copy)]
 pub enum Seg<'a> {
+    /// Bytes copied into the queue.
     Slice(&'a [u8]),
+    /// A buffer queued by reference when large and in crc mode, copied
+    /// otherwise.
     Shared(&'a Bytes),
 }
 
 impl Seg<'_> {
+    /// The segment's contents.
     pub fn bytes(&self) -> &[u8] {
         match self {
             Seg::Slice(s) => s,
@@ -78,6 +82,7 @@ impl FrameEncoder {
         }
     }
 
+    /// How frames are written now: msgr2.0 or 2.1, crc or secure.
     pub fn format(&self) -> WireFormat {
         WireFormat {
             rev1: self.rev1,
@@ -95,6 +100,8 @@ impl FrameEncoder {
         self.compression = compression;
     }
 
+    /// The compression frames are written with, if COMPRESSION_DONE chose
+    /// one.
     pub fn compression(&self) -> Option<TxCompression> {
         self.compression
     }

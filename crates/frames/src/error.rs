@@ -30,17 +30,39 @@ pub enum Fault {
 pub enum FrameError {
     /// The peer's banner is not `ceph v2\n`; `msgr1` when it is msgr1's
     /// `ceph v027` (ProtocolV2::_handle_peer_banner).
-    NotMsgr2 { msgr1: bool },
+    NotMsgr2 {
+        /// The banner is msgr1's: the peer speaks the older protocol.
+        msgr1: bool,
+    },
     /// The banner payload is shorter than its two feature words.
-    BannerTooShort { len: usize },
+    BannerTooShort {
+        /// The payload length the banner announced.
+        len: usize,
+    },
     /// The banner payload length is beyond what we accept.
-    BannerTooLarge { len: usize, max: usize },
+    BannerTooLarge {
+        /// The payload length the banner announced.
+        len: usize,
+        /// The most we accept.
+        max: usize,
+    },
     /// The peer requires msgr2 features we do not support.
-    PeerRequiresFeatures { missing: u64 },
+    PeerRequiresFeatures {
+        /// The msgr2 feature bits the peer requires that we do not support.
+        missing: u64,
+    },
     /// The peer lacks msgr2 features we require.
-    PeerLacksFeatures { missing: u64 },
+    PeerLacksFeatures {
+        /// The msgr2 feature bits we require that the peer did not announce.
+        missing: u64,
+    },
     /// The preamble crc does not match its first 28 bytes.
-    BadPreambleCrc { expected: u32, computed: u32 },
+    BadPreambleCrc {
+        /// The crc the preamble carries.
+        expected: u32,
+        /// The crc of the bytes that arrived.
+        computed: u32,
+    },
     /// Segment count outside 1..=4.
     BadSegmentCount(u8),
     /// The last used segment of a multi-segment frame is empty.
@@ -48,13 +70,28 @@ pub enum FrameError {
     /// Tag 0, which no frame may carry.
     ZeroTag,
     /// A segment is longer than the configured cap.
-    SegmentTooLarge { index: usize, len: u64, max: u64 },
+    SegmentTooLarge {
+        /// Which segment (0 to 3).
+        index: usize,
+        /// Its length, as the preamble announces it.
+        len: u64,
+        /// The cap ([`FrameLimits`](crate::FrameLimits)).
+        max: u64,
+    },
     /// The frame is longer than the configured cap.
-    FrameTooLarge { len: u64, max: u64 },
+    FrameTooLarge {
+        /// The frame's length, as the preamble announces it.
+        len: u64,
+        /// The cap ([`FrameLimits`](crate::FrameLimits)).
+        max: u64,
+    },
     /// A segment crc does not match (crc mode).
     BadSegmentCrc {
+        /// Which segment (0 to 3).
         index: usize,
+        /// The crc the epilogue carries.
         expected: u32,
+        /// The crc of the bytes that arrived.
         computed: u32,
     },
     /// The epilogue's late status is neither complete nor aborted (msgr2.1).
@@ -65,31 +102,58 @@ pub enum FrameError {
     UnexpectedCompression,
     /// A compressed segment does not decompress.
     Decompress {
+        /// The negotiated algorithm.
         algorithm: Algorithm,
+        /// The decompressor's error.
         reason: String,
     },
     /// A compressed segment would decompress beyond the configured cap.
-    DecompressedTooLarge { len: u64, max: u64 },
+    DecompressedTooLarge {
+        /// The length it would decompress to.
+        len: u64,
+        /// The cap ([`FrameLimits`](crate::FrameLimits)).
+        max: u64,
+    },
     /// A control frame's payload does not decode.
-    BadPayload { tag: Tag, error: DecodeError },
+    BadPayload {
+        /// The frame's tag.
+        tag: Tag,
+        /// Why its payload does not decode.
+        error: DecodeError,
+    },
     /// A frame carries a number of segments its tag does not allow.
-    UnexpectedSegments { tag: Tag, count: usize },
+    UnexpectedSegments {
+        /// The frame's tag.
+        tag: Tag,
+        /// How many segments it carries.
+        count: usize,
+    },
     /// CVE-2020-1759: the transmit nonce would repeat; the connection must be
     /// re-established with new keys (crypto_onwire.cc "out of nonces").
     OutOfNonces,
     /// The connection secret is too short for secure mode.
-    BadConnectionSecret { len: usize },
+    BadConnectionSecret {
+        /// The secret's length in bytes.
+        len: usize,
+    },
     /// The buffer handed to the decoder is not the length the preamble set
     /// (or a head buffer is shorter than `FrameDecoder::head_len`, or the
     /// `FrameHead` was altered or decoded in another format).
-    WrongFrameBufferLength { expected: usize, got: usize },
+    WrongFrameBufferLength {
+        /// The length the decoder needs.
+        expected: usize,
+        /// The length it was given.
+        got: usize,
+    },
     /// AES-GCM failed for a reason of ours (a message beyond GCM's limit
     /// under one nonce, or no memory for the cipher context); a frame that
     /// fails authentication is `DecryptFailed`.
     CipherFailed(msgr_gcm::GcmError),
     /// Compressing an outgoing segment failed.
     Compress {
+        /// The negotiated algorithm.
         algorithm: Algorithm,
+        /// The compressor's error.
         reason: String,
     },
 }

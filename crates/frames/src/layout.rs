@@ -14,11 +14,14 @@
 
 use crate::preamble::{Preamble, PREAMBLE_LEN};
 
+/// The AES block size (`CRYPTO_BLOCK_SIZE`): secure segments are padded to it.
 pub const CRYPTO_BLOCK_LEN: usize = 16;
+/// The GCM authentication tag's length, after each encrypted part.
 pub const GCM_TAG_LEN: usize = 16;
 /// `FRAME_PREAMBLE_INLINE_SIZE`: segment 0 bytes carried with the preamble
 /// in msgr2.1-secure.
 pub const INLINE_LEN: usize = 48;
+/// A crc32c's length on the wire.
 pub const CRC_LEN: usize = 4;
 /// `epilogue_crc_rev0_block_t`: late_flags + 4 crcs.
 pub const EPILOGUE_CRC_REV0_LEN: usize = 1 + 4 * CRC_LEN;
@@ -45,18 +48,22 @@ pub struct WireFormat {
 }
 
 impl WireFormat {
+    /// msgr2.0, crc mode.
     pub const CRC_REV0: WireFormat = WireFormat {
         rev1: false,
         secure: false,
     };
+    /// msgr2.1, crc mode.
     pub const CRC_REV1: WireFormat = WireFormat {
         rev1: true,
         secure: false,
     };
+    /// msgr2.0, secure mode.
     pub const SECURE_REV0: WireFormat = WireFormat {
         rev1: false,
         secure: true,
     };
+    /// msgr2.1, secure mode.
     pub const SECURE_REV1: WireFormat = WireFormat {
         rev1: true,
         secure: true,

@@ -11,6 +11,7 @@
 //! what a frame needs; [`FrameReader`] is that loop over a caller's buffer.
 //! Every error on input is a typed [`FrameError`] that says who was at fault.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 // The identity "cipher" of `fuzz-cipher` lets the fuzzer craft secure-mode
 // frames; it must never reach anything but a cargo-fuzz build.

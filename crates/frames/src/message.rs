@@ -23,7 +23,9 @@ encoding! {
         pub priority: u16,
         /// Encoding version of the message.
         pub version: u16,
+        /// Padding before the data segment (`data_pre_padding_len`).
         pub data_pre_padding_len: u32,
+        /// The alignment hint of the data (`data_off`): the object offset it belongs at.
         pub data_off: u16,
         /// The last sequence number the sender received.
         pub ack_seq: u64,
@@ -31,11 +33,13 @@ encoding! {
         pub flags: u8,
         /// Oldest decoder version that can read the message (0: unknown).
         pub compat_version: u16,
+        /// Unused (`reserved`), kept as received.
         pub reserved: u16,
     }
 }
 
 impl MsgHeader2 {
+    /// The header's length on the wire.
     pub const LEN: usize = 41;
 
     /// The packed 41 bytes, without allocating.
@@ -58,25 +62,36 @@ impl MsgHeader2 {
 
 /// `CEPH_MSG_PRIO_*`.
 pub mod priority {
+    /// `CEPH_MSG_PRIO_LOW`: background work.
     pub const LOW: u16 = 64;
+    /// `CEPH_MSG_PRIO_DEFAULT`: most messages.
     pub const DEFAULT: u16 = 127;
+    /// `CEPH_MSG_PRIO_HIGH`: e.g. OSD heartbeats.
     pub const HIGH: u16 = 196;
+    /// `CEPH_MSG_PRIO_HIGHEST`: sent before anything else.
     pub const HIGHEST: u16 = 255;
 }
 
 /// `CEPH_MSG_FOOTER_*`, carried in `MsgHeader2::flags`.
 pub mod footer_flags {
+    /// The sender wrote the whole message (an aborted one is dropped).
     pub const COMPLETE: u8 = 1 << 0;
+    /// The data crc is not computed.
     pub const NOCRC: u8 = 1 << 1;
+    /// The message carries a signature (msgr1).
     pub const SIGNED: u8 = 1 << 2;
 }
 
 /// A message as msgr2 moves it: header and three payload parts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MessageFrame {
+    /// The header (segment 0).
     pub header: MsgHeader2,
+    /// The front (segment 1): the message's encoded fields.
     pub front: Bytes,
+    /// The middle (segment 2; rarely used).
     pub middle: Bytes,
+    /// The data (segment 3): bulk bytes such as an object's contents.
     pub data: Bytes,
 }
 

@@ -20,7 +20,9 @@ use crate::crc::ceph_crc32c;
 use crate::crc::preamble_crc32c;
 use crate::{FrameError, Tag};
 
+/// The preamble's length on the wire (`preamble_block_t`), crc included.
 pub const PREAMBLE_LEN: usize = 32;
+/// The most segments a frame has (`MAX_NUM_SEGMENTS`).
 pub const MAX_SEGMENTS: usize = 4;
 /// Preamble flag: the frame's segments are compressed (msgr2 compression).
 pub const FLAG_COMPRESSED: u8 = 0x1;
@@ -31,17 +33,22 @@ const DESC_LEN: usize = 6;
 /// One segment's length and announced alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SegmentDesc {
+    /// The segment's length in bytes (compressed, when the frame is).
     pub len: u32,
+    /// The alignment the sender asks the receiver to give its bytes.
     pub align: u16,
 }
 
 /// A decoded (or to-be-encoded) preamble.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Preamble {
+    /// The frame's tag.
     pub tag: Tag,
     /// Used segments, 1..=4.
     pub num_segments: u8,
+    /// Each segment's length and alignment; those past `num_segments` are zero.
     pub segments: [SegmentDesc; MAX_SEGMENTS],
+    /// Preamble flags ([`FLAG_COMPRESSED`]).
     pub flags: u8,
     /// The reserved byte as received (Ceph sends 0 and does not check it).
     pub reserved: u8,
@@ -88,10 +95,12 @@ impl Preamble {
         self.used().iter().map(|s| s.len as u64).sum()
     }
 
+    /// Whether the frame's segments are compressed.
     pub fn is_compressed(&self) -> bool {
         self.flags & FLAG_COMPRESSED != 0
     }
 
+    /// The preamble's 32 bytes, its crc32c last.
     pub fn encode(&self) -> [u8; PREAMBLE_LEN] {
         let mut b = [0u8; PREAMBLE_LEN];
         b[0] = self.tag.0;

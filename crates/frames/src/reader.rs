@@ -21,6 +21,7 @@ pub struct RawFrame {
 }
 
 impl RawFrame {
+    /// The frame's decoded head: its preamble and where its segments are.
     pub fn head(&self) -> &FrameHead {
         &self.head
     }
@@ -31,6 +32,12 @@ impl RawFrame {
     }
 }
 
+/// Reads frames out of a buffer the caller owns and fills (a runtime's read
+/// buffer, a capture's reassembled stream): bytes go in as they arrive,
+/// complete frames come out, and [`FrameReader::bytes_needed`] says how many
+/// more the step at hand needs. A frame's head is decoded once (in
+/// msgr2.1-secure decoding it uses up a nonce) and kept until the rest of
+/// its frame is in.
 pub struct FrameReader {
     decoder: FrameDecoder,
     head: Option<FrameHead>,
@@ -41,6 +48,7 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
+    /// A reader decoding with `decoder`, before any frame.
     pub fn new(decoder: FrameDecoder) -> Self {
         FrameReader {
             decoder,
@@ -54,6 +62,7 @@ impl FrameReader {
         &mut self.decoder
     }
 
+    /// The decoder: its format and limits.
     pub fn decoder(&self) -> &FrameDecoder {
         &self.decoder
     }

@@ -10,7 +10,10 @@ pub struct Tag(pub u8);
 macro_rules! tags {
     ($($name:ident = $value:literal),* $(,)?) => {
         impl Tag {
-            $(pub const $name: Tag = Tag($value);)*
+            $(
+                #[doc = concat!("`Tag::", stringify!($name), "`: the ", stringify!($name), " frame's tag.")]
+                pub const $name: Tag = Tag($value);
+            )*
 
             /// The name as in Ceph's frames_v2.h, if the tag is known.
             pub fn name(self) -> Option<&'static str> {
@@ -52,6 +55,7 @@ tags! {
 }
 
 impl Tag {
+    /// Whether Ceph's frames_v2.h names this tag.
     pub fn is_known(self) -> bool {
         self.name().is_some()
     }

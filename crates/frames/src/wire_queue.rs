@@ -37,6 +37,12 @@ pub fn holds_spare<T>(q: &VecDeque<T>) -> bool {
     q.is_empty() && q.capacity() > 0
 }
 
+/// Bytes waiting to be written, oldest first: the encoder's output. Small
+/// pieces (preambles, crcs, short segments) are copied into one growing
+/// arena, so that a burst of small frames becomes one buffer; large payload
+/// segments are queued as the caller's own `Bytes`, uncopied. A runtime
+/// writes it with one vectored write and [`WireQueue::advance`]s by what the
+/// socket took.
 #[derive(Debug, Default)]
 pub struct WireQueue {
     /// Finished chunks, oldest first.
@@ -55,6 +61,7 @@ pub struct WireQueue {
 }
 
 impl WireQueue {
+    /// An empty queue; it allocates with its first bytes.
     pub fn new() -> Self {
         Self::default()
     }
@@ -64,6 +71,7 @@ impl WireQueue {
         self.chunks_len.saturating_add(self.arena.len())
     }
 
+    /// Whether no bytes wait to be written.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -2,6 +2,7 @@
 //! a header and front / middle / data segments; this crate gives them
 //! meaning.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod mon;
 pub mod monmap;

@@ -10,17 +10,29 @@ use msgr_protocol::Message;
 
 use crate::typed::{check_type, MessageError, TypedMessage};
 
+/// `CEPH_MSG_MON_MAP`: [`MMonMap`].
 pub const MSG_MON_MAP: u16 = 4;
+/// `CEPH_MSG_MON_GET_MAP`: a request for the monitor map.
 pub const MSG_MON_GET_MAP: u16 = 5;
+/// `CEPH_MSG_MON_SUBSCRIBE`: [`MMonSubscribe`].
 pub const MSG_MON_SUBSCRIBE: u16 = 15;
+/// `CEPH_MSG_MON_SUBSCRIBE_ACK`: the monitor took a subscription.
 pub const MSG_MON_SUBSCRIBE_ACK: u16 = 16;
+/// `CEPH_MSG_AUTH`: [`MAuth`].
 pub const MSG_AUTH: u16 = 17;
+/// `CEPH_MSG_AUTH_REPLY`: [`MAuthReply`].
 pub const MSG_AUTH_REPLY: u16 = 18;
+/// `CEPH_MSG_MON_GET_VERSION`: [`MMonGetVersion`].
 pub const MSG_MON_GET_VERSION: u16 = 19;
+/// `CEPH_MSG_MON_GET_VERSION_REPLY`: [`MMonGetVersionReply`].
 pub const MSG_MON_GET_VERSION_REPLY: u16 = 20;
+/// `CEPH_MSG_OSD_MAP`: [`MOSDMap`].
 pub const MSG_OSD_MAP: u16 = 41;
+/// `MSG_MON_COMMAND`: [`MMonCommand`].
 pub const MSG_MON_COMMAND: u16 = 50;
+/// `MSG_MON_COMMAND_ACK`: [`MMonCommandAck`].
 pub const MSG_MON_COMMAND_ACK: u16 = 51;
+/// `MSG_CONFIG`: [`MConfig`].
 pub const MSG_CONFIG: u16 = 62;
 
 /// `CEPH_SUBSCRIBE_ONETIME`.
@@ -30,6 +42,7 @@ pub const SUBSCRIBE_ONETIME: u8 = 1;
 /// deprecated_session_mon, u64 deprecated_session_mon_tid`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PaxosHeader {
+    /// The map version the sender has (`version`).
     pub version: u64,
 }
 
@@ -73,6 +86,7 @@ impl TypedMessage for MMonGetMap {
 /// map of an unknown version still arrives as bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MMonMap {
+    /// The encoded monitor map ([`crate::MonMap`]).
     pub monmap: Bytes,
 }
 
@@ -96,7 +110,9 @@ impl TypedMessage for MMonMap {
 /// One subscription: the first epoch wanted, and flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SubscribeItem {
+    /// The first version wanted (`start`): the monitor sends maps from it on.
     pub start: u64,
+    /// `CEPH_SUBSCRIBE_*` ([`SUBSCRIBE_ONETIME`]: once, not every new version).
     pub flags: u8,
 }
 
@@ -120,7 +136,9 @@ impl Decode for SubscribeItem {
 /// `MMonSubscribe` (v3): maps to receive, from which epoch.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MMonSubscribe {
+    /// The subscriptions, by map name (`monmap`, `osdmap`, `config`, ...).
     pub what: BTreeMap<String, SubscribeItem>,
+    /// The sender's host name.
     pub hostname: String,
 }
 
@@ -153,6 +171,7 @@ impl TypedMessage for MMonSubscribe {
 /// `MConfig`: the monitor's configuration for this entity.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MConfig {
+    /// The configuration options the monitors hold for us, by name.
     pub config: BTreeMap<String, String>,
 }
 
@@ -174,9 +193,13 @@ impl TypedMessage for MConfig {
 /// `MMonCommand`: a command (one JSON string) for the monitors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MMonCommand {
+    /// The command's transaction id, echoed by the ack.
     pub tid: u64,
+    /// The cluster's fsid.
     pub fsid: Uuid,
+    /// The command, as JSON strings.
     pub cmd: Vec<String>,
+    /// The command's input data.
     pub input: Bytes,
 }
 
@@ -208,10 +231,15 @@ impl TypedMessage for MMonCommand {
 /// `MMonCommandAck`: result code, status string, the command, output data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MMonCommandAck {
+    /// The command's transaction id.
     pub tid: u64,
+    /// 0, or a negative errno.
     pub r: i32,
+    /// The status string.
     pub rs: String,
+    /// The command it answers.
     pub cmd: Vec<String>,
+    /// The command's output data.
     pub output: Bytes,
 }
 
@@ -246,8 +274,12 @@ impl TypedMessage for MMonCommandAck {
 /// renewal).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MAuth {
+    /// The auth method (`CEPH_AUTH_*`); 0 in the first, which lists the
+    /// methods the client supports.
     pub protocol: u32,
+    /// The method's request.
     pub payload: Bytes,
+    /// The monitor map epoch the client has.
     pub monmap_epoch: u32,
 }
 
@@ -282,10 +314,15 @@ impl TypedMessage for MAuth {
 /// `MAuthReply`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MAuthReply {
+    /// The auth method (`CEPH_AUTH_*`).
     pub protocol: u32,
+    /// 0, or a negative errno.
     pub result: i32,
+    /// The global id the monitors gave the client.
     pub global_id: u64,
+    /// The method's reply.
     pub payload: Bytes,
+    /// A text explanation of a failure.
     pub message: String,
 }
 
@@ -316,7 +353,9 @@ impl TypedMessage for MAuthReply {
 /// `MMonGetVersion`: the newest epoch of a map (`osdmap`, `monmap`, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MMonGetVersion {
+    /// The request's id, echoed by the reply.
     pub handle: u64,
+    /// The map asked about (`osdmap`, `mdsmap`, ...).
     pub what: String,
 }
 
@@ -343,8 +382,11 @@ impl TypedMessage for MMonGetVersion {
 /// `MMonGetVersionReply` (v2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MMonGetVersionReply {
+    /// The request's id.
     pub handle: u64,
+    /// The map's newest version.
     pub version: u64,
+    /// The oldest version the monitors still hold.
     pub oldest_version: u64,
 }
 
@@ -378,10 +420,15 @@ impl TypedMessage for MMonGetVersionReply {
 /// encodings themselves are kept as bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MOSDMap {
+    /// The cluster's fsid.
     pub fsid: Uuid,
+    /// Incrementals by epoch.
     pub incremental_maps: BTreeMap<u32, Bytes>,
+    /// Full maps by epoch.
     pub maps: BTreeMap<u32, Bytes>,
+    /// The oldest map epoch the cluster holds (`cluster_osdmap_trim_lower_bound`).
     pub oldest_map: u32,
+    /// The newest map epoch.
     pub newest_map: u32,
 }
 

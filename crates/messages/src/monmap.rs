@@ -15,10 +15,15 @@ use msgr_encoding::{
 /// One monitor (`mon_info_t`, v5 from Ceph 16, v6 from Ceph 20).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MonInfo {
+    /// The monitor's name (`a`, `b`, ...).
     pub name: String,
+    /// Where clients reach it.
     pub public_addrs: EntityAddrvec,
+    /// Its priority in DNS-SRV style selection: lower is preferred.
     pub priority: u16,
+    /// Its weight among monitors of equal priority.
     pub weight: u16,
+    /// Its CRUSH location (stretch mode), by bucket type.
     pub crush_loc: BTreeMap<String, String>,
     /// v6.
     pub time_added: UTime,
@@ -28,9 +33,13 @@ pub struct MonInfo {
 /// prints them; widths as the captured bytes show).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AuthCiphers {
+    /// The policy's epoch.
     pub auth_epoch: u32,
+    /// The cipher of service secrets (`CEPH_CRYPTO_*`).
     pub service_cipher: u32,
+    /// The ciphers keys may use.
     pub allowed_ciphers: Vec<u32>,
+    /// The cipher new keys get.
     pub preferred_cipher: u32,
 }
 
@@ -39,22 +48,35 @@ pub struct AuthCiphers {
 pub struct MonMap {
     /// The encoding version this map was read from (or is written as).
     pub struct_v: u8,
+    /// The cluster's fsid.
     pub fsid: Uuid,
+    /// The map's epoch.
     pub epoch: u32,
+    /// When it last changed.
     pub last_changed: UTime,
+    /// When the cluster was created.
     pub created: UTime,
+    /// Monitor features every monitor has committed to.
     pub persistent_features: u64,
+    /// Monitor features in use but not committed to.
     pub optional_features: u64,
+    /// The monitors, by name.
     pub mons: BTreeMap<String, MonInfo>,
     /// Rank i is `ranks[i]`.
     pub ranks: Vec<String>,
     /// `ceph_release_t`: 16 pacific, ..., 20 tentacle.
     pub min_mon_release: u8,
+    /// Ranks removed since the last epoch.
     pub removed_ranks: BTreeSet<i32>,
+    /// The election strategy (1 classic, 2 disallow, 3 connectivity).
     pub strategy: u8,
+    /// Monitors that may not lead.
     pub disallowed_leaders: BTreeSet<String>,
+    /// Whether stretch mode is on.
     pub stretch_mode_enabled: bool,
+    /// Stretch mode's tiebreaker monitor.
     pub tiebreaker_mon: String,
+    /// Monitors marked down by stretch mode.
     pub stretch_marked_down_mons: BTreeSet<String>,
     /// v10.
     pub auth: AuthCiphers,

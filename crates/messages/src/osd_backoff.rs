@@ -17,22 +17,30 @@ pub const MSG_OSD_BACKOFF: u16 = 61;
 
 /// `CEPH_OSD_BACKOFF_OP_*`.
 pub mod backoff_op {
+    /// `CEPH_OSD_BACKOFF_OP_BLOCK`: the OSD asks the client to stop sending ops for the range.
     pub const BLOCK: u8 = 1;
+    /// `CEPH_OSD_BACKOFF_OP_ACK_BLOCK`: the client acknowledges a block.
     pub const ACK_BLOCK: u8 = 2;
+    /// `CEPH_OSD_BACKOFF_OP_UNBLOCK`: the client may send (and resend) ops for the range.
     pub const UNBLOCK: u8 = 3;
 }
 
 /// `hobject_t`: an object as a PG orders it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HObject {
+    /// The object's locator key (empty: its name).
     pub key: Bytes,
+    /// The object's name.
     pub oid: Bytes,
+    /// The snapshot id (`CEPH_NOSNAP` for the head).
     pub snap: u64,
     /// The object's full hash (not bit-reversed).
     pub hash: u32,
     /// The end of every range.
     pub max: bool,
+    /// The object's namespace.
     pub nspace: Bytes,
+    /// The pool id.
     pub pool: i64,
 }
 
@@ -172,13 +180,17 @@ impl Decode for HObject {
 /// MOSDBackoff (v1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MOSDBackoff {
+    /// The PG (and shard) the backoff is for.
     pub pgid: SpgId,
+    /// The OSD map epoch the OSD sent it at.
     pub map_epoch: u32,
     /// [`backoff_op`].
     pub op: u8,
+    /// The backoff's id, which its unblock names.
     pub id: u64,
     /// `[begin, end)`, or the one object when they are equal.
     pub begin: HObject,
+    /// The end of the range.
     pub end: HObject,
 }
 

@@ -19,32 +19,47 @@ pub const MSG_OSD_OPREPLY: u16 = 43;
 /// message's data segment, `payload_len` bytes per op in op order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MOSDOp {
+    /// The request's transaction id, echoed by the reply.
     pub tid: u64,
+    /// The message priority (`CEPH_MSG_PRIO_*`).
     pub priority: u16,
+    /// The PG (and shard) the object maps to.
     pub pgid: SpgId,
     /// The object's full 32-bit hash.
     pub hash: u32,
+    /// The OSD map epoch the client computed the target at.
     pub osdmap_epoch: u32,
     /// CEPH_OSD_FLAG_*.
     pub flags: u32,
+    /// The request's id: client name, tid and incarnation.
     pub reqid: ReqId,
+    /// The blkin trace (empty unless tracing).
     pub trace: BlkinTrace,
     /// v9 only.
     pub otel: OtelTrace,
+    /// The client's incarnation.
     pub client_inc: u32,
+    /// The modification time for writes.
     pub mtime: UTime,
+    /// The object's locator: pool, key, namespace.
     pub oloc: ObjectLocator,
     /// The object's name: a byte string, as Ceph's are (a `std::string`
     /// with no encoding; not necessarily UTF-8). Decoded without a copy.
     pub oid: Bytes,
+    /// The ops, run in order on the object.
     pub ops: Vec<OsdOp>,
+    /// The snapshot to read (`CEPH_NOSNAP`: the head).
     pub snapid: u64,
+    /// The write's snap context: the newest snapshot sequence.
     pub snap_seq: u64,
+    /// The write's snap context: the existing snapshots, newest first.
     pub snaps: Vec<u64>,
+    /// How many times the request was resent (0: first send).
     pub retry_attempt: i32,
     /// The sender's connection features (Ceph writes the features the
     /// message was encoded for).
     pub features: u64,
+    /// The ops' input data, each op's share in order (`payload_len`).
     pub data: Bytes,
 }
 
@@ -259,23 +274,36 @@ impl TypedMessage for MOSDOp {
 /// An OSD's answer (v8).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MOSDOpReply {
+    /// The request's transaction id.
     pub tid: u64,
+    /// The message priority (`CEPH_MSG_PRIO_*`).
     pub priority: u16,
     /// The object's name (bytes, as in [`MOSDOp::oid`]).
     pub oid: Bytes,
+    /// The PG that answered.
     pub pgid: PgId,
+    /// The request's `CEPH_OSD_FLAG_*` (ACK, ONDISK, ...).
     pub flags: i64,
+    /// 0, or a negative errno for the request as a whole.
     pub result: i32,
+    /// Unused (`bad_replay_version`), kept as received.
     pub bad_replay_version: Eversion,
+    /// The OSD map epoch the OSD answered at.
     pub osdmap_epoch: u32,
+    /// The ops with their results (`rval`) and output lengths.
     pub ops: Vec<OsdOp>,
+    /// The request's retry_attempt, echoed.
     pub retry_attempt: i32,
+    /// The PG log version the write was given (`replay_version`).
     pub replay_version: Eversion,
+    /// The object's user-visible version after the op.
     pub user_version: u64,
     /// `do_redirect`: the OSD sends the request elsewhere (a cache tier's
     /// forwarding modes send reads to the base pool).
     pub redirect: Option<RequestRedirect>,
+    /// The blkin trace (empty unless tracing).
     pub trace: BlkinTrace,
+    /// The ops' output data, each op's share in order (`payload_len`).
     pub data: Bytes,
 }
 
@@ -285,7 +313,9 @@ pub struct MOSDOpReply {
 /// empty, skipped).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RequestRedirect {
+    /// Where to send the request instead: pool, key, namespace.
     pub locator: ObjectLocator,
+    /// The object's name there (empty: the same).
     pub object: Bytes,
 }
 

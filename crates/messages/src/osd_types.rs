@@ -12,7 +12,9 @@ use msgr_encoding::{
 /// maps keyed by pg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct PgId {
+    /// The pool id.
     pub pool: u64,
+    /// The PG's number in the pool (its placement seed).
     pub seed: u32,
 }
 
@@ -51,7 +53,9 @@ impl Decode for PgId {
 /// `spg_t`: ENCODE_START(1, 1), `pg_t`, `i8 shard` (-1: no shard).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpgId {
+    /// The PG.
     pub pgid: PgId,
+    /// The EC shard (`shard_id_t`; −1, NO_SHARD, for replicated pools).
     pub shard: i8,
 }
 
@@ -86,8 +90,11 @@ impl Decode for SpgId {
 /// `osd_reqid_t`: ENCODE_START(2, 2), `entity_name_t`, `u64 tid`, `i32 inc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReqId {
+    /// The client's entity name.
     pub name: EntityName,
+    /// The client's transaction id.
     pub tid: u64,
+    /// The client's incarnation.
     pub inc: i32,
 }
 
@@ -117,9 +124,13 @@ impl Decode for ReqId {
 /// set (then 6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectLocator {
+    /// The pool id.
     pub pool: i64,
+    /// The locator key: hashed in place of the object's name when set.
     pub key: String,
+    /// The namespace.
     pub nspace: String,
+    /// A hash to place by in place of the name's (−1: none).
     pub hash: i64,
 }
 
@@ -175,7 +186,9 @@ impl Decode for ObjectLocator {
 /// `eversion_t`: `u64 version, u32 epoch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Eversion {
+    /// The version within the epoch (the PG log's sequence).
     pub version: u64,
+    /// The OSD map epoch.
     pub epoch: u32,
 }
 
@@ -197,10 +210,15 @@ impl Decode for Eversion {
 
 /// `CEPH_OSD_OP_*` codes used here.
 pub mod op {
+    /// `CEPH_OSD_OP_READ`: read an extent.
     pub const READ: u16 = 0x1201;
+    /// `CEPH_OSD_OP_STAT`: the object's size and mtime.
     pub const STAT: u16 = 0x1202;
+    /// `CEPH_OSD_OP_WRITE`: write an extent.
     pub const WRITE: u16 = 0x2201;
+    /// `CEPH_OSD_OP_WRITEFULL`: replace the whole object.
     pub const WRITEFULL: u16 = 0x2202;
+    /// `CEPH_OSD_OP_DELETE`: remove the object.
     pub const DELETE: u16 = 0x2205;
 }
 
@@ -214,15 +232,21 @@ pub const NOSNAP: u64 = 0xffff_ffff_ffff_fffe;
 /// MOSDOpReply carries after the ops and `ceph_osd_op` does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OsdOp {
+    /// The opcode (`CEPH_OSD_OP_*`, [`op`]).
     pub op: u16,
+    /// `CEPH_OSD_OP_FLAG_*`.
     pub flags: u32,
+    /// The op's arguments: the 28-byte union (for data ops, offset, length, truncate_size,
+    /// truncate_seq).
     pub args: [u8; 28],
+    /// This op's share of the message's data segment.
     pub payload_len: u32,
     /// The op's result in a reply (0 in requests; not part of the 38 bytes).
     pub rval: i32,
 }
 
 impl OsdOp {
+    /// The wire op's length (`ceph_osd_op`).
     pub const LEN: usize = 38;
 
     /// An extent op (READ, WRITE, ...) over `offset..offset+length`.

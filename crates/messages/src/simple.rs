@@ -6,8 +6,11 @@ use msgr_protocol::Message;
 
 use crate::typed::{check_type, MessageError, TypedMessage};
 
+/// `CEPH_MSG_PING`: a ping (no payload).
 pub const MSG_PING: u16 = 2;
+/// `MSG_COMMAND`: [`MCommand`].
 pub const MSG_COMMAND: u16 = 97;
+/// `MSG_COMMAND_REPLY`: [`MCommandReply`].
 pub const MSG_COMMAND_REPLY: u16 = 98;
 
 /// `MPing`: no payload.
@@ -30,9 +33,13 @@ impl TypedMessage for MPing {
 /// `MCommand`: a command (usually one JSON string) for a daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MCommand {
+    /// The command's transaction id, echoed by the reply.
     pub tid: u64,
+    /// The cluster's fsid.
     pub fsid: Uuid,
+    /// The command, as JSON strings.
     pub cmd: Vec<String>,
+    /// The command's input data.
     pub input: Bytes,
 }
 
@@ -64,9 +71,13 @@ impl TypedMessage for MCommand {
 /// `MCommandReply`: a result code, a status string, output data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MCommandReply {
+    /// The command's transaction id.
     pub tid: u64,
+    /// 0, or a negative errno.
     pub r: i32,
+    /// The status string.
     pub rs: String,
+    /// The command's output data.
     pub output: Bytes,
 }
 

@@ -18,15 +18,21 @@ pub trait TypedMessage: Sized {
 /// Why a message could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MessageError {
+    /// The message is another type than the one decoded.
     WrongType {
+        /// The type number of what was being decoded.
         expected: u16,
+        /// The message's type number.
         got: u16,
     },
     /// An encoding version this implementation does not read.
     UnsupportedVersion {
+        /// The message's type number.
         msg_type: u16,
+        /// Its header's encoding version.
         version: u16,
     },
+    /// The payload does not decode.
     Decode(DecodeError),
 }
 

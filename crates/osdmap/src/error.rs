@@ -5,6 +5,8 @@
 use msgr_crush::CrushError;
 use msgr_encoding::DecodeError;
 
+/// Why a map or incremental could not be read or applied (the sender's
+/// fault, always).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OsdMapError {
     /// The bytes do not describe a map.
@@ -13,46 +15,76 @@ pub enum OsdMapError {
     Crush(CrushError),
     /// The crc the map carries is not the crc of its bytes.
     BadCrc {
+        /// Which crc: the full map's or the incremental's.
         what: &'static str,
+        /// The crc the map carries.
         carried: u32,
+        /// The crc of its bytes.
         computed: u32,
     },
     /// The pre-Firefly encoding, which no Ceph we speak to sends.
-    ClassicEncoding { version: u8 },
+    ClassicEncoding {
+        /// The encoding version the map has.
+        version: u8,
+    },
     /// Two fields that must agree do not (a per-OSD vector of another
     /// length than max_osd, say).
     Inconsistent {
+        /// Which fields disagree.
         what: &'static str,
+        /// The value that arrived.
         got: u64,
+        /// The value the other field implies.
         expected: u64,
     },
     /// A count larger than we hold for a peer.
     TooLarge {
+        /// What was counted.
         what: &'static str,
+        /// The count that arrived.
         got: i64,
+        /// The most we hold.
         max: i64,
     },
     /// An incremental that names an OSD the map (after the incremental's
     /// new max_osd) does not have.
     NoSuchOsd {
+        /// Which change names it.
         what: &'static str,
+        /// The OSD id.
         osd: i32,
+        /// The map's max_osd (ids run below it).
         max_osd: i32,
     },
     /// An incremental for another cluster.
     WrongFsid,
     /// An incremental that does not follow the map's epoch.
-    NotNext { epoch: u32, got: u32 },
+    NotNext {
+        /// The map's epoch.
+        epoch: u32,
+        /// The incremental's epoch (it must be the map's plus one).
+        got: u32,
+    },
     /// A map that encodes another epoch than the one it was sent as (its
     /// key in MOSDMap, or the epoch of the incremental carrying it).
     EpochMismatch {
+        /// What carried the map.
         what: &'static str,
+        /// The epoch it was sent as.
         sent_as: u32,
+        /// The epoch it encodes.
         encoded: u32,
     },
     /// A message that would take the map further past its epoch than a
     /// map is followed ([`crate::MAX_EPOCH_JUMP`]).
-    EpochJump { epoch: u32, got: u32, max: u32 },
+    EpochJump {
+        /// The map's epoch.
+        epoch: u32,
+        /// The epoch the message would take it to.
+        got: u32,
+        /// The furthest past its epoch a map is followed.
+        max: u32,
+    },
 }
 
 impl From<DecodeError> for OsdMapError {

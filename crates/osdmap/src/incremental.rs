@@ -25,8 +25,11 @@ const CLIENT_VERSION: u8 = 9;
 /// One epoch's changes.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Incremental {
+    /// The cluster's fsid; it must be the map's.
     pub fsid: Uuid,
+    /// The epoch this incremental makes: the map's plus one.
     pub epoch: u32,
+    /// When the monitors made it.
     pub modified: UTime,
     /// −1: unchanged.
     pub new_pool_max: i64,
@@ -38,28 +41,43 @@ pub struct Incremental {
     pub crush: Option<CrushMap>,
     /// −1: unchanged.
     pub new_max_osd: i32,
+    /// Pools added or changed, by pool id.
     pub new_pools: BTreeMap<i64, Pool>,
+    /// Names of pools added or renamed, by pool id.
     pub new_pool_names: BTreeMap<i64, String>,
+    /// Pools removed.
     pub old_pools: BTreeSet<i64>,
+    /// OSDs marked up, with their client-facing addresses.
     pub new_up_client: BTreeMap<i32, EntityAddrvec>,
     /// State bits to flip (0 means "mark down", as in Ceph).
     pub new_state: BTreeMap<i32, u32>,
+    /// New in/out weights by OSD (0x10000 in, 0 out).
     pub new_weight: BTreeMap<i32, u32>,
     /// An empty vector removes the PG's entry.
     pub new_pg_temp: BTreeMap<PgId, Vec<i32>>,
     /// −1 removes the PG's entry.
     pub new_primary_temp: BTreeMap<PgId, i32>,
+    /// New primary affinities by OSD (0x10000 the default).
     pub new_primary_affinity: BTreeMap<i32, u32>,
+    /// Erasure-code profiles added or changed, by name.
     pub new_erasure_code_profiles: BTreeMap<String, BTreeMap<String, String>>,
+    /// Erasure-code profiles removed.
     pub old_erasure_code_profiles: Vec<String>,
+    /// PGs given an explicit OSD set (`pg-upmap`).
     pub new_pg_upmap: BTreeMap<PgId, Vec<i32>>,
+    /// PGs whose `pg-upmap` is removed.
     pub old_pg_upmap: BTreeSet<PgId>,
+    /// PGs given OSD replacements (`pg-upmap-items`: from, to).
     pub new_pg_upmap_items: BTreeMap<PgId, Vec<(i32, i32)>>,
+    /// PGs whose `pg-upmap-items` are removed.
     pub old_pg_upmap_items: BTreeSet<PgId>,
     /// Zero: unchanged.
     pub new_last_up_change: UTime,
+    /// When an OSD was last marked in or out; zero: unchanged.
     pub new_last_in_change: UTime,
+    /// PGs given an explicit primary (`pg-upmap-primary`).
     pub new_pg_upmap_primary: BTreeMap<PgId, i32>,
+    /// PGs whose `pg-upmap-primary` is removed.
     pub old_pg_upmap_primary: BTreeSet<PgId>,
 }
 

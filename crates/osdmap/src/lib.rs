@@ -15,6 +15,7 @@
 //! that carry it, `max_osd` by [`MAX_OSD`], and a CRUSH map's work per
 //! mapping by `CrushMap::check_work`.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod error;
 mod follow;

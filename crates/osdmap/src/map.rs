@@ -28,10 +28,15 @@ pub const MAX_OSD: i32 = 1 << 18;
 
 /// `CEPH_OSD_*`: an OSD's state bits.
 pub mod state {
+    /// `CEPH_OSD_EXISTS`: the id is in use.
     pub const EXISTS: u32 = 1 << 0;
+    /// `CEPH_OSD_UP`: the OSD is running and reachable.
     pub const UP: u32 = 1 << 1;
+    /// `CEPH_OSD_AUTOOUT`: marked out automatically after being down.
     pub const AUTOOUT: u32 = 1 << 2;
+    /// `CEPH_OSD_NEW`: created and not yet booted.
     pub const NEW: u32 = 1 << 3;
+    /// `CEPH_OSD_STOP`: told to stop.
     pub const STOP: u32 = 1 << 12;
 }
 
@@ -42,24 +47,34 @@ pub const DEFAULT_PRIMARY_AFFINITY: u32 = 0x10000;
 
 /// `CEPH_OSDMAP_*` flags a client acts on.
 pub mod flag {
+    /// `CEPH_OSDMAP_FULL`: the cluster is full; writes wait.
     pub const FULL: u32 = 1 << 1;
+    /// `CEPH_OSDMAP_PAUSERD`: reads are paused.
     pub const PAUSERD: u32 = 1 << 2;
+    /// `CEPH_OSDMAP_PAUSEWR`: writes are paused.
     pub const PAUSEWR: u32 = 1 << 3;
 }
 
 /// The cluster's OSDs, pools and placement rules at one epoch.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OsdMap {
+    /// The cluster's fsid.
     pub fsid: Uuid,
+    /// The map's epoch: each change makes the next.
     pub epoch: u32,
+    /// When the cluster's first map was made.
     pub created: UTime,
+    /// When this epoch was made.
     pub modified: UTime,
+    /// The pools, by pool id.
     pub pools: BTreeMap<i64, Pool>,
+    /// The pools' names, by pool id.
     pub pool_names: BTreeMap<i64, String>,
     /// The largest pool id ever given.
     pub pool_max: i32,
     /// `CEPH_OSDMAP_*`.
     pub flags: u32,
+    /// One past the highest OSD id: the per-OSD vectors' length.
     pub max_osd: i32,
     /// Per OSD ([`state`] bits), `max_osd` long.
     pub osd_state: Vec<u32>,
@@ -67,17 +82,27 @@ pub struct OsdMap {
     pub osd_weight: Vec<u32>,
     /// Per OSD, where clients reach it (empty: never up).
     pub osd_addrs: Vec<EntityAddrvec>,
+    /// PGs mapped to a temporary OSD set while they recover.
     pub pg_temp: BTreeMap<PgId, Vec<i32>>,
+    /// PGs given a temporary primary.
     pub primary_temp: BTreeMap<PgId, i32>,
     /// Per OSD when any is set, else `None` (all the default).
     pub primary_affinity: Option<Vec<u32>>,
+    /// The CRUSH map: the hierarchy and the rules placement follows.
     pub crush: CrushMap,
+    /// Erasure-code profiles, by name.
     pub erasure_code_profiles: BTreeMap<String, BTreeMap<String, String>>,
+    /// PGs with an explicit OSD set (`pg-upmap`).
     pub pg_upmap: BTreeMap<PgId, Vec<i32>>,
+    /// PGs with OSD replacements (`pg-upmap-items`: from, to).
     pub pg_upmap_items: BTreeMap<PgId, Vec<(i32, i32)>>,
+    /// PGs with an explicit primary (`pg-upmap-primary`).
     pub pg_upmap_primaries: BTreeMap<PgId, i32>,
+    /// How many times the CRUSH map changed.
     pub crush_version: u32,
+    /// When an OSD was last marked up or down.
     pub last_up_change: UTime,
+    /// When an OSD was last marked in or out.
     pub last_in_change: UTime,
 }
 

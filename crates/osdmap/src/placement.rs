@@ -12,9 +12,13 @@ use crate::pool::Pool;
 /// A PG's OSDs. `-1` is no primary; EC sets keep [`ITEM_NONE`] holes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpActing {
+    /// The OSDs CRUSH and the upmaps choose (the up set).
     pub up: Vec<i32>,
+    /// The up set's primary.
     pub up_primary: i32,
+    /// The OSDs serving the PG now: the up set, unless pg_temp overrides it.
     pub acting: Vec<i32>,
+    /// The acting set's primary, where a client sends its ops.
     pub acting_primary: i32,
 }
 
@@ -22,8 +26,11 @@ pub struct UpActing {
 /// that PG's OSDs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
+    /// The object's raw PG: its pool and full hash.
     pub raw_pg: PgId,
+    /// The PG it falls in (the hash folded to the pool's pg_num).
     pub pg: PgId,
+    /// That PG's OSDs.
     pub osds: UpActing,
 }
 

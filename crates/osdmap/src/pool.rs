@@ -15,13 +15,19 @@ const POOL_VERSION: u8 = 32;
 
 /// `pg_pool_t::TYPE_*`.
 pub const TYPE_REPLICATED: u8 = 1;
+/// `TYPE_ERASURE`: an erasure-coded pool.
 pub const TYPE_ERASURE: u8 = 3;
 
 /// `pg_pool_t::FLAG_*` a client looks at.
 pub mod flag {
+    /// `FLAG_HASHPSPOOL`: the PG seed is hashed with the pool id.
     pub const HASHPSPOOL: u64 = 1 << 0;
+    /// `FLAG_FULL`: the pool is full; writes wait.
     pub const FULL: u64 = 1 << 1;
+    /// `FLAG_FULL_QUOTA`: the pool reached its quota; writes wait.
     pub const FULL_QUOTA: u64 = 1 << 10;
+    /// `FLAG_EC_OPTIMIZATIONS`: an EC pool with Ceph 20's optimizations (some shards never
+    /// primary).
     pub const EC_OPTIMIZATIONS: u64 = 1 << 19;
 }
 
@@ -30,33 +36,46 @@ pub mod flag {
 pub struct Pool {
     /// [`TYPE_REPLICATED`] or [`TYPE_ERASURE`].
     pub pool_type: u8,
+    /// How many copies (or shards) each object has.
     pub size: u8,
+    /// How many must be up for the PG to take I/O.
     pub min_size: u8,
+    /// The CRUSH rule placing its PGs.
     pub crush_rule: u8,
     /// How object names hash ([`crate::hash::STR_HASH_RJENKINS`]).
     pub object_hash: u8,
+    /// Its number of PGs.
     pub pg_num: u32,
+    /// The number of PGs placement uses (seeds for CRUSH).
     pub pgp_num: u32,
+    /// The mask `pg_num` implies (`calc_pg_masks`).
     pub pg_num_mask: u32,
+    /// The mask `pgp_num` implies.
     pub pgp_num_mask: u32,
     /// While PGs merge, the pg_num they are going to.
     pub pg_num_pending: u32,
+    /// The epoch the pool last changed in.
     pub last_change: u32,
+    /// `FLAG_*` ([`flag`]).
     pub flags: u64,
+    /// The pool's snapshot sequence.
     pub snap_seq: u64,
     /// Pool snapshots: id → name.
     pub snaps: BTreeMap<u64, String>,
     /// The cache tier reads and writes go to instead (−1: none).
     pub read_tier: i64,
+    /// The cache tier writes go to instead (−1: none).
     pub write_tier: i64,
     /// EC pools: the bytes of one stripe.
     pub stripe_width: u32,
+    /// EC pools: the profile's name.
     pub erasure_code_profile: String,
     /// Ops sent before this epoch are resent (`last_force_op_resend`).
     pub last_force_op_resend: u32,
     /// Ceph 20 EC-optimized pools: shards that are never primary, a bit
     /// per shard (`shard_id_set`, 128 bits).
     pub nonprimary_shards: u128,
+    /// Per application (`rbd`, `cephfs`, `rgw`, ...), its key/value metadata.
     pub application_metadata: BTreeMap<String, BTreeMap<String, String>>,
 }
 
@@ -79,6 +98,7 @@ impl Pool {
         self.pool_type == TYPE_REPLICATED
     }
 
+    /// Whether the pool is erasure-coded.
     pub fn is_erasure(&self) -> bool {
         self.pool_type == TYPE_ERASURE
     }

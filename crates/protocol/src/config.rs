@@ -26,6 +26,7 @@ pub struct Timeouts {
     pub idle: Duration,
     /// First reconnect delay after a fault; doubles up to `backoff_max`.
     pub backoff_initial: Duration,
+    /// The longest reconnect delay the doubling reaches (ms_max_backoff).
     pub backoff_max: Duration,
     /// A frame must arrive within this long of the one before it (or of
     /// its first byte, or of the end of a wait for receive budget): a peer
@@ -106,6 +107,8 @@ pub struct CompressionConfig {
     pub force: bool,
     /// Acceptable algorithms, preferred first.
     pub algorithms: Vec<Algorithm>,
+    /// Messages smaller than this many bytes go uncompressed
+    /// (ms_osd_compress_min_size).
     pub min_size: usize,
     /// Allow compression in secure mode too.
     pub secure: bool,
@@ -217,11 +220,14 @@ impl GlobalSeq {
 /// set_default_policy).
 #[derive(Debug, Clone)]
 pub struct PolicySet {
+    /// The policy of peers whose type has none of its own.
     pub default: Policy,
+    /// Each peer type's own policy.
     pub by_type: HashMap<EntityType, Policy>,
 }
 
 impl PolicySet {
+    /// A set where every peer type takes `default`.
     pub fn new(default: Policy) -> Self {
         PolicySet {
             default,
@@ -229,11 +235,13 @@ impl PolicySet {
         }
     }
 
+    /// The set with peers of `peer_type` taking `policy` (builder style).
     pub fn with(mut self, peer_type: EntityType, policy: Policy) -> Self {
         self.by_type.insert(peer_type, policy);
         self
     }
 
+    /// The policy of a peer of `peer_type`: its own, else the default.
     pub fn get(&self, peer_type: EntityType) -> Policy {
         self.by_type
             .get(&peer_type)
@@ -252,6 +260,7 @@ impl PolicySet {
 pub struct Policies(Arc<std::sync::RwLock<PolicySet>>);
 
 impl Policies {
+    /// Shared, changeable policies starting as `set`.
     pub fn new(set: PolicySet) -> Self {
         Policies(Arc::new(std::sync::RwLock::new(set)))
     }
@@ -298,12 +307,17 @@ pub const HANDSHAKE_FRAME_MAX: u32 = 16 << 10;
 /// Everything a connection needs to know about its messenger.
 #[derive(Clone)]
 pub struct Config {
+    /// Our entity name (type and id), as HELLO, CLIENT_IDENT and msgr1's
+    /// CONNECT announce it.
     pub my_name: EntityName,
     /// The msgr2 features our banner announces (clear REVISION_1 to speak
     /// msgr2.0 only).
     pub banner: Banner,
+    /// How we authenticate to peers and authenticate them (cephx, none, ...).
     pub auth: Arc<dyn AuthProvider>,
+    /// The policy each peer type's connections take.
     pub policies: Policies,
+    /// A connection's timers.
     pub timeouts: Timeouts,
     /// Caps on frames once a session is READY.
     pub frame_limits: FrameLimits,
@@ -314,7 +328,9 @@ pub struct Config {
     /// a policy's throttle lowers it for its peers). A message announced
     /// larger is refused. None: frame limits only.
     pub receive_budget: Option<u64>,
+    /// How much a connection may hold for a peer that does not read.
     pub queue_limits: QueueLimits,
+    /// On-wire compression: when to ask for it, which algorithms.
     pub compression: CompressionConfig,
     /// Take our own IP from the peer's HELLO when we do not know it
     /// (ms_learn_addr_from_peer).
@@ -336,6 +352,7 @@ pub struct Config {
     /// the unauthenticated CONNECT to get unsigned or v1-signed messages;
     /// 1 lets such a peer choose.
     pub cephx_require_version: u32,
+    /// The messenger-wide global_seq, shared by all its connections.
     pub global_seq: Arc<GlobalSeq>,
     /// Frame queued messages only while fewer than this many bytes wait to
     /// be written (the link's queue plus what the runtime holds, which it
@@ -359,6 +376,12 @@ impl Config {
     pub(crate) fn new_cookie(&self) -> u64 {
         self.random.u64().max(1)
     }
+
+    /// A configuration for `my_name` authenticating with `auth` under
+    /// `policies`, everything else at its default: the msgr2 banner with
+    /// all its features, the default timeouts, frame and queue limits, no
+    /// compression, msgr1 messages signed (cephx version 2) but signatures
+    /// not required of peers, no receive budget, the system's random source.
     pub fn new(my_name: EntityName, auth: Arc<dyn AuthProvider>, policies: PolicySet) -> Self {
         Config {
             my_name,

@@ -50,7 +50,9 @@ mod io;
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
+    /// We dialled the peer (Ceph's connecting side).
     Connector,
+    /// The peer dialled us; we accepted the socket.
     Acceptor,
 }
 
@@ -61,14 +63,21 @@ pub enum ConnState {
     NeedSocket,
     /// Waiting out a backoff before reconnecting.
     Backoff,
+    /// Our handshake towards the peer is under way (banner to READY).
     Connecting,
+    /// An accepted socket's handshake is under way, before the peer's ident.
     Accepting,
     /// An accepted ident awaits the messenger's decision.
     Deciding,
     /// Told the client to wait (or that it lacks features); it will close.
     ServerWait,
+    /// The session is open: messages flow.
     Ready,
+    /// No socket, session kept: a lossless connection that faulted with
+    /// nothing to send (or a server's whose client went away) waits for
+    /// traffic or the peer to come back.
     Standby,
+    /// Closed for good: no reconnect follows.
     Closed,
 }
 
@@ -91,12 +100,20 @@ pub struct ConnStats {
     pub connect_attempts: u64,
     /// CLIENT_IDENT / SESSION_RECONNECT frames written.
     pub client_idents: u64,
+    /// SESSION_RECONNECT frames written (msgr2 only; msgr1's CONNECTs are
+    /// not counted here).
     pub reconnects_sent: u64,
     /// Times the session became READY again after a fault.
     pub reconnects: u64,
+    /// Faults: sockets lost or protocol errors, each followed by the policy's
+    /// fault handling.
     pub faults: u64,
+    /// Messages received and passed up (duplicates not counted).
     pub messages_in: u64,
+    /// Messages framed for the socket, resends after a reconnect included.
     pub messages_out: u64,
+    /// Received messages dropped because their sequence number was already
+    /// seen (a peer's resend after a reconnect).
     pub duplicates_dropped: u64,
     /// How long the latest handshake took, from its socket's first step
     /// to READY, in nanoseconds.
@@ -298,6 +315,8 @@ impl Conn {
 
     // ------------------------------------------------------------ queries
 
+    /// Where the connection stands, coarsely (see [`Conn::phase`] for the
+    /// handshake phase by Ceph's name).
     pub fn state(&self) -> ConnState {
         match self.state {
             State::NeedSocket => ConnState::NeedSocket,
@@ -327,6 +346,7 @@ impl Conn {
         }
     }
 
+    /// What we know of the peer: its name, addresses, features, identity.
     pub fn peer(&self) -> &PeerInfo {
         &self.peer
     }
@@ -346,10 +366,13 @@ impl Conn {
         self.protocol == Protocol::V1
     }
 
+    /// The peer's entity name, once known (at connect, or from its ident).
     pub fn peer_name(&self) -> Option<EntityName> {
         self.peer.name
     }
 
+    /// Our addresses as this connection announces them (learned from the
+    /// peer when ours were unknown).
     pub fn my_addrs(&self) -> &EntityAddrvec {
         &self.me.addrs
     }
@@ -365,6 +388,8 @@ impl Conn {
         self.peer.identity.as_ref()
     }
 
+    /// The session: message sequence numbers, queued and unacknowledged
+    /// messages.
     pub fn session(&self) -> &Session {
         &self.session
     }
@@ -380,10 +405,13 @@ impl Conn {
         self.resumed
     }
 
+    /// Which side opened the current socket.
     pub fn side(&self) -> Side {
         self.side
     }
 
+    /// The timestamp the peer's latest KEEPALIVE2_ACK carries: that of
+    /// our KEEPALIVE2 it answers, echoed (Ceph's last_keepalive_ack).
     pub fn last_keepalive_ack(&self) -> Option<UTime> {
         self.last_keepalive_ack
     }
@@ -412,6 +440,8 @@ impl Conn {
         link.compression()
     }
 
+    /// The next event for the driver (a message, READY, a fault, a request
+    /// for a socket, ...), in order; None when none is queued.
     pub fn poll_event(&mut self) -> Option<Event> {
         match self.events.pop_front() {
             Some(e) => {

@@ -11,7 +11,9 @@ use msgr_frames::control::{ClientIdent, SessionReconnect};
 /// Which of Ceph's two protocols a session speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
+    /// msgr1 (Ceph's AsyncMessenger ProtocolV1): `v1:` addresses.
     V1,
+    /// msgr2 (ProtocolV2): `v2:` addresses.
     V2,
 }
 
@@ -23,6 +25,7 @@ pub enum Protocol {
 /// (Ceph decides on the claimed address and cookies alone.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
+    /// The holder's entity type (mon, osd, client, ...).
     pub entity_type: EntityType,
     /// The `entity_name_t` number: an acceptor's from CLIENT_IDENT (bound
     /// to the authenticated name) or msgr1's first message header, a
@@ -37,6 +40,7 @@ pub struct Owner {
     /// identity, a connector's server its type (only that service's key
     /// holders can answer our authorizer).
     pub proven: bool,
+    /// The protocol the session speaks; it is resumed over the same one only.
     pub protocol: Protocol,
     /// Its messages are protected beyond crcs: msgr2's secure mode, or
     /// msgr1's cephx signatures.
@@ -103,18 +107,28 @@ impl std::fmt::Display for Owner {
 /// The state of an existing connection that matters to the decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExistingInfo {
+    /// The connection is CLOSED: it holds no session to resume, and the
+    /// newcomer starts a new one.
     pub closed: bool,
     /// Already being replaced by another incoming connection.
     pub replacing: bool,
+    /// Its policy is lossy: faults end the session rather than reconnect.
     pub lossy: bool,
     /// Its policy has the `server` flag.
     pub server: bool,
     /// READY, or STANDBY with an established session (not in the middle
     /// of a handshake, nor a connector that never got SERVER_IDENT).
     pub established: bool,
+    /// The highest global_seq the peer showed on this connection: an ident
+    /// with a lower one is from an older attempt.
     pub peer_global_seq: u64,
+    /// msgr2: the session's client cookie (CLIENT_IDENT's, matched by
+    /// SESSION_RECONNECT).
     pub client_cookie: u64,
+    /// msgr2: the session's server cookie (SERVER_IDENT's); zero when none
+    /// was given.
     pub server_cookie: u64,
+    /// How many times the session was reconnected (Ceph's connect_seq).
     pub connect_seq: u64,
     /// msgr1: a session this acceptor opened whose connector never
     /// confirmed it (SEQ went out, its in_seq never came) and that never
@@ -137,23 +151,41 @@ pub enum Decision {
     /// SERVER_IDENT (`reconnect` false) or SESSION_RECONNECT_OK; the existing
     /// session is reset first when `reset_session`.
     Reuse {
+        /// Answer SESSION_RECONNECT_OK (the newcomer reconnects) rather
+        /// than SERVER_IDENT.
         reconnect: bool,
+        /// Reset the existing session (drop its queues and sequence
+        /// numbers) before the socket joins it.
         reset_session: bool,
     },
     /// Tell the client to wait: our own connection to it will win the race.
     /// The existing connection is kicked (keepalive) so that it completes.
     Wait,
     /// Answer SESSION_RESET (full or not); the client starts a new session.
-    Reset { full: bool },
+    Reset {
+        /// SESSION_RESET's `full` flag: the client resets its whole
+        /// session, queued messages dropped; without it, only its server
+        /// cookie and sequence numbers start over.
+        full: bool,
+    },
     /// Answer SESSION_RETRY with our connect_seq.
-    Retry { connect_seq: u64 },
+    Retry {
+        /// Our connect_seq, which the client's next reconnect must pass.
+        connect_seq: u64,
+    },
     /// Answer SESSION_RETRY_GLOBAL with the global_seq to exceed.
-    RetryGlobal { global_seq: u64 },
+    RetryGlobal {
+        /// The global_seq the client's next attempt must exceed.
+        global_seq: u64,
+    },
     /// This connection is stale (an older global_seq): close it.
     CloseStale,
     /// The session at the claimed address belongs to another entity: close
     /// this connection and leave that session alone.
-    Refuse { owner: Owner },
+    Refuse {
+        /// The entity that holds the session at that address.
+        owner: Owner,
+    },
 }
 
 /// Whether the peer's connection wins a race against ours: the lower

@@ -34,7 +34,12 @@ pub enum Resolved {
     Registered,
     /// The accepted socket moved into connection `into`, as its link
     /// `link`: the driver hands the socket over.
-    Moved { into: ConnId, link: LinkId },
+    Moved {
+        /// The connection that holds the peer's session.
+        into: ConnId,
+        /// The link id the socket has in that connection.
+        link: LinkId,
+    },
     /// Nothing changed in the table (a retry, a reset, WAIT, a refusal).
     Unchanged,
 }
@@ -62,6 +67,7 @@ impl Endpoint {
         }
     }
 
+    /// The configuration every connection of this endpoint takes.
     pub fn config(&self) -> &Arc<Config> {
         &self.config
     }
@@ -82,6 +88,8 @@ impl Endpoint {
         &self.registry
     }
 
+    /// The registry, for a driver that registers or forgets holders itself
+    /// (a connection that closed, a connect it made).
     pub fn registry_mut(&mut self) -> &mut Registry<ConnId> {
         &mut self.registry
     }
@@ -140,10 +148,12 @@ impl Endpoint {
         id
     }
 
+    /// Connection `id`, if the endpoint has one by that index.
     pub fn conn(&self, id: ConnId) -> Option<&Conn> {
         self.conns.get(id)
     }
 
+    /// Connection `id` to drive (feed input and time, take output and events).
     pub fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
         self.conns.get_mut(id)
     }
@@ -153,6 +163,7 @@ impl Endpoint {
         &self.conns
     }
 
+    /// Every connection, by index, to drive.
     pub fn conns_mut(&mut self) -> &mut [Conn] {
         &mut self.conns
     }

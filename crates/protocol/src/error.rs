@@ -13,7 +13,9 @@ use crate::decide::Owner;
 /// socket, its handshake's parts, then tagged items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wire {
+    /// msgr2's banner (`ceph v2` and its feature words).
     Banner,
+    /// An msgr2 frame with this tag.
     Frame(Tag),
     /// msgr1: the banner and address(es) of the exchange that opens a socket.
     Hello1,
@@ -54,6 +56,11 @@ pub enum Claim {
     MessageSource(EntityName),
 }
 
+/// Why a connection failed: a protocol violation, a refusal, a local
+/// limit or the transport. Each variant's [`fault`](ProtocolError::fault)
+/// says whose fault it was, which picks Ceph's fault handling (reconnect,
+/// standby or close, by policy); the Display says what was expected and
+/// what arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProtocolError {
     /// Framing failed (bad crc, failed decryption, bad banner, ...).
@@ -61,12 +68,21 @@ pub enum ProtocolError {
     /// Something the current state does not accept: what it expected and
     /// what arrived.
     UnexpectedFrame {
+        /// The connection state the input arrived in, named as Ceph's
+        /// ProtocolV2 states are (e.g. `HELLO_CONNECTING`).
         state: &'static str,
+        /// What that state accepts.
         expected: &'static [Wire],
+        /// What the peer sent instead.
         got: Wire,
     },
     /// The peer's HELLO names another entity type than we connected to.
-    PeerTypeMismatch { expected: u8, got: u8 },
+    PeerTypeMismatch {
+        /// The entity type (`CEPH_ENTITY_TYPE_*`) we connected to.
+        expected: u8,
+        /// The entity type the peer's HELLO names.
+        got: u8,
+    },
     /// Authentication failed on our side (bad credentials, no method).
     Auth(AuthError),
     /// The peer's AUTH_SIGNATURE does not match what we sent.
@@ -76,62 +92,113 @@ pub enum ProtocolError {
     /// CLIENT_IDENT targets an address that is not ours, or has none.
     BadClientIdent(&'static str),
     /// The peer lacks features our policy requires (`features_required`).
-    MissingFeatures { missing: u64 },
+    MissingFeatures {
+        /// The required feature bits the peer did not announce.
+        missing: u64,
+    },
     /// The peer requires features we do not offer (IDENT_MISSING_FEATURES,
     /// msgr1's FEATURES reply).
-    FeaturesRefused { missing: u64 },
+    FeaturesRefused {
+        /// The feature bits the peer requires that we do not support.
+        missing: u64,
+    },
     /// The server chose a connection mode or compression method we did not
     /// offer.
     NotOffered {
+        /// Which choice: a connection mode or a compression method.
         what: &'static str,
+        /// What we offered, as the wire's numbers.
         offered: Vec<u32>,
+        /// What the server chose.
         got: u32,
     },
     /// The peer claimed to be another entity than the one it authenticated
     /// as.
     Impersonation {
+        /// Who the peer proved to be in the auth exchange.
         authenticated: Box<Identity>,
+        /// What it claimed afterwards that does not fit.
         claim: Claim,
     },
     /// The session at the address the peer claims belongs to another
     /// entity; it was left alone. (Boxed, as the identity above: errors
     /// travel in every Result of the hot path and stay small.)
     NotSessionOwner {
+        /// The entity that holds the session at that address.
         owner: Box<Owner>,
+        /// The peer that claimed it.
         newcomer: Box<Owner>,
     },
     /// A message sequence number skipped ahead (messages were lost).
-    SequenceGap { expected: u64, got: u64 },
+    SequenceGap {
+        /// The sequence number that comes next (our in_seq plus one).
+        expected: u64,
+        /// The sequence number the peer's message carries.
+        got: u64,
+    },
     /// A peer's RETRY_GLOBAL would push our messenger-wide global_seq
     /// further than a peer may (see [`crate::config::GlobalSeq::raise`]);
     /// the counter was left alone.
-    PeerGlobalSeq { shown: u64, ours: u64, pushed: u32 },
+    PeerGlobalSeq {
+        /// The global_seq the peer's RETRY_GLOBAL shows and asks us past.
+        shown: u64,
+        /// Our global_seq when it arrived.
+        ours: u64,
+        /// How far this peer has already pushed ours.
+        pushed: u32,
+    },
     /// A counter the peer set (connect_seq, global_seq, a message
     /// sequence) would overflow: never wrapped.
-    CounterOverflow { counter: &'static str },
+    CounterOverflow {
+        /// The counter's name as Ceph calls it (e.g. `connect_seq`).
+        counter: &'static str,
+    },
     /// The peer announced a message larger than all the receive budget we
     /// may hold (see Config::receive_budget).
-    OverBudget { len: u64, budget: u64 },
+    OverBudget {
+        /// The message's length in bytes, as its header announces it.
+        len: u64,
+        /// All the bytes we may hold for received messages.
+        budget: u64,
+    },
     /// We hold this much for a peer that does not read it: marked down.
-    QueueOverflow { held: usize, max: usize },
+    QueueOverflow {
+        /// Bytes held for the peer ([`crate::Conn::held_bytes`]): messages
+        /// queued or not yet acknowledged, and bytes framed but unwritten.
+        held: usize,
+        /// The queue limit they passed (the soft one after the peer left
+        /// them unread too long, the hard one when a send would pass it).
+        max: usize,
+    },
     /// The handshake before AUTH_DONE (what AUTH_SIGNATURE signs) grew
     /// beyond what any real one does.
-    HandshakeTooLong { max: usize },
+    HandshakeTooLong {
+        /// The most bytes a handshake may take before AUTH_DONE.
+        max: usize,
+    },
     /// More auth rounds (requests, AUTH_BAD_METHOD retries) than any
     /// method needs.
-    TooManyAuthRounds { max: u32 },
+    TooManyAuthRounds {
+        /// The most rounds allowed ([`crate::MAX_AUTH_ROUNDS`]).
+        max: u32,
+    },
     /// No progress for too long (ms_connection_ready_timeout /
     /// ms_connection_idle_timeout).
     Timeout(&'static str),
     /// The socket failed or was closed: the I/O error's kind and text.
     Transport {
+        /// The I/O error's kind.
         kind: std::io::ErrorKind,
+        /// The I/O error's text.
         message: String,
     },
     /// The peer closed the socket during our handshake, in `phase`: a
     /// refusal the protocol gives no reason for (see the Display).
     ClosedInHandshake {
+        /// The handshake state the close came in, as Ceph names it
+        /// (e.g. `AUTH_CONNECTING`); the Display reads it as a reason.
         phase: &'static str,
+        /// The I/O error's kind the close arrived as.
         kind: std::io::ErrorKind,
     },
     /// The peer said WAIT: its own connection to us wins the race.
@@ -142,16 +209,32 @@ pub enum ProtocolError {
     Msgr1(msgr_frames::v1::WireError),
     /// msgr1: the two sides' protocol versions for this pair of entity
     /// types differ (BADPROTOVER).
-    ProtocolVersion { ours: u32, theirs: u32 },
+    ProtocolVersion {
+        /// The protocol version we speak for this pair of entity types.
+        ours: u32,
+        /// The version the peer's CONNECT or reply names.
+        theirs: u32,
+    },
     /// msgr1: RETRY_SESSION with a connect_seq that does not move ours
     /// forward (Ceph's connector asserts it does).
-    RetryBackwards { ours: u64, got: u64 },
+    RetryBackwards {
+        /// Our connect_seq when the reply arrived.
+        ours: u64,
+        /// The connect_seq the RETRY_SESSION carries.
+        got: u64,
+    },
     /// msgr1: a message on a signing session whose cephx signature does
     /// not match it (or that has none).
-    MessageSignature { seq: u64 },
+    MessageSignature {
+        /// The message's sequence number.
+        seq: u64,
+    },
 }
 
 impl ProtocolError {
+    /// Whose fault the error is ([`Fault`]): the peer's misbehaviour, an
+    /// incompatibility between the two sides, or the transport and local
+    /// events. Counters and fault handling read it.
     pub fn fault(&self) -> Fault {
         match self {
             ProtocolError::Frame(e) => e.fault(),

@@ -14,19 +14,28 @@ use crate::message::Message;
 pub enum Event {
     /// Open a socket to `addr`, then call `socket_connected` or
     /// `socket_failed`.
-    Connect { addr: SocketAddr },
+    Connect {
+        /// The peer's socket address, from its msgr2 or msgr1 address.
+        addr: SocketAddr,
+    },
     /// Close the socket of link `link`, if the driver still holds it.
-    CloseSocket { link: LinkId },
+    CloseSocket {
+        /// The link whose socket closes.
+        link: LinkId,
+    },
     /// Write `last`, then what the connection still has for link `link`,
     /// then shut its socket down without telling the connection (an
     /// interceptor's STALL, which freezes the connection mid-handshake, or
     /// its write FAULT, which failed one frame but not those before).
     ShutdownSocket {
+        /// The link whose socket shuts down.
         link: LinkId,
+        /// Bytes to write before the rest: what was framed before the
+        /// interceptor's breakpoint, or the refusal.
         last: msgr_frames::WireQueue,
     },
     /// An accepted client identified itself: the messenger decides, with
-    /// the connection registered for the same peer ([`registry`]).
+    /// the connection registered for the same peer ([`registry`](crate::registry)).
     IdentReceived(IdentRequest),
     /// We learned our own address from a peer (ours was blank).
     LearnedAddr(EntityAddr),

@@ -25,12 +25,16 @@ pub struct ConnectRequest {
     /// The connector's address as it claimed it (a blank IP filled in
     /// from the socket).
     pub addr: EntityAddr,
+    /// The CONNECT as the connector sent it (features, host type, global_seq,
+    /// connect_seq, flags, authorizer).
     pub connect: Connect,
     /// The authorizer reply that goes with the final CONNECT_REPLY.
     pub authorizer_reply: Bytes,
 }
 
 impl ConnectRequest {
+    /// The connector's address as an address vector, the key the registry
+    /// finds its session by.
     pub fn addrs(&self) -> EntityAddrvec {
         EntityAddrvec::single(self.addr)
     }

@@ -31,8 +31,11 @@ use crate::input::Input;
 /// The custom breakpoints (crimson's custom_bp_t).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CustomPoint {
+    /// Before our banner is written.
     BannerWrite,
+    /// Before the peer's banner prefix is read.
     BannerRead,
+    /// Before the peer's banner payload (its feature words) is read.
     BannerPayloadRead,
     /// Before each connect attempt (Fault, Block and Continue only).
     SocketConnecting,
@@ -40,9 +43,12 @@ pub enum CustomPoint {
     SocketAccepted,
 }
 
+/// Which way the I/O at a breakpoint goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Direction {
+    /// Reading what the peer sent.
     Read,
+    /// Writing to the peer.
     Write,
 }
 
@@ -52,18 +58,26 @@ pub enum Direction {
 /// connector's in_seq after SEQ, and each tagged item of an open session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Point1 {
+    /// The hello: a connector's banner, an acceptor's banner and addresses.
     Hello,
+    /// A CONNECT.
     Connect,
+    /// A CONNECT_REPLY with this tag.
     Reply(msgr_frames::v1::Tag),
+    /// The connector's in_seq after a SEQ reply.
     Seq,
+    /// A tagged item of an open session (a message, an ACK, a keepalive).
     Item(msgr_frames::v1::Tag),
 }
 
 /// Where a connection is (crimson's Breakpoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Breakpoint {
+    /// A custom point: socket and banner steps.
     Custom(CustomPoint),
+    /// An msgr2 frame with this tag, read or written.
     Frame(Tag, Direction),
+    /// An msgr1 step, read or written.
     Msgr1(Point1, Direction),
 }
 
@@ -90,16 +104,24 @@ impl fmt::Display for Breakpoint {
 /// What to do at a breakpoint (crimson's bp_action_t).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Action {
+    /// Go on.
     #[default]
     Continue,
+    /// Fail before the I/O: the frame is neither written nor handed to the
+    /// state machine; a connect is not attempted.
     Fault,
+    /// Hold the I/O, and everything after it on that socket, until
+    /// [`crate::Conn::unblock`].
     Block,
+    /// Do the I/O, then have the driver shut the socket down while the
+    /// connection stays frozen mid-handshake until [`crate::Conn::unblock`].
     Stall,
 }
 
 /// The test's side: called at every breakpoint of every connection, with
 /// the connection's id ([`crate::Conn::id`]).
 pub trait Interceptor: Send + Sync {
+    /// What connection `conn` does at breakpoint `bp`.
     fn intercept(&self, conn: u64, bp: Breakpoint) -> Action;
 
     /// Accepted connection `conn` handed its socket and session over to an

@@ -14,9 +14,10 @@
 //! the connection, its session, policies, decisions and errors are shared
 //! and live at the root. A connection picks its protocol once, from its
 //! target's or listener's address ([`Protocol`]); its socket's
-//! [`link`](crate::link) and handshake phase carry that choice, and the
+//! `link` and handshake phase carry that choice, and the
 //! root dispatches to `v1/` or `v2/` on them.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod config;
 mod conn;

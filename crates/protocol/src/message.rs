@@ -16,13 +16,18 @@ pub struct Message {
     pub priority: u16,
     /// Encoding version of the payload, and the oldest that can read it.
     pub version: u16,
+    /// The oldest encoding version that can decode the payload
+    /// (`header.compat_version`).
     pub compat_version: u16,
     /// Transaction id.
     pub tid: u64,
     /// Alignment hint of the data part (`header.data_off`).
     pub data_off: u16,
+    /// The front payload: the message's encoded fields.
     pub front: Bytes,
+    /// The middle payload (rarely used: most message types leave it empty).
     pub middle: Bytes,
+    /// The data payload: bulk bytes such as an object's contents.
     pub data: Bytes,
     /// Assigned by the session when sent; on a received message, its seq.
     pub seq: u64,
@@ -31,6 +36,8 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message of type `msg_type` with front payload `front`, at encoding
+    /// version 1, default priority, no tid, middle or data.
     pub fn new(msg_type: u16, front: Bytes) -> Message {
         Message {
             msg_type,

@@ -19,9 +19,12 @@ use crate::policy::Policy;
 pub struct PeerInfo {
     /// Known from the ident exchange.
     pub name: Option<EntityName>,
+    /// The policy the connection took for the peer's type.
     pub policy: Policy,
     /// Features both sides support (connection features).
     pub features: u64,
+    /// The peer's entity type: the one we connected to, or the one its
+    /// HELLO (msgr1: CONNECT's host type) names.
     pub entity_type: EntityType,
     // The three below fill what would pad `entity_type` up to `addrs`.
     /// The handshake proved who the peer is (see [`Owner::proven`]).
@@ -99,6 +102,7 @@ impl From<EntityAddrvec> for MyAddrs {
 }
 
 impl MyAddrs {
+    /// Our addresses `addrs`, listening on none (a connector's).
     pub fn new(addrs: EntityAddrvec) -> MyAddrs {
         MyAddrs {
             addrs,

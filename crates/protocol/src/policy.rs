@@ -11,7 +11,9 @@ use crate::features;
 /// connections of this policy may hold before they stop reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ThrottleLimits {
+    /// The most received messages held (`throttler_messages`).
     pub messages: u64,
+    /// The most received bytes held (`throttler_bytes`).
     pub bytes: u64,
 }
 
@@ -59,16 +61,24 @@ pub struct Policy {
 /// The seven named policies, as spelled on our command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PolicyName {
+    /// [`Policy::lossy_client`].
     LossyClient,
+    /// [`Policy::lossless_client`].
     LosslessClient,
+    /// [`Policy::stateless_server`].
     StatelessServer,
+    /// [`Policy::stateless_registered_server`].
     StatelessRegisteredServer,
+    /// [`Policy::stateful_server`].
     StatefulServer,
+    /// [`Policy::lossless_peer`].
     LosslessPeer,
+    /// [`Policy::lossless_peer_reuse`].
     LosslessPeerReuse,
 }
 
 impl PolicyName {
+    /// Every named policy, in the order the CLI lists them.
     pub const ALL: [PolicyName; 7] = [
         PolicyName::LossyClient,
         PolicyName::LosslessClient,
@@ -79,6 +89,7 @@ impl PolicyName {
         PolicyName::LosslessPeerReuse,
     ];
 
+    /// The name as spelled on our command line (`lossy-client`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             PolicyName::LossyClient => "lossy-client",
@@ -91,6 +102,8 @@ impl PolicyName {
         }
     }
 
+    /// The policy this name stands for, with default features and no
+    /// throttle.
     pub fn policy(self) -> Policy {
         match self {
             PolicyName::LossyClient => Policy::lossy_client(),
@@ -163,28 +176,46 @@ impl Policy {
         }
     }
 
+    /// A lossless server: keeps its clients' sessions across faults (in
+    /// standby, never reconnecting itself) and resets them when a client lost
+    /// its own (Ceph's MDS to its clients).
     pub const fn stateful_server() -> Policy {
         Policy::base(false, true, true, true, true)
     }
+    /// A lossy server that registers its clients' connections, so that a new
+    /// one from the same address replaces the old.
     pub const fn stateless_registered_server() -> Policy {
         Policy::base(true, true, false, false, true)
     }
+    /// A lossy server with anonymous connections: a fault ends the session
+    /// and the client reconnects.
     pub const fn stateless_server() -> Policy {
         Policy::base(true, true, false, false, false)
     }
+    /// Lossless between peers that both dial: sessions survive faults, in
+    /// standby while there is nothing to send, with no remote-reset check.
     pub const fn lossless_peer() -> Policy {
         Policy::base(false, false, true, false, true)
     }
+    /// [`Policy::lossless_peer`] with the remote-reset check: a peer that lost
+    /// its session has ours reset to match.
     pub const fn lossless_peer_reuse() -> Policy {
         Policy::base(false, false, true, true, true)
     }
+    /// A lossy client: a fault ends the session and the user decides what to
+    /// resend (Ceph's clients to monitors and OSDs).
     pub const fn lossy_client() -> Policy {
         Policy::base(true, false, false, false, true)
     }
+    /// A lossless client: reconnects at once after a fault and replays what
+    /// the server has not acknowledged, resetting when the server lost the
+    /// session (Ceph's clients to MDSs).
     pub const fn lossless_client() -> Policy {
         Policy::base(false, false, false, true, true)
     }
 
+    /// The policy with a receive throttle of `messages` messages and `bytes`
+    /// bytes ([`Policy::throttle`]).
     pub fn with_throttle(mut self, messages: u64, bytes: u64) -> Policy {
         self.throttle = Some(ThrottleLimits { messages, bytes });
         self

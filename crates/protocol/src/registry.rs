@@ -28,11 +28,16 @@ use crate::ident::IdentRequest;
 /// nonce (AsyncMessenger's conns map is keyed by the peer's addrvec).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PeerKey {
+    /// The peer's IP and port.
     pub addr: SocketAddr,
+    /// The peer's nonce: tells a restarted messenger at the same address
+    /// from its previous incarnation.
     pub nonce: u32,
 }
 
 impl PeerKey {
+    /// The key of a peer with addresses `addrs`: its msgr2 address, else its
+    /// first; None when that has no IP and port.
     pub fn of(addrs: &EntityAddrvec) -> Option<PeerKey> {
         let a = addrs.msgr2().or(addrs.0.first())?;
         Some(PeerKey {
@@ -82,6 +87,7 @@ impl<H: PartialEq> Registry<H> {
         self.by_peer.retain(|_, h| h != conn);
     }
 
+    /// Forgets every peer.
     pub fn clear(&mut self) {
         self.by_peer.clear();
     }
@@ -91,10 +97,12 @@ impl<H: PartialEq> Registry<H> {
         self.by_peer.values()
     }
 
+    /// How many peers are registered.
     pub fn len(&self) -> usize {
         self.by_peer.len()
     }
 
+    /// Whether no peer is registered.
     pub fn is_empty(&self) -> bool {
         self.by_peer.is_empty()
     }
@@ -121,6 +129,7 @@ pub fn lookup_key(accepting: &Conn, req: &IdentRequest) -> Option<PeerKey> {
 /// nothing else of the asker.
 #[derive(Debug, Clone)]
 pub struct Ask {
+    /// The ident the accepted peer sent.
     pub req: IdentRequest,
     newcomer: Owner,
     /// Our address on the accepting socket (msgr2's; msgr1's for a
@@ -132,6 +141,9 @@ pub struct Ask {
 }
 
 impl Ask {
+    /// What `accepting`, which received `req`, brings to the decision: the
+    /// newcomer's owner, our address on its socket (msgr1's for a CONNECT),
+    /// the peer's, and its policy's resetcheck.
     pub fn of(accepting: &Conn, req: IdentRequest) -> Ask {
         let me = match &req {
             IdentRequest::V1(_) => crate::v1::handshake::my_legacy_addr(accepting.my_addrs()),

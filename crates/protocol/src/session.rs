@@ -147,6 +147,8 @@ impl Session {
         (self.client_cookie, self.server_cookie)
     }
 
+    /// How many times the session was reconnected (Ceph's connect_seq): the
+    /// count a reconnect must carry forward.
     pub fn connect_seq(&self) -> u64 {
         self.connect_seq
     }

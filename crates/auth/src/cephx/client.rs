@@ -46,6 +46,7 @@ pub struct CephxClient {
     /// Modes to offer monitors (`ms_mon_client_mode`) and services
     /// (`ms_client_mode`), best first.
     pub mon_modes: Vec<ConMode>,
+    /// Modes to offer services (OSDs, MGRs, MDSs) (`ms_client_mode`), best first.
     pub service_modes: Vec<ConMode>,
     rng: Arc<dyn Random>,
     clock: Clock,
@@ -64,6 +65,8 @@ struct ClientState {
 }
 
 impl CephxClient {
+    /// The cephx identity of `name` with secret `key`, offering secure then crc to monitors and
+    /// crc then secure to services, and wanting tickets for monitors, OSDs and managers.
     pub fn new(name: AuthName, key: CryptoKey, rng: Arc<dyn Random>, clock: Clock) -> CephxClient {
         CephxClient {
             name,
@@ -83,10 +86,12 @@ impl CephxClient {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The entity name it authenticates as.
     pub fn name(&self) -> &AuthName {
         &self.name
     }
 
+    /// The global id the monitors gave it; 0 before the first authentication.
     pub fn global_id(&self) -> u64 {
         self.state().global_id
     }

@@ -22,6 +22,7 @@ pub enum KeyKind {
 }
 
 impl KeyKind {
+    /// The number Ceph encodes the kind as (`CEPH_CRYPTO_*`).
     pub fn code(self) -> u16 {
         match self {
             KeyKind::None => 0,
@@ -30,6 +31,7 @@ impl KeyKind {
         }
     }
 
+    /// The kind `CEPH_CRYPTO_*` number `code` names, if we know it.
     pub fn from_code(code: u16) -> Option<KeyKind> {
         Some(match code {
             0 => KeyKind::None,
@@ -61,7 +63,9 @@ impl KeyKind {
 /// A cephx key.
 #[derive(Clone, PartialEq, Eq)]
 pub struct CryptoKey {
+    /// The cipher the key is for.
     pub kind: KeyKind,
+    /// When the key was made, as its encoding carries it.
     pub created: UTime,
     /// Wiped when the key is dropped.
     secret: Secret,
@@ -94,6 +98,8 @@ impl CryptoKey {
         }
     }
 
+    /// The secret's bytes (a borrow: the key keeps the only copy and wipes
+    /// it on drop).
     pub fn secret(&self) -> &[u8] {
         self.secret.expose()
     }

@@ -26,13 +26,17 @@ pub const FIXED_SECRET_ID: u64 = u64::MAX;
 
 /// `auth_mon_ticket_ttl` and `auth_service_ticket_ttl` defaults.
 pub const AUTH_TICKET_TTL: u32 = 259_200;
+/// `auth_service_ticket_ttl`'s default, in seconds: how long a service ticket lasts.
 pub const SERVICE_TICKET_TTL: u32 = 3_600;
 
 /// A minted ticket: what the client receives and what the blob seals.
 #[derive(Debug, Clone)]
 pub struct Minted {
+    /// The client's half: the session key and validity, sealed for the client.
     pub service_ticket: ServiceTicket,
+    /// The service's half, sealed with the service's secret.
     pub blob: TicketBlob,
+    /// What the blob seals, in the clear (for the server's own records and tests).
     pub info: ServiceTicketInfo,
 }
 
@@ -66,6 +70,7 @@ pub struct KeyServer {
 }
 
 impl KeyServer {
+    /// A key server for the entities of `keyring`, with no extra service secrets.
     pub fn new(keyring: Keyring) -> KeyServer {
         KeyServer {
             keyring,

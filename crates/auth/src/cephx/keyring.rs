@@ -11,6 +11,7 @@ use super::key::CryptoKey;
 /// One entity's entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyringEntry {
+    /// The entity's secret key.
     pub key: CryptoKey,
     /// `caps mon = "allow *"` → ("mon", "allow *").
     pub caps: BTreeMap<String, String>,
@@ -82,14 +83,17 @@ impl Keyring {
         Ok(ring)
     }
 
+    /// The entry of `name`, if the keyring has one.
     pub fn get(&self, name: &AuthName) -> Option<&KeyringEntry> {
         self.entries.get(name)
     }
 
+    /// Adds or replaces the entry of `name`.
     pub fn insert(&mut self, name: AuthName, entry: KeyringEntry) {
         self.entries.insert(name, entry);
     }
 
+    /// Every entry, by entity name.
     pub fn iter(&self) -> impl Iterator<Item = (&AuthName, &KeyringEntry)> {
         self.entries.iter()
     }

@@ -17,7 +17,9 @@ use crate::{
 /// server has nothing to present.
 #[derive(Clone, Default)]
 pub struct CephxProvider {
+    /// How we authenticate to others; None refuses to connect with cephx.
     pub client: Option<Arc<CephxClient>>,
+    /// How we authenticate others; None refuses incoming cephx.
     pub server: Option<Arc<CephxServer>>,
 }
 

@@ -43,10 +43,12 @@ fn secret_len(mode: ConMode) -> usize {
 
 /// What a cephx server is configured with, shared by its connections.
 pub struct CephxServer {
+    /// The keys and secrets it works from.
     pub keys: Arc<KeyServer>,
     /// Modes for monitor sessions (`ms_mon_service_mode`) and for
     /// authorizers (`ms_service_mode`), best first.
     pub mon_modes: Vec<ConMode>,
+    /// Modes for authorizers (`ms_service_mode`), best first.
     pub service_modes: Vec<ConMode>,
     /// Which services this server verifies authorizers for (its own type).
     pub service: EntityType,
@@ -57,6 +59,8 @@ pub struct CephxServer {
 }
 
 impl CephxServer {
+    /// A server verifying for `service`, offering secure then crc to monitor sessions and crc
+    /// then secure to authorizers, refusing insecure global id reclaims.
     pub fn new(
         keys: Arc<KeyServer>,
         service: EntityType,
@@ -74,6 +78,7 @@ impl CephxServer {
         }
     }
 
+    /// The server side of one connection's auth exchange.
     pub fn conn_auth(self: &Arc<Self>) -> CephxServerAuth {
         CephxServerAuth {
             server: self.clone(),

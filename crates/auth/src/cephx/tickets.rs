@@ -16,7 +16,9 @@ use crate::{AuthError, Random};
 /// One service's ticket as the client holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {
+    /// The session key shared with the service.
     pub session_key: CryptoKey,
+    /// The ticket blob to present to the service, sealed for it.
     pub blob: TicketBlob,
     /// Unusable from then on.
     pub expires: UTime,
@@ -25,6 +27,7 @@ pub struct Ticket {
 }
 
 impl Ticket {
+    /// Whether the ticket may still be used at `now`.
     pub fn valid_at(&self, now: UTime) -> bool {
         now < self.expires
     }
@@ -37,14 +40,17 @@ pub struct Tickets {
 }
 
 impl Tickets {
+    /// The ticket for `service` (a `CEPH_ENTITY_TYPE_*` bit), if held.
     pub fn get(&self, service: u32) -> Option<&Ticket> {
         self.by_service.get(&service)
     }
 
+    /// Holds `t` as the ticket for `service`, replacing any before.
     pub fn insert(&mut self, service: u32, t: Ticket) {
         self.by_service.insert(service, t);
     }
 
+    /// Drops the ticket for `service`.
     pub fn remove(&mut self, service: u32) {
         self.by_service.remove(&service);
     }
@@ -135,8 +141,11 @@ impl Tickets {
 
 /// What a server puts in a service ticket reply for one service.
 pub struct IssuedTicket<'a> {
+    /// The service (`CEPH_ENTITY_TYPE_*` bit) the ticket is for.
     pub service: u32,
+    /// The client's half: session key and validity.
     pub ticket: &'a ServiceTicket,
+    /// The service's sealed half.
     pub blob: &'a TicketBlob,
     /// Re-encrypt the blob with this (the client's previous session key).
     pub encrypt_blob_with: Option<&'a CryptoKey>,

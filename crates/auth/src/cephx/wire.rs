@@ -13,15 +13,21 @@ use crate::{Random, Secret};
 
 /// `CEPHX_GET_*` request types.
 pub mod request {
+    /// `CEPHX_GET_AUTH_SESSION_KEY`: authenticate to the monitors and get the auth ticket.
     pub const GET_AUTH_SESSION_KEY: u16 = 0x0100;
+    /// `CEPHX_GET_PRINCIPAL_SESSION_KEY`: get tickets for services (OSD, MDS, MGR) with the
+    /// auth ticket.
     pub const GET_PRINCIPAL_SESSION_KEY: u16 = 0x0200;
+    /// `CEPHX_GET_ROTATING_KEY`: a daemon gets its service's rotating secrets.
     pub const GET_ROTATING_KEY: u16 = 0x0400;
 }
 
 /// First byte of an AUTH_REQUEST payload: `AUTH_MODE_MON` for a monitor
 /// session, `AUTH_MODE_AUTHORIZER` (1..=9) for a service (Auth.h).
 pub const AUTH_MODE_AUTHORIZER: u8 = 1;
+/// The first auth mode of a monitor session (`AUTH_MODE_MON`).
 pub const AUTH_MODE_MON: u8 = 10;
+/// The last auth mode of a monitor session (`AUTH_MODE_MON_MAX`).
 pub const AUTH_MODE_MON_MAX: u8 = 19;
 
 /// `AUTH_ENC_MAGIC`: proves a decryption used the right key.
@@ -31,16 +37,21 @@ pub const AUTH_ENC_MAGIC: u64 = 0xff00_9cad_8826_aa55;
 pub const AUTH_UID_DEFAULT: u64 = u64::MAX;
 
 encoding! {
+    /// `CephXRequestHeader`: the request type that opens every cephx request.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RequestHeader {
+        /// The request type ([`request`]).
         pub request_type: u16,
     }
 }
 
 encoding! {
+    /// `CephXResponseHeader`: the request type answered, and how it went.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResponseHeader {
+        /// The request type answered ([`request`]).
         pub request_type: u16,
+        /// 0, or a negative errno.
         pub status: i32,
     }
 }
@@ -50,6 +61,7 @@ encoding! {
     /// `CephXServerChallenge`: the mon's first answer.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ServerChallenge {
+        /// The monitor's random challenge, which the client's key proof covers.
         pub server_challenge: u64,
     }
 }
@@ -60,7 +72,9 @@ encoding! {
     /// service's sealed `CephXServiceTicketInfo`, opaque to the client.
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct TicketBlob {
+        /// Which of the service's rotating secrets sealed the blob.
         pub secret_id: u64,
+        /// The sealed `CephXServiceTicketInfo`.
         pub blob: Bytes,
     }
 }
@@ -69,9 +83,13 @@ encoding! {
 /// when reclaiming a global id).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Authenticate {
+    /// The encoding version the client wrote (3 to promise its old ticket).
     pub struct_v: u8,
+    /// The client's random challenge.
     pub client_challenge: u64,
+    /// The proof of the client's key: the two challenges encrypted with it, folded to 64 bits.
     pub key: u64,
+    /// The auth ticket the client held before, when it reclaims its global id.
     pub old_ticket: TicketBlob,
     /// `CEPH_ENTITY_TYPE_*` bits of the tickets wanted in the same reply.
     pub other_keys: u32,
@@ -114,7 +132,9 @@ encoding! {
     /// `CephXServiceTicket`: the client's half of a ticket.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct ServiceTicket {
+        /// The session key the client shares with the service.
         pub session_key: CryptoKey,
+        /// How long the ticket is valid from its issue.
         pub validity: UTime,
     }
 }
@@ -124,7 +144,9 @@ encoding! {
     /// `AuthCapsInfo`: `caps` holds an encoded string of the service's caps.
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct CapsInfo {
+        /// The holder may do anything (`allow_all`).
         pub allow_all: bool,
+        /// The encoded caps string.
         pub caps: Bytes,
     }
 }
@@ -132,11 +154,17 @@ encoding! {
 /// `AuthTicket` (v2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthTicket {
+    /// Who the ticket is for.
     pub name: AuthName,
+    /// The holder's global id.
     pub global_id: u64,
+    /// When the ticket was issued.
     pub created: UTime,
+    /// When it stops being valid.
     pub expires: UTime,
+    /// What the holder may do.
     pub caps: CapsInfo,
+    /// Ticket flags (unused by Ceph today, kept as received).
     pub flags: u32,
 }
 
@@ -177,7 +205,9 @@ encoding! {
     /// `CephXServiceTicketInfo`: what a ticket blob seals for the service.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct ServiceTicketInfo {
+        /// Who the holder is and what it may do.
         pub ticket: AuthTicket,
+        /// The session key the service shares with the holder.
         pub session_key: CryptoKey,
     }
 }
@@ -187,6 +217,7 @@ encoding! {
     /// `CephXServiceTicketRequest`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ServiceTicketRequest {
+        /// `CEPH_ENTITY_TYPE_*` bits of the services whose tickets are wanted.
         pub keys: u32,
     }
 }
@@ -194,8 +225,11 @@ encoding! {
 /// `CephXAuthorize` (v2): authorizer part b.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Authorize {
+    /// The client's random nonce; the reply proves the service read it (nonce + 1).
     pub nonce: u64,
+    /// The authorizer answers a CephXAuthorizeChallenge (the CVE-2018-1128 round).
     pub have_challenge: bool,
+    /// That challenge plus one, when it does.
     pub server_challenge_plus_one: u64,
 }
 
@@ -232,6 +266,7 @@ encoding! {
     /// `CephXAuthorizeChallenge` (the CVE-2018-1128 round).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthorizeChallenge {
+        /// The service's random challenge the client's next authorizer must answer.
         pub server_challenge: u64,
     }
 }
@@ -240,7 +275,9 @@ encoding! {
 /// printed: its Debug shows the length).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizeReply {
+    /// The authorizer's nonce plus one: proof the service holds the session key.
     pub nonce_plus_one: u64,
+    /// The secret msgr2's secure mode derives its keys from (empty in v1).
     pub connection_secret: Secret,
 }
 
@@ -274,8 +311,11 @@ impl Decode for AuthorizeReply {
 /// build_authorizer): part a in the clear, part b encrypted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizerHead {
+    /// The client's global id.
     pub global_id: u64,
+    /// The `CEPH_ENTITY_TYPE_*` of the service the ticket is for.
     pub service_id: u32,
+    /// The service's ticket blob, which only the service can open.
     pub ticket: TicketBlob,
 }
 
@@ -308,6 +348,7 @@ impl Decode for AuthorizerHead {
 /// Why an encrypted cephx object could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnvelopeError {
+    /// Decryption failed (a bad length or padding).
     Crypto(CryptoError),
     /// Decrypted, but not with the right key (`bad magic in decode_decrypt`).
     BadMagic,

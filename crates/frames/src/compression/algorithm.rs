@@ -5,10 +5,15 @@ use std::fmt;
 /// `Compressor::CompressionAlgorithm` (src/compressor/Compressor.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
+    /// No compression.
     None = 0,
+    /// Snappy.
     Snappy = 1,
+    /// zlib (deflate).
     Zlib = 2,
+    /// Zstandard.
     Zstd = 3,
+    /// LZ4.
     Lz4 = 4,
 }
 
@@ -33,6 +38,7 @@ impl Algorithm {
         })
     }
 
+    /// The name Ceph's options spell it with (`ms_osd_compression_algorithm`).
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::None => "none",
@@ -43,6 +49,7 @@ impl Algorithm {
         }
     }
 
+    /// The algorithm Ceph's options name `name`, if any.
     pub fn from_name(name: &str) -> Option<Algorithm> {
         [Algorithm::None]
             .into_iter()

@@ -206,6 +206,7 @@ fn decompress_lz4(input: &[u8], max: usize) -> Result<Vec<u8>, FrameError> {
 /// What a sender does after COMPRESSION_DONE (compression_onwire::TxHandler).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxCompression {
+    /// The algorithm COMPRESSION_DONE chose.
     pub algorithm: Algorithm,
     /// Frames whose segments add up to less are sent uncompressed.
     pub min_frame_len: usize,
@@ -215,6 +216,8 @@ impl TxCompression {
     /// `ms_osd_compress_min_size`'s default.
     pub const DEFAULT_MIN_FRAME_LEN: usize = 1024;
 
+    /// Compression with `algorithm` for frames of at least
+    /// [`TxCompression::DEFAULT_MIN_FRAME_LEN`] bytes.
     pub fn new(algorithm: Algorithm) -> Self {
         TxCompression {
             algorithm,

@@ -52,17 +52,21 @@ pub struct Connect {
     pub global_seq: u32,
     /// Connections initiated in this session (0: a new session).
     pub connect_seq: u32,
+    /// The msgr1 protocol version for this pair of entity types (CEPH_OSDC_PROTOCOL and kin).
     pub protocol_version: u32,
     /// CEPH_AUTH_* of the authorizer that follows (0: none).
     pub authorizer_protocol: u32,
+    /// The length of the authorizer that follows.
     pub authorizer_len: u32,
     /// CEPH_MSG_CONNECT_*.
     pub flags: u8,
 }
 
 impl Connect {
+    /// The CONNECT's length on the wire, authorizer excluded.
     pub const LEN: usize = 33;
 
+    /// The CONNECT's wire bytes (little-endian, packed).
     pub fn encode(&self) -> [u8; Connect::LEN] {
         use connect_field::*;
         let mut b = [0u8; Connect::LEN];
@@ -77,6 +81,7 @@ impl Connect {
         b
     }
 
+    /// The CONNECT these wire bytes hold; every byte pattern is one.
     pub fn decode(b: &[u8; Connect::LEN]) -> Connect {
         use connect_field::*;
         Connect {
@@ -91,6 +96,7 @@ impl Connect {
         }
     }
 
+    /// Whether the connector's policy is lossy (CEPH_MSG_CONNECT_LOSSY).
     pub fn lossy(&self) -> bool {
         self.flags & FLAG_LOSSY != 0
     }
@@ -104,20 +110,26 @@ pub struct ConnectReply {
     pub tag: Tag,
     /// The session's features (READY/SEQ); the acceptor's otherwise.
     pub features: u64,
+    /// The acceptor's global_seq (RETRY_GLOBAL: the value to exceed).
     pub global_seq: u32,
+    /// The acceptor's connect_seq (RETRY_SESSION: the value to pass).
     pub connect_seq: u32,
+    /// The acceptor's protocol version for this pair of entity types.
     pub protocol_version: u32,
+    /// The length of the authorizer reply that follows.
     pub authorizer_len: u32,
     /// CEPH_MSG_CONNECT_*: the acceptor's policy.
     pub flags: u8,
 }
 
 impl ConnectReply {
+    /// The reply's length on the wire, authorizer reply excluded.
     pub const LEN: usize = 26;
 
     /// The tags a reply may carry.
     const EXPECT: &'static str = "a connect reply tag (READY, SEQ, WAIT, RETRY_SESSION, RETRY_GLOBAL, RESETSESSION, BADPROTOVER, BADAUTHORIZER, FEATURES, CHALLENGE_AUTHORIZER)";
 
+    /// The reply's wire bytes (little-endian, packed).
     pub fn encode(&self) -> [u8; ConnectReply::LEN] {
         use reply_field::*;
         let mut b = [0u8; ConnectReply::LEN];
@@ -165,6 +177,7 @@ impl ConnectReply {
         })
     }
 
+    /// Whether the acceptor's policy is lossy (CEPH_MSG_CONNECT_LOSSY).
     pub fn lossy(&self) -> bool {
         self.flags & FLAG_LOSSY != 0
     }

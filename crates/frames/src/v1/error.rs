@@ -10,8 +10,11 @@ use crate::Fault;
 /// A message's three payload sections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
+    /// The front: the message's encoded fields.
     Front,
+    /// The middle: rarely used; most message types leave it empty.
     Middle,
+    /// The data: bulk bytes such as an object's contents.
     Data,
 }
 
@@ -30,29 +33,58 @@ impl fmt::Display for Section {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WireError {
     /// The peer's banner is not `ceph v027`; `msgr2` when it is `ceph v2\n`.
-    NotMsgr1 { msgr2: bool },
+    NotMsgr1 {
+        /// The banner is msgr2's: the peer speaks the newer protocol.
+        msgr2: bool,
+    },
     /// A legacy entity_addr_t in the banner exchange does not decode.
     BadAddr(DecodeError),
     /// A tag that may not come at this point (`expect` names what may).
-    UnexpectedTag { expect: &'static str, got: u8 },
+    UnexpectedTag {
+        /// What may come at this point.
+        expect: &'static str,
+        /// The tag byte that came.
+        got: u8,
+    },
     /// An authorizer longer than we accept.
-    AuthorizerTooLarge { len: u32, max: u32 },
+    AuthorizerTooLarge {
+        /// The authorizer length the CONNECT (or its reply) announces.
+        len: u32,
+        /// The most we accept.
+        max: u32,
+    },
     /// The header crc does not match its first 49 bytes.
-    BadHeaderCrc { expected: u32, computed: u32 },
+    BadHeaderCrc {
+        /// The crc the header carries (`crc`).
+        expected: u32,
+        /// The crc of the bytes that arrived.
+        computed: u32,
+    },
     /// A section's crc does not match the footer's.
     BadCrc {
+        /// Which section.
         section: Section,
+        /// The crc the footer carries for it.
         expected: u32,
+        /// The crc of the bytes that arrived.
         computed: u32,
     },
     /// A section longer than its cap.
     SectionTooLarge {
+        /// Which section.
         section: Section,
+        /// Its length, as the header announces it.
         len: u32,
+        /// The cap on it.
         max: u32,
     },
     /// The message is longer than the cap on a whole message.
-    MessageTooLarge { len: u64, max: u64 },
+    MessageTooLarge {
+        /// The message's length, its sections together.
+        len: u64,
+        /// The cap on a whole message.
+        max: u64,
+    },
 }
 
 impl WireError {

@@ -102,10 +102,14 @@ pub fn reply_len(buf: &[u8], max_authorizer: u32) -> usize {
 /// A CONNECT_REPLY as it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplyIn {
+    /// The reply's fixed part.
     pub reply: ConnectReply,
+    /// The authorizer reply that follows it (`authorizer_len` bytes).
     pub authorizer: Bytes,
     /// After SEQ: the acceptor's in_seq.
     pub in_seq: Option<u64>,
+    /// The reply's bytes as they arrived, authorizer reply and in_seq included (for a capture's
+    /// dump).
     pub raw: Bytes,
 }
 

@@ -44,23 +44,36 @@ mod footer_field {
 /// `ceph_msg_header`, 53 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MsgHeader {
+    /// The message's sequence number in its session (`seq`).
     pub seq: u64,
+    /// The transaction id (`tid`) that matches a reply to its request.
     pub tid: u64,
+    /// CEPH_MSG_* / MSG_* type number (`type`).
     pub msg_type: u16,
+    /// CEPH_MSG_PRIO_*: higher is sent first (`priority`).
     pub priority: u16,
+    /// The payload's encoding version (`version`).
     pub version: u16,
+    /// The front section's length in bytes (`front_len`).
     pub front_len: u32,
+    /// The middle section's length in bytes (`middle_len`).
     pub middle_len: u32,
+    /// The data section's length in bytes (`data_len`).
     pub data_len: u32,
+    /// The alignment hint of the data section (`data_off`).
     pub data_off: u16,
+    /// The sender's entity name (`src`).
     pub src: EntityName,
+    /// The oldest encoding version that can read the payload (`compat_version`).
     pub compat_version: u16,
+    /// Unused (`reserved`), kept as received.
     pub reserved: u16,
     /// As received (decode) or as last computed (encode fills it).
     pub crc: u32,
 }
 
 impl MsgHeader {
+    /// The header's length on the wire.
     pub const LEN: usize = 53;
 
     /// The 53 bytes, with the crc of the first 49 (and `self.crc` ignored).
@@ -121,6 +134,7 @@ impl MsgHeader {
             .saturating_add(u64::from(self.data_len))
     }
 
+    /// The length in bytes of section `s`, as the header announces it.
     pub fn section_len(&self, s: Section) -> u32 {
         match s {
             Section::Front => self.front_len,
@@ -144,16 +158,22 @@ pub mod footer_flags {
 /// CEPH_FEATURE_MSG_AUTH, `ceph_msg_footer_old` (13 bytes: no signature).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Footer {
+    /// The crc32c of the front section (`front_crc`).
     pub front_crc: u32,
+    /// The crc32c of the middle section (`middle_crc`).
     pub middle_crc: u32,
+    /// The crc32c of the data section (`data_crc`), 0 when NOCRC.
     pub data_crc: u32,
     /// The message's signature (cephx), 0 when unsigned or old.
     pub sig: u64,
+    /// CEPH_MSG_FOOTER_* ([`footer_flags`]).
     pub flags: u8,
 }
 
 impl Footer {
+    /// The footer's length with a signature (`ceph_msg_footer`).
     pub const LEN: usize = 21;
+    /// The footer's length without one (`ceph_msg_footer_old`).
     pub const OLD_LEN: usize = 13;
 
     /// The footer's length: with a signature field when MSG_AUTH was

@@ -64,13 +64,17 @@ pub fn decode_addr(b: &[u8; ADDR_LEN]) -> Result<EntityAddr, WireError> {
 /// which a connector that does not know its own IP learns it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerHello {
+    /// The acceptor's own address (legacy `entity_addr_t`).
     pub addr: EntityAddr,
+    /// The connector's address as the acceptor sees it.
     pub peer_addr: EntityAddr,
 }
 
 impl ServerHello {
+    /// Its length on the wire: the banner and two legacy addresses.
     pub const LEN: usize = BANNER.len() + 2 * ADDR_LEN;
 
+    /// Its wire bytes.
     pub fn encode(&self) -> [u8; ServerHello::LEN] {
         let mut b = [0u8; ServerHello::LEN];
         let (banner, rest) = b.split_at_mut(BANNER.len());
@@ -81,6 +85,8 @@ impl ServerHello {
         b
     }
 
+    /// The hello these bytes hold, or why they do not decode (not msgr1's
+    /// banner, a bad address).
     pub fn decode(b: &[u8; ServerHello::LEN]) -> Result<ServerHello, WireError> {
         let (banner, rest) = b
             .split_first_chunk::<9>()

@@ -25,10 +25,15 @@ use crate::FrameLimits;
 /// A message as msgr1 moves it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Msg {
+    /// The message's header (`ceph_msg_header`).
     pub header: MsgHeader,
+    /// The front section: the message's encoded fields.
     pub front: Bytes,
+    /// The middle section (rarely used; most types leave it empty).
     pub middle: Bytes,
+    /// The data section: bulk bytes such as an object's contents.
     pub data: Bytes,
+    /// The footer: the sections' crcs, the signature, the flags.
     pub footer: Footer,
 }
 
@@ -69,15 +74,22 @@ impl Msg {
 /// One item of an open session's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
+    /// A MSG: a whole message.
     Msg(Box<Msg>),
+    /// An ACK: every message up to this sequence number arrived.
     Ack(u64),
+    /// A KEEPALIVE (no payload; from old peers).
     Keepalive,
+    /// A KEEPALIVE2 with the sender's clock.
     Keepalive2(UTime),
+    /// A KEEPALIVE2_ACK echoing the KEEPALIVE2's timestamp.
     Keepalive2Ack(UTime),
+    /// A CLOSE: the peer ends the session.
     Close,
 }
 
 impl Item {
+    /// The tag the item is written with.
     pub fn tag(&self) -> Tag {
         match self {
             Item::Msg(_) => Tag::Msg,

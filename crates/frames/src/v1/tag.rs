@@ -24,6 +24,7 @@ pub enum Tag {
     Msg = 7,
     /// An acknowledgement (le64 seq) follows.
     Ack = 8,
+    /// A keepalive with no payload (old peers).
     Keepalive = 9,
     /// Server → client: protocol versions differ.
     BadProtoVer = 10,
@@ -63,6 +64,7 @@ impl Tag {
         Tag::ChallengeAuthorizer,
     ];
 
+    /// The tag this byte names, if any.
     pub fn from_u8(b: u8) -> Option<Tag> {
         Tag::ALL.get(usize::from(b).checked_sub(1)?).copied()
     }

@@ -6,6 +6,10 @@
 use super::*;
 
 impl Conn {
+    /// When the driver must call [`Conn::handle_timeout`] next: the earliest
+    /// of the backoff's end and the handshake, frame, idle, unread, trim and
+    /// standby deadlines that apply in the current state; None when no timer
+    /// runs.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.poll_timeout_holding(false)
     }
@@ -88,6 +92,10 @@ impl Conn {
         }
     }
 
+    /// Acts on the timers due at `now`: reconnects after a backoff, faults a
+    /// handshake, frame or idle connection that timed out, marks down a peer
+    /// that left its queue unread too long, trims idle queues, forgets an
+    /// expired STANDBY session. Nothing happens before a deadline.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.link_held() {
             return; // frozen by an interceptor: no handshake timeout
