@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityType};
-use msgr_protocol::registry::PeerKey;
+use msgr_protocol::registry::{PeerKey, Registry};
 use msgr_protocol::{Config, Policy, ThrottleLimits};
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
@@ -30,7 +30,7 @@ pub(crate) struct Inner<T: Transport> {
     pub listening: Mutex<EntityAddrvec>,
     /// The connection that holds each peer (taken when connections open,
     /// close, or resolve an ident: never per message).
-    pub registry: Mutex<HashMap<PeerKey, Connection>>,
+    pub registry: Mutex<Registry<Connection>>,
     /// Every live connection, registered or not (for shutdown).
     pub all: Mutex<HashMap<u64, Connection>>,
     pub dispatch_throttle: Arc<Throttle>,
@@ -80,7 +80,7 @@ impl<T: Transport> Inner<T> {
 }
 
 impl<T: Transport> Inner<T> {
-    pub fn registry(&self) -> MutexGuard<'_, HashMap<PeerKey, Connection>> {
+    pub fn registry(&self) -> MutexGuard<'_, Registry<Connection>> {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -88,7 +88,7 @@ impl<T: Transport> Inner<T> {
     /// `reg`).
     pub fn register(
         &self,
-        reg: &mut HashMap<PeerKey, Connection>,
+        reg: &mut Registry<Connection>,
         key: PeerKey,
         conn: &Connection,
     ) {
@@ -97,7 +97,7 @@ impl<T: Transport> Inner<T> {
             .registered
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(key);
-        reg.insert(key, conn.clone());
+        reg.register(key, conn.clone());
     }
 
     pub fn all(&self) -> MutexGuard<'_, HashMap<u64, Connection>> {
@@ -196,9 +196,7 @@ impl<T: Transport> Inner<T> {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some(k) = key {
-            if reg.get(&k) == Some(conn) {
-                reg.remove(&k);
-            }
+            reg.forget(&k, conn);
         }
     }
 }

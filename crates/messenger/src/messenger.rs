@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use msgr_auth::{AuthProvider, Random};
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, EntityType};
-use msgr_protocol::registry::PeerKey;
+use msgr_protocol::registry::{PeerKey, Registry};
 use msgr_protocol::{CompressionConfig, Config, Conn, Policy, PolicySet, Timeouts};
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
@@ -467,7 +467,7 @@ impl<T: Transport> Messenger<T> {
                 shards,
                 my_addrs: Mutex::new(EntityAddrvec::single(blank)),
                 listening: Mutex::new(EntityAddrvec::default()),
-                registry: Mutex::new(HashMap::new()),
+                registry: Mutex::new(Registry::default()),
                 all: Mutex::new(HashMap::new()),
                 dispatch_throttle,
                 policy_throttles: Mutex::new(HashMap::new()),
@@ -548,8 +548,8 @@ impl<T: Transport> Messenger<T> {
         let dialable = self.inner.dialable(addrs);
         let addrs = &dialable;
         let key = PeerKey::of(addrs);
-        let existing = |reg: &HashMap<PeerKey, Connection>| {
-            key.and_then(|k| reg.get(&k))
+        let existing = |reg: &Registry<Connection>| {
+            key.and_then(|k| reg.holder(&k))
                 .filter(|c| c.state() != msgr_protocol::ConnState::Closed)
                 .cloned()
         };

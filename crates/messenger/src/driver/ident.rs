@@ -67,7 +67,7 @@ impl<T: Transport> Driver<T> {
         let key = registry::lookup_key(&self.conn, &ask.req);
         let mut reg = self.inner.registry();
         let holder = key
-            .and_then(|k| reg.get(&k))
+            .and_then(|k| reg.holder(&k))
             .filter(|c| **c != self.handle)
             .cloned();
         match (key, holder) {
@@ -102,7 +102,7 @@ impl<T: Transport> Driver<T> {
             return;
         }
         let mut reg = self.inner.registry();
-        if reg.get(&a.key) != Some(&self.handle) {
+        if reg.holder(&a.key) != Some(&self.handle) {
             drop(reg);
             let _ = a.reply.send(Verdict::Retry);
             return;
