@@ -21,6 +21,7 @@ pub enum MonAuth {
 pub struct MonClientConfig {
     /// The monitors to hunt among (mon_host), one address vector each.
     pub mons: Vec<EntityAddrvec>,
+    /// How the client authenticates to the monitors.
     pub auth: MonAuth,
     /// `mon_client_hunt_parallel`.
     pub hunt_parallel: usize,
@@ -46,6 +47,7 @@ pub struct MonClientConfig {
 }
 
 impl MonClientConfig {
+    /// Settings for `mons` with Ceph's defaults for the rest.
     pub fn new(mons: Vec<EntityAddrvec>, auth: MonAuth) -> MonClientConfig {
         MonClientConfig {
             mons,

@@ -25,6 +25,7 @@ use crate::error::MonError;
 
 /// `mon_client_ping_interval` and `mon_client_ping_timeout`.
 pub const PING_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a session may go without a keepalive ack before it is dropped.
 pub const PING_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connection to a monitor, as the core names it: handed out with
@@ -36,10 +37,15 @@ pub struct ConnId(u64);
 /// the connection it goes on.
 #[derive(Debug, Clone)]
 pub enum Outgoing {
+    /// MMonGetMap: ask for the current monmap.
     GetMap,
+    /// MMonSubscribe: subscribe to maps and config.
     Subscribe(MMonSubscribe),
+    /// MMonCommand: a monitor command.
     Command(MMonCommand),
+    /// MAuth: a cephx ticket renewal on the session.
     Auth(MAuth),
+    /// MMonGetVersion: ask for a map's newest and oldest versions.
     GetVersion(MMonGetVersion),
 }
 
@@ -60,13 +66,29 @@ impl Outgoing {
 #[derive(Debug, Clone)]
 pub enum Transmit {
     /// Dial the monitor at `addrs`; the connection is `conn` from now on.
-    Connect { conn: ConnId, addrs: EntityAddrvec },
+    Connect {
+        /// The new connection's id.
+        conn: ConnId,
+        /// The monitor's addresses.
+        addrs: EntityAddrvec,
+    },
     /// Send `msg` on `conn` (dropped if the driver no longer has it).
-    Send { conn: ConnId, msg: Outgoing },
+    Send {
+        /// The connection to send on.
+        conn: ConnId,
+        /// The message.
+        msg: Outgoing,
+    },
     /// Send a keepalive on `conn`.
-    Keepalive { conn: ConnId },
+    Keepalive {
+        /// The connection to send on.
+        conn: ConnId,
+    },
     /// Close `conn`: the core has forgotten it.
-    MarkDown { conn: ConnId },
+    MarkDown {
+        /// The connection to close.
+        conn: ConnId,
+    },
 }
 
 /// A monitor command's result.
@@ -76,6 +98,7 @@ pub struct CommandReply {
     pub r: i32,
     /// The status line (what `ceph` prints on stderr).
     pub rs: String,
+    /// The command's output data (what `ceph` prints on stdout).
     pub output: Bytes,
 }
 
@@ -234,10 +257,12 @@ impl MonCore {
 
     // -- what the client holds --
 
+    /// The newest monmap received, if any.
     pub fn monmap(&self) -> Option<&MonMap> {
         self.monmap.as_ref()
     }
 
+    /// The configuration the monitors sent (MConfig), by option name.
     pub fn mon_config(&self) -> &BTreeMap<String, String> {
         &self.mon_config
     }
@@ -247,6 +272,7 @@ impl MonCore {
         self.osdmap_epoch
     }
 
+    /// The newest decoded OSD map, if any.
     pub fn osdmap(&self) -> Option<&Arc<OsdMap>> {
         self.osdmap.map()
     }
@@ -266,10 +292,12 @@ impl MonCore {
         self.active.as_ref().map(|(c, _)| *c)
     }
 
+    /// `mon_client_hunt_interval`: how long a hunt batch is given before the next.
     pub fn hunt_interval(&self) -> Duration {
         self.cfg.hunt_interval
     }
 
+    /// Whether the client has been shut down.
     pub fn is_shut_down(&self) -> bool {
         self.shut_down
     }
@@ -392,6 +420,7 @@ impl MonCore {
         Some(answer)
     }
 
+    /// Drop version request `handle` without waiting for its answer.
     pub fn forget_version(&mut self, handle: u64) {
         self.versions.remove(&handle);
     }

@@ -14,7 +14,9 @@ pub enum MonError {
     /// No monitor session within `after` (the connect timeout): each
     /// monitor of mon_host, and why it failed.
     Unreachable {
+        /// Each monitor tried, and why it failed.
         tried: Vec<(EntityAddrvec, String)>,
+        /// The connect timeout that ran out.
         after: Duration,
     },
     /// The configuration names no monitor we can reach over msgr2.
@@ -22,7 +24,14 @@ pub enum MonError {
     /// The client was shut down.
     Shutdown,
     /// A monitor command failed (its errno and status line).
-    Command { cmd: String, r: i32, rs: String },
+    Command {
+        /// The command sent.
+        cmd: String,
+        /// The negative errno the monitor returned.
+        r: i32,
+        /// The monitor's status line.
+        rs: String,
+    },
     /// A monitor's reply could not be read.
     BadReply(String),
     /// The OSD map has no OSD of this id (or it has no address).

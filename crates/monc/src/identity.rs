@@ -16,6 +16,7 @@ use msgr_protocol::PolicySet;
 /// The options a cluster command takes, before resolution.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterOpts {
+    /// The options that select and override configuration (`-c`, `--name`, `-m`, `--option value`, ...).
     pub conf: ConfigOptions,
     /// `--mode crc|secure`: both monitor and service connections.
     pub mode: Option<ConMode>,
@@ -72,14 +73,27 @@ pub enum IdentityError {
     /// cephx is required and no key for the entity was found: the option
     /// `key`, `keyfile`, or any of these keyrings.
     NoKey {
+        /// The entity whose key was looked for.
         entity: String,
+        /// The keyrings searched.
         keyrings: Vec<std::path::PathBuf>,
+        /// The auth methods the configuration requires.
         auth_client_required: Vec<String>,
     },
     /// A key was found but does not decode (where it came from, why).
-    BadKey { source: String, why: String },
+    BadKey {
+        /// Where the key came from.
+        source: String,
+        /// Why it does not decode.
+        why: String,
+    },
     /// An option's value is not one it takes.
-    BadOption { option: String, value: String },
+    BadOption {
+        /// The option's name.
+        option: String,
+        /// The value given.
+        value: String,
+    },
 }
 
 impl std::fmt::Display for IdentityError {
@@ -164,14 +178,17 @@ impl From<IdentityError> for String {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Identity {
+    /// The resolved configuration.
     pub config: Config,
     /// Fall back to auth none from cephx: only when asked for
     /// (`--auth-none-fallback`) and auth_client_required allows none.
     /// Without a key, auth none is what is used where it is allowed.
     pub none_fallback: bool,
+    /// The monitors to hunt among (mon_host).
     pub mons: Vec<EntityAddrvec>,
     /// `None` when auth none is in use.
     pub cephx: Option<Arc<CephxClient>>,
+    /// Offer msgr2.1 (false with `--rev0`: msgr2.0 only).
     pub rev1: bool,
     /// ms_bind_msgr2 (default true): false dials msgr1 (`v1:`) addresses.
     pub msgr2: bool,
@@ -183,6 +200,7 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// Resolve `opts` into an identity: read ceph.conf, CEPH_ARGS and the keyring.
     pub fn load(opts: &ClusterOpts) -> Result<Identity, IdentityError> {
         let config_error = |e: &dyn std::fmt::Display| IdentityError::Config(e.to_string());
         let config =

@@ -25,6 +25,7 @@
 //! `identity` reads who the client is as the `ceph` CLI does (ceph.conf,
 //! CEPH_ARGS, the keyring) into these settings.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod config;
 pub mod core;

@@ -16,6 +16,7 @@ use crate::MonClient;
 /// One OSD's addresses in the OSD map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OsdAddrs {
+    /// The OSD's id (osd.N).
     pub id: u64,
     /// Whether the map has it up.
     pub up: bool,
@@ -23,7 +24,9 @@ pub struct OsdAddrs {
     pub public: EntityAddrvec,
     /// Where its peers replicate to it.
     pub cluster: EntityAddrvec,
+    /// Its back (cluster-side) heartbeat addresses.
     pub heartbeat_back: EntityAddrvec,
+    /// Its front (public-side) heartbeat addresses.
     pub heartbeat_front: EntityAddrvec,
 }
 
