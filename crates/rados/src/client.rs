@@ -55,7 +55,12 @@ pub enum RadosError {
     /// No pool of that name.
     NoPool(String),
     /// An OSD (or the objecter) answered with an errno.
-    Os { errno: i32, what: String },
+    Os {
+        /// The negative errno.
+        errno: i32,
+        /// What was being done.
+        what: String,
+    },
     /// A reply that could not be read.
     BadReply(String),
     /// The client is shut down.
@@ -64,8 +69,11 @@ pub enum RadosError {
     /// the one asked with, omap keys not after the last one, with more
     /// promised): asking again would go round for ever. The OSD's fault.
     NoProgress {
+        /// The OSD that did not move on.
         osd: i32,
+        /// What was being paged (a listing, omap keys).
         what: String,
+        /// What was asked and what the OSD answered.
         detail: String,
     },
 }
@@ -443,6 +451,7 @@ fn first_out(r: &Reply) -> Bytes {
 }
 
 impl IoCtx {
+    /// The pool this context works in.
     pub fn pool(&self) -> i64 {
         self.pool
     }
@@ -539,70 +548,83 @@ impl IoCtx {
         Ok((r.osd, next, entries))
     }
 
+    /// Replace the object's data with `data` (WRITEFULL).
     pub async fn write_full(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
         self.operate(name, Ops::new().write_full(data))
             .await
             .map(drop)
     }
 
+    /// Write `data` at `offset` (WRITE).
     pub async fn write(&self, name: &[u8], offset: u64, data: Bytes) -> Result<(), RadosError> {
         self.operate(name, Ops::new().write(offset, data))
             .await
             .map(drop)
     }
 
+    /// Append `data` to the object (APPEND).
     pub async fn append(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
         self.operate(name, Ops::new().append(data)).await.map(drop)
     }
 
+    /// Read `length` bytes from `offset` (READ).
     pub async fn read(&self, name: &[u8], offset: u64, length: u64) -> Result<Bytes, RadosError> {
         let r = self.operate(name, Ops::new().read(offset, length)).await?;
         Ok(first_out(&r))
     }
 
+    /// The object's size and mtime (STAT).
     pub async fn stat(&self, name: &[u8]) -> Result<Stat, RadosError> {
         let r = self.operate(name, Ops::new().stat()).await?;
         decode_stat(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("stat: {e}")))
     }
 
+    /// Delete the object (DELETE).
     pub async fn remove(&self, name: &[u8]) -> Result<(), RadosError> {
         self.operate(name, Ops::new().remove()).await.map(drop)
     }
 
+    /// Truncate the object to `size` bytes (TRUNCATE).
     pub async fn truncate(&self, name: &[u8], size: u64) -> Result<(), RadosError> {
         self.operate(name, Ops::new().truncate(size))
             .await
             .map(drop)
     }
 
+    /// Zero `length` bytes from `offset` (ZERO).
     pub async fn zero(&self, name: &[u8], offset: u64, length: u64) -> Result<(), RadosError> {
         self.operate(name, Ops::new().zero(offset, length))
             .await
             .map(drop)
     }
 
+    /// Create the object; with `exclusive`, fail if it exists (CREATE).
     pub async fn create(&self, name: &[u8], exclusive: bool) -> Result<(), RadosError> {
         self.operate(name, Ops::new().create(exclusive))
             .await
             .map(drop)
     }
 
+    /// Set xattr `key` to `value` (SETXATTR).
     pub async fn setxattr(&self, name: &[u8], key: &str, value: &[u8]) -> Result<(), RadosError> {
         self.operate(name, Ops::new().setxattr(key, value))
             .await
             .map(drop)
     }
 
+    /// The value of xattr `key` (GETXATTR).
     pub async fn getxattr(&self, name: &[u8], key: &str) -> Result<Bytes, RadosError> {
         let r = self.operate(name, Ops::new().getxattr(key)).await?;
         Ok(first_out(&r))
     }
 
+    /// All the object's xattrs (GETXATTRS).
     pub async fn getxattrs(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
         let r = self.operate(name, Ops::new().getxattrs()).await?;
         decode_xattrs(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("getxattrs: {e}")))
     }
 
+    /// Remove xattr `key` (RMXATTR).
     pub async fn rmxattr(&self, name: &[u8], key: &str) -> Result<(), RadosError> {
         self.operate(name, Ops::new().rmxattr(key)).await.map(drop)
     }
@@ -621,7 +643,7 @@ impl IoCtx {
         self.operate(name, Ops::new().omap_rm(keys)).await.map(drop)
     }
 
-    /// Every omap key, asked for [`OMAP_BATCH`] at a time.
+    /// Every omap key, asked for 512 at a time.
     pub async fn omap_keys(&self, name: &[u8]) -> Result<Vec<String>, RadosError> {
         let keys = omap_pages("omap keys", |after| async move {
             let r = self
@@ -635,7 +657,7 @@ impl IoCtx {
         Ok(keys.into_iter().map(|(k, ())| k).collect())
     }
 
-    /// Every omap entry, asked for [`OMAP_BATCH`] at a time.
+    /// Every omap entry, asked for 512 at a time.
     pub async fn omap_vals(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
         let vals = omap_pages("omap values", |after| async move {
             let r = self

@@ -7,6 +7,7 @@
 //! - [`Rados`] / [`IoCtx`]: the async client, a monitor session keeping the
 //!   OSD map current and a messenger to the OSDs.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod client;
 pub mod objecter;

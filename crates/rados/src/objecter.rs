@@ -60,8 +60,11 @@ impl Default for Limits {
 /// An object: its pool, name, namespace and locator key.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Object {
+    /// The pool's id.
     pub pool: i64,
+    /// The object's name.
     pub name: Bytes,
+    /// The object's namespace (empty: the default one).
     pub nspace: String,
     /// Placed by this key instead of the name when not empty.
     pub key: String,
@@ -73,7 +76,9 @@ pub struct Object {
 /// What to do to one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    /// The object acted on.
     pub object: Object,
+    /// The ops, in order.
     pub ops: Ops,
     /// Writes carry their time.
     pub mtime: UTime,
@@ -86,7 +91,9 @@ pub struct Request {
 /// PG's mapping decides whether a new map makes it go again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The PG's acting primary, where the request goes.
     pub osd: i32,
+    /// The PG, with its shard.
     pub pgid: SpgId,
     /// The object's full hash (the raw pg's seed).
     pub hash: u32,
@@ -101,7 +108,9 @@ pub struct Target {
 /// A message for an OSD (reached at its address in [`Objecter::map`]).
 #[derive(Debug, Clone)]
 pub struct Transmit {
+    /// The OSD to send to.
     pub osd: i32,
+    /// The op message.
     pub msg: MOSDOp,
 }
 
@@ -135,6 +144,7 @@ impl Placements {
         self.items.len()
     }
 
+    /// Whether no request is to be placed.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
@@ -159,6 +169,7 @@ impl Placements {
 /// A request's end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
+    /// The request's tid, as [`Objecter::submit`] returned it.
     pub tid: u64,
     /// The OSD's reply, or the objecter's own errno (pool gone, timed out).
     pub result: Result<Reply, i32>,
@@ -231,6 +242,7 @@ fn hobject_of(req: &Request, hash: u32) -> HObject {
 }
 
 impl Objecter {
+    /// An objecter over `map`, within `limits`.
     pub fn new(map: Arc<OsdMap>, limits: Limits) -> Objecter {
         Objecter {
             map,
@@ -248,6 +260,7 @@ impl Objecter {
         }
     }
 
+    /// The OSD map the objecter targets with.
     pub fn map(&self) -> &Arc<OsdMap> {
         &self.map
     }
@@ -768,6 +781,7 @@ fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOS
 
 /// The PG of a request's target, for tests and logs.
 impl Target {
+    /// The target's PG (without the shard).
     pub fn pg(&self) -> PgId {
         self.pgid.pgid
     }

@@ -12,19 +12,33 @@ use msgr_messages::HObject;
 /// `CEPH_OSD_OP_*` beyond the data ops the messages crate names.
 pub mod code {
     pub use msgr_messages::osd_types::op::*;
+    /// `CEPH_OSD_OP_TRUNCATE`.
     pub const TRUNCATE: u16 = 0x2203;
+    /// `CEPH_OSD_OP_ZERO`.
     pub const ZERO: u16 = 0x2204;
+    /// `CEPH_OSD_OP_APPEND`.
     pub const APPEND: u16 = 0x2206;
+    /// `CEPH_OSD_OP_CREATE`.
     pub const CREATE: u16 = 0x220d;
+    /// `CEPH_OSD_OP_GETXATTR`.
     pub const GETXATTR: u16 = 0x1301;
+    /// `CEPH_OSD_OP_GETXATTRS`.
     pub const GETXATTRS: u16 = 0x1302;
+    /// `CEPH_OSD_OP_SETXATTR`.
     pub const SETXATTR: u16 = 0x2301;
+    /// `CEPH_OSD_OP_RMXATTR`.
     pub const RMXATTR: u16 = 0x2304;
+    /// `CEPH_OSD_OP_OMAPGETKEYS`.
     pub const OMAPGETKEYS: u16 = 0x1211;
+    /// `CEPH_OSD_OP_OMAPGETVALS`.
     pub const OMAPGETVALS: u16 = 0x1212;
+    /// `CEPH_OSD_OP_OMAPSETVALS`.
     pub const OMAPSETVALS: u16 = 0x2215;
+    /// `CEPH_OSD_OP_OMAPRMKEYS`.
     pub const OMAPRMKEYS: u16 = 0x2218;
+    /// `CEPH_OSD_OP_PGNLS`.
     pub const PGNLS: u16 = 0x1505;
+    /// `CEPH_OSD_OP_SETALLOCHINT`.
     pub const SETALLOCHINT: u16 = 0x2223;
 }
 
@@ -33,21 +47,32 @@ pub const OP_FLAG_EXCL: u32 = 1;
 
 /// `CEPH_OSD_FLAG_*` a request carries.
 pub mod flag {
+    /// `CEPH_OSD_FLAG_ONDISK`.
     pub const ONDISK: u32 = 0x4;
+    /// `CEPH_OSD_FLAG_READ`.
     pub const READ: u32 = 0x10;
+    /// `CEPH_OSD_FLAG_WRITE`.
     pub const WRITE: u32 = 0x20;
+    /// `CEPH_OSD_FLAG_PGOP`.
     pub const PGOP: u32 = 0x400;
+    /// `CEPH_OSD_FLAG_IGNORE_CACHE`.
     pub const IGNORE_CACHE: u32 = 0x8000;
+    /// `CEPH_OSD_FLAG_IGNORE_OVERLAY`.
     pub const IGNORE_OVERLAY: u32 = 0x20000;
+    /// `CEPH_OSD_FLAG_REDIRECTED`.
     pub const REDIRECTED: u32 = 0x20_0000;
+    /// `CEPH_OSD_FLAG_KNOWN_REDIR`.
     pub const KNOWN_REDIR: u32 = 0x40_0000;
+    /// `CEPH_OSD_FLAG_FULL_FORCE`.
     pub const FULL_FORCE: u32 = 0x100_0000;
 }
 
 /// One op and its input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Op {
+    /// The op: its code, flags and arguments.
     pub op: OsdOp,
+    /// Its input data.
     pub indata: Bytes,
 }
 
@@ -92,6 +117,7 @@ impl Op {
 pub struct Ops(pub Vec<Op>);
 
 impl Ops {
+    /// No ops.
     pub fn new() -> Ops {
         Ops(Vec::new())
     }
@@ -153,14 +179,17 @@ impl Ops {
         self.push(o)
     }
 
+    /// Add SETXATTR: set xattr `name` to `value`.
     pub fn setxattr(self, name: &str, value: &[u8]) -> Ops {
         self.push(Op::xattr(code::SETXATTR, name, value))
     }
 
+    /// Add GETXATTR: read xattr `name`.
     pub fn getxattr(self, name: &str) -> Ops {
         self.push(Op::xattr(code::GETXATTR, name, &[]))
     }
 
+    /// Add RMXATTR: remove xattr `name`.
     pub fn rmxattr(self, name: &str) -> Ops {
         self.push(Op::xattr(code::RMXATTR, name, &[]))
     }
@@ -262,6 +291,7 @@ impl Ops {
 pub struct Reply {
     /// 0, or a negative errno.
     pub result: i32,
+    /// Each op's result, in order.
     pub ops: Vec<OpReply>,
     /// The object's version after a write (`user_version`).
     pub version: u64,
@@ -269,16 +299,21 @@ pub struct Reply {
     pub osd: i32,
 }
 
+/// One op's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpReply {
+    /// 0, or the op's negative errno.
     pub rval: i32,
+    /// The op's output data.
     pub outdata: Bytes,
 }
 
 /// What a STAT returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
+    /// The object's size in bytes.
     pub size: u64,
+    /// The object's modification time.
     pub mtime: UTime,
 }
 
@@ -341,8 +376,11 @@ pub fn split_outdata(ops: &[OsdOp], data: &Bytes) -> Option<Vec<OpReply>> {
 /// One object a listing found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
+    /// The object's namespace.
     pub nspace: String,
+    /// The object's name.
     pub name: Bytes,
+    /// The object's locator key (empty: none).
     pub locator: String,
 }
 
