@@ -15,6 +15,7 @@ use crate::perf::Collection;
 
 /// EINVAL, ENOENT: the errors Ceph's hooks return most.
 pub const EINVAL: i32 = 22;
+/// ENOENT: no such command, counter or entry.
 pub const ENOENT: i32 = 2;
 
 /// A command that failed: Ceph's return code and its reason, written as
@@ -22,11 +23,14 @@ pub const ENOENT: i32 = 2;
 /// place for a code).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandError {
+    /// The return code (a positive errno).
     pub errno: i32,
+    /// Why the command failed.
     pub reason: String,
 }
 
 impl CommandError {
+    /// An EINVAL error with `reason`.
     pub fn invalid(reason: impl Into<String>) -> CommandError {
         CommandError {
             errno: EINVAL,
@@ -48,7 +52,9 @@ impl CommandError {
 /// What a hook answers: a value the client's format renders, or text as is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
+    /// A value rendered in the client's format (JSON by default).
     Json(Value),
+    /// Text sent as is.
     Raw(String),
 }
 
@@ -56,15 +62,19 @@ pub enum Answer {
 /// other members).
 #[derive(Debug, Clone, Default)]
 pub struct Request {
+    /// The command's `prefix` member.
     pub prefix: String,
+    /// Every other member, in order.
     pub args: Vec<(String, Value)>,
 }
 
 impl Request {
+    /// Argument `name`, if given.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.args.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
+    /// Argument `name` if it is a string.
     pub fn str(&self, name: &str) -> Option<&str> {
         self.get(name).and_then(Value::as_str)
     }
@@ -81,6 +91,7 @@ impl Request {
         }
     }
 
+    /// Whether argument `name` is `true`.
     pub fn flag(&self, name: &str) -> bool {
         matches!(self.get(name), Some(Value::Bool(true)))
     }
@@ -208,9 +219,13 @@ struct Entry {
 /// What `version` and `git_version` say.
 #[derive(Debug, Clone)]
 pub struct Version {
+    /// `version`: the version string.
     pub version: String,
+    /// `release`: the release name.
     pub release: String,
+    /// `release_type`: dev, rc or stable.
     pub release_type: String,
+    /// `git_version`: the commit the build is from.
     pub git_version: String,
 }
 
@@ -333,6 +348,7 @@ impl Commands {
         self.lock().messengers.insert(name.into(), dump);
     }
 
+    /// Drop the messenger dumped as `name`.
     pub fn remove_messenger(&self, name: &str) {
         self.lock().messengers.remove(name);
     }

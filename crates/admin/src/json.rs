@@ -63,6 +63,7 @@ pub fn text(v: &Value) -> String {
 pub struct Object(pub Map<String, Value>);
 
 impl Object {
+    /// An empty object.
     pub fn new() -> Self {
         Self::default()
     }
@@ -73,6 +74,7 @@ impl Object {
         self
     }
 
+    /// The object as a JSON value.
     pub fn into_value(self) -> Value {
         Value::Object(self.0)
     }

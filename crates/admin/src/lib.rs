@@ -5,6 +5,7 @@
 //! (`socket`). `json` is the JSON both speak; `private_dir` makes the
 //! directories only their owner may enter that the socket is staged in.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod commands;
 pub mod json;

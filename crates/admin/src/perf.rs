@@ -51,26 +51,38 @@ impl Kind {
 /// What a counter's values measure (unit_t).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// A plain count.
     None,
+    /// A count of bytes.
     Bytes,
 }
 
 /// Ceph's priorities (PerfCountersBuilder::PRIO_*): what the manager
 /// collects and shows first.
 pub const PRIO_CRITICAL: u8 = 10;
+/// PRIO_INTERESTING.
 pub const PRIO_INTERESTING: u8 = 8;
+/// PRIO_USEFUL.
 pub const PRIO_USEFUL: u8 = 5;
+/// PRIO_UNINTERESTING.
 pub const PRIO_UNINTERESTING: u8 = 2;
+/// PRIO_DEBUGONLY.
 pub const PRIO_DEBUGONLY: u8 = 0;
 
 /// One counter's description, as the schema shows it.
 #[derive(Debug, Clone, Copy)]
 pub struct Desc {
+    /// The counter's name, a key of the dump.
     pub name: &'static str,
+    /// What kind of counter it is.
     pub kind: Kind,
+    /// What it counts, for people.
     pub description: &'static str,
+    /// A short name for tables (`ceph daemonperf`).
     pub nick: &'static str,
+    /// One of the `PRIO_*` priorities.
     pub priority: u8,
+    /// What its values measure.
     pub unit: Unit,
 }
 
@@ -110,6 +122,7 @@ impl Logger {
         self
     }
 
+    /// The logger's name (its section in `perf dump`).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -300,14 +313,17 @@ impl std::fmt::Debug for Collection {
 }
 
 impl Collection {
+    /// An empty collection.
     pub fn new() -> Collection {
         Collection::default()
     }
 
+    /// Add `logger` to what `perf dump` and `perf schema` show.
     pub fn add(&self, logger: Arc<Logger>) {
         self.lock().push(logger);
     }
 
+    /// Stop showing `logger`.
     pub fn remove(&self, logger: &Arc<Logger>) {
         self.lock().retain(|l| !Arc::ptr_eq(l, logger));
     }
