@@ -20,6 +20,7 @@ use pcap_parser::{LegacyPcapBlock, PcapError};
 pub struct RawPacket<'a> {
     /// LINKTYPE_* of the interface it was captured on.
     pub linktype: u32,
+    /// The bytes captured (at most the snapshot length).
     pub data: &'a [u8],
     /// Its length on the wire; more than `data.len()` when the snapshot
     /// length cut it.
@@ -32,12 +33,23 @@ pub enum CaptureError {
     /// Neither a pcap nor a pcapng file.
     UnknownFormat,
     /// The file ends inside a header or a record: it was cut short.
-    Truncated { offset: usize },
+    Truncated {
+        /// Where in the file the cut record starts.
+        offset: usize,
+    },
     /// A record or block that the file holds whole, but whose contents
     /// do not parse: a length inside it runs past its end or is impossible.
-    Malformed { offset: usize },
+    Malformed {
+        /// Where in the file the record starts.
+        offset: usize,
+    },
     /// A pcapng packet names an interface that was never described.
-    UnknownInterface { offset: usize, id: u32 },
+    UnknownInterface {
+        /// Where in the file the packet's block starts.
+        offset: usize,
+        /// The interface id it names.
+        id: u32,
+    },
 }
 
 impl fmt::Display for CaptureError {

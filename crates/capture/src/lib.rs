@@ -2,6 +2,7 @@
 //! TCP headers, and TCP stream reassembly. Pure parsing of untrusted bytes:
 //! no I/O, no panics, typed errors.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod file;
 pub mod packet;

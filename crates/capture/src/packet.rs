@@ -10,33 +10,53 @@ use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 
 use crate::RawPacket;
 
+/// LINKTYPE_NULL: BSD loopback, a host-order address family first.
 pub const LINKTYPE_NULL: u32 = 0;
+/// LINKTYPE_ETHERNET: Ethernet II frames.
 pub const LINKTYPE_ETHERNET: u32 = 1;
+/// LINKTYPE_RAW: bare IPv4 or IPv6 packets.
 pub const LINKTYPE_RAW: u32 = 101;
+/// LINKTYPE_LINUX_SLL: Linux "cooked" capture, version 1.
 pub const LINKTYPE_LINUX_SLL: u32 = 113;
+/// LINKTYPE_IPV4: bare IPv4 packets.
 pub const LINKTYPE_IPV4: u32 = 228;
+/// LINKTYPE_IPV6: bare IPv6 packets.
 pub const LINKTYPE_IPV6: u32 = 229;
+/// LINKTYPE_LINUX_SLL2: Linux "cooked" capture, version 2.
 pub const LINKTYPE_LINUX_SLL2: u32 = 276;
 
 /// TCP flag bits.
 pub mod flags {
+    /// FIN.
     pub const FIN: u8 = 0x01;
+    /// SYN.
     pub const SYN: u8 = 0x02;
+    /// RST.
     pub const RST: u8 = 0x04;
+    /// PSH.
     pub const PSH: u8 = 0x08;
+    /// ACK.
     pub const ACK: u8 = 0x10;
+    /// URG.
     pub const URG: u8 = 0x20;
+    /// ECE.
     pub const ECE: u8 = 0x40;
+    /// CWR.
     pub const CWR: u8 = 0x80;
 }
 
 /// A TCP segment, borrowed from its packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSegment<'a> {
+    /// The sender's address.
     pub src: SocketAddr,
+    /// The receiver's address.
     pub dst: SocketAddr,
+    /// The sequence number of the first payload byte.
     pub seq: u32,
+    /// The TCP flag bits ([`flags`]).
     pub flags: u8,
+    /// The payload the capture holds.
     pub payload: &'a [u8],
     /// The capture holds less payload than the packet carried.
     pub payload_cut: bool,

@@ -16,15 +16,19 @@ use crate::packet::{flags, TcpSegment};
 /// Client to server, or back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// From the connection's client (who sent the SYN) to its server.
     ClientToServer,
+    /// From the server to the client.
     ServerToClient,
 }
 
 impl Direction {
+    /// 0 for client to server, 1 for back: an index into per-direction arrays.
     pub fn index(self) -> usize {
         self as usize
     }
 
+    /// `c2s` or `s2c`, for logs.
     pub fn short(self) -> &'static str {
         match self {
             Direction::ClientToServer => "c2s",
@@ -38,8 +42,11 @@ impl Direction {
 pub enum StreamEvent {
     /// A connection's first packet.
     Opened {
+        /// The connection's number, in the order connections were seen.
         conn: usize,
+        /// The client's address.
         client: SocketAddr,
+        /// The server's address.
         server: SocketAddr,
         /// False when the capture missed the handshake and the roles are a
         /// guess.
@@ -47,20 +54,31 @@ pub enum StreamEvent {
     },
     /// The next in-order bytes of one direction.
     Data {
+        /// The connection's number.
         conn: usize,
+        /// Which direction.
         dir: Direction,
+        /// The bytes.
         bytes: Vec<u8>,
     },
     /// The capture lacks `missing` bytes of one direction (or they were cut
     /// by the snapshot length, or lie past stream offset `u64::MAX`: then
     /// `missing` is 0); the stream cannot be followed past here.
     Gap {
+        /// The connection's number.
         conn: usize,
+        /// Which direction.
         dir: Direction,
+        /// How many bytes are missing.
         missing: u64,
     },
     /// The direction ended (FIN or RST seen).
-    Closed { conn: usize, dir: Direction },
+    Closed {
+        /// The connection's number.
+        conn: usize,
+        /// Which direction.
+        dir: Direction,
+    },
 }
 
 #[derive(Default)]
@@ -171,6 +189,7 @@ pub struct Reassembler {
 }
 
 impl Reassembler {
+    /// A reassembler that has seen no packet.
     pub fn new() -> Self {
         Self::default()
     }
