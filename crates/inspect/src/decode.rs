@@ -11,9 +11,13 @@ use msgr_admin::json::Object;
 /// Counts of what a decode saw.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Summary {
+    /// TCP connections seen.
     pub connections: usize,
+    /// Frames decoded.
     pub frames: usize,
+    /// Secure-mode chunks that could not be decrypted.
     pub encrypted_chunks: usize,
+    /// Problems recorded.
     pub problems: usize,
 }
 

@@ -10,6 +10,7 @@
 //! [`describe`] names each frame's and message's fields, for people and as
 //! JSON; [`decode`] prints a whole capture that way (`msgr decode`).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -79,55 +80,85 @@ impl KeyLog {
 /// What the analyzer found, in capture order.
 #[derive(Debug)]
 pub enum Record {
+    /// A TCP connection was seen.
     Connection {
+        /// The connection's number, in the order connections were seen.
         conn: usize,
+        /// The client's address.
         client: SocketAddr,
+        /// The server's address.
         server: SocketAddr,
+        /// False when the capture missed the handshake and the roles are a guess.
         roles_known: bool,
     },
+    /// An msgr2 banner.
     Banner {
+        /// The connection's number, in the order connections were seen.
         conn: usize,
+        /// Which direction.
         dir: Direction,
+        /// The banner.
         banner: Banner,
     },
+    /// An msgr2 frame.
     Frame(FrameRecord),
     /// What an msgr1 connection's direction said, with its wire bytes.
     Msgr1 {
+        /// The connection's number, in the order connections were seen.
         conn: usize,
+        /// Which direction.
         dir: Direction,
+        /// The decoded event.
         event: v1::Event,
+        /// Its bytes as they were on the wire.
         raw: Bytes,
     },
     /// Secure-mode bytes that could not be decrypted (no key).
     Encrypted {
+        /// The connection's number, in the order connections were seen.
         conn: usize,
+        /// Which direction.
         dir: Direction,
+        /// How many bytes.
         bytes: usize,
     },
     /// Something stopped the decoding of one direction (or, without a
     /// connection, of the whole capture file).
     Problem {
+        /// The connection, if the problem is one connection's.
         conn: Option<usize>,
+        /// The direction, if the problem is one direction's.
         dir: Option<Direction>,
+        /// What went wrong.
         problem: Problem,
     },
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// Why decoding stopped.
 pub enum Problem {
     /// The capture file itself is unreadable from some point.
     Capture(CaptureError),
     /// Neither msgr2 nor msgr1 (`msgr1: true` is not produced since msgr1
     /// is decoded too; kept for the kind's name).
-    NotMsgr2 { msgr1: bool },
+    NotMsgr2 {
+        /// An msgr1 banner was seen.
+        msgr1: bool,
+    },
     /// An msgr1 wire error (bad crc, a tag out of place, ...).
     Msgr1(WireError),
     /// A frame error (bad crc, failed decryption, ...).
     Frame(FrameError),
     /// Bytes are missing from the capture.
-    Gap { missing: u64 },
+    Gap {
+        /// How many bytes (0: cut by the snapshot length).
+        missing: u64,
+    },
     /// The direction ended in the middle of a banner or frame.
-    Truncated { pending: usize },
+    Truncated {
+        /// The bytes held that did not make a whole banner or frame.
+        pending: usize,
+    },
 }
 
 impl std::fmt::Display for Problem {
@@ -164,12 +195,15 @@ impl Problem {
 /// One decoded frame.
 #[derive(Debug)]
 pub struct FrameRecord {
+    /// The connection's number, in the order connections were seen.
     pub conn: usize,
+    /// Which direction.
     pub dir: Direction,
     /// Framing it arrived in.
     pub format: WireFormat,
     /// Its bytes as they were on the wire.
     pub raw: Bytes,
+    /// The decoded frame.
     pub frame: Received,
     /// Decrypted with a key from the key log.
     pub decrypted: bool,

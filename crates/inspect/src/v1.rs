@@ -25,18 +25,25 @@ pub enum Event {
     ServerHello(ServerHello),
     /// The connector's own address.
     ClientAddr(EntityAddr),
+    /// The connector's CONNECT.
     Connect {
+        /// The connect message.
         connect: Connect,
+        /// Its authorizer bytes.
         authorizer: Bytes,
     },
+    /// The acceptor's CONNECT_REPLY.
     ConnectReply {
+        /// The reply.
         reply: ConnectReply,
+        /// Its authorizer bytes.
         authorizer: Bytes,
         /// After SEQ: the acceptor's in_seq.
         in_seq: Option<u64>,
     },
     /// The connector's in_seq, its answer to SEQ.
     Seq(u64),
+    /// What came after the handshake.
     Item(Item),
 }
 
