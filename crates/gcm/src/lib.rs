@@ -30,6 +30,7 @@
 //! against aws-lc-rs's one-shot seal and open for random splits and
 //! lengths and against NIST's GCM test vectors.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 
 use std::os::raw::c_int;
 use std::ptr::{self, NonNull};
@@ -41,8 +42,11 @@ use aws_lc_sys::{
 };
 use bytes::BytesMut;
 
+/// An AES-128 key's length in bytes.
 pub const KEY_LEN: usize = 16;
+/// A GCM nonce's length in bytes (msgr2's 96-bit nonce).
 pub const NONCE_LEN: usize = 12;
+/// A GCM authentication tag's length in bytes.
 pub const TAG_LEN: usize = 16;
 
 /// The most one `EVP_CipherUpdate` call takes (its length is a C int);
