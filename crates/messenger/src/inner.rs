@@ -86,12 +86,7 @@ impl<T: Transport> Inner<T> {
 
     /// Registers `conn` as the holder of `key` (under the registry's lock,
     /// `reg`).
-    pub fn register(
-        &self,
-        reg: &mut Registry<Connection>,
-        key: PeerKey,
-        conn: &Connection,
-    ) {
+    pub fn register(&self, reg: &mut Registry<Connection>, key: PeerKey, conn: &Connection) {
         *conn
             .shared
             .registered
