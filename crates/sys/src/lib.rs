@@ -19,6 +19,7 @@
 //! calls and the zeroed `cpu_set_t` they take, each with the argument why
 //! it is sound. A CPU number is checked against `CPU_SETSIZE` before it
 //! reaches `CPU_SET` or `CPU_ISSET`. The API is safe.
+#![warn(missing_docs)]
 #![deny(unsafe_code)]
 
 use std::io;

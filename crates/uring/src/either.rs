@@ -16,7 +16,9 @@ use crate::{Uring, UringListener, UringReader, UringStream, UringWriter};
 /// TCP over epoll ([`Tcp`]) or over io_uring ([`Uring`]).
 #[derive(Debug, Clone, Copy)]
 pub enum TcpOrUring {
+    /// Plain TCP, driven by tokio's epoll reactor.
     Epoll(Tcp),
+    /// TCP on the shard's io_uring.
     Uring(Uring),
 }
 
@@ -32,7 +34,9 @@ macro_rules! either {
     ($(#[$m:meta])* $name:ident, $epoll:ty, $uring:ty) => {
         $(#[$m])*
         pub enum $name {
+            /// The epoll transport's.
             Epoll($epoll),
+            /// The io_uring transport's.
             Uring($uring),
         }
     };

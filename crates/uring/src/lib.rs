@@ -31,6 +31,7 @@
 //! SQEs (whose memory the ring's table owns until the last completion),
 //! the pool's raw memory and its tail, and the `Send` impls of the
 //! structures holding raw pointers. Each says why it is sound.
+#![warn(missing_docs)]
 #![deny(unsafe_code)]
 // The numbers here come from the kernel (completion results, buffer ids
 // within the pool we sized) and from the runtime, never from a peer.
@@ -82,7 +83,9 @@ impl Default for Config {
 /// the ring's configuration.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Uring {
+    /// The TCP options sockets are opened with (the epoll transport's).
     pub tcp: Tcp,
+    /// Each shard's ring: its size and its pool of provided buffers.
     pub config: Config,
 }
 
@@ -98,6 +101,7 @@ impl Uring {
     }
 }
 
+/// A listening socket whose accepted streams run on io_uring.
 pub struct UringListener {
     tcp: TcpAcceptor,
     uring: Uring,

@@ -168,6 +168,8 @@ struct Held {
     len: u32,
 }
 
+/// A stream's receiving half: completions land in the shard's provided
+/// buffers, which the runtime takes without copying.
 pub struct UringReader {
     half: Half,
     held: Option<Held>,
@@ -324,6 +326,8 @@ impl Drop for UringReader {
     }
 }
 
+/// A stream's sending half: vectored sends from the runtime's own chunks
+/// (zero-copy for large ones).
 pub struct UringWriter {
     half: Half,
     /// The vectors of the last send, reused.
