@@ -550,8 +550,30 @@ backoffs() {
   sleep 2
 }
 
+# live RELEASE: the RADOS client's live tests (crates/rados/tests/live_*.rs:
+# each librados feature checked against `rados` and Python's rados module,
+# both ways) on that release's cluster; see tests/support/live.rs.
+live() {
+  local r=$1 c; c=$(conf "$r")
+  local rados py
+  case $r in
+    pacific) rados="timeout 120 /usr/bin/rados -c $c"; py="timeout 120 /usr/bin/python3" ;;
+    tentacle)
+      rados="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run rados -c $c"
+      py="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run python3" ;;
+  esac
+  if (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RADOS=$rados MSGR_TEST_PYTHON=$py \
+      MSGR_TEST_MSGR=$MSGR MSGR_TEST_RELEASE=$r \
+      cargo test --release -p msgr-rados --test 'live_*' -- --ignored --test-threads=1) > "$OUT/live-$r.out" 2>&1; then
+    log "ok: $r: $(grep -c '^test .* ok$' "$OUT/live-$r.out") live tests of the RADOS client against librados"
+  else
+    fail "$r: live tests of the RADOS client:"; grep -E '^test .*FAILED|panicked|^---- ' "$OUT/live-$r.out" | head -40 >&2
+  fi
+}
+
 for r in pacific tentacle; do
   byhost_pool "$r"
+  live "$r"
   for mode in crc secure; do data "$r" "$mode" test; done
   data "$r" crc byhost
   listing "$r"

@@ -258,6 +258,7 @@ pub mod osdmap {
 /// replies.
 pub mod rados {
     pub use msgr_rados::{
-        IoCtx, Limits, Listed, Ops, Rados, RadosError, Reply, Stat, ALL_NAMESPACES,
+        Bytes, IoCtx, Limits, Listed, Ops, Rados, RadosError, Reply, SnapContext, Stat, UTime,
+        ALL_NAMESPACES, NOSNAP, OP_SIZE,
     };
 }

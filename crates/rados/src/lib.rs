@@ -3,16 +3,31 @@
 //! - [`request`]: ops on one object (`ObjectOperation`) and what their
 //!   replies hold;
 //! - [`objecter`]: the sans-IO objecter: targets from the OSD map, resends
-//!   on map changes and connection resets, in-flight limits, timeouts;
+//!   on map changes and connection resets, in-flight limits, timeouts,
+//!   cancellation;
 //! - [`Rados`] / [`IoCtx`]: the async client, a monitor session keeping the
-//!   OSD map current and a messenger to the OSDs.
+//!   OSD map current and a messenger to the OSDs; each request is a future
+//!   that cancels its op when dropped.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod client;
+mod error;
+mod ioctx;
 pub mod objecter;
+mod paging;
 pub mod request;
+mod shared;
 
-pub use client::{IoCtx, Rados, RadosError, ALL_NAMESPACES, OP_SIZE};
+pub use client::Rados;
+pub use error::{errno_name, RadosError};
+pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
 pub use objecter::{Limits, Object, Objecter, Request};
-pub use request::{Listed, Ops, Reply, Stat};
+pub use request::{Listed, Ops, Reply, SnapContext, Stat};
+
+/// The byte buffers objects are read into and written from.
+pub use bytes::Bytes;
+/// A time as Ceph encodes it (`utime_t`): [`Stat::mtime`].
+pub use msgr_encoding::UTime;
+/// `CEPH_NOSNAP`: the head of an object, not a snapshot.
+pub use msgr_messages::osd_types::NOSNAP;

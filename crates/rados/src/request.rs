@@ -67,6 +67,18 @@ pub mod flag {
     pub const FULL_FORCE: u32 = 0x100_0000;
 }
 
+/// A write's snap context (`SnapContext`): the newest snapshot sequence
+/// of the pool or of the application's self-managed snapshots, and the
+/// snapshots that exist, newest first. The default (seq 0, none) is what
+/// writes to a pool without snapshots carry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapContext {
+    /// The newest snapshot id the writer knows of.
+    pub seq: u64,
+    /// The existing snapshot ids, newest first.
+    pub snaps: Vec<u64>,
+}
+
 /// One op and its input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Op {
@@ -77,7 +89,7 @@ pub struct Op {
 }
 
 impl Op {
-    fn new(code: u16) -> Op {
+    pub(crate) fn new(code: u16) -> Op {
         Op {
             op: OsdOp {
                 op: code,
@@ -87,7 +99,7 @@ impl Op {
         }
     }
 
-    fn extent(code: u16, offset: u64, length: u64, indata: Bytes) -> Op {
+    pub(crate) fn extent(code: u16, offset: u64, length: u64, indata: Bytes) -> Op {
         Op {
             op: OsdOp::extent(code, offset, length),
             indata,
@@ -95,7 +107,7 @@ impl Op {
     }
 
     /// The `xattr` union member: name and value lengths.
-    fn xattr(code: u16, name: &str, value: &[u8]) -> Op {
+    pub(crate) fn xattr(code: u16, name: &str, value: &[u8]) -> Op {
         let mut o = Op::new(code);
         o.op.args[..4].copy_from_slice(&(name.len() as u32).to_le_bytes());
         o.op.args[4..8].copy_from_slice(&(value.len() as u32).to_le_bytes());
@@ -122,7 +134,7 @@ impl Ops {
         Ops(Vec::new())
     }
 
-    fn push(mut self, op: Op) -> Ops {
+    pub(crate) fn push(mut self, op: Op) -> Ops {
         self.0.push(op);
         self
     }

@@ -24,7 +24,7 @@ use msgr_messages::osd_types::{ObjectLocator, PgId, SpgId, NOSNAP};
 use msgr_messages::{HObject, MOSDBackoff, MOSDOp, MOSDOpReply, RequestRedirect};
 use msgr_osdmap::OsdMap;
 
-use crate::request::{flag, split_outdata, Ops, Reply};
+use crate::request::{flag, split_outdata, Ops, Reply, SnapContext};
 
 /// `-EAGAIN`: the OSD asks for the request again.
 const EAGAIN: i32 = -11;
@@ -85,6 +85,29 @@ pub struct Request {
     /// Completed with [`ETIMEDOUT`] if not answered in this long
     /// (`rados_osd_op_timeout`; `None`: wait).
     pub timeout: Option<Duration>,
+    /// The snapshot a read reads ([`NOSNAP`]: the head).
+    pub snapid: u64,
+    /// The snap context a write carries.
+    pub snapc: SnapContext,
+    /// `CEPH_OSD_FLAG_*` the request adds to those the objecter sets
+    /// (e.g. `BALANCE_READS`, `FULL_TRY`).
+    pub flags: u32,
+}
+
+impl Request {
+    /// Ops on `object` with no timeout, at the head, with an empty snap
+    /// context and no extra flags (a write's mtime is the epoch: set it).
+    pub fn new(object: Object, ops: Ops) -> Request {
+        Request {
+            object,
+            ops,
+            mtime: UTime::default(),
+            timeout: None,
+            snapid: NOSNAP,
+            snapc: SnapContext::default(),
+            flags: 0,
+        }
+    }
 }
 
 /// Where a request goes: the PG and its acting primary, and what of the
@@ -327,6 +350,24 @@ impl Objecter {
         let inflight = self.inflight.values().filter_map(|f| f.deadline);
         let throttled = self.throttled.iter().filter_map(|t| t.2);
         inflight.chain(throttled).min()
+    }
+
+    /// Forgets request `tid` (its caller went away): it is not sent (again)
+    /// and no completion comes for it; a reply still on its way is dropped
+    /// as stale. What it held of the budget goes to the requests waiting.
+    /// A request already sent may still be carried out by its OSD (as with
+    /// librados's `aio_cancel`). Whether it was still pending.
+    pub fn cancel(&mut self, tid: u64) -> bool {
+        self.to_place.remove(&tid);
+        if let Some(f) = self.inflight.remove(&tid) {
+            self.used_ops = self.used_ops.saturating_sub(1);
+            self.used_bytes = self.used_bytes.saturating_sub(f.budget);
+            self.admit();
+            return true;
+        }
+        let before = self.throttled.len();
+        self.throttled.retain(|t| t.0 != tid);
+        before != self.throttled.len()
     }
 
     fn complete(&mut self, tid: u64, result: Result<Reply, i32>) {
@@ -737,7 +778,8 @@ fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOS
         true => flag::WRITE,
         false => flag::READ,
     } | flag::ONDISK
-        | flag::KNOWN_REDIR;
+        | flag::KNOWN_REDIR
+        | req.flags;
     // PG ops (`prepare_pg_read_op`) and redirected requests skip tiers; a
     // redirected one says so (`handle_osd_op_reply`).
     if f.ignores_overlay() {
@@ -770,9 +812,9 @@ fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOS
         },
         oid: req.object.name.clone(),
         ops,
-        snapid: NOSNAP,
-        snap_seq: 0,
-        snaps: Vec::new(),
+        snapid: req.snapid,
+        snap_seq: req.snapc.seq,
+        snaps: req.snapc.snaps.clone(),
         retry_attempt: attempt,
         features: 0,
         data,
@@ -788,5 +830,4 @@ impl Target {
 }
 
 #[cfg(test)]
-#[path = "objecter_tests.rs"]
 mod tests;

@@ -6,20 +6,19 @@ use crate::request::Ops;
 use msgr_messages::osd_types::OsdOp;
 
 fn map() -> Arc<OsdMap> {
-    let bytes = include_bytes!("../../../testdata/osdmaps/pacific/full-43.bin");
+    let bytes = include_bytes!("../../../../testdata/osdmaps/pacific/full-43.bin");
     Arc::new(OsdMap::decode(bytes).expect("map"))
 }
 
 fn req(name: &'static str, ops: Ops) -> Request {
+    let object = Object {
+        pool: 1,
+        name: Bytes::from_static(name.as_bytes()),
+        ..Object::default()
+    };
     Request {
-        object: Object {
-            pool: 1,
-            name: Bytes::from_static(name.as_bytes()),
-            ..Object::default()
-        },
-        ops,
         mtime: UTime::new(1, 2),
-        timeout: None,
+        ..Request::new(object, ops)
     }
 }
 
@@ -288,6 +287,69 @@ fn paused_requests_wait_for_a_map_that_lifts_the_pause() {
     let sent = drain(&mut o);
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].msg.flags & flag::READ, flag::READ);
+}
+
+/// A paused write whose caller went away is never sent: lifting the pause
+/// sends nothing (a new user saw a dropped write land after `ceph osd
+/// unpause`).
+#[test]
+fn a_cancelled_paused_write_never_goes() {
+    use msgr_osdmap::flag::PAUSEWR;
+    let m = next_map(&map(), |m| m.flags |= PAUSEWR);
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    let w = o.submit(
+        req("w", Ops::new().write_full(Bytes::from_static(b"x"))),
+        Instant::now(),
+    );
+    assert!(drain(&mut o).is_empty());
+    assert!(o.cancel(w));
+    assert!(!o.cancel(w), "once");
+    assert_eq!(o.pending(), 0);
+    o.handle_map(next_map(&m, |m| m.flags &= !PAUSEWR));
+    assert!(drain(&mut o).is_empty());
+    assert!(o.poll_completion().is_none());
+}
+
+/// A cancelled request frees its budget for the next one; a reply to it
+/// arriving late is dropped; a throttled one is cancelled too.
+#[test]
+fn cancelling_frees_the_budget_and_drops_a_late_reply() {
+    let mut o = Objecter::new(map(), Limits { ops: 1, bytes: 100 });
+    let now = Instant::now();
+    let a = o.submit(req("a", Ops::new().read(0, 1)), now);
+    let b = o.submit(req("b", Ops::new().read(0, 1)), now);
+    let c = o.submit(req("c", Ops::new().read(0, 1)), now);
+    let sent = drain(&mut o);
+    assert_eq!(sent.len(), 1);
+    assert!(o.cancel(c), "throttled");
+    assert!(o.cancel(a), "in flight");
+    let next = drain(&mut o);
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].msg.tid, b);
+    o.handle_reply(sent[0].osd, reply_to(&sent[0], 0, b"x"));
+    assert!(o.poll_completion().is_none(), "the late reply is dropped");
+    o.handle_reply(next[0].osd, reply_to(&next[0], 0, b"y"));
+    assert_eq!(o.poll_completion().map(|c| c.tid), Some(b));
+    assert_eq!(o.pending(), 0);
+}
+
+/// A request's snapshot, snap context and extra flags go into its MOSDOp.
+#[test]
+fn snapshots_and_flags_go_on_the_wire() {
+    let mut o = Objecter::new(map(), Limits::default());
+    let mut r = req("a", Ops::new().read(0, 1));
+    r.snapid = 4;
+    r.snapc = SnapContext {
+        seq: 9,
+        snaps: vec![9, 4],
+    };
+    r.flags = 0x10_0000;
+    o.submit(r, Instant::now());
+    let t = drain(&mut o).remove(0);
+    assert_eq!((t.msg.snapid, t.msg.snap_seq), (4, 9));
+    assert_eq!(t.msg.snaps, vec![9, 4]);
+    assert_eq!(t.msg.flags & 0x10_0000, 0x10_0000);
+    assert_eq!(t.msg.flags & flag::READ, flag::READ);
 }
 
 #[test]

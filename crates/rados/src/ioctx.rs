@@ -1,0 +1,383 @@
+//! [`IoCtx`]: object I/O in one pool, namespace, locator key, read
+//! snapshot and write snap context, each request a future that cancels
+//! its op when dropped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use msgr_encoding::UTime;
+use msgr_messages::osd_types::NOSNAP;
+use msgr_messages::HObject;
+use tokio::sync::oneshot;
+
+use crate::error::RadosError;
+use crate::objecter::{Object, Request, ENOENT, ETIMEDOUT};
+use crate::paging::{list_pages, omap_pages};
+use crate::request::{
+    decode_nls, decode_omap_keys, decode_omap_vals, decode_stat, decode_xattrs, Listed, Ops, Reply,
+    SnapContext, Stat,
+};
+use crate::shared::{lock, Shared};
+
+/// Reads and writes of whole objects go in pieces of this size, as the
+/// `rados` tool's (`--op-size`, 4 MiB).
+pub const OP_SIZE: usize = 4 << 20;
+/// Omap entries asked for at a time (librados's default batch).
+pub const OMAP_BATCH: u64 = 512;
+/// Objects asked for per PGNLS.
+const LIST_COUNT: u64 = 1024;
+/// The namespace that lists every namespace (`LIBRADOS_ALL_NSPACES`).
+pub const ALL_NAMESPACES: &str = "\u{1}";
+
+/// Object I/O in one pool and namespace.
+#[derive(Clone)]
+pub struct IoCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) pool: i64,
+    pub(crate) nspace: String,
+    /// The locator key objects are placed by (empty: their names).
+    pub(crate) key: String,
+    pub(crate) timeout: Option<Duration>,
+    /// The snapshot reads read ([`NOSNAP`]: the head).
+    pub(crate) read_snap: u64,
+    /// The snap context writes carry.
+    pub(crate) snapc: SnapContext,
+}
+
+impl IoCtx {
+    pub(crate) fn new(shared: Arc<Shared>, pool: i64) -> IoCtx {
+        IoCtx {
+            shared,
+            pool,
+            nspace: String::new(),
+            key: String::new(),
+            timeout: None,
+            read_snap: NOSNAP,
+            snapc: SnapContext::default(),
+        }
+    }
+}
+
+/// A request in flight for a future: dropping it before its reply came
+/// cancels the op in the objecter (not sent if it was not yet; a late
+/// reply ignored).
+struct InFlight<'a> {
+    shared: &'a Arc<Shared>,
+    tid: u64,
+    answered: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let mut o = lock(&self.shared.objecter);
+        o.cancel(self.tid);
+        lock(&self.shared.waiters).remove(&self.tid);
+        // The budget it freed may let a waiting request go.
+        let waiting = o.placements_waiting();
+        drop(o);
+        if waiting {
+            self.shared.place_soon();
+        }
+    }
+}
+
+/// The first op's output of a reply.
+pub(crate) fn first_out(r: &Reply) -> Bytes {
+    r.ops.first().map(|o| o.outdata.clone()).unwrap_or_default()
+}
+
+impl IoCtx {
+    /// The pool this context works in.
+    pub fn pool(&self) -> i64 {
+        self.pool
+    }
+
+    /// Objects in namespace `nspace` from now on ([`ALL_NAMESPACES`] lists
+    /// every namespace).
+    pub fn set_namespace(&mut self, nspace: &str) {
+        self.nspace = nspace.to_string();
+    }
+
+    /// Objects placed by locator key `key` instead of their names from now
+    /// on (`rados_ioctx_locator_set_key`; empty: by name).
+    pub fn set_locator_key(&mut self, key: &str) {
+        self.key = key.to_string();
+    }
+
+    /// Reads read snapshot `snap` from now on ([`NOSNAP`]: the head;
+    /// `rados_ioctx_snap_set_read`).
+    pub fn set_read_snap(&mut self, snap: u64) {
+        self.read_snap = snap;
+    }
+
+    /// Writes carry `snapc` from now on (self-managed snapshots:
+    /// `rados_ioctx_selfmanaged_snap_set_write_ctx`).
+    pub fn set_write_snap_context(&mut self, snapc: SnapContext) {
+        self.snapc = snapc;
+    }
+
+    /// Requests end with ETIMEDOUT after this long (`rados_osd_op_timeout`).
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
+    }
+
+    /// Runs `ops` on object `name` atomically (one MOSDOp): the reply, or
+    /// the errno of the first op that failed as an error naming the
+    /// object.
+    pub async fn operate(&self, name: &[u8], ops: Ops) -> Result<Reply, RadosError> {
+        self.submit(Bytes::copy_from_slice(name), None, ops).await
+    }
+
+    pub(crate) async fn submit(
+        &self,
+        name: Bytes,
+        pg: Option<u32>,
+        ops: Ops,
+    ) -> Result<Reply, RadosError> {
+        let object = Object {
+            pool: self.pool,
+            name,
+            nspace: self.nspace.clone(),
+            key: self.key.clone(),
+            pg,
+        };
+        let req = Request {
+            mtime: UTime::from_duration(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default(),
+            ),
+            timeout: self.timeout,
+            snapid: self.read_snap,
+            snapc: self.snapc.clone(),
+            ..Request::new(object, ops)
+        };
+        self.run(req).await
+    }
+
+    /// Sends `req` and waits for its reply; dropping the future cancels it.
+    pub(crate) async fn run(&self, req: Request) -> Result<Reply, RadosError> {
+        // What an error names: the object, or the listing of a PG.
+        let what = match req.object.pg {
+            Some(_) => "listing".to_string(),
+            None => String::from_utf8_lossy(&req.object.name).into_owned(),
+        };
+        let (tx, rx) = oneshot::channel();
+        let mut pending = {
+            let mut o = lock(&self.shared.objecter);
+            let tid = o.submit(req, Instant::now());
+            lock(&self.shared.waiters).insert(tid, tx);
+            InFlight {
+                shared: &self.shared,
+                tid,
+                answered: false,
+            }
+        };
+        self.shared.timer.notify_one();
+        self.shared.place();
+        let answer = rx.await;
+        pending.answered = true;
+        match answer {
+            Ok(Ok(r)) if r.result < 0 => Err(RadosError::Os {
+                errno: r.result,
+                what,
+            }),
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(errno)) if errno == ENOENT => Err(RadosError::NoPool(self.pool.to_string())),
+            Ok(Err(errno)) => Err(RadosError::Os {
+                errno,
+                what: match errno {
+                    ETIMEDOUT => format!("{what} (no reply in time)"),
+                    _ => what,
+                },
+            }),
+            Err(_) => Err(RadosError::Shutdown),
+        }
+    }
+
+    /// Every object of the pool in this namespace (or in all of them, with
+    /// the namespace [`ALL_NAMESPACES`]), PG by PG in the order the OSDs
+    /// keep them (`list_nobjects`).
+    pub async fn list(&self) -> Result<Vec<Listed>, RadosError> {
+        list_pages(|cursor| self.list_page(cursor)).await
+    }
+
+    /// One PGNLS from `cursor`: the OSD that answered, where to go on,
+    /// what it found.
+    async fn list_page(&self, cursor: HObject) -> Result<(i32, HObject, Vec<Listed>), RadosError> {
+        let (epoch, pg) = {
+            let o = lock(&self.shared.objecter);
+            let map = o.map();
+            let pool = map
+                .pools
+                .get(&self.pool)
+                .ok_or_else(|| RadosError::NoPool(self.pool.to_string()))?;
+            let seed = msgr_osdmap::hash::stable_mod(cursor.hash, pool.pg_num, pool.pg_num_mask);
+            (map.epoch, seed)
+        };
+        let ops = Ops::new().pg_nls(LIST_COUNT, &cursor, epoch);
+        let r = self.submit(Bytes::new(), Some(pg), ops).await?;
+        let (next, entries) = decode_nls(&first_out(&r))
+            .map_err(|e| RadosError::BadReply(format!("object listing: {e}")))?;
+        Ok((r.osd, next, entries))
+    }
+
+    /// Replace the object's data with `data` (WRITEFULL).
+    pub async fn write_full(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().write_full(data))
+            .await
+            .map(drop)
+    }
+
+    /// Write `data` at `offset` (WRITE).
+    pub async fn write(&self, name: &[u8], offset: u64, data: Bytes) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().write(offset, data))
+            .await
+            .map(drop)
+    }
+
+    /// Append `data` to the object (APPEND).
+    pub async fn append(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().append(data)).await.map(drop)
+    }
+
+    /// Read `length` bytes from `offset` (READ).
+    pub async fn read(&self, name: &[u8], offset: u64, length: u64) -> Result<Bytes, RadosError> {
+        let r = self.operate(name, Ops::new().read(offset, length)).await?;
+        Ok(first_out(&r))
+    }
+
+    /// The object's size and mtime (STAT).
+    pub async fn stat(&self, name: &[u8]) -> Result<Stat, RadosError> {
+        let r = self.operate(name, Ops::new().stat()).await?;
+        decode_stat(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("stat: {e}")))
+    }
+
+    /// Delete the object (DELETE).
+    pub async fn remove(&self, name: &[u8]) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().remove()).await.map(drop)
+    }
+
+    /// Truncate the object to `size` bytes (TRUNCATE).
+    pub async fn truncate(&self, name: &[u8], size: u64) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().truncate(size))
+            .await
+            .map(drop)
+    }
+
+    /// Zero `length` bytes from `offset` (ZERO).
+    pub async fn zero(&self, name: &[u8], offset: u64, length: u64) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().zero(offset, length))
+            .await
+            .map(drop)
+    }
+
+    /// Create the object; with `exclusive`, fail if it exists (CREATE).
+    pub async fn create(&self, name: &[u8], exclusive: bool) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().create(exclusive))
+            .await
+            .map(drop)
+    }
+
+    /// Set xattr `key` to `value` (SETXATTR).
+    pub async fn setxattr(&self, name: &[u8], key: &str, value: &[u8]) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().setxattr(key, value))
+            .await
+            .map(drop)
+    }
+
+    /// The value of xattr `key` (GETXATTR).
+    pub async fn getxattr(&self, name: &[u8], key: &str) -> Result<Bytes, RadosError> {
+        let r = self.operate(name, Ops::new().getxattr(key)).await?;
+        Ok(first_out(&r))
+    }
+
+    /// All the object's xattrs (GETXATTRS).
+    pub async fn getxattrs(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
+        let r = self.operate(name, Ops::new().getxattrs()).await?;
+        decode_xattrs(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("getxattrs: {e}")))
+    }
+
+    /// Remove xattr `key` (RMXATTR).
+    pub async fn rmxattr(&self, name: &[u8], key: &str) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().rmxattr(key)).await.map(drop)
+    }
+
+    /// Sets omap entries.
+    pub async fn omap_set(
+        &self,
+        name: &[u8],
+        kv: &BTreeMap<String, Bytes>,
+    ) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().omap_set(kv)).await.map(drop)
+    }
+
+    /// Removes omap keys.
+    pub async fn omap_rm(&self, name: &[u8], keys: &[String]) -> Result<(), RadosError> {
+        self.operate(name, Ops::new().omap_rm(keys)).await.map(drop)
+    }
+
+    /// Every omap key, asked for 512 at a time.
+    pub async fn omap_keys(&self, name: &[u8]) -> Result<Vec<String>, RadosError> {
+        let keys = omap_pages("omap keys", |after| async move {
+            let r = self
+                .operate(name, Ops::new().omap_get_keys(&after, OMAP_BATCH))
+                .await?;
+            let (batch, more) = decode_omap_keys(&first_out(&r))
+                .map_err(|e| RadosError::BadReply(format!("omap keys: {e}")))?;
+            Ok((r.osd, batch.into_iter().map(|k| (k, ())).collect(), more))
+        })
+        .await?;
+        Ok(keys.into_iter().map(|(k, ())| k).collect())
+    }
+
+    /// Every omap entry, asked for 512 at a time.
+    pub async fn omap_vals(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
+        let vals = omap_pages("omap values", |after| async move {
+            let r = self
+                .operate(name, Ops::new().omap_get_vals(&after, "", OMAP_BATCH))
+                .await?;
+            let (batch, more) = decode_omap_vals(&first_out(&r))
+                .map_err(|e| RadosError::BadReply(format!("omap values: {e}")))?;
+            Ok((r.osd, batch.into_iter().collect(), more))
+        })
+        .await?;
+        Ok(vals.into_iter().collect())
+    }
+
+    /// The whole object, read in [`OP_SIZE`] pieces until one comes back
+    /// short (as `rados get` reads).
+    pub async fn read_all(&self, name: &[u8]) -> Result<Vec<u8>, RadosError> {
+        let mut out = Vec::new();
+        loop {
+            let piece = self.read(name, out.len() as u64, OP_SIZE as u64).await?;
+            out.extend_from_slice(&piece);
+            if piece.len() < OP_SIZE {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Replaces the object with `data`, written in [`OP_SIZE`] pieces (the
+    /// first a write_full, as `rados put` writes).
+    pub async fn write_all(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
+        let mut at = 0usize;
+        loop {
+            let end = at.saturating_add(OP_SIZE).min(data.len());
+            let piece = data.slice(at..end);
+            match at {
+                0 => self.write_full(name, piece).await?,
+                _ => self.write(name, at as u64, piece).await?,
+            }
+            at = end;
+            if at >= data.len() {
+                return Ok(());
+            }
+        }
+    }
+}

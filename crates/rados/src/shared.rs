@@ -1,0 +1,131 @@
+//! What the client's tasks, its futures and the messenger's dispatcher
+//! share: the objecter under its lock, the waiters of its requests, the
+//! connections to the OSDs; and the steps that move requests along
+//! (placing them off the lock, sending what the objecter queued, handing
+//! out what it finished).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use msgr_encoding::EntityType;
+use msgr_messages::TypedMessage;
+use msgr_messenger::{Connection, Messenger};
+use msgr_transport::Transport;
+use tokio::sync::{oneshot, Notify};
+
+use crate::objecter::Objecter;
+use crate::request::Reply;
+
+/// What the tasks and the dispatcher share.
+pub(crate) struct Shared {
+    pub(crate) objecter: Mutex<Objecter>,
+    pub(crate) waiters: Mutex<HashMap<u64, oneshot::Sender<Result<Reply, i32>>>>,
+    /// The connection to each OSD we talk to, and the addresses (as the
+    /// map gave them) it was opened to.
+    pub(crate) conns: Mutex<HashMap<i32, (msgr_encoding::EntityAddrvec, Connection)>>,
+    /// The messenger to the OSDs, whatever its transport (`None` once
+    /// shut down).
+    pub(crate) messenger: Mutex<Option<Arc<dyn Dial>>>,
+    /// Wakes the timer when a request with a deadline arrives.
+    pub(crate) timer: Notify,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Opens connections to OSDs: a messenger of any transport, so that the
+/// objecter's shared state needs no transport parameter.
+pub(crate) trait Dial: Send + Sync {
+    fn dial(&self, addrs: &msgr_encoding::EntityAddrvec) -> Connection;
+}
+
+impl<T: Transport> Dial for Messenger<T> {
+    fn dial(&self, addrs: &msgr_encoding::EntityAddrvec) -> Connection {
+        self.connect(addrs, EntityType::OSD)
+    }
+}
+
+impl Shared {
+    /// Computes the targets the objecter queued, a batch at a time until
+    /// none is left, each with the map it was taken with and without the
+    /// objecter's lock (a batch another task has out is finished by that
+    /// task, which looks again once it is back); then sends and hands out
+    /// what that decided. Not for the messenger's dispatch callback.
+    pub(crate) fn place(&self) {
+        loop {
+            let batch = lock(&self.objecter).take_placements();
+            let Some(batch) = batch else {
+                break;
+            };
+            let placed = batch.run();
+            lock(&self.objecter).finish_placements(placed);
+        }
+        self.flush();
+    }
+
+    /// [`Shared::place`] on tokio's blocking pool, off the runtime's
+    /// workers, for placements a map, a reset, a timeout or a reply called
+    /// for.
+    pub(crate) async fn place_aside(self: &Arc<Self>) {
+        let shared = self.clone();
+        let _ = tokio::task::spawn_blocking(move || shared.place()).await;
+    }
+
+    /// [`Shared::place`] on tokio's blocking pool without waiting for it,
+    /// from code that cannot wait (a dropped future); nothing outside a
+    /// runtime (the next request or timer places what is left).
+    pub(crate) fn place_soon(self: &Arc<Self>) {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let shared = self.clone();
+            rt.spawn_blocking(move || shared.place());
+        }
+    }
+
+    /// Sends what the objecter queued and hands out what it finished.
+    pub(crate) fn flush(&self) {
+        let (map, transmits, done) = {
+            let mut o = lock(&self.objecter);
+            let t: Vec<_> = std::iter::from_fn(|| o.poll_transmit()).collect();
+            let d: Vec<_> = std::iter::from_fn(|| o.poll_completion()).collect();
+            (o.map().clone(), t, d)
+        };
+        for t in transmits {
+            // An OSD gone from this newer map: its request goes again with
+            // the map that moved it.
+            let Some(c) = map.osd_addrs(t.osd).and_then(|a| self.conn_to(t.osd, a)) else {
+                continue;
+            };
+            c.send_nowait(t.msg.to_message(c.features()));
+        }
+        let mut waiters = lock(&self.waiters);
+        for c in done {
+            if let Some(w) = waiters.remove(&c.tid) {
+                let _ = w.send(c.result);
+            }
+        }
+    }
+
+    /// The connection to `osd` at `addrs` (a new one if the OSD moved).
+    fn conn_to(&self, osd: i32, addrs: &msgr_encoding::EntityAddrvec) -> Option<Connection> {
+        let messenger = lock(&self.messenger).clone()?;
+        let mut conns = lock(&self.conns);
+        if let Some((at, c)) = conns.get(&osd) {
+            if at == addrs {
+                return Some(c.clone());
+            }
+            c.mark_down();
+        }
+        let c = messenger.dial(addrs);
+        conns.insert(osd, (addrs.clone(), c.clone()));
+        Some(c)
+    }
+
+    /// The OSD a connection is to.
+    pub(crate) fn osd_of(&self, conn: &Connection) -> Option<i32> {
+        lock(&self.conns)
+            .iter()
+            .find(|(_, (_, c))| c == conn)
+            .map(|(o, _)| *o)
+    }
+}

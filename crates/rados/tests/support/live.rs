@@ -1,0 +1,132 @@
+//! What the live tests (`tests/live_*.rs`) share: a client on the cluster
+//! `CEPH_CONF` names and Ceph's own tools for the same cluster, to check
+//! each feature against librados both ways.
+//!
+//! The live tests are `#[ignore]`d: `cargo test` alone has no cluster.
+//! scripts/interop/rados.sh runs them against its Ceph 16 and Ceph 20
+//! clusters (`cargo test --release -p msgr-rados --test 'live_*' --
+//! --ignored`) with:
+//! - `CEPH_CONF`: the cluster's ceph.conf (client.admin's keyring in it);
+//! - `MSGR_TEST_RADOS`: a shell command running Ceph's `rados` on it
+//!   (arguments appended);
+//! - `MSGR_TEST_PYTHON`: a shell command running a Python with Ceph's
+//!   `rados` module (`-` and arguments appended, the script on stdin; it
+//!   finds the ceph.conf in `CEPH_CONF`, which the command passes on);
+//! - `MSGR_TEST_MSGR`: our `msgr` binary (for the `msgr rados` commands);
+//! - `MSGR_TEST_RELEASE`: `pacific` or `tentacle`.
+//!
+//! Run by hand against a cluster of scripts/ceph/pacific-cluster.sh:
+//! `CEPH_CONF=DIR/ceph.conf MSGR_TEST_RADOS="rados -c DIR/ceph.conf"
+//! MSGR_TEST_PYTHON=/usr/bin/python3 MSGR_TEST_MSGR=target/release/msgr
+//! MSGR_TEST_RELEASE=pacific cargo test --release -p msgr-rados --test
+//! 'live_*' -- --ignored`.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use msgr_monc::identity::{ClusterOpts, Identity};
+use msgr_rados::{Limits, Rados};
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: live tests run against a cluster (see tests/support/live.rs)")
+    })
+}
+
+/// The release under test (`pacific`, `tentacle`).
+pub fn release() -> String {
+    env("MSGR_TEST_RELEASE")
+}
+
+/// A client of the cluster, as client.admin.
+pub async fn connect() -> Rados {
+    let _ = env("CEPH_CONF");
+    let id = Identity::load(&ClusterOpts::default()).expect("the identity from CEPH_CONF");
+    Rados::connect(&id, Limits::default())
+        .await
+        .expect("connected to the cluster")
+}
+
+/// A name no other run or test uses: `what`, the process id and a count.
+pub fn unique(what: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{what}-{}-{n}", std::process::id())
+}
+
+fn shell(prefix: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    use std::io::Write;
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!("{prefix} \"$@\""))
+        .arg("sh")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("the shell runs");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(data) = stdin {
+        input.write_all(data).expect("stdin written");
+    }
+    drop(input);
+    child.wait_with_output().expect("the command ran")
+}
+
+/// Ceph's `rados` with `args`, on the cluster under test.
+pub fn rados_cli(args: &[&str]) -> Output {
+    shell(&env("MSGR_TEST_RADOS"), args, None)
+}
+
+/// Ceph's `rados` with `args` and `stdin`.
+pub fn rados_cli_in(args: &[&str], stdin: &[u8]) -> Output {
+    shell(&env("MSGR_TEST_RADOS"), args, Some(stdin))
+}
+
+/// `rados` with `args`, which must succeed: its stdout.
+pub fn rados_ok(args: &[&str]) -> Vec<u8> {
+    let out = rados_cli(args);
+    assert!(
+        out.status.success(),
+        "rados {args:?} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Our `msgr` with `args` (e.g. `rados -p POOL lock list OBJ`), on the
+/// cluster under test (`-c` and the ceph.conf are put first).
+pub fn msgr_cli(args: &[&str]) -> Output {
+    let conf = env("CEPH_CONF");
+    let mut all: Vec<&str> = Vec::new();
+    all.extend_from_slice(args);
+    all.push("-c");
+    all.push(&conf);
+    Command::new(env("MSGR_TEST_MSGR"))
+        .args(&all)
+        .output()
+        .expect("msgr runs")
+}
+
+/// Python with Ceph's `rados` module running `script` (its text) with
+/// `args` (`sys.argv[1:]`); the script reads the ceph.conf from
+/// `os.environ["CEPH_CONF"]`.
+pub fn python(script: &str, args: &[&str]) -> Output {
+    let mut all = vec!["-"];
+    all.extend_from_slice(args);
+    shell(&env("MSGR_TEST_PYTHON"), &all, Some(script.as_bytes()))
+}
+
+/// [`python`], which must succeed: its stdout.
+pub fn python_ok(script: &str, args: &[&str]) -> Vec<u8> {
+    let out = python(script, args);
+    assert!(
+        out.status.success(),
+        "python {args:?} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
