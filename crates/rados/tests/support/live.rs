@@ -86,10 +86,14 @@ pub fn rados_cli_in(args: &[&str], stdin: &[u8]) -> Output {
 
 /// `rados` with `args`, which must succeed: its stdout.
 pub fn rados_ok(args: &[&str]) -> Vec<u8> {
-    let out = rados_cli(args);
+    succeeded("rados", args, rados_cli(args))
+}
+
+/// The stdout of `what` run with `args`, which must have succeeded.
+fn succeeded(what: &str, args: &[&str], out: Output) -> Vec<u8> {
     assert!(
         out.status.success(),
-        "rados {args:?} failed ({}): {}",
+        "{what} {args:?} failed ({}): {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -121,12 +125,5 @@ pub fn python(script: &str, args: &[&str]) -> Output {
 
 /// [`python`], which must succeed: its stdout.
 pub fn python_ok(script: &str, args: &[&str]) -> Vec<u8> {
-    let out = python(script, args);
-    assert!(
-        out.status.success(),
-        "python {args:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    succeeded("python", args, python(script, args))
 }
