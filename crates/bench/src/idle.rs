@@ -179,15 +179,12 @@ impl ClientNet {
             .ok_or("the keyring has no [client.admin] key")?;
         let rng = Arc::new(SystemRandom);
         let clock = msgr_auth::system_clock();
-        let now = clock();
-        let mut client = CephxClient::new(principal.clone(), key.clone(), rng.clone(), clock);
+        let mut client = CephxClient::new(principal, key.clone(), rng, clock);
         client.service_modes = vec![self.mode];
         let gid = u64::try_from(me.num).map_err(|_| format!("{me}: a negative number"))?;
-        let osd = EntityType::OSD.0 as u32;
-        let ticket = keys
-            .mint(&principal, gid, osd, SERVICE_TICKET_TTL, now, &*rng)
+        client
+            .grant_from(keys, EntityType::OSD, gid, SERVICE_TICKET_TTL)
             .ok_or("the keyring has no [osd.] service secret to mint a ticket with")?;
-        client.install_ticket(EntityType::OSD, gid, ticket.client_ticket(now));
         Ok(Arc::new(CephxProvider {
             client: Some(Arc::new(client)),
             server: None,

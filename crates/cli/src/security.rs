@@ -18,7 +18,7 @@ use msgr_auth::cephx::{
     KeyServer, Keyring, KeyringEntry,
 };
 use msgr_auth::{AuthProvider, ConMode, NoneProvider, SystemRandom};
-use msgr_encoding::{AuthName, EntityName, EntityType, UTime};
+use msgr_encoding::{AuthName, EntityName, EntityType};
 use msgr_frames::compression::Algorithm;
 use msgr_protocol::CompressionConfig;
 
@@ -183,7 +183,6 @@ impl Security {
         };
         let rng = Arc::new(SystemRandom);
         let clock = msgr_auth::system_clock();
-        let now: UTime = clock();
         let principal = match me.kind {
             EntityType::CLIENT => k.client.clone(),
             kind => AuthName::new(kind, me.num.to_string()),
@@ -193,13 +192,7 @@ impl Security {
                 CephxClient::new(principal.clone(), key.clone(), rng.clone(), clock.clone());
             c.service_modes = self.modes();
             let gid = u64::try_from(me.num).unwrap_or_else(|_| k.keys.assign_global_id());
-            let osd = EntityType::OSD.0 as u32;
-            if let Some(t) = k
-                .keys
-                .mint(&principal, gid, osd, SERVICE_TICKET_TTL, now, &*rng)
-            {
-                c.install_ticket(EntityType::OSD, gid, t.client_ticket(now));
-            }
+            c.grant_from(&k.keys, EntityType::OSD, gid, SERVICE_TICKET_TTL);
             Arc::new(c)
         });
         let mut server = CephxServer::new(k.keys.clone(), me.kind, rng, clock);

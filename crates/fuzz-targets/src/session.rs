@@ -165,10 +165,7 @@ fn auth(mode: ConMode, cephx: bool) -> (Arc<dyn AuthProvider>, Arc<dyn AuthProvi
     let key = keys.entity_key(&admin).expect("in the keyring").clone();
     let mut client = CephxClient::new(admin.clone(), key, rng.clone(), clock.clone());
     client.service_modes = vec![mode];
-    let now = clock();
-    if let Some(t) = keys.mint(&admin, 1, EntityType::OSD.0 as u32, 3600, now, &*rng) {
-        client.install_ticket(EntityType::OSD, 1, t.client_ticket(now));
-    }
+    client.grant_from(&keys, EntityType::OSD, 1, 3600);
     (
         Arc::new(CephxProvider {
             client: Some(Arc::new(client)),

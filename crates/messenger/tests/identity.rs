@@ -76,19 +76,8 @@ impl World {
             clock.clone(),
         );
         c.service_modes = modes.to_vec();
-        let now = clock();
-        let t = self
-            .keys
-            .mint(
-                &name,
-                global_id,
-                EntityType::OSD.0 as u32,
-                3600,
-                now,
-                &*self.rng,
-            )
+        c.grant_from(&self.keys, EntityType::OSD, global_id, 3600)
             .unwrap();
-        c.install_ticket(EntityType::OSD, global_id, t.client_ticket(now));
         Arc::new(c)
     }
 

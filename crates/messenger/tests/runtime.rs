@@ -259,14 +259,9 @@ fn cephx_providers(
         clock.clone(),
     );
     client.service_modes = vec![ConMode::SECURE];
-    let now = clock();
     // The client messenger is client.1: a client is numbered by its
     // global id, and the server holds it to that.
-    let gid = 1;
-    let t = keys
-        .mint(&admin, gid, EntityType::OSD.0 as u32, 3600, now, &*rng)
-        .unwrap();
-    client.install_ticket(EntityType::OSD, gid, t.client_ticket(now));
+    client.grant_from(&keys, EntityType::OSD, 1, 3600).unwrap();
     (
         Arc::new(CephxProvider {
             client: Some(Arc::new(client)),

@@ -73,13 +73,8 @@ impl Keys {
         let admin = msgr::AuthName::client_admin();
         let key = self.server.entity_key(&admin).unwrap().clone();
         let c = self.client(key, modes);
-        let now = msgr::auth::system_clock()();
-        let service = EntityType::OSD.0 as u32;
-        let t = self
-            .server
-            .mint(&admin, 1, service, 3600, now, &*self.rng)
+        c.grant_from(&self.server, EntityType::OSD, 1, 3600)
             .unwrap();
-        c.install_ticket(EntityType::OSD, 1, t.client_ticket(now));
         Arc::new(CephxProvider {
             client: Some(c),
             server: None,

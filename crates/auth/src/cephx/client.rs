@@ -25,6 +25,7 @@ use msgr_encoding::{AuthName, Decode, Decoder, Encode, EntityType, UTime};
 
 use super::crypto::usage;
 use super::key::CryptoKey;
+use super::key_server::KeyServer;
 use super::tickets::{Ticket, Tickets};
 use super::wire::{
     client_server_challenge, open, open_from, request, seal_into, Authenticate, Authorize,
@@ -112,6 +113,31 @@ impl CephxClient {
         let mut s = self.state();
         s.global_id = global_id;
         s.tickets.insert(service.0 as u32, ticket);
+    }
+
+    /// Mints this client's ticket to `service` from `keys` and installs it
+    /// under `global_id`, as a monitor session would have fetched it: for
+    /// self-contained benchmarks, servers and tests that hold the service
+    /// secret themselves. `None` (nothing installed) when `keys` has no key
+    /// for this client or no secret for `service`.
+    pub fn grant_from(
+        &self,
+        keys: &KeyServer,
+        service: EntityType,
+        global_id: u64,
+        ttl: u32,
+    ) -> Option<()> {
+        let now = (self.clock)();
+        let minted = keys.mint(
+            &self.name,
+            global_id,
+            service.0 as u32,
+            ttl,
+            now,
+            &*self.rng,
+        )?;
+        self.install_ticket(service, global_id, minted.client_ticket(now));
+        Some(())
     }
 
     /// Forgets the global id and tickets (MonClient::shutdown).
