@@ -29,13 +29,14 @@ pub struct ClusterOpts {
 }
 
 impl ClusterOpts {
-    /// Takes the command-line option `flag` (`-c`, `--conf`, ...) if it is
-    /// one of the `ceph` CLI's, calling `value` for its value.
+    /// Takes the command-line option `flag` (`-c`, `--conf`, ...), one of
+    /// the `ceph` CLI's, calling `value` for its value. A flag it does not
+    /// know is an error naming the ones it does, so a typo is not ignored.
     pub fn take(
         &mut self,
         flag: &str,
         mut value: impl FnMut() -> Result<String, String>,
-    ) -> Result<bool, String> {
+    ) -> Result<(), String> {
         match flag {
             "-c" | "--conf" | "-n" | "--name" | "-i" | "--id" | "--user" | "-k" | "--keyring"
             | "-m" | "--mon-host" | "--mon_host" | "--cluster" => {
@@ -58,9 +59,15 @@ impl ClusterOpts {
             "--mode" => self.mode = Some(value()?.parse()?),
             "--rev0" => self.rev0 = true,
             "--auth-none-fallback" => self.auth_none_fallback = true,
-            _ => return Ok(false),
+            _ => {
+                return Err(format!(
+                    "unknown cluster option {flag:?}: expected one of -c/--conf, -n/--name, \
+                     -i/--id/--user, -k/--keyring, -m/--mon-host, --cluster, --ms_* (Ceph's \
+                     messenger options), --mode, --rev0, --auth-none-fallback"
+                ))
+            }
         }
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -363,6 +370,21 @@ fn find_key(config: &Config) -> Result<Option<CryptoKey>, IdentityError> {
 mod tests {
     use super::*;
     use msgr_auth::cephx::{KeyKind, KeyringEntry};
+
+    #[test]
+    fn an_unknown_cluster_option_is_an_error() {
+        let mut o = ClusterOpts::default();
+        o.take("--mon-host", || Ok("127.0.0.1:3300".into()))
+            .expect("a known option");
+        o.take("--rev0", || unreachable!("takes no value"))
+            .expect("a known flag");
+        assert!(o.rev0);
+        let e = o
+            .take("--keyrnig", || Ok("/etc/ceph/keyring".into()))
+            .expect_err("a typo");
+        assert!(e.contains("unknown cluster option \"--keyrnig\""), "{e}");
+        assert!(e.contains("-k/--keyring"), "{e}");
+    }
 
     /// A conf and a keyring holding client.admin in a fresh directory,
     /// under a random name, that only this user may enter (creation fails
