@@ -203,11 +203,12 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
                     .map(drop),
             }
             .map_err(|e| io_err(file, e))?;
-            io.write_all(obj.as_bytes(), Bytes::from(data)).await?;
+            io.write_in_pieces(obj.as_bytes(), Bytes::from(data))
+                .await?;
             Ok(String::new())
         }
         RadosCmd::Get { obj, file } => {
-            let data = io.read_all(obj.as_bytes()).await?;
+            let data = io.read_in_pieces(obj.as_bytes()).await?;
             match file.as_str() {
                 "-" => std::io::stdout().write_all(&data),
                 f => std::fs::write(f, &data),

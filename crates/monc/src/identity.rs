@@ -204,7 +204,16 @@ pub struct Identity {
     /// cephx_require_version (default 2): msgr1 peers with a cephx
     /// session must sign in CEPHX_V2's format.
     pub cephx_require_version: u32,
+    /// client_mount_timeout: how long connecting (a monitor session and
+    /// the first maps) may take before it fails. [`DEFAULT_MOUNT_TIMEOUT`]
+    /// unless ceph.conf or an option sets it.
+    pub mount_timeout: std::time::Duration,
 }
+
+/// How long a library client waits to connect when `client_mount_timeout`
+/// is not set: 30 s (Ceph's own default, 300 s, leaves a typo in mon_host
+/// unreported for five minutes).
+pub const DEFAULT_MOUNT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Identity {
     /// Resolve `opts` into an identity: read ceph.conf, CEPH_ARGS and the keyring.
@@ -265,6 +274,19 @@ impl Identity {
                     value: v,
                 })?,
             },
+            mount_timeout: match config.get("client_mount_timeout") {
+                None => DEFAULT_MOUNT_TIMEOUT,
+                Some(v) => v
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+                    .map(std::time::Duration::from_secs_f64)
+                    .ok_or(IdentityError::BadOption {
+                        option: "client_mount_timeout".into(),
+                        value: v,
+                    })?,
+            },
             none_fallback: opts.auth_none_fallback && methods.iter().any(|m| m == "none"),
             config,
             mons,
@@ -323,6 +345,7 @@ impl Identity {
         cfg.msgr2 = self.msgr2;
         cfg.name = self.config.name.clone();
         cfg.none_fallback = self.cephx.is_some() && self.none_fallback;
+        cfg.connect_timeout = self.mount_timeout;
         cfg
     }
 }

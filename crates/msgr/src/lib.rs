@@ -112,12 +112,14 @@
 //! timeouts. [`rados::IoCtx`] reads and writes objects of one pool.
 //!
 //! ```no_run
-//! use bytes::Bytes;
-//! use msgr::monc::identity::{ClusterOpts, Identity};
-//! use msgr::rados::{Limits, Rados};
+//! use msgr::rados::{Bytes, RadosConfig};
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let id = Identity::load(&ClusterOpts::default())?;
-//! let rados = Rados::connect(&id, Limits::default()).await?;
+//! // As a librados program: who we are, ceph.conf, options, connect.
+//! let rados = RadosConfig::with_id("admin")
+//!     .conf_read_file("/etc/ceph/ceph.conf")?
+//!     .conf_set("rados_osd_op_timeout", "30")
+//!     .connect()
+//!     .await?;
 //! let io = rados.ioctx("test")?;
 //! io.write_full(b"greeting", Bytes::from_static(b"hello")).await?;
 //! assert_eq!(&io.read(b"greeting", 0, 0).await?[..], b"hello");
@@ -129,6 +131,10 @@
 //! rados.shutdown().await;
 //! # Ok(()) }
 //! ```
+//!
+//! A command-line tool resolves `-c`, `--id`, `-m` and the rest as Ceph's
+//! tools do with [`monc::identity::Identity::load`] and
+//! [`rados::Rados::connect`].
 //!
 //! # Seeing into it
 //!
@@ -258,7 +264,7 @@ pub mod osdmap {
 /// replies.
 pub mod rados {
     pub use msgr_rados::{
-        Bytes, IoCtx, Limits, Listed, Ops, Rados, RadosError, Reply, SnapContext, Stat, UTime,
-        ALL_NAMESPACES, NOSNAP, OP_SIZE,
+        Bytes, IoCtx, Limits, Listed, Ops, Rados, RadosConfig, RadosError, Reply, SnapContext,
+        Stat, UTime, ALL_NAMESPACES, NOSNAP, OP_SIZE,
     };
 }

@@ -92,11 +92,15 @@ pub struct Rados<T: Transport = Tcp> {
     shared: Arc<Shared>,
     messenger: Messenger<T>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// `rados_osd_op_timeout`: each new IoCtx's op timeout.
+    op_timeout: Option<Duration>,
 }
 
 impl Rados<Tcp> {
     /// Connects to the monitors as `id` over TCP, takes the OSD map, and
-    /// is ready to talk to OSDs.
+    /// is ready to talk to OSDs; fails after `id.mount_timeout`
+    /// (`client_mount_timeout`, 30 s unless set) with
+    /// [`RadosError::Mon`] naming every monitor tried.
     pub async fn connect(id: &Identity, limits: Limits) -> Result<Rados<Tcp>, RadosError> {
         Rados::connect_over(Tcp::default(), id, limits).await
     }
@@ -110,10 +114,17 @@ impl<T: Transport> Rados<T> {
         id: &Identity,
         limits: Limits,
     ) -> Result<Rados<T>, RadosError> {
+        let op_timeout = crate::config::op_timeout(id)?;
         let mut cfg = id.mon_client_config();
         cfg.subscribe.push(("osdmap".to_string(), 0));
+        // One deadline for the session and the first map, as
+        // client_mount_timeout bounds librados's connect.
+        let started = std::time::Instant::now();
         let mon = Arc::new(MonClient::connect_over(transport.clone(), cfg).await?);
-        let map = mon.wait_osdmap(0, Duration::from_secs(30)).await?;
+        let left = id.mount_timeout.saturating_sub(started.elapsed());
+        let map = mon
+            .wait_osdmap(0, left.max(Duration::from_millis(1)))
+            .await?;
         let shared = Arc::new(Shared {
             objecter: Mutex::new(Objecter::new(map, limits)),
             waiters: Mutex::new(HashMap::new()),
@@ -138,6 +149,7 @@ impl<T: Transport> Rados<T> {
             shared,
             messenger,
             tasks,
+            op_timeout,
         })
     }
 
@@ -151,13 +163,16 @@ impl<T: Transport> Rados<T> {
         &self.mon
     }
 
-    /// An I/O context on pool `name` (the default namespace).
+    /// An I/O context on pool `name` (the default namespace, the head of
+    /// objects, `rados_osd_op_timeout` as its ops' timeout).
     pub fn ioctx(&self, name: &str) -> Result<IoCtx, RadosError> {
         let pool = self
             .osdmap()
             .pool_id(name)
             .ok_or_else(|| RadosError::NoPool(name.to_string()))?;
-        Ok(IoCtx::new(self.shared.clone(), pool))
+        let mut io = IoCtx::new(self.shared.clone(), pool);
+        io.set_timeout(self.op_timeout);
+        Ok(io)
     }
 
     /// Closes the OSD sessions and the monitor session.

@@ -10,6 +10,9 @@ pub enum RadosError {
     Mon(MonError),
     /// No pool of that name.
     NoPool(String),
+    /// The configuration could not be read or holds a bad value (which
+    /// file or option, and why): fix it before connecting.
+    Config(String),
     /// An OSD (or the objecter) answered with an errno.
     Os {
         /// The negative errno.
@@ -63,6 +66,7 @@ impl std::fmt::Display for RadosError {
         match self {
             RadosError::Mon(e) => write!(f, "monitors: {e}"),
             RadosError::NoPool(p) => write!(f, "pool {p} does not exist"),
+            RadosError::Config(why) => write!(f, "configuration: {why}"),
             RadosError::Os { errno, what } => {
                 write!(f, "{what}: error {errno}: {}", errno_name(*errno))
             }

@@ -227,88 +227,97 @@ impl IoCtx {
         Ok((r.osd, next, entries))
     }
 
-    /// Replace the object's data with `data` (WRITEFULL).
+    /// Replaces the object's data with `data`, creating it if need be
+    /// (WRITEFULL): one op, atomic.
     pub async fn write_full(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
         self.operate(name, Ops::new().write_full(data))
             .await
             .map(drop)
     }
 
-    /// Write `data` at `offset` (WRITE).
+    /// Writes `data` at `offset`, creating the object if need be and
+    /// growing it past its end (WRITE).
     pub async fn write(&self, name: &[u8], offset: u64, data: Bytes) -> Result<(), RadosError> {
         self.operate(name, Ops::new().write(offset, data))
             .await
             .map(drop)
     }
 
-    /// Append `data` to the object (APPEND).
+    /// Appends `data` to the object, creating it if need be (APPEND).
     pub async fn append(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
         self.operate(name, Ops::new().append(data)).await.map(drop)
     }
 
-    /// Read `length` bytes from `offset` (READ).
+    /// Reads `length` bytes from `offset` (READ); a `length` of 0 reads to
+    /// the end of the object. Fewer bytes come back past the end, none
+    /// from an empty object; a missing object is ENOENT.
     pub async fn read(&self, name: &[u8], offset: u64, length: u64) -> Result<Bytes, RadosError> {
         let r = self.operate(name, Ops::new().read(offset, length)).await?;
         Ok(first_out(&r))
     }
 
-    /// The object's size and mtime (STAT).
+    /// The object's size and modification time (STAT); ENOENT if it does
+    /// not exist.
     pub async fn stat(&self, name: &[u8]) -> Result<Stat, RadosError> {
         let r = self.operate(name, Ops::new().stat()).await?;
         decode_stat(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("stat: {e}")))
     }
 
-    /// Delete the object (DELETE).
+    /// Deletes the object (DELETE); ENOENT if it does not exist.
     pub async fn remove(&self, name: &[u8]) -> Result<(), RadosError> {
         self.operate(name, Ops::new().remove()).await.map(drop)
     }
 
-    /// Truncate the object to `size` bytes (TRUNCATE).
+    /// Truncates (or extends with zeros) the object to `size` bytes
+    /// (TRUNCATE).
     pub async fn truncate(&self, name: &[u8], size: u64) -> Result<(), RadosError> {
         self.operate(name, Ops::new().truncate(size))
             .await
             .map(drop)
     }
 
-    /// Zero `length` bytes from `offset` (ZERO).
+    /// Zeroes `length` bytes from `offset`, not growing the object (ZERO).
     pub async fn zero(&self, name: &[u8], offset: u64, length: u64) -> Result<(), RadosError> {
         self.operate(name, Ops::new().zero(offset, length))
             .await
             .map(drop)
     }
 
-    /// Create the object; with `exclusive`, fail if it exists (CREATE).
+    /// Creates the object empty; with `exclusive`, EEXIST if it exists, else
+    /// nothing happens to an existing one (CREATE).
     pub async fn create(&self, name: &[u8], exclusive: bool) -> Result<(), RadosError> {
         self.operate(name, Ops::new().create(exclusive))
             .await
             .map(drop)
     }
 
-    /// Set xattr `key` to `value` (SETXATTR).
+    /// Sets xattr `key` to `value`, creating the object if need be
+    /// (SETXATTR).
     pub async fn setxattr(&self, name: &[u8], key: &str, value: &[u8]) -> Result<(), RadosError> {
         self.operate(name, Ops::new().setxattr(key, value))
             .await
             .map(drop)
     }
 
-    /// The value of xattr `key` (GETXATTR).
+    /// The value of xattr `key` (GETXATTR); ENODATA if it has none.
     pub async fn getxattr(&self, name: &[u8], key: &str) -> Result<Bytes, RadosError> {
         let r = self.operate(name, Ops::new().getxattr(key)).await?;
         Ok(first_out(&r))
     }
 
-    /// All the object's xattrs (GETXATTRS).
+    /// All the object's xattrs, by name (GETXATTRS).
     pub async fn getxattrs(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
         let r = self.operate(name, Ops::new().getxattrs()).await?;
         decode_xattrs(&first_out(&r)).map_err(|e| RadosError::BadReply(format!("getxattrs: {e}")))
     }
 
-    /// Remove xattr `key` (RMXATTR).
+    /// Removes xattr `key` (RMXATTR).
     pub async fn rmxattr(&self, name: &[u8], key: &str) -> Result<(), RadosError> {
         self.operate(name, Ops::new().rmxattr(key)).await.map(drop)
     }
 
-    /// Sets omap entries.
+    /// Sets the omap entries `kv`, creating the object if need be
+    /// (OMAPSETVALS).
     pub async fn omap_set(
         &self,
         name: &[u8],
@@ -317,12 +326,13 @@ impl IoCtx {
         self.operate(name, Ops::new().omap_set(kv)).await.map(drop)
     }
 
-    /// Removes omap keys.
+    /// Removes omap `keys`; missing ones are no error (OMAPRMKEYS).
     pub async fn omap_rm(&self, name: &[u8], keys: &[String]) -> Result<(), RadosError> {
         self.operate(name, Ops::new().omap_rm(keys)).await.map(drop)
     }
 
-    /// Every omap key, asked for 512 at a time.
+    /// Every omap key, in order, asked for [`OMAP_BATCH`] at a time
+    /// (OMAPGETKEYS).
     pub async fn omap_keys(&self, name: &[u8]) -> Result<Vec<String>, RadosError> {
         let keys = omap_pages("omap keys", |after| async move {
             let r = self
@@ -336,7 +346,7 @@ impl IoCtx {
         Ok(keys.into_iter().map(|(k, ())| k).collect())
     }
 
-    /// Every omap entry, asked for 512 at a time.
+    /// Every omap entry, asked for [`OMAP_BATCH`] at a time (OMAPGETVALS).
     pub async fn omap_vals(&self, name: &[u8]) -> Result<BTreeMap<String, Bytes>, RadosError> {
         let vals = omap_pages("omap values", |after| async move {
             let r = self
@@ -351,8 +361,10 @@ impl IoCtx {
     }
 
     /// The whole object, read in [`OP_SIZE`] pieces until one comes back
-    /// short (as `rados get` reads).
-    pub async fn read_all(&self, name: &[u8]) -> Result<Vec<u8>, RadosError> {
+    /// short, as `rados get` reads. Not atomic: a writer between two pieces
+    /// is seen half; one [`read`](IoCtx::read) of length 0 reads the whole
+    /// object at once.
+    pub async fn read_in_pieces(&self, name: &[u8]) -> Result<Vec<u8>, RadosError> {
         let mut out = Vec::new();
         loop {
             let piece = self.read(name, out.len() as u64, OP_SIZE as u64).await?;
@@ -363,9 +375,12 @@ impl IoCtx {
         }
     }
 
-    /// Replaces the object with `data`, written in [`OP_SIZE`] pieces (the
-    /// first a write_full, as `rados put` writes).
-    pub async fn write_all(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
+    /// Replaces the object with `data`, written in [`OP_SIZE`] pieces, the
+    /// first a WRITEFULL, as `rados put` writes (an OSD refuses one message
+    /// larger than `osd_max_write_size`, 90 MiB by default). Not atomic: a
+    /// reader may see the first pieces only, and a failure leaves them
+    /// written; [`write_full`](IoCtx::write_full) is one op.
+    pub async fn write_in_pieces(&self, name: &[u8], data: Bytes) -> Result<(), RadosError> {
         let mut at = 0usize;
         loop {
             let end = at.saturating_add(OP_SIZE).min(data.len());

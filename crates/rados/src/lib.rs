@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod config;
 mod error;
 mod ioctx;
 pub mod objecter;
@@ -20,6 +21,7 @@ pub mod request;
 mod shared;
 
 pub use client::Rados;
+pub use config::RadosConfig;
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
 pub use objecter::{Limits, Object, Objecter, Request};
