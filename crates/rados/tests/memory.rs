@@ -157,6 +157,7 @@ async fn objects_are_written_and_read_over_the_memory_network_through_a_reset() 
         msgr2: true,
         sign_messages: false,
         cephx_require_version: 2,
+        mount_timeout: msgr_monc::identity::DEFAULT_MOUNT_TIMEOUT,
     };
     let rados = Rados::connect_over(net.clone(), &id, Limits::default())
         .await
