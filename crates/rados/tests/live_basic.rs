@@ -71,3 +71,45 @@ async fn a_dropped_write_never_lands() {
     assert_eq!(e.errno(), Some(-2), "{e}");
     rados.shutdown().await;
 }
+
+/// Set up as a librados program is (the file named, an option set), the
+/// client connects, and an op timeout set as `rados_osd_op_timeout` holds
+/// for each IoCtx: a read held by `osd pause` ends in ETIMEDOUT.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn a_client_set_up_as_librados_is_times_out_ops() {
+    let conf = std::env::var("CEPH_CONF").expect("CEPH_CONF");
+    let rados = msgr_rados::RadosConfig::new()
+        .conf_read_file(&conf)
+        .expect("ceph.conf")
+        .conf_set("rados_osd_op_timeout", "2")
+        .connect()
+        .await
+        .expect("connected");
+    let io = rados.ioctx(POOL).expect("pool test");
+    let name = unique("basic-config");
+    io.write_full(name.as_bytes(), Bytes::from_static(b"x"))
+        .await
+        .expect("written");
+    let mon = rados.mon();
+    let run = |cmd: &'static str| async move {
+        let r = mon
+            .command(cmd, Bytes::new(), Duration::from_secs(30))
+            .await
+            .expect("monitor command");
+        assert_eq!(r.r, 0, "{cmd}: {}", r.rs);
+    };
+    run(r#"{"prefix": "osd pause"}"#).await;
+    let pauserd = msgr_osdmap::flag::PAUSERD;
+    while rados.osdmap().flags & pauserd == 0 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = io.read(name.as_bytes(), 0, 0).await;
+    run(r#"{"prefix": "osd unpause"}"#).await;
+    match r {
+        Err(e) => assert_eq!(e.errno(), Some(-110), "{e}"),
+        Ok(d) => panic!("a paused read answered {d:?}"),
+    }
+    io.remove(name.as_bytes()).await.expect("removed");
+    rados.shutdown().await;
+}
