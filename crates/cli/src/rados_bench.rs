@@ -300,12 +300,7 @@ pub async fn run(
             if args.cleanup {
                 let begin = Instant::now();
                 out("Cleaning up (deleting benchmark objects)\n");
-                for i in 0..t.ops {
-                    match io.remove(object_name(&prefix, i).as_bytes()).await {
-                        Err(e) if e.errno() != Some(-2) => return Err(e),
-                        _ => {}
-                    }
-                }
+                remove_objects(io, &prefix, t.ops, args.concurrency).await?;
                 out(&format!(
                     "Removed {} object{}\n",
                     t.ops,
@@ -414,5 +409,36 @@ mod tests {
         assert_eq!(freed, contents(4096, 6), "taken once free");
         assert!(r.buffers().is_empty());
         drop(other);
+    }
+}
+
+/// Removes the benchmark's objects `0..count` with `concurrency` removals
+/// in flight, as ObjBencher::clean_up keeps `-t` aio removes going; one
+/// already gone is no error.
+async fn remove_objects(
+    io: &IoCtx,
+    prefix: &str,
+    count: u64,
+    concurrency: usize,
+) -> Result<(), RadosError> {
+    let mut flying = JoinSet::new();
+    let mut next = 0u64;
+    loop {
+        while next < count && flying.len() < concurrency.max(1) {
+            let (io, name) = (io.clone(), object_name(prefix, next));
+            flying.spawn(async move { io.remove(name.as_bytes()).await });
+            next += 1;
+        }
+        match flying.join_next().await {
+            None => return Ok(()),
+            Some(Ok(Err(e))) if e.errno() != Some(-2) => return Err(e),
+            Some(Ok(_)) => {}
+            Some(Err(join)) => {
+                return Err(RadosError::Os {
+                    errno: -5,
+                    what: format!("removing benchmark objects: {join}"),
+                })
+            }
+        }
     }
 }
