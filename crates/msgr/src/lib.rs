@@ -264,7 +264,8 @@ pub mod osdmap {
 /// replies.
 pub mod rados {
     pub use msgr_rados::{
-        Bytes, IoCtx, Limits, Listed, Ops, Rados, RadosConfig, RadosError, Reply, SnapContext,
-        Stat, UTime, ALL_NAMESPACES, NOSNAP, OP_SIZE,
+        io_error, Bytes, IoCtx, Limits, Listed, ObjectHandle, ObjectList, Ops, Rados, RadosConfig,
+        RadosError, Reply, SnapContext, Stat, UTime, ALL_NAMESPACES, NOSNAP, OBJECT_CHUNK,
+        OBJECT_WINDOW, OP_SIZE,
     };
 }

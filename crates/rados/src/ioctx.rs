@@ -209,7 +209,10 @@ impl IoCtx {
 
     /// One PGNLS from `cursor`: the OSD that answered, where to go on,
     /// what it found.
-    async fn list_page(&self, cursor: HObject) -> Result<(i32, HObject, Vec<Listed>), RadosError> {
+    pub(crate) async fn list_page(
+        &self,
+        cursor: HObject,
+    ) -> Result<(i32, HObject, Vec<Listed>), RadosError> {
         let (epoch, pg) = {
             let o = lock(&self.shared.objecter);
             let map = o.map();

@@ -15,6 +15,8 @@ mod client;
 mod config;
 mod error;
 mod ioctx;
+mod listing;
+mod object;
 pub mod objecter;
 mod paging;
 pub mod request;
@@ -24,6 +26,8 @@ pub use client::Rados;
 pub use config::RadosConfig;
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
+pub use listing::ObjectList;
+pub use object::{io_error, ObjectHandle, OBJECT_CHUNK, OBJECT_WINDOW};
 pub use objecter::{Limits, Object, Objecter, Request};
 pub use request::{Listed, Ops, Reply, SnapContext, Stat};
 

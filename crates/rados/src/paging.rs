@@ -44,35 +44,60 @@ fn cursor_text(h: &HObject) -> String {
     }
 }
 
-/// A PG listing, page by page: `page(cursor)` answers with the OSD that
-/// answered, the cursor to go on from and what it found. An OSD lists
-/// from the cursor on and answers where it stopped (the next PG's start
-/// once a PG is done), so each cursor is past the one asked with in
-/// Ceph's order; one that is not would have us ask round a loop for ever,
-/// and ends the listing as the OSD's fault. (Ceph's objecter takes what
-/// it is given.)
-pub(crate) async fn list_pages<F, Fut>(mut page: F) -> Result<Vec<Listed>, RadosError>
-where
-    F: FnMut(HObject) -> Fut,
-    Fut: std::future::Future<Output = Result<(i32, HObject, Vec<Listed>), RadosError>>,
-{
-    let mut cursor = HObject::default();
-    let mut found = Vec::new();
-    while !cursor.max {
-        let (osd, next, entries) = page(cursor.clone()).await?;
-        if hobject_order(&next, &cursor) != Ordering::Greater {
+/// Where a PG listing is: the cursor to ask from next. An OSD lists from
+/// the cursor on and answers where it stopped (the next PG's start once a
+/// PG is done), so each cursor is past the one asked with in Ceph's
+/// order; one that is not would have us ask round a loop for ever, and
+/// ends the listing as the OSD's fault. (Ceph's objecter takes what it is
+/// given.)
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListCursor {
+    cursor: HObject,
+}
+
+impl ListCursor {
+    /// The cursor to ask from.
+    pub(crate) fn at(&self) -> HObject {
+        self.cursor.clone()
+    }
+
+    /// Whether the listing reached the end.
+    pub(crate) fn done(&self) -> bool {
+        self.cursor.max
+    }
+
+    /// Takes `osd`'s answer to a page asked from [`at`](ListCursor::at):
+    /// the cursor to go on from.
+    pub(crate) fn advance(&mut self, osd: i32, next: HObject) -> Result<(), RadosError> {
+        if hobject_order(&next, &self.cursor) != Ordering::Greater {
             return Err(RadosError::NoProgress {
                 osd,
                 what: "an object listing".into(),
                 detail: format!(
                     "asked from {}, it answered {}, which is not past it",
-                    cursor_text(&cursor),
+                    cursor_text(&self.cursor),
                     cursor_text(&next)
                 ),
             });
         }
+        self.cursor = next;
+        Ok(())
+    }
+}
+
+/// A PG listing, page by page: `page(cursor)` answers with the OSD that
+/// answered, the cursor to go on from and what it found.
+pub(crate) async fn list_pages<F, Fut>(mut page: F) -> Result<Vec<Listed>, RadosError>
+where
+    F: FnMut(HObject) -> Fut,
+    Fut: std::future::Future<Output = Result<(i32, HObject, Vec<Listed>), RadosError>>,
+{
+    let mut cursor = ListCursor::default();
+    let mut found = Vec::new();
+    while !cursor.done() {
+        let (osd, next, entries) = page(cursor.at()).await?;
+        cursor.advance(osd, next)?;
         found.extend(entries);
-        cursor = next;
     }
     Ok(found)
 }

@@ -1,0 +1,97 @@
+//! A pool's objects as a [`Stream`]: [`ObjectList`] asks the OSDs for one
+//! page at a time as the consumer takes entries, instead of gathering the
+//! whole pool first as [`IoCtx::list`] does.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use futures_core::Stream;
+use msgr_messages::HObject;
+
+use crate::error::RadosError;
+use crate::ioctx::IoCtx;
+use crate::paging::ListCursor;
+use crate::request::Listed;
+
+type Page = Pin<Box<dyn Future<Output = Result<(i32, HObject, Vec<Listed>), RadosError>> + Send>>;
+
+/// The objects of an [`IoCtx`]'s pool in its namespace (or all of them,
+/// with [`crate::ALL_NAMESPACES`]), PG by PG, a page in flight at a time
+/// (`rados_nobjects_list_open` / `_next`). An error ends the stream after
+/// it is yielded; an OSD whose pages do not move on is
+/// [`RadosError::NoProgress`].
+///
+/// ```no_run
+/// # async fn run(io: msgr_rados::IoCtx) -> Result<(), msgr_rados::RadosError> {
+/// let mut objects = io.list_objects();
+/// while let Some(entry) = objects.next().await {
+///     println!("{}", String::from_utf8_lossy(&entry?.name));
+/// }
+/// # Ok(()) }
+/// ```
+pub struct ObjectList {
+    io: IoCtx,
+    cursor: ListCursor,
+    page: Option<Page>,
+    ready: VecDeque<Listed>,
+    ended: bool,
+}
+
+impl IoCtx {
+    /// The pool's objects, listed page by page as they are taken
+    /// ([`ObjectList`], a [`Stream`]).
+    pub fn list_objects(&self) -> ObjectList {
+        ObjectList {
+            io: self.clone(),
+            cursor: ListCursor::default(),
+            page: None,
+            ready: VecDeque::new(),
+            ended: false,
+        }
+    }
+}
+
+impl ObjectList {
+    /// The next object, `None` at the end.
+    pub async fn next(&mut self) -> Option<Result<Listed, RadosError>> {
+        std::future::poll_fn(|cx| self.poll_entry(cx)).await
+    }
+
+    fn poll_entry(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Listed, RadosError>>> {
+        loop {
+            if let Some(entry) = self.ready.pop_front() {
+                return Poll::Ready(Some(Ok(entry)));
+            }
+            if self.ended || self.cursor.done() {
+                return Poll::Ready(None);
+            }
+            let page = self.page.get_or_insert_with(|| {
+                let (io, at) = (self.io.clone(), self.cursor.at());
+                Box::pin(async move { io.list_page(at).await })
+            });
+            let answer = ready!(page.as_mut().poll(cx));
+            self.page = None;
+            let step = answer.and_then(|(osd, next, entries)| {
+                self.cursor.advance(osd, next)?;
+                Ok(entries)
+            });
+            match step {
+                Ok(entries) => self.ready.extend(entries),
+                Err(e) => {
+                    self.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
+        }
+    }
+}
+
+impl Stream for ObjectList {
+    type Item = Result<Listed, RadosError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_entry(cx)
+    }
+}
