@@ -30,6 +30,8 @@
 # is lifted. Full pool: an rm goes through, a put waits for the flag to be
 # lifted. Cache tier: reads follow the overlay, writes the cache OSD's
 # redirect. Backoffs: OSDs re-peering block and unblock the bench's ops.
+# Library: the live_* tests of msgr-rados (each feature against librados,
+# both ways) and the msgr crate's rados_put_get example.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
 set -euo pipefail
 MSGR="$(realpath "${1:?usage: rados.sh MSGR_BINARY}")"
@@ -571,9 +573,25 @@ live() {
   fi
 }
 
+# The facade crate's rados_put_get example, as a library user runs it: a
+# 5 MB file through an object handle and back, stat, listing, remove.
+(cd "$HERE/../.." && cargo build --release -q -p msgr --example rados_put_get)
+example() {
+  local r=$1 c; c=$(conf "$r")
+  head -c 5000000 /dev/urandom > "$OUT/example.in"
+  if "$HERE/../../target/release/examples/rados_put_get" -c "$c" test "example-$r-$$" \
+      "$OUT/example.in" > "$OUT/example-$r.out" 2>&1 \
+      && grep -q '^listed: true$' "$OUT/example-$r.out" && grep -q '^removed$' "$OUT/example-$r.out"; then
+    log "ok: $r: the rados_put_get example (RadosConfig, ObjectHandle, ObjectList)"
+  else
+    fail "$r: the rados_put_get example:"; cat "$OUT/example-$r.out" >&2
+  fi
+}
+
 for r in pacific tentacle; do
   byhost_pool "$r"
   live "$r"
+  example "$r"
   for mode in crc secure; do data "$r" "$mode" test; done
   data "$r" crc byhost
   listing "$r"

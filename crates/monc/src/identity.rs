@@ -30,13 +30,16 @@ pub struct ClusterOpts {
 
 impl ClusterOpts {
     /// Takes the command-line option `flag` (`-c`, `--conf`, ...), one of
-    /// the `ceph` CLI's, calling `value` for its value. A flag it does not
-    /// know is an error naming the ones it does, so a typo is not ignored.
+    /// the `ceph` CLI's, calling `value` for its value: `Ok(true)`. An
+    /// argument that is not an option (no leading `-`, or `-` alone) is
+    /// left to the caller: `Ok(false)`. An option it does not know is an
+    /// error naming the ones it does, so a typo is not taken for something
+    /// else.
     pub fn take(
         &mut self,
         flag: &str,
         mut value: impl FnMut() -> Result<String, String>,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         match flag {
             "-c" | "--conf" | "-n" | "--name" | "-i" | "--id" | "--user" | "-k" | "--keyring"
             | "-m" | "--mon-host" | "--mon_host" | "--cluster" => {
@@ -59,6 +62,7 @@ impl ClusterOpts {
             "--mode" => self.mode = Some(value()?.parse()?),
             "--rev0" => self.rev0 = true,
             "--auth-none-fallback" => self.auth_none_fallback = true,
+            f if !f.starts_with('-') || f == "-" => return Ok(false),
             _ => {
                 return Err(format!(
                     "unknown cluster option {flag:?}: expected one of -c/--conf, -n/--name, \
@@ -67,7 +71,7 @@ impl ClusterOpts {
                 ))
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -397,11 +401,19 @@ mod tests {
     #[test]
     fn an_unknown_cluster_option_is_an_error() {
         let mut o = ClusterOpts::default();
-        o.take("--mon-host", || Ok("127.0.0.1:3300".into()))
-            .expect("a known option");
-        o.take("--rev0", || unreachable!("takes no value"))
-            .expect("a known flag");
+        assert_eq!(
+            o.take("--mon-host", || Ok("127.0.0.1:3300".into())),
+            Ok(true)
+        );
+        assert_eq!(
+            o.take("--rev0", || unreachable!("takes no value")),
+            Ok(true)
+        );
         assert!(o.rev0);
+        assert_eq!(
+            o.take("3", || unreachable!("a positional argument")),
+            Ok(false)
+        );
         let e = o
             .take("--keyrnig", || Ok("/etc/ceph/keyring".into()))
             .expect_err("a typo");
