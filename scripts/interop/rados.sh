@@ -573,6 +573,33 @@ live() {
   fi
 }
 
+# The model workload (tests/live_model.rs) while osd.1 is stopped and
+# started again (memstore: it comes back empty and recovers from its
+# peers): every read matches the model, every acknowledged write is there.
+# The seed is printed; MSGR_TEST_MODEL_SEED replays a run.
+model_restart() {
+  local r=$1 c dir seed=$RANDOM; c=$(conf "$r")
+  dir=$([[ $r == pacific ]] && echo "$PDIR" || echo "$TDIR")
+  (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_MODEL_SEED=$seed \
+      MSGR_TEST_MODEL_OPS=20000 MSGR_TEST_MODEL_OBJECTS=32 \
+      cargo test --release -p msgr-rados --test live_model -- --ignored --nocapture) \
+    > "$OUT/model-$r.out" 2>&1 &
+  local work=$!
+  sleep 4
+  kill -TERM "$(cat "$dir/run/osd.1.pid")" || fail "$r: could not stop osd.1"
+  sleep 6
+  case $r in
+    pacific) "$P" start "$PDIR" > /dev/null 2> "$OUT/restart.log" ;;
+    tentacle) TENTACLE_CLUSTER_DIR=$TDIR "$T" start-cluster > /dev/null 2> "$OUT/restart.log" ;;
+  esac || fail "$r: osd.1 did not come back: $(tail -3 "$OUT/restart.log")"
+  if wait "$work"; then
+    log "ok: $r: $(grep -o 'seed [0-9]*: [0-9]* ops.*' "$OUT/model-$r.out") (osd.1 stopped and started under it)"
+  else
+    fail "$r: the model workload (seed $seed) with osd.1 stopped and started:"
+    grep -E 'panicked|seed|model' "$OUT/model-$r.out" | head -20 >&2
+  fi
+}
+
 # The facade crate's rados_put_get example, as a library user runs it: a
 # 5 MB file through an object handle and back, stat, listing, remove.
 (cd "$HERE/../.." && cargo build --release -q -p msgr --example rados_put_get)
@@ -592,6 +619,7 @@ for r in pacific tentacle; do
   byhost_pool "$r"
   live "$r"
   example "$r"
+  model_restart "$r"
   for mode in crc secure; do data "$r" "$mode" test; done
   data "$r" crc byhost
   listing "$r"
