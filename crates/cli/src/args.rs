@@ -66,6 +66,8 @@ pub enum Command {
     #[command(long_about = MON_ABOUT)]
     Mon(MonArgs),
     /// Where objects live: osd map POOL OBJ [NSPACE] | osd map POOL --objects FILE
+    // clap's help text, where [NSPACE] is an optional word, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[command(long_about = OSD_ABOUT)]
     Osd(OsdArgs),
     /// The rados tool's commands, on our RADOS client
@@ -350,6 +352,8 @@ pub struct OsdArgs {
     #[arg(long, value_name = "FILE")]
     pub objects: Option<String>,
     /// map POOL OBJ [NSPACE] | map POOL
+    // clap's help text, where [NSPACE] is an optional word, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(value_name = "WORDS")]
     pub words: Vec<String>,
     #[command(flatten)]
