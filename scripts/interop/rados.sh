@@ -581,7 +581,7 @@ model_restart() {
   local r=$1 c dir seed=$RANDOM; c=$(conf "$r")
   dir=$([[ $r == pacific ]] && echo "$PDIR" || echo "$TDIR")
   (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_MODEL_SEED=$seed \
-      MSGR_TEST_MODEL_OPS=20000 MSGR_TEST_MODEL_OBJECTS=32 \
+      MSGR_TEST_MODEL_OPS=100000 MSGR_TEST_MODEL_OBJECTS=32 \
       cargo test --release -p msgr-rados --test live_model -- --ignored --nocapture) \
     > "$OUT/model-$r.out" 2>&1 &
   local work=$!

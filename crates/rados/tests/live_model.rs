@@ -144,6 +144,11 @@ fn apply(model: &mut Option<Contents>, step: &Step) -> i32 {
         Step::WriteFull(data) => c.data = data.to_vec(),
         Step::Append(data) => c.data.extend_from_slice(data),
         Step::Truncate(size) => c.data.resize(*size as usize, 0),
+        // A zero reaching the end truncates there (PrimaryLogPG's ZERO:
+        // offset + length >= size truncates to offset).
+        Step::Zero(off, len) if (*off + *len) as usize >= c.data.len() => {
+            c.data.truncate(*off as usize)
+        }
         Step::Zero(off, len) => c.data[*off as usize..(*off + *len) as usize].fill(0),
         Step::Remove => {
             *model = None;
