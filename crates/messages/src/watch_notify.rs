@@ -294,7 +294,10 @@ mod tests {
         all.extend_from_slice(&list);
         let got = decode_watchers(&Bytes::from(all)).unwrap();
         assert_eq!(got.len(), 1);
-        assert_eq!((got[0].name.num, got[0].cookie, got[0].timeout_seconds), (4100, 77, 30));
+        assert_eq!(
+            (got[0].name.num, got[0].cookie, got[0].timeout_seconds),
+            (4100, 77, 30)
+        );
         assert!(got[0].addr.is_none());
         // A count past what the buffer holds is refused.
         let hostile = Bytes::from_static(&[1, 1, 4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);

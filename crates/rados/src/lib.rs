@@ -18,12 +18,14 @@ pub mod objecter;
 mod paging;
 pub mod request;
 mod shared;
+mod watch;
 
 pub use client::Rados;
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
 pub use objecter::{Limits, Object, Objecter, Request};
 pub use request::{Listed, Ops, Reply, SnapContext, Stat};
+pub use watch::{NotifyReply, Watch, WatchEvent, Watcher};
 
 /// The byte buffers objects are read into and written from.
 pub use bytes::Bytes;
