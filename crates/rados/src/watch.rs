@@ -96,7 +96,7 @@ fn submit(shared: &Arc<Shared>, req: Request) -> oneshot::Receiver<Result<crate:
         let tid = o.submit(req, Instant::now());
         lock(&shared.waiters).insert(tid, tx);
     }
-    shared.place_soon();
+    shared.place();
     rx
 }
 
@@ -325,12 +325,22 @@ impl IoCtx {
         Ok(items
             .into_iter()
             .map(|w| Watcher {
-                addr: w.addr.map(|a| a.to_string()).unwrap_or_default(),
+                addr: w.addr.map(|a| ceph_addr(&a)).unwrap_or_default(),
                 watcher_id: w.name.num,
                 cookie: w.cookie,
                 timeout_seconds: w.timeout_seconds,
             })
             .collect())
+    }
+}
+
+/// An address as Ceph's `operator<<` prints it: no prefix for
+/// `TYPE_ANY` (clients' addresses), `v1:`/`v2:` otherwise.
+fn ceph_addr(a: &msgr_encoding::EntityAddr) -> String {
+    let s = a.to_string();
+    match a.kind == msgr_encoding::EntityAddrType::ANY {
+        true => s.strip_prefix(a.kind.prefix()).unwrap_or(&s).to_string(),
+        false => s,
     }
 }
 
