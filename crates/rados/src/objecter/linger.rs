@@ -428,14 +428,12 @@ impl Lingers {
             return;
         };
         match (m.opcode, l.watch) {
-            (event::DISCONNECT, true) => {
-                if l.last_error == 0 {
-                    l.last_error = ENOTCONN;
-                    self.events.push_back(LingerEvent::Watch {
-                        cookie: m.cookie,
-                        event: WatchEvent::Error { err: ENOTCONN },
-                    });
-                }
+            (event::DISCONNECT, true) if l.last_error == 0 => {
+                l.last_error = ENOTCONN;
+                self.events.push_back(LingerEvent::Watch {
+                    cookie: m.cookie,
+                    event: WatchEvent::Error { err: ENOTCONN },
+                });
             }
             (event::NOTIFY, true) => self.events.push_back(LingerEvent::Watch {
                 cookie: m.cookie,
