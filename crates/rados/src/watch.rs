@@ -76,9 +76,10 @@ pub(crate) fn dispatch(shared: &Shared, msg: &Message) {
     route(shared);
 }
 
-/// Submits a linger op and hands its result back to the lingers.
+/// Submits a linger op and hands its result back to the lingers (placed
+/// on the blocking pool: a reset, a map or the ticker called for it).
 fn send(shared: &Arc<Shared>, out: Outgoing) {
-    let rx = submit(shared, out.request);
+    let rx = submit(shared, out.request, false);
     let shared = shared.clone();
     let sent = out.sent;
     tokio::spawn(async move {
@@ -88,16 +89,54 @@ fn send(shared: &Arc<Shared>, out: Outgoing) {
     });
 }
 
-/// Submits a request; its result comes on the receiver.
-fn submit(shared: &Arc<Shared>, req: Request) -> oneshot::Receiver<Result<crate::Reply, i32>> {
+/// Submits a request; its result comes on the receiver. Placed here when
+/// `inline` (the caller's own request, as `IoCtx` places its requests),
+/// else on tokio's blocking pool.
+fn submit(
+    shared: &Arc<Shared>,
+    req: Request,
+    inline: bool,
+) -> oneshot::Receiver<Result<crate::Reply, i32>> {
     let (tx, rx) = oneshot::channel();
     {
         let mut o = lock(&shared.objecter);
         let tid = o.submit(req, Instant::now());
         lock(&shared.waiters).insert(tid, tx);
     }
-    shared.place();
+    match inline {
+        true => shared.place(),
+        false => shared.place_soon(),
+    }
     rx
+}
+
+/// Forgets a watch whose registration's future was dropped.
+struct WatchGuard<'a> {
+    shared: &'a Shared,
+    cookie: u64,
+    armed: bool,
+}
+
+impl Drop for WatchGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            lock(&self.shared.watch.lingers).remove(self.cookie);
+            lock(&self.shared.watch.watches).remove(&self.cookie);
+        }
+    }
+}
+
+/// Forgets a notify (its linger and its waiter) however its future ends.
+struct NotifyGuard<'a> {
+    shared: &'a Shared,
+    cookie: u64,
+}
+
+impl Drop for NotifyGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.watch.lingers).remove(self.cookie);
+        lock(&self.shared.watch.notifies).remove(&self.cookie);
+    }
 }
 
 /// A reset of `osd`'s connection: the watches there register again.
@@ -230,7 +269,16 @@ impl IoCtx {
         let target = watch_target(&map, &object);
         let _ = lock(&shared.watch.lingers).handle_target(cookie, target, Instant::now());
         let sent = out.sent;
-        let result = submit(shared, out.request).await.unwrap_or(Err(-125));
+        // Dropped before the registration's answer: forgotten (a WATCH
+        // that landed times out on the OSD, unpinged).
+        let pending = WatchGuard {
+            shared,
+            cookie,
+            armed: true,
+        };
+        let result = submit(shared, out.request, true).await.unwrap_or(Err(-125));
+        let mut pending = pending;
+        pending.armed = false;
         let registered = lock(&shared.watch.lingers).handle_result(sent, &result);
         if let Err(errno) = registered {
             lock(&shared.watch.watches).remove(&cookie);
@@ -276,21 +324,11 @@ impl IoCtx {
         let (cookie, req) = lock(&shared.watch.lingers).notify(self.object(name), payload, secs);
         let (tx, done) = oneshot::channel();
         lock(&shared.watch.notifies).insert(cookie, tx);
-        let forget = || {
-            lock(&shared.watch.lingers).remove(cookie);
-            lock(&shared.watch.notifies).remove(&cookie);
-        };
+        let _forget = NotifyGuard { shared, cookie };
         let what = format!("notify {}", String::from_utf8_lossy(name));
-        match self.run(req).await {
-            Ok(_) => {}
-            Err(e) => {
-                forget();
-                return Err(e);
-            }
-        }
+        self.run(req).await?;
         let wait = Duration::from_secs(u64::from(secs.max(30))).saturating_add(NOTIFY_GRACE);
         let end = tokio::time::timeout(wait, done).await;
-        forget();
         let (code, data) = match end {
             Ok(Ok(end)) => end,
             Ok(Err(_)) => return Err(RadosError::Shutdown),
@@ -414,7 +452,7 @@ impl Drop for Watch {
         }
         if let Some(req) = self.forget() {
             if tokio::runtime::Handle::try_current().is_ok() {
-                drop(submit(&self.ioctx.shared, req));
+                drop(submit(&self.ioctx.shared, req, false));
             }
         }
     }
