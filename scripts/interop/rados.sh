@@ -552,6 +552,19 @@ backoffs() {
   sleep 2
 }
 
+# The command the live tests run to restart an OSD of this script's own
+# cluster (its id appended; MSGR_TEST_OSD_RESTART, for live_watch_restart):
+# stop it, wait for it to exit, start what is stopped again.
+restart_osd_cmd() {
+  local r=$1 dir start
+  dir=$([[ $r == pacific ]] && echo "$PDIR" || echo "$TDIR")
+  case $r in
+    pacific) start="\"$P\" start \"$PDIR\"" ;;
+    tentacle) start="TENTACLE_CLUSTER_DIR=\"$TDIR\" \"$T\" start-cluster" ;;
+  esac
+  printf '%s' "bash -c 'pid=\$(cat \"$dir/run/osd.\$1.pid\"); kill -TERM \$pid && while kill -0 \$pid 2>/dev/null; do sleep 0.2; done; sleep 2; $start > /dev/null 2>&1' restart-osd"
+}
+
 # live RELEASE: the RADOS client's live tests (crates/rados/tests/live_*.rs:
 # each librados feature checked against `rados` and Python's rados module,
 # both ways) on that release's cluster; see tests/support/live.rs.
@@ -565,7 +578,7 @@ live() {
       py="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run python3" ;;
   esac
   if (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RADOS=$rados MSGR_TEST_PYTHON=$py \
-      MSGR_TEST_MSGR=$MSGR MSGR_TEST_RELEASE=$r \
+      MSGR_TEST_MSGR=$MSGR MSGR_TEST_RELEASE=$r MSGR_TEST_OSD_RESTART=$(restart_osd_cmd "$r") \
       cargo test --release -p msgr-rados --test 'live_*' -- --ignored --test-threads=1) > "$OUT/live-$r.out" 2>&1; then
     log "ok: $r: $(grep -c '^test .* ok$' "$OUT/live-$r.out") live tests of the RADOS client against librados"
   else

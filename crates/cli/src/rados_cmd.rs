@@ -63,6 +63,8 @@ pub enum RadosCmd {
         all: bool,
     },
     Bench(crate::rados_bench::BenchArgs),
+    /// `watch`, `notify`, `listwatchers` (crate::rados_watch).
+    Watch(crate::rados_watch::WatchCmd),
 }
 
 impl RadosCmd {
@@ -72,6 +74,9 @@ impl RadosCmd {
     pub fn parse(words: &[String], opts: &CmdOpts) -> Result<RadosCmd, String> {
         use crate::rados_bench::{BenchArgs, Mode};
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
+        if let Some(c) = crate::rados_watch::WatchCmd::parse(&w) {
+            return Ok(RadosCmd::Watch(c));
+        }
         Ok(match w.as_slice() {
             ["ls"] => RadosCmd::Ls { all: opts.all },
             ["setxattr", obj, name, value] => RadosCmd::SetXattr {
@@ -296,6 +301,7 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
             crate::rados_bench::run(io, args, &mut print).await?;
             Ok(String::new())
         }
+        RadosCmd::Watch(c) => crate::rados_watch::run(io, pool, c).await,
     }
 }
 

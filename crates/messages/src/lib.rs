@@ -12,6 +12,7 @@ pub mod osd_types;
 pub mod simple;
 mod typed;
 mod types;
+pub mod watch_notify;
 
 pub use mon::*;
 pub use monmap::{MonInfo, MonMap};
@@ -20,6 +21,7 @@ pub use osd_op::{MOSDOp, MOSDOpReply, RequestRedirect, MSG_OSD_OP, MSG_OSD_OPREP
 pub use simple::{MCommand, MCommandReply, MPing};
 pub use typed::{MessageError, TypedMessage};
 pub use types::{message_type_name, MESSAGE_TYPES};
+pub use watch_notify::{MWatchNotify, MSG_WATCH_NOTIFY};
 
 /// The request types that have a reply carrying the request's tid, as
 /// `(request, reply)`: MOSDOp's MOSDOpReply, MCommand's MCommandReply,

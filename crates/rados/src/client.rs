@@ -61,6 +61,10 @@ impl Dispatcher for OsdDispatch {
                     conn.send_nowait(ack.to_message(conn.features()));
                 }
             }
+            msgr_messages::MSG_WATCH_NOTIFY => {
+                crate::watch::dispatch(&self.0, &msg);
+                return;
+            }
             _ => return,
         }
         self.0.flush();
@@ -81,6 +85,7 @@ impl Dispatcher for OsdDispatch {
         tokio::spawn(async move {
             tokio::time::sleep(RESET_DELAY).await;
             lock(&shared.objecter).handle_reset(osd);
+            crate::watch::on_reset(&shared, osd);
             shared.place_aside().await;
         });
     }
@@ -131,6 +136,7 @@ impl<T: Transport> Rados<T> {
             conns: Mutex::new(HashMap::new()),
             messenger: Mutex::new(None),
             timer: Notify::new(),
+            watch: Default::default(),
         });
         let mut options = id.client_options(PolicySet::new(PolicyName::LossyClient.policy()));
         // One shard, in the caller's runtime: a request, its message and
@@ -195,6 +201,7 @@ async fn follow_maps<T: Transport>(mon: Arc<MonClient<T>>, shared: Arc<Shared>) 
         |next| mon.wait_osdmap(next, Duration::from_secs(3600)),
         |map| {
             lock(&shared.objecter).handle_map(map);
+            crate::watch::on_map(&shared);
             shared.place_aside()
         },
     )

@@ -21,6 +21,7 @@ pub mod objecter;
 mod paging;
 pub mod request;
 mod shared;
+mod watch;
 
 pub use client::Rados;
 pub use config::RadosConfig;
@@ -30,6 +31,7 @@ pub use listing::ObjectList;
 pub use object::{io_error, ObjectHandle, OBJECT_CHUNK, OBJECT_WINDOW};
 pub use objecter::{Limits, Object, Objecter, Request};
 pub use request::{Listed, Ops, Reply, SnapContext, Stat};
+pub use watch::{NotifyReply, Watch, WatchEvent, Watcher};
 
 /// The byte buffers objects are read into and written from.
 pub use bytes::Bytes;

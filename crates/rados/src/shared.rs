@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) messenger: Mutex<Option<Arc<dyn Dial>>>,
     /// Wakes the timer when a request with a deadline arrives.
     pub(crate) timer: Notify,
+    /// Watches and notifies (`crate::watch`).
+    pub(crate) watch: crate::watch::WatchState,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

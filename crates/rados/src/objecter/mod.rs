@@ -26,6 +26,8 @@ use msgr_osdmap::OsdMap;
 
 use crate::request::{flag, split_outdata, Ops, Reply, SnapContext};
 
+pub mod linger;
+
 /// `-EAGAIN`: the OSD asks for the request again.
 const EAGAIN: i32 = -11;
 /// `-ENOENT`: the pool is gone.

@@ -127,3 +127,18 @@ pub fn python(script: &str, args: &[&str]) -> Output {
 pub fn python_ok(script: &str, args: &[&str]) -> Vec<u8> {
     succeeded("python", args, python(script, args))
 }
+
+/// Ceph's `rados` with `args`, its stdin closed after `after` (for `rados
+/// watch`, which runs until a line or the end of its input).
+pub fn rados_cli_in_after(args: &[&str], after: std::time::Duration) -> Output {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "sleep {} | {} \"$@\"",
+            after.as_secs_f64(),
+            env("MSGR_TEST_RADOS")
+        ))
+        .arg("sh")
+        .args(args);
+    cmd.output().expect("the command ran")
+}
