@@ -219,7 +219,7 @@ pub struct Watcher {
 }
 
 impl IoCtx {
-    fn object(&self, name: &[u8]) -> Object {
+    fn object_id(&self, name: &[u8]) -> Object {
         Object {
             pool: self.pool,
             name: Bytes::copy_from_slice(name),
@@ -259,7 +259,7 @@ impl IoCtx {
     /// 0: the OSD's `osd_client_watch_timeout`).
     pub async fn watch_with_timeout(&self, name: &[u8], timeout: u32) -> Result<Watch, RadosError> {
         let shared = &self.shared;
-        let object = self.object(name);
+        let object = self.object_id(name);
         let (tx, events) = mpsc::unbounded_channel();
         let (cookie, out) =
             lock(&shared.watch.lingers).watch(object.clone(), timeout, Instant::now());
@@ -321,7 +321,7 @@ impl IoCtx {
     ) -> Result<NotifyReply, RadosError> {
         let shared = &self.shared;
         let secs = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX);
-        let (cookie, req) = lock(&shared.watch.lingers).notify(self.object(name), payload, secs);
+        let (cookie, req) = lock(&shared.watch.lingers).notify(self.object_id(name), payload, secs);
         let (tx, done) = oneshot::channel();
         lock(&shared.watch.notifies).insert(cookie, tx);
         let _forget = NotifyGuard { shared, cookie };

@@ -155,6 +155,7 @@ async fn a_watch_reconnects_after_a_reset_gets_notifies_and_learns_it_is_lost() 
         msgr2: true,
         sign_messages: false,
         cephx_require_version: 2,
+        mount_timeout: msgr_monc::identity::DEFAULT_MOUNT_TIMEOUT,
     };
     let rados = Rados::connect_over(net.clone(), &id, Limits::default())
         .await
