@@ -14,36 +14,35 @@ pub const MSG_POOLOP_REPLY: u16 = 48;
 /// `CEPH_MSG_POOLOP`: [`MPoolOp`].
 pub const MSG_POOLOP: u16 = 49;
 
-/// `POOL_OP_*`: what an [`MPoolOp`] asks.
-pub mod pool_op {
-    /// `POOL_OP_CREATE`: create pool `name`.
-    pub const CREATE: u32 = 0x01;
-    /// `POOL_OP_DELETE`: delete the pool.
-    pub const DELETE: u32 = 0x02;
-    /// `POOL_OP_AUID_CHANGE` (obsolete).
-    pub const AUID_CHANGE: u32 = 0x03;
-    /// `POOL_OP_CREATE_SNAP`: pool snapshot `name`.
-    pub const CREATE_SNAP: u32 = 0x11;
-    /// `POOL_OP_DELETE_SNAP`: remove pool snapshot `name`.
-    pub const DELETE_SNAP: u32 = 0x12;
-    /// `POOL_OP_CREATE_UNMANAGED_SNAP`: allocate a self-managed snap id
-    /// (the reply's data is the id).
-    pub const CREATE_UNMANAGED_SNAP: u32 = 0x21;
-    /// `POOL_OP_DELETE_UNMANAGED_SNAP`: remove self-managed snap `snapid`.
-    pub const DELETE_UNMANAGED_SNAP: u32 = 0x22;
+// `POOL_OP_*`: what an [`MPoolOp`] asks.
 
-    /// `ceph_pool_op_name`.
-    pub fn name(op: u32) -> &'static str {
-        match op {
-            CREATE => "create",
-            DELETE => "delete",
-            AUID_CHANGE => "auid change",
-            CREATE_SNAP => "create snap",
-            DELETE_SNAP => "delete snap",
-            CREATE_UNMANAGED_SNAP => "create unmanaged snap",
-            DELETE_UNMANAGED_SNAP => "delete unmanaged snap",
-            _ => "???",
-        }
+/// `POOL_OP_CREATE`: create pool `name`.
+pub const CREATE: u32 = 0x01;
+/// `POOL_OP_DELETE`: delete the pool.
+pub const DELETE: u32 = 0x02;
+/// `POOL_OP_AUID_CHANGE` (obsolete).
+pub const AUID_CHANGE: u32 = 0x03;
+/// `POOL_OP_CREATE_SNAP`: pool snapshot `name`.
+pub const CREATE_SNAP: u32 = 0x11;
+/// `POOL_OP_DELETE_SNAP`: remove pool snapshot `name`.
+pub const DELETE_SNAP: u32 = 0x12;
+/// `POOL_OP_CREATE_UNMANAGED_SNAP`: allocate a self-managed snap id
+/// (the reply's data is the id).
+pub const CREATE_UNMANAGED_SNAP: u32 = 0x21;
+/// `POOL_OP_DELETE_UNMANAGED_SNAP`: remove self-managed snap `snapid`.
+pub const DELETE_UNMANAGED_SNAP: u32 = 0x22;
+
+/// `ceph_pool_op_name`: a [`MPoolOp`] code's name.
+pub fn op_name(op: u32) -> &'static str {
+    match op {
+        CREATE => "create",
+        DELETE => "delete",
+        AUID_CHANGE => "auid change",
+        CREATE_SNAP => "create snap",
+        DELETE_SNAP => "delete snap",
+        CREATE_UNMANAGED_SNAP => "create unmanaged snap",
+        DELETE_UNMANAGED_SNAP => "delete unmanaged snap",
+        _ => "???",
     }
 }
 
@@ -72,7 +71,7 @@ pub struct MPoolOp {
     pub fsid: Uuid,
     /// The pool (0 for a create).
     pub pool: u32,
-    /// A [`pool_op`] code.
+    /// A `POOL_OP_*` code ([`CREATE`], [`CREATE_SNAP`], ...).
     pub op: u32,
     /// Obsolete owner id (0).
     pub auid: u64,
@@ -289,7 +288,7 @@ mod tests {
             version: 42,
             fsid: Uuid([1; 16]),
             pool: 3,
-            op: pool_op::CREATE_SNAP,
+            op: CREATE_SNAP,
             auid: 0,
             snapid: 0,
             name: "s1".into(),
