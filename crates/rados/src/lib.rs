@@ -18,12 +18,16 @@ pub mod objecter;
 mod paging;
 pub mod request;
 mod shared;
+mod snap;
 
 pub use client::Rados;
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
+/// An object's clones (LIST_SNAPS: [`IoCtx::list_snaps`]).
+pub use msgr_messages::{CloneInfo, SnapSet};
 pub use objecter::{Limits, Object, Objecter, Request};
 pub use request::{Listed, Ops, Reply, SnapContext, Stat};
+pub use snap::{decode_snap_set, POOL_OP_TIMEOUT, SNAPDIR};
 
 /// The byte buffers objects are read into and written from.
 pub use bytes::Bytes;
