@@ -25,6 +25,7 @@ mod msgr1;
 mod osd;
 mod osdmap;
 mod session;
+mod snap;
 
 pub use admin::admin;
 pub use auth::cephx;
@@ -36,6 +37,7 @@ pub use msgr1::msgr1;
 pub use osd::osd_messages;
 pub use osdmap::osdmap;
 pub use session::session;
+pub use snap::snap;
 
 /// Every target, by the name of its corpus folder.
 /// A fuzz target's body.
@@ -59,6 +61,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("admin", admin),
     ("crush", crush),
     ("osdmap", osdmap),
+    ("snap", snap),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {
