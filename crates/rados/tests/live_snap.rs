@@ -340,3 +340,63 @@ async fn self_managed_snapshots_both_ways() {
     rados.pool_delete(&pool).await.expect("pool deleted");
     rados.shutdown().await;
 }
+
+/// `msgr rados` prints what `rados` prints: lssnap, listsnaps, lspools,
+/// and mksnap / rollback / rmsnap / mkpool / rmpool as rados did.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn the_cli_prints_what_rados_prints() {
+    let msgr = |args: &[&str]| {
+        let mut all = vec!["rados"];
+        all.extend_from_slice(args);
+        let out = support::live::msgr_cli(&all);
+        assert!(out.status.success(), "msgr {all:?}: {out:?}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let rados = |args: &[&str]| String::from_utf8(rados_ok(args)).expect("utf-8");
+    let pool = unique("snap-cli");
+    assert_eq!(
+        msgr(&["mkpool", &pool]),
+        format!("successfully created pool {pool}\n")
+    );
+    assert_eq!(msgr(&["lspools"]), rados(&["lspools"]));
+    let obj = unique("snap-cli-obj");
+    let put = rados_cli_in(&["-p", &pool, "put", &obj, "-"], b"first");
+    assert!(put.status.success(), "{put:?}");
+    assert_eq!(
+        msgr(&["-p", &pool, "mksnap", "a"]),
+        format!("created pool {pool} snap a\n")
+    );
+    rados(&["-p", &pool, "mksnap", "b"]);
+    let put = rados_cli_in(&["-p", &pool, "put", &obj, "-"], b"second!");
+    assert!(put.status.success(), "{put:?}");
+    assert_eq!(
+        msgr(&["-p", &pool, "lssnap"]),
+        rados(&["-p", &pool, "lssnap"])
+    );
+    assert_eq!(
+        msgr(&["-p", &pool, "listsnaps", &obj]),
+        rados(&["-p", &pool, "listsnaps", &obj])
+    );
+    assert_eq!(
+        msgr(&["-p", &pool, "rollback", &obj, "a"]),
+        format!("rolled back pool {pool} to snapshot a\n")
+    );
+    assert_eq!(rados(&["-p", &pool, "get", &obj, "-"]), "first");
+    // A second mksnap of a: exit status 1, as rados.
+    let again = support::live::msgr_cli(&["rados", "-p", &pool, "mksnap", "a"]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert_eq!(
+        msgr(&["-p", &pool, "rmsnap", "a"]),
+        format!("removed pool {pool} snap a\n")
+    );
+    assert_eq!(
+        msgr(&["-p", &pool, "lssnap"]),
+        rados(&["-p", &pool, "lssnap"])
+    );
+    assert_eq!(
+        msgr(&["rmpool", &pool, &pool, "--yes-i-really-really-mean-it"]),
+        format!("successfully deleted pool {pool}\n")
+    );
+    assert!(!rados(&["lspools"]).lines().any(|l| l == pool));
+}
