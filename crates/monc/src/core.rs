@@ -682,12 +682,10 @@ impl MonCore {
                     }
                 }
             }
-            MSG_POOLOP_REPLY => {
-                // Only from the session (a candidate has no pool ops out).
-                if self.active() == Some(conn) {
-                    if let Ok(r) = MPoolOpReply::from_message(&m) {
-                        self.on_pool_op_reply(conn, r);
-                    }
+            // Only from the session (a candidate has no pool ops out).
+            MSG_POOLOP_REPLY if self.active() == Some(conn) => {
+                if let Ok(r) = MPoolOpReply::from_message(&m) {
+                    self.on_pool_op_reply(conn, r);
                 }
             }
             MSG_OSD_MAP => {
