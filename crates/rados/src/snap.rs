@@ -318,3 +318,44 @@ impl IoCtx {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ROLLBACK carries the snap id in the op's `snap` member (its first
+    /// 8 bytes) and writes; LIST_SNAPS reads.
+    #[test]
+    fn ops_as_ceph_lays_them_out() {
+        let ops = Ops::new().rollback(0x0102_0304_0506_0708).list_snaps();
+        let (rb, ls) = (&ops.0[0], &ops.0[1]);
+        assert_eq!(rb.op.op, 0x220e);
+        assert_eq!(rb.op.args[..8], 0x0102_0304_0506_0708u64.to_le_bytes());
+        assert!(rb.writes());
+        assert_eq!(ls.op.op, 0x120a);
+        assert!(!ls.writes());
+        assert!(ops.writes(), "a request with a rollback is a write");
+    }
+
+    /// A listing cut short, or with bytes after it, is an error.
+    #[test]
+    fn malformed_listings_are_errors() {
+        let set = SnapSet {
+            clones: vec![msgr_messages::CloneInfo {
+                cloneid: 3,
+                snaps: vec![3],
+                overlap: vec![(0, 1)],
+                size: 1,
+            }],
+            seq: 3,
+        };
+        let b = msgr_encoding::Encode::to_bytes(&set);
+        assert_eq!(decode_snap_set(&b).expect("whole"), set);
+        for cut in 0..b.len() {
+            assert!(decode_snap_set(&b[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = b.to_vec();
+        longer.push(0);
+        assert!(decode_snap_set(&longer).is_err());
+    }
+}
