@@ -368,6 +368,8 @@ The rados tool's commands on our RADOS client (objecter, OSD map, CRUSH):
   | rmomapkey OBJ KEY | listomapvals OBJ (KEY<TAB>VALUE a line)
   | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup] [-f json]
   | watch OBJ | notify OBJ MSG | listwatchers OBJ
+  | mksnap SNAP | rmsnap SNAP | lssnap | rollback OBJ SNAP | listsnaps OBJ
+  | lspools | mkpool POOL [RULE] | rmpool POOL POOL --yes-i-really-really-mean-it
 put and get move whole objects in 4 MiB pieces, as rados does; stat prints
 POOL/OBJ mtime TIME, size N; ls lists the namespace (or all,
 NSPACE<TAB>NAME). bench writes and reads the objects rados bench does
@@ -397,6 +399,9 @@ pub struct RadosArgs {
     /// bench: json prints rados bench's JSON document
     #[arg(short = 'f', long, value_name = "FORMAT")]
     pub format: Option<String>,
+    /// rmpool: yes, delete the pool and its data
+    #[arg(long = "yes-i-really-really-mean-it")]
+    pub really: bool,
     /// The command and its arguments
     #[arg(value_name = "COMMAND")]
     pub words: Vec<String>,

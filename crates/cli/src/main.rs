@@ -413,6 +413,16 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
     if let Some(n) = a.block_size {
         cmd_opts.op_size = n;
     }
+    let mut words = a.words.clone();
+    if a.really {
+        words.push(msgr_cli::rados_snap::REALLY.to_string());
+    }
+    if let Some(cmd) = msgr_cli::rados_snap::SnapCmd::parse(&words) {
+        let cmd = cmd.map_err(|e| format!("rados: {e}"))?;
+        let (opts, _) = cluster(a.cluster, ms)?;
+        let work = msgr_cli::rados_snap::run(&opts, a.pool.as_deref(), &cmd);
+        return printing("rados", work, 1);
+    }
     let (opts, _) = cluster(a.cluster, ms)?;
     let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&a.words, &cmd_opts)
         .map_err(|e| format!("rados: {e} (msgr rados --help)"))?;

@@ -25,6 +25,7 @@ mod msgr1;
 mod osd;
 mod osdmap;
 mod session;
+mod snap;
 mod watch;
 
 pub use admin::admin;
@@ -37,6 +38,7 @@ pub use msgr1::msgr1;
 pub use osd::osd_messages;
 pub use osdmap::osdmap;
 pub use session::session;
+pub use snap::snap;
 pub use watch::watch_notify;
 
 /// Every target, by the name of its corpus folder.
@@ -62,6 +64,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("crush", crush),
     ("osdmap", osdmap),
     ("watch_notify", watch_notify),
+    ("snap", snap),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {

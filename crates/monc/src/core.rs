@@ -23,6 +23,10 @@ use msgr_protocol::{Message, ProtocolError};
 use crate::config::{MonAuth, MonClientConfig};
 use crate::error::MonError;
 
+#[path = "pool_op.rs"]
+mod pool_op;
+pub use pool_op::{PoolOpReply, PoolOpRequest};
+
 /// `mon_client_ping_interval` and `mon_client_ping_timeout`.
 pub const PING_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a session may go without a keepalive ack before it is dropped.
@@ -47,6 +51,8 @@ pub enum Outgoing {
     Auth(MAuth),
     /// MMonGetVersion: ask for a map's newest and oldest versions.
     GetVersion(MMonGetVersion),
+    /// MPoolOp: a pool operation ([`MonCore::add_pool_op`]).
+    PoolOp(MPoolOp),
 }
 
 impl Outgoing {
@@ -58,6 +64,7 @@ impl Outgoing {
             Outgoing::Command(m) => m.to_message(features),
             Outgoing::Auth(m) => m.to_message(features),
             Outgoing::GetVersion(m) => m.to_message(features),
+            Outgoing::PoolOp(m) => m.to_message(features),
         }
     }
 }
@@ -196,6 +203,8 @@ pub struct MonCore {
     osdmap_error: Option<String>,
     last_version_handle: u64,
     versions: BTreeMap<u64, VersionRequest>,
+    /// Pool operations, by tid (from the commands' counter).
+    pool_ops: BTreeMap<u64, pool_op::PendingPoolOp>,
     last_keepalive: Option<Instant>,
     /// The newest keepalive ack stamp seen, and when it was first seen.
     last_ack: Option<(Option<UTime>, Instant)>,
@@ -238,6 +247,7 @@ impl MonCore {
             osdmap_error: None,
             last_version_handle: 0,
             versions: BTreeMap::new(),
+            pool_ops: BTreeMap::new(),
             last_keepalive: None,
             last_ack: None,
             ticket_request_sent: None,
@@ -541,6 +551,7 @@ impl MonCore {
         for handle in unanswered {
             self.send_version(conn, handle, now);
         }
+        self.resend_pool_ops(conn);
     }
 
     /// A connection faulted: an authentication refusal ends a candidate
@@ -669,6 +680,12 @@ impl MonCore {
                     if let Some(v) = self.versions.get_mut(&r.handle) {
                         v.answer = Some((r.version, r.oldest_version));
                     }
+                }
+            }
+            // Only from the session (a candidate has no pool ops out).
+            MSG_POOLOP_REPLY if self.active() == Some(conn) => {
+                if let Ok(r) = MPoolOpReply::from_message(&m) {
+                    self.on_pool_op_reply(conn, r);
                 }
             }
             MSG_OSD_MAP => {

@@ -563,3 +563,6 @@ fn the_poison_osd_map_is_refused_from_a_session_too() {
     let why = core.osdmap_error().unwrap_or_default();
     assert!(why.contains("epoch 4294967295"), "{why}");
 }
+
+#[path = "pool_op_tests.rs"]
+mod pool_op_tests;

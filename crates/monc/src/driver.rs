@@ -209,6 +209,31 @@ impl<T: Transport> Shared<T> {
         )))
     }
 
+    /// Waits for pool operation `tid` to be answered and its epoch's map
+    /// to arrive, until `deadline` (then it is forgotten).
+    pub async fn wait_pool_op(
+        &self,
+        tid: u64,
+        deadline: Instant,
+    ) -> Result<crate::core::PoolOpReply, MonError> {
+        let answer = self.wait_for(deadline, |core| match core.take_pool_op_reply(tid) {
+            Some(reply) => Some(Ok(reply)),
+            None if core.is_shut_down() => Some(Err(MonError::Shutdown)),
+            None => None,
+        });
+        if let Some(r) = answer.await {
+            return r;
+        }
+        let mut core = self.core();
+        core.forget_pool_op(tid);
+        Err(MonError::Timeout(format!(
+            "no reply to pool operation {tid}, or no OSD map of its epoch{}",
+            core.last_error()
+                .map(|w| format!(" (last problem: {w})"))
+                .unwrap_or_default()
+        )))
+    }
+
     /// Waits for the answer to version request `handle` until `deadline`
     /// (`None`: none by then, or shut down).
     pub async fn wait_version(&self, handle: u64, deadline: Instant) -> Option<(u64, u64)> {

@@ -229,6 +229,36 @@ impl<T: Transport> MonClient<T> {
             .ok_or_else(|| MonError::Timeout(format!("no answer to get_version {what}")))
     }
 
+    /// A pool operation (MPoolOp: create or delete a pool, a pool
+    /// snapshot, a self-managed snap id), sent again on each new session
+    /// until answered, and done when the monitors answered and the OSD map
+    /// this client follows has the change's epoch, up to `timeout`. The
+    /// reply's `r` is the monitors' result (0 or a negative errno).
+    ///
+    /// ```no_run
+    /// # async fn f(mon: &msgr_monc::MonClient) -> Result<(), msgr_monc::MonError> {
+    /// use msgr_monc::core::PoolOpRequest;
+    /// let req = PoolOpRequest {
+    ///     op: msgr_messages::pool_op::CREATE_SNAP,
+    ///     pool: 1,
+    ///     name: "before-upgrade".into(),
+    ///     snapid: 0,
+    ///     crush_rule: 0,
+    /// };
+    /// let reply = mon.pool_op(req, std::time::Duration::from_secs(30)).await?;
+    /// assert_eq!(reply.r, 0);
+    /// # Ok(()) }
+    /// ```
+    pub async fn pool_op(
+        &self,
+        req: crate::core::PoolOpRequest,
+        timeout: Duration,
+    ) -> Result<crate::core::PoolOpReply, MonError> {
+        let deadline = deadline_after(timeout)?;
+        let tid = self.shared.with(|core| core.add_pool_op(req));
+        self.shared.wait_pool_op(tid, deadline).await
+    }
+
     /// Drops the current session; the client hunts for a new one (and
     /// reclaims its global id with its ticket). Waits until it is back.
     pub async fn reconnect(&self, timeout: Duration) -> Result<(), MonError> {

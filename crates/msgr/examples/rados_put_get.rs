@@ -35,7 +35,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("read back {} bytes that differ from the file", back.len()).into());
     }
     let stat = io.stat(object.as_bytes()).await?;
-    println!("{pool}/{object} size {} mtime {}", stat.size, stat.mtime.sec);
+    println!(
+        "{pool}/{object} size {} mtime {}",
+        stat.size, stat.mtime.sec
+    );
 
     let mut listed = false;
     let mut objects = io.list_objects();

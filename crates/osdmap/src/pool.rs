@@ -26,6 +26,10 @@ pub mod flag {
     pub const FULL: u64 = 1 << 1;
     /// `FLAG_FULL_QUOTA`: the pool reached its quota; writes wait.
     pub const FULL_QUOTA: u64 = 1 << 10;
+    /// `FLAG_SELFMANAGED_SNAPS`: the pool uses self-managed snapshots.
+    pub const SELFMANAGED_SNAPS: u64 = 1 << 13;
+    /// `FLAG_POOL_SNAPS`: the pool has pool snapshots.
+    pub const POOL_SNAPS: u64 = 1 << 14;
     /// `FLAG_EC_OPTIMIZATIONS`: an EC pool with Ceph 20's optimizations (some shards never
     /// primary).
     pub const EC_OPTIMIZATIONS: u64 = 1 << 19;
@@ -62,6 +66,8 @@ pub struct Pool {
     pub snap_seq: u64,
     /// Pool snapshots: id → name.
     pub snaps: BTreeMap<u64, String>,
+    /// When each pool snapshot was taken (`pool_snap_info_t::stamp`).
+    pub snap_stamps: BTreeMap<u64, UTime>,
     /// The cache tier reads and writes go to instead (−1: none).
     pub read_tier: i64,
     /// The cache tier writes go to instead (−1: none).
@@ -226,7 +232,7 @@ fn decode_pool(d: &mut Decoder<'_>, v: u8) -> DecodeResult<Pool> {
     let last_change = d.u32("pool last_change")?;
     let snap_seq = d.u64("pool snap_seq")?;
     let _snap_epoch = d.u32("pool snap_epoch")?;
-    let snaps = decode_snaps(d)?;
+    let (snaps, snap_stamps) = decode_snaps(d)?;
     skip_interval_set(d)?; // removed_snaps
     let _auid = d.u64("pool auid")?;
     let flags = d.u64("pool flags")?;
@@ -251,6 +257,7 @@ fn decode_pool(d: &mut Decoder<'_>, v: u8) -> DecodeResult<Pool> {
         flags,
         snap_seq,
         snaps,
+        snap_stamps,
         read_tier: -1,
         write_tier: -1,
         stripe_width: 0,
@@ -263,20 +270,26 @@ fn decode_pool(d: &mut Decoder<'_>, v: u8) -> DecodeResult<Pool> {
     Ok(p)
 }
 
-/// `snaps`: `map<snapid, pool_snap_info_t>`.
-fn decode_snaps(d: &mut Decoder<'_>) -> DecodeResult<BTreeMap<u64, String>> {
+/// Pool snapshots' names and stamps, by id.
+type Snaps = (BTreeMap<u64, String>, BTreeMap<u64, UTime>);
+
+/// `snaps`: `map<snapid, pool_snap_info_t>`: each snapshot's name and
+/// stamp.
+fn decode_snaps(d: &mut Decoder<'_>) -> DecodeResult<Snaps> {
     let n = d.length("pool snaps", 14)?;
     let mut snaps = BTreeMap::new();
+    let mut stamps = BTreeMap::new();
     for _ in 0..n {
         let id = d.u64("pool snap id")?;
-        let name = decode_versioned(d, "pool_snap_info_t", 2, |d, _| {
+        let (stamp, name) = decode_versioned(d, "pool_snap_info_t", 2, |d, _| {
             let _snapid = d.u64("pool_snap_info_t snapid")?;
-            let _stamp = UTime::decode(d)?;
-            String::decode(d)
+            let stamp = UTime::decode(d)?;
+            Ok((stamp, String::decode(d)?))
         })?;
         snaps.insert(id, name);
+        stamps.insert(id, stamp);
     }
-    Ok(snaps)
+    Ok((snaps, stamps))
 }
 
 /// The fields from version 8 on, each present from the version the table

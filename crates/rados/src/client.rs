@@ -94,7 +94,7 @@ impl Dispatcher for OsdDispatch {
 /// A RADOS client, over transport `T` (to the monitors and the OSDs).
 pub struct Rados<T: Transport = Tcp> {
     mon: Arc<MonClient<T>>,
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     messenger: Messenger<T>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// `rados_osd_op_timeout`: each new IoCtx's op timeout.

@@ -21,6 +21,7 @@ pub mod objecter;
 mod paging;
 pub mod request;
 mod shared;
+mod snap;
 mod watch;
 
 pub use client::Rados;
@@ -28,9 +29,12 @@ pub use config::RadosConfig;
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
 pub use listing::ObjectList;
+/// An object's clones (LIST_SNAPS: [`IoCtx::list_snaps`]).
+pub use msgr_messages::{CloneInfo, SnapSet};
 pub use object::{io_error, ObjectHandle, OBJECT_CHUNK, OBJECT_WINDOW};
 pub use objecter::{Limits, Object, Objecter, Request};
 pub use request::{Listed, Ops, Reply, SnapContext, Stat};
+pub use snap::{decode_snap_set, POOL_OP_TIMEOUT, SNAPDIR};
 pub use watch::{NotifyReply, Watch, WatchEvent, Watcher};
 
 /// The byte buffers objects are read into and written from.
