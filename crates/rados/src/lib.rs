@@ -7,13 +7,17 @@
 //!   cancellation;
 //! - [`Rados`] / [`IoCtx`]: the async client, a monitor session keeping the
 //!   OSD map current and a messenger to the OSDs; each request is a future
-//!   that cancels its op when dropped.
+//!   that cancels its op when dropped;
+//! - [`cls`]: object class calls (`IoCtx::exec`), and [`lock`]: cls_lock's
+//!   advisory locks on them.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod client;
+pub mod cls;
 mod error;
 mod ioctx;
+pub mod lock;
 pub mod objecter;
 mod paging;
 pub mod request;
