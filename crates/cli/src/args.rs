@@ -363,6 +363,9 @@ The rados tool's commands on our RADOS client (objecter, OSD map, CRUSH):
   | rmxattr OBJ NAME | setomapval OBJ KEY VALUE | listomapkeys OBJ
   | rmomapkey OBJ KEY | listomapvals OBJ (KEY<TAB>VALUE a line)
   | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup] [-f json]
+  | lock list OBJ | lock info OBJ NAME | lock break OBJ NAME LOCKER
+  | lock get OBJ NAME [--lock-type exclusive|shared] [--lock-cookie C]
+    [--lock-tag T] [--lock-description D] [--lock-duration SECONDS]
 put and get move whole objects in 4 MiB pieces, as rados does; stat prints
 POOL/OBJ mtime TIME, size N; ls lists the namespace (or all,
 NSPACE<TAB>NAME). bench writes and reads the objects rados bench does
@@ -392,6 +395,21 @@ pub struct RadosArgs {
     /// bench: json prints rados bench's JSON document
     #[arg(short = 'f', long, value_name = "FORMAT")]
     pub format: Option<String>,
+    /// lock: the lock's tag
+    #[arg(long, value_name = "TAG")]
+    pub lock_tag: Option<String>,
+    /// lock: the locker's cookie
+    #[arg(long, value_name = "COOKIE")]
+    pub lock_cookie: Option<String>,
+    /// lock get: the locker's description
+    #[arg(long, value_name = "TEXT")]
+    pub lock_description: Option<String>,
+    /// lock get: seconds the lock is held (0: until unlocked)
+    #[arg(long, value_name = "SECONDS")]
+    pub lock_duration: Option<String>,
+    /// lock get: exclusive (the default) or shared
+    #[arg(long, value_name = "TYPE")]
+    pub lock_type: Option<String>,
     /// The command and its arguments
     #[arg(value_name = "COMMAND")]
     pub words: Vec<String>,
