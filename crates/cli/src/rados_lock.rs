@@ -239,9 +239,7 @@ mod tests {
         assert_eq!(lock.cookie, "c");
         assert_eq!(lock.duration, UTime::new(30, 0));
         let b = LockCmd::parse(&words("break o L client.4152"), &opts).unwrap();
-        assert!(
-            matches!(b, LockCmd::Break { locker, .. } if locker.to_string() == "client.4152")
-        );
+        assert!(matches!(b, LockCmd::Break { locker, .. } if locker.to_string() == "client.4152"));
         assert!(LockCmd::parse(&words("break o L nobody"), &opts).is_err());
         assert!(LockCmd::parse(&words("info o"), &opts).is_err());
         let bad = LockOpts {

@@ -35,7 +35,8 @@ impl Op {
     /// [`MAX_NAME_LEN`] bytes, or an empty one, is
     /// [`RadosError::InvalidArgument`]; so is an input of 4 GiB or more.
     pub fn call(class: &str, method: &str, input: &[u8]) -> Result<Op, RadosError> {
-        let len8 = |what: &str, name: &str| match u8::try_from(name.len()) {
+        let len8 = |what: &str, name: &str| {
+            match u8::try_from(name.len()) {
             Ok(0) => Err(RadosError::InvalidArgument(format!(
                 "an object class call needs a {what} name; got an empty one"
             ))),
@@ -45,6 +46,7 @@ impl Op {
                 name.chars().take(16).collect::<String>(),
                 name.len()
             ))),
+        }
         };
         let class_len = len8("class", class)?;
         let method_len = len8("method", method)?;

@@ -382,8 +382,7 @@ impl IoCtx {
     /// `exec` as librados does); ENOENT if the object does not exist.
     pub async fn list_locks(&self, name: &[u8]) -> Result<Vec<String>, RadosError> {
         let out = self.exec(name, CLASS, "list_locks", &[]).await?;
-        decode_list_locks(&out)
-            .map_err(|e| RadosError::BadReply(format!("lock.list_locks: {e}")))
+        decode_list_locks(&out).map_err(|e| RadosError::BadReply(format!("lock.list_locks: {e}")))
     }
 
     /// Fails with EBUSY unless we hold lock `lock` as `kind` with `cookie`
@@ -403,8 +402,17 @@ impl IoCtx {
 }
 
 /// The call `lock.assert_locked` (for a compound operation).
-pub fn assert_locked_op(lock: &str, kind: LockType, cookie: &str, tag: &str) -> Result<Op, RadosError> {
-    Op::call(CLASS, "assert_locked", &encode_assert(lock, kind, cookie, tag))
+pub fn assert_locked_op(
+    lock: &str,
+    kind: LockType,
+    cookie: &str,
+    tag: &str,
+) -> Result<Op, RadosError> {
+    Op::call(
+        CLASS,
+        "assert_locked",
+        &encode_assert(lock, kind, cookie, tag),
+    )
 }
 
 #[cfg(test)]

@@ -111,7 +111,9 @@ async fn exec_runs_class_methods_as_librados_does() {
         .exec(obj.as_bytes(), "lock", "list_locks", &[])
         .await
         .expect("lock.list_locks");
-    assert!(msgr_rados::lock::decode_list_locks(&out).unwrap().is_empty());
+    assert!(msgr_rados::lock::decode_list_locks(&out)
+        .unwrap()
+        .is_empty());
     // A class no OSD has: the errno librados gets (EPERM where the OSDs'
     // osd_class_load_list does not name it, EOPNOTSUPP where it would be
     // loaded but is not installed); a method the lock class lacks:
@@ -132,10 +134,7 @@ async fn exec_runs_class_methods_as_librados_does() {
         &[&obj],
     );
     assert_eq!(text(&theirs).trim(), e.errno().unwrap().to_string(), "{e}");
-    assert!(
-        [EOPNOTSUPP, -1].contains(&e.errno().unwrap()),
-        "{e}"
-    );
+    assert!([EOPNOTSUPP, -1].contains(&e.errno().unwrap()), "{e}");
     let e = io
         .exec(obj.as_bytes(), "lock", "no_such_method", b"")
         .await
@@ -173,14 +172,26 @@ async fn exclusive_locks_are_seen_and_refused_both_ways() {
     // rados sees it as we do, and our CLI prints what it prints.
     let theirs = rados_lock(&["info", &obj, "L"]);
     assert!(theirs.contains(&format!("\"name\":\"{me}\"")), "{theirs}");
-    assert!(theirs.contains("\"description\":\"taken by msgr\""), "{theirs}");
+    assert!(
+        theirs.contains("\"description\":\"taken by msgr\""),
+        "{theirs}"
+    );
     assert_eq!(msgr_ok(&["info", &obj, "L"]), theirs);
-    assert_eq!(rados_lock(&["list", &obj]), format!("{{\"objname\":\"{obj}\",\"locks\":[{{\"name\":\"L\"}}]}}"));
+    assert_eq!(
+        rados_lock(&["list", &obj]),
+        format!("{{\"objname\":\"{obj}\",\"locks\":[{{\"name\":\"L\"}}]}}")
+    );
     assert_eq!(msgr_ok(&["list", &obj]), rados_lock(&["list", &obj]));
     assert_eq!(io.list_locks(obj.as_bytes()).await.unwrap(), ["L"]);
     // rados is refused (another client: EBUSY), whatever its cookie.
-    refused(rados_lock_out(&["get", &obj, "L", "--lock-cookie", "c1"]), EBUSY);
-    refused(rados_lock_out(&["get", &obj, "L", "--lock-cookie", "c9"]), EBUSY);
+    refused(
+        rados_lock_out(&["get", &obj, "L", "--lock-cookie", "c1"]),
+        EBUSY,
+    );
+    refused(
+        rados_lock_out(&["get", &obj, "L", "--lock-cookie", "c9"]),
+        EBUSY,
+    );
     // We hold it with c1 already: EEXIST, unless renewing.
     let e = io.lock(obj.as_bytes(), &lock).await.expect_err("held");
     assert_eq!(e.errno(), Some(EEXIST), "{e}");
@@ -199,7 +210,9 @@ async fn exclusive_locks_are_seen_and_refused_both_ways() {
         .await
         .expect_err("not held");
     assert_eq!(e.errno(), Some(ENOENT), "{e}");
-    io.unlock(obj.as_bytes(), "L", "c1").await.expect("unlocked");
+    io.unlock(obj.as_bytes(), "L", "c1")
+        .await
+        .expect("unlocked");
     assert!(rados_lock(&["info", &obj, "L"]).contains("\"lockers\":[]"));
 
     // The reverse: rados locks, we are refused and see its locker.
@@ -223,7 +236,10 @@ async fn exclusive_locks_are_seen_and_refused_both_ways() {
     assert_ne!(them, me);
     assert_eq!(info.lockers[0].cookie, "rc");
     assert_eq!(info.lockers[0].description, "taken by rados");
-    assert_eq!(msgr_ok(&["info", &obj, "R"]), rados_lock(&["info", &obj, "R"]));
+    assert_eq!(
+        msgr_ok(&["info", &obj, "R"]),
+        rados_lock(&["info", &obj, "R"])
+    );
     // Breaking with the wrong cookie: ENOENT; with its own: broken.
     let e = io
         .break_lock(obj.as_bytes(), "R", &them, "nope")
@@ -283,10 +299,16 @@ async fn shared_locks_coexist_and_tags_must_match() {
     cookies.sort();
     assert_eq!(cookies, ["ours", "theirs"]);
     let theirs = rados_lock(&["info", &obj, "S"]);
-    assert!(theirs.contains("\"type\":\"shared\",\"tag\":\"T\""), "{theirs}");
+    assert!(
+        theirs.contains("\"type\":\"shared\",\"tag\":\"T\""),
+        "{theirs}"
+    );
     assert_eq!(msgr_ok(&["info", &obj, "S"]), theirs);
     // Exclusive, or another tag: refused to both.
-    refused(rados_lock_out(&["get", &obj, "S", "--lock-cookie", "x"]), EBUSY);
+    refused(
+        rados_lock_out(&["get", &obj, "S", "--lock-cookie", "x"]),
+        EBUSY,
+    );
     refused(
         rados_lock_out(&[
             "get",
@@ -328,7 +350,9 @@ async fn shared_locks_coexist_and_tags_must_match() {
     let out = msgr_lock(&["get", &obj, "S", "--lock-cookie", "ex"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(text(&out.stderr).contains("EBUSY"), "{out:?}");
-    io.unlock(obj.as_bytes(), "S", "ours").await.expect("unlocked");
+    io.unlock(obj.as_bytes(), "S", "ours")
+        .await
+        .expect("unlocked");
     io.remove(obj.as_bytes()).await.expect("removed");
     rados.shutdown().await;
 }
@@ -349,8 +373,14 @@ async fn locks_expire_after_their_duration() {
     .expect("locked");
     let info = io.lock_info(obj.as_bytes(), "E").await.expect("info");
     assert_ne!(info.lockers[0].expiration.sec, 0);
-    assert_eq!(msgr_ok(&["info", &obj, "E"]), rados_lock(&["info", &obj, "E"]));
-    refused(rados_lock_out(&["get", &obj, "E", "--lock-cookie", "r"]), EBUSY);
+    assert_eq!(
+        msgr_ok(&["info", &obj, "E"]),
+        rados_lock(&["info", &obj, "E"])
+    );
+    refused(
+        rados_lock_out(&["get", &obj, "E", "--lock-cookie", "r"]),
+        EBUSY,
+    );
     tokio::time::sleep(Duration::from_secs(3)).await;
     // Expired: the OSD drops it, and rados takes the lock, for 1 second.
     assert!(io
@@ -359,7 +389,15 @@ async fn locks_expire_after_their_duration() {
         .expect("info")
         .lockers
         .is_empty());
-    rados_lock(&["get", &obj, "E", "--lock-cookie", "r", "--lock-duration", "1"]);
+    rados_lock(&[
+        "get",
+        &obj,
+        "E",
+        "--lock-cookie",
+        "r",
+        "--lock-duration",
+        "1",
+    ]);
     let e = io
         .lock(obj.as_bytes(), &Lock::exclusive("E").cookie("e"))
         .await
