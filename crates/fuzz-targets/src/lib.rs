@@ -17,6 +17,7 @@ use msgr_frames::{ControlFrame, FrameDecoder, FrameLimits, FrameReader, MessageF
 
 mod admin;
 mod auth;
+mod cls_lock;
 mod config;
 mod crush;
 mod gcm;
@@ -28,6 +29,7 @@ mod session;
 
 pub use admin::admin;
 pub use auth::cephx;
+pub use cls_lock::cls_lock;
 pub use config::config;
 pub use crush::crush;
 pub use gcm::gcm_pieces;
@@ -59,6 +61,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("admin", admin),
     ("crush", crush),
     ("osdmap", osdmap),
+    ("cls_lock", cls_lock),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {

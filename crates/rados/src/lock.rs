@@ -540,4 +540,41 @@ mod tests {
         assert_eq!(decode_list_locks(&v).unwrap(), ["a", "b"]);
         assert!(decode_list_locks(&v[..v.len() - 1]).is_err());
     }
+    /// get_info and list_locks outputs captured from Ceph 16 and 20 OSDs
+    /// (Python's `ioctx.execute` after `lock_shared(obj, "S", "ck1", "tg",
+    /// "shared by python", 60)` and an exclusive lock "X"; the fuzz
+    /// corpus's seeds, after their selector byte).
+    #[test]
+    fn replies_captured_from_ceph_decode() {
+        let seeds: [(&str, &[u8], &[u8]); 2] = [
+            (
+                "pacific",
+                include_bytes!("../../../fuzz/corpus/cls_lock/pacific-info-shared"),
+                include_bytes!("../../../fuzz/corpus/cls_lock/pacific-list"),
+            ),
+            (
+                "tentacle",
+                include_bytes!("../../../fuzz/corpus/cls_lock/tentacle-info-shared"),
+                include_bytes!("../../../fuzz/corpus/cls_lock/tentacle-list"),
+            ),
+        ];
+        for (release, info, list) in seeds {
+            let info = decode_lock_info(&info[1..]).unwrap_or_else(|e| panic!("{release}: {e}"));
+            assert_eq!(info.kind, LockType::Shared, "{release}");
+            assert_eq!(info.tag, "tg", "{release}");
+            assert_eq!(info.lockers.len(), 1, "{release}");
+            let l = &info.lockers[0];
+            assert_eq!(l.cookie, "ck1", "{release}");
+            assert_eq!(l.description, "shared by python", "{release}");
+            assert_eq!(l.locker.kind, EntityType::CLIENT, "{release}");
+            assert_ne!(l.expiration.sec, 0, "{release}");
+            assert_eq!(
+                l.addr.addr.map(|a| a.ip().to_string()).as_deref(),
+                Some("127.0.0.1"),
+                "{release}"
+            );
+            let names = decode_list_locks(&list[1..]).unwrap();
+            assert_eq!(names, ["S", "X"], "{release}");
+        }
+    }
 }
