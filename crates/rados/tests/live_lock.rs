@@ -277,7 +277,10 @@ async fn shared_locks_coexist_and_tags_must_match() {
     let obj = new_object(&io, "lock-shared").await;
     io.lock(
         obj.as_bytes(),
-        &Lock::shared("S").cookie("ours").tag("T").description("d1"),
+        &Lock::shared("S")
+            .cookie("ours")
+            .tag("T")
+            .description("\"quoted\" / é\ttab"),
     )
     .await
     .expect("shared");
@@ -304,6 +307,10 @@ async fn shared_locks_coexist_and_tags_must_match() {
         "{theirs}"
     );
     assert_eq!(msgr_ok(&["info", &obj, "S"]), theirs);
+    let pretty = ["info", obj.as_str(), "S", "-f", "json-pretty"];
+    assert_eq!(msgr_ok(&pretty), rados_lock(&pretty));
+    let pretty = ["list", obj.as_str(), "-f", "json-pretty"];
+    assert_eq!(msgr_ok(&pretty), rados_lock(&pretty));
     // Exclusive, or another tag: refused to both.
     refused(
         rados_lock_out(&["get", &obj, "S", "--lock-cookie", "x"]),
