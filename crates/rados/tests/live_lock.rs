@@ -424,3 +424,49 @@ async fn locks_expire_after_their_duration() {
     io.remove(obj.as_bytes()).await.expect("removed");
     rados.shutdown().await;
 }
+
+/// Python's librados (`Ioctx.lock_exclusive`) and ours: each refused the
+/// other's exclusive lock; we see and break Python's hold.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn python_librados_and_ours_see_each_others_locks() {
+    let rados = connect().await;
+    let io = rados.ioctx(POOL).expect("pool test");
+    let obj = new_object(&io, "lock-python").await;
+    io.lock(obj.as_bytes(), &Lock::exclusive("P").cookie("ours"))
+        .await
+        .expect("locked");
+    let me = io.lock_info(obj.as_bytes(), "P").await.unwrap().lockers[0].locker;
+    let script = "import os, sys, rados\n\
+         c = rados.Rados(conffile=os.environ['CEPH_CONF']); c.connect()\n\
+         io = c.open_ioctx('test')\n\
+         o = sys.argv[1]\n\
+         try:\n\
+         \x20   io.lock_exclusive(o, 'P', 'py', 'python', 600, 0)\n\
+         \x20   print('taken')\n\
+         except rados.Error as e:\n\
+         \x20   print(-e.errno)\n\
+         io.lock_exclusive(o, 'Q', 'py', 'python', 600, 0)\n\
+         print('client.%d' % c.get_instance_id())\n";
+    let out = text(&python_ok(script, &[&obj]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], EBUSY.to_string(), "{out}");
+    let py = lines[1];
+    assert_ne!(py, me.to_string());
+    // Python's hold of Q: we see it, are refused, and break it.
+    let info = io.lock_info(obj.as_bytes(), "Q").await.expect("info");
+    assert_eq!(info.lockers.len(), 1);
+    assert_eq!(info.lockers[0].locker.to_string(), py);
+    assert_eq!(info.lockers[0].description, "python");
+    let e = io
+        .lock(obj.as_bytes(), &Lock::exclusive("Q").cookie("py"))
+        .await
+        .expect_err("python holds it");
+    assert_eq!(e.errno(), Some(EBUSY), "{e}");
+    io.break_lock(obj.as_bytes(), "Q", &info.lockers[0].locker, "py")
+        .await
+        .expect("broken");
+    assert!(rados_lock(&["info", &obj, "Q"]).contains("\"lockers\":[]"));
+    io.remove(obj.as_bytes()).await.expect("removed");
+    rados.shutdown().await;
+}
