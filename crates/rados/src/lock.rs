@@ -251,6 +251,25 @@ pub fn encode_assert(name: &str, kind: LockType, cookie: &str, tag: &str) -> Vec
     v
 }
 
+/// `cls_lock_set_cookie_op`: `name`, type, cookie, tag, the new cookie.
+pub fn encode_set_cookie(
+    name: &str,
+    kind: LockType,
+    cookie: &str,
+    tag: &str,
+    new_cookie: &str,
+) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode_versioned(&mut v, 1, 1, |b| {
+        name.encode(b);
+        b.put_u8(kind.code());
+        cookie.encode(b);
+        tag.encode(b);
+        new_cookie.encode(b);
+    });
+    v
+}
+
 /// One holder of a lock (`locker_id_t` and `locker_info_t`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Locker {
@@ -383,6 +402,23 @@ impl IoCtx {
     pub async fn list_locks(&self, name: &[u8]) -> Result<Vec<String>, RadosError> {
         let out = self.exec(name, CLASS, "list_locks", &[]).await?;
         decode_list_locks(&out).map_err(|e| RadosError::BadReply(format!("lock.list_locks: {e}")))
+    }
+
+    /// Moves our hold of lock `lock` (as `kind`, with `tag`) from cookie
+    /// `cookie` to `new_cookie` (`lock.set_cookie`, a write): EBUSY unless
+    /// we hold it so, EBUSY if `new_cookie` is ours already.
+    pub async fn set_lock_cookie(
+        &self,
+        name: &[u8],
+        lock: &str,
+        kind: LockType,
+        cookie: &str,
+        tag: &str,
+        new_cookie: &str,
+    ) -> Result<(), RadosError> {
+        let input = encode_set_cookie(lock, kind, cookie, tag, new_cookie);
+        let ops = Ops::new().call(CLASS, "set_cookie", &input)?;
+        self.operate_write(name, ops).await.map(drop)
     }
 
     /// Fails with EBUSY unless we hold lock `lock` as `kind` with `cookie`

@@ -470,3 +470,58 @@ async fn python_librados_and_ours_see_each_others_locks() {
     io.remove(obj.as_bytes()).await.expect("removed");
     rados.shutdown().await;
 }
+
+/// Renewal flags, a cookie moved, an ephemeral lock whose unlock removes
+/// the object, and assert_locked: as the lock class answers librados.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn renewals_cookies_and_ephemeral_locks() {
+    let rados = connect().await;
+    let io = rados.ioctx(POOL).expect("pool test");
+    let obj = new_object(&io, "lock-renew").await;
+    let lock = Lock::exclusive("R").cookie("a").tag("t");
+    // MUST_RENEW a lock we do not hold: ENOENT; then take, renew.
+    let e = io
+        .lock(obj.as_bytes(), &lock.clone().must_renew())
+        .await
+        .expect_err("not held");
+    assert_eq!(e.errno(), Some(ENOENT), "{e}");
+    io.lock(obj.as_bytes(), &lock).await.expect("locked");
+    io.lock(obj.as_bytes(), &lock.clone().must_renew())
+        .await
+        .expect("renewed");
+    io.assert_locked(obj.as_bytes(), "R", LockType::Exclusive, "a", "t")
+        .await
+        .expect("ours");
+    let e = io
+        .assert_locked(obj.as_bytes(), "R", LockType::Exclusive, "b", "t")
+        .await
+        .expect_err("not with that cookie");
+    assert_eq!(e.errno(), Some(EBUSY), "{e}");
+    // The hold moves to cookie b: rados sees b.
+    io.set_lock_cookie(obj.as_bytes(), "R", LockType::Exclusive, "a", "t", "b")
+        .await
+        .expect("cookie moved");
+    let theirs = rados_lock(&["info", &obj, "R"]);
+    assert!(theirs.contains("\"cookie\":\"b\""), "{theirs}");
+    io.unlock(obj.as_bytes(), "R", "b").await.expect("unlocked");
+    // An ephemeral exclusive lock: unlocking removes the object.
+    let eph = unique("lock-ephemeral");
+    io.lock(
+        eph.as_bytes(),
+        &Lock::new("E", LockType::ExclusiveEphemeral).cookie("e"),
+    )
+    .await
+    .expect("ephemeral");
+    let theirs = rados_lock(&["info", &eph, "E"]);
+    assert!(
+        theirs.contains("\"type\":\"exclusive-ephemeral\""),
+        "{theirs}"
+    );
+    assert_eq!(msgr_ok(&["info", &eph, "E"]), theirs);
+    io.unlock(eph.as_bytes(), "E", "e").await.expect("unlocked");
+    let e = io.stat(eph.as_bytes()).await.expect_err("removed");
+    assert_eq!(e.errno(), Some(ENOENT), "{e}");
+    io.remove(obj.as_bytes()).await.expect("removed");
+    rados.shutdown().await;
+}
