@@ -85,7 +85,8 @@ async fn exec_runs_class_methods_as_librados_does() {
          c = rados.Rados(conffile=os.environ['CEPH_CONF']); c.connect()\n\
          io = c.open_ioctx('test')\n\
          ret, out = io.execute(sys.argv[1], 'hello', 'say_hello', b'msgr')\n\
-         sys.stdout.buffer.write(out)\n",
+         sys.stdout.buffer.write(out)\n\
+         io.close(); c.shutdown()\n",
         &[&obj],
     );
     assert_eq!(&ours[..], &theirs[..]);
@@ -130,7 +131,8 @@ async fn exec_runs_class_methods_as_librados_does() {
          \x20   io.execute(sys.argv[1], 'msgr_no_such_class', 'm', b'')\n\
          \x20   print('no error')\n\
          except rados.Error as e:\n\
-         \x20   print(-e.errno)\n",
+         \x20   print(-e.errno)\n\
+         io.close(); c.shutdown()\n",
         &[&obj],
     );
     assert_eq!(text(&theirs).trim(), e.errno().unwrap().to_string(), "{e}");
@@ -447,7 +449,8 @@ async fn python_librados_and_ours_see_each_others_locks() {
          except rados.Error as e:\n\
          \x20   print(-e.errno)\n\
          io.lock_exclusive(o, 'Q', 'py', 'python', 600, 0)\n\
-         print('client.%d' % c.get_instance_id())\n";
+         print('client.%d' % c.get_instance_id())\n\
+         io.close(); c.shutdown()\n";
     let out = text(&python_ok(script, &[&obj]));
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], EBUSY.to_string(), "{out}");
