@@ -370,6 +370,9 @@ The rados tool's commands on our RADOS client (objecter, OSD map, CRUSH):
   | watch OBJ | notify OBJ MSG | listwatchers OBJ
   | mksnap SNAP | rmsnap SNAP | lssnap | rollback OBJ SNAP | listsnaps OBJ
   | lspools | mkpool POOL [RULE] | rmpool POOL POOL --yes-i-really-really-mean-it
+  | lock list OBJ | lock info OBJ NAME | lock break OBJ NAME LOCKER
+  | lock get OBJ NAME [--lock-type exclusive|shared] [--lock-cookie C]
+    [--lock-tag T] [--lock-description D] [--lock-duration SECONDS]
 put and get move whole objects in 4 MiB pieces, as rados does; stat prints
 POOL/OBJ mtime TIME, size N; ls lists the namespace (or all,
 NSPACE<TAB>NAME). bench writes and reads the objects rados bench does
@@ -402,6 +405,21 @@ pub struct RadosArgs {
     /// rmpool: yes, delete the pool and its data
     #[arg(long = "yes-i-really-really-mean-it")]
     pub really: bool,
+    /// lock: the lock's tag
+    #[arg(long, value_name = "TAG")]
+    pub lock_tag: Option<String>,
+    /// lock: the locker's cookie
+    #[arg(long, value_name = "COOKIE")]
+    pub lock_cookie: Option<String>,
+    /// lock get: the locker's description
+    #[arg(long, value_name = "TEXT")]
+    pub lock_description: Option<String>,
+    /// lock get: seconds the lock is held (0: until unlocked)
+    #[arg(long, value_name = "SECONDS")]
+    pub lock_duration: Option<String>,
+    /// lock get: exclusive (the default) or shared
+    #[arg(long, value_name = "TYPE")]
+    pub lock_type: Option<String>,
     /// The command and its arguments
     #[arg(value_name = "COMMAND")]
     pub words: Vec<String>,

@@ -405,6 +405,14 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
         all: a.all,
         no_cleanup: a.no_cleanup,
         json: a.format.as_deref() == Some("json"),
+        lock: msgr_cli::rados_lock::LockOpts {
+            tag: a.lock_tag,
+            cookie: a.lock_cookie,
+            description: a.lock_description,
+            duration: a.lock_duration,
+            kind: a.lock_type,
+            pretty: a.format.as_deref() == Some("json-pretty"),
+        },
         ..Default::default()
     };
     if let Some(n) = a.concurrent_ios {

@@ -65,6 +65,8 @@ pub enum RadosCmd {
     Bench(crate::rados_bench::BenchArgs),
     /// `watch`, `notify`, `listwatchers` (crate::rados_watch).
     Watch(crate::rados_watch::WatchCmd),
+    /// `lock list|info|get|break ...` (crate::rados_lock).
+    Lock(crate::rados_lock::LockCmd),
 }
 
 impl RadosCmd {
@@ -79,6 +81,9 @@ impl RadosCmd {
         }
         Ok(match w.as_slice() {
             ["ls"] => RadosCmd::Ls { all: opts.all },
+            ["lock", rest @ ..] => {
+                RadosCmd::Lock(crate::rados_lock::LockCmd::parse(rest, &opts.lock)?)
+            }
             ["setxattr", obj, name, value] => RadosCmd::SetXattr {
                 obj: obj.to_string(),
                 name: name.to_string(),
@@ -154,6 +159,8 @@ pub struct CmdOpts {
     pub op_size: usize,
     pub no_cleanup: bool,
     pub json: bool,
+    /// `lock`'s `--lock-*` options.
+    pub lock: crate::rados_lock::LockOpts,
 }
 
 impl Default for CmdOpts {
@@ -165,6 +172,7 @@ impl Default for CmdOpts {
             op_size: 4 << 20,
             no_cleanup: false,
             json: false,
+            lock: Default::default(),
         }
     }
 }
@@ -287,6 +295,7 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
             }
             Ok(out)
         }
+        RadosCmd::Lock(c) => crate::rados_lock::run(io, c).await,
         RadosCmd::Bench(args) => {
             // Progress as it goes, as rados bench prints it; with --format
             // json on stderr, and the JSON summary alone on stdout.

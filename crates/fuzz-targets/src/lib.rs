@@ -17,6 +17,7 @@ use msgr_frames::{ControlFrame, FrameDecoder, FrameLimits, FrameReader, MessageF
 
 mod admin;
 mod auth;
+mod cls_lock;
 mod config;
 mod crush;
 mod gcm;
@@ -30,6 +31,7 @@ mod watch;
 
 pub use admin::admin;
 pub use auth::cephx;
+pub use cls_lock::cls_lock;
 pub use config::config;
 pub use crush::crush;
 pub use gcm::gcm_pieces;
@@ -65,6 +67,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("osdmap", osdmap),
     ("watch_notify", watch_notify),
     ("snap", snap),
+    ("cls_lock", cls_lock),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {

@@ -35,6 +35,10 @@ pub enum RadosError {
         /// What was asked and what the OSD answered.
         detail: String,
     },
+    /// An argument the request cannot carry (e.g. a class name longer
+    /// than the 255 bytes CEPH_OSD_OP_CALL has room for); nothing was
+    /// sent. Reported as EINVAL by [`RadosError::errno`].
+    InvalidArgument(String),
 }
 
 /// The name of an errno an OSD returns (negative or not).
@@ -46,6 +50,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         7 => "E2BIG (argument list too long)",
         11 => "EAGAIN (try again)",
         13 => "EACCES (permission denied)",
+        16 => "EBUSY (resource busy: e.g. locked by another)",
         17 => "EEXIST (object exists)",
         22 => "EINVAL (invalid argument)",
         27 => "EFBIG (object too large)",
@@ -76,6 +81,7 @@ impl std::fmt::Display for RadosError {
                 f,
                 "osd.{osd} made no progress in {what} (the OSD is at fault): {detail}"
             ),
+            RadosError::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
         }
     }
 }
@@ -93,6 +99,7 @@ impl RadosError {
     pub fn errno(&self) -> Option<i32> {
         match self {
             RadosError::Os { errno, .. } => Some(*errno),
+            RadosError::InvalidArgument(_) => Some(-22),
             _ => None,
         }
     }

@@ -7,15 +7,19 @@
 //!   cancellation;
 //! - [`Rados`] / [`IoCtx`]: the async client, a monitor session keeping the
 //!   OSD map current and a messenger to the OSDs; each request is a future
-//!   that cancels its op when dropped.
+//!   that cancels its op when dropped;
+//! - [`cls`]: object class calls (`IoCtx::exec`), and [`lock`]: cls_lock's
+//!   advisory locks on them.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod client;
+pub mod cls;
 mod config;
 mod error;
 mod ioctx;
 mod listing;
+pub mod lock;
 mod object;
 pub mod objecter;
 mod paging;

@@ -110,6 +110,15 @@ impl Request {
             flags: 0,
         }
     }
+
+    /// Whether the request is a write: one of its ops writes, or it was
+    /// marked one with [`flag::WRITE`] in `flags`, as librados's
+    /// `ObjectWriteOperation` marks class calls and asserts (a write then
+    /// carries its mtime and snap context, and waits out full pools and
+    /// PAUSEWR).
+    pub fn writes(&self) -> bool {
+        self.ops.writes() || self.flags & flag::WRITE != 0
+    }
 }
 
 /// Where a request goes: the PG and its acting primary, and what of the
@@ -411,7 +420,7 @@ impl Objecter {
                     force,
                     object: f.req.object.clone(),
                     ignores_overlay: f.ignores_overlay(),
-                    writes: f.req.ops.writes(),
+                    writes: f.req.writes(),
                 });
             }
         }
@@ -485,7 +494,7 @@ impl Objecter {
     fn should_pause(&self, f: &InFlight) -> bool {
         use msgr_osdmap::flag::{FULL, PAUSERD, PAUSEWR};
         let map_flags = self.map.flags;
-        if !f.req.ops.writes() {
+        if !f.req.writes() {
             return map_flags & PAUSERD != 0;
         }
         if map_flags & PAUSEWR != 0 {
@@ -753,7 +762,7 @@ fn target_of(
 /// The MOSDOp of one send of a request, as librados builds it.
 fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOSDOp {
     let req = &f.req;
-    let writes = req.ops.writes();
+    let writes = req.writes();
     let mut ops = Vec::with_capacity(req.ops.0.len());
     let mut inputs: Vec<&Bytes> = Vec::new();
     for o in &req.ops.0 {

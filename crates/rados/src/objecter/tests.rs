@@ -503,3 +503,43 @@ fn placements_of_a_replaced_map_are_done_again() {
     assert_ne!(moved.osd, t.osd);
     assert_eq!(moved.msg.osdmap_epoch, newer.epoch);
 }
+
+/// A class call is a read-mode op: sent alone it is a read (`rados_exec`),
+/// without a time; marked a write (an `ObjectWriteOperation`'s exec) it
+/// goes as librados's writes go: the WRITE flag, its mtime and snap
+/// context, and held while the map says PAUSEWR.
+#[test]
+fn a_class_call_marked_a_write_goes_as_a_write() {
+    let m = map();
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    let call = || Ops::new().call("lock", "lock", b"in").expect("call");
+    o.submit(req("a", call()), Instant::now());
+    let read = drain(&mut o).remove(0);
+    assert_eq!(read.msg.flags, 0x0040_0014);
+    assert_eq!(read.msg.mtime, UTime::default());
+    assert_eq!(read.msg.ops[0].op, crate::cls::CALL);
+    assert_eq!(&read.msg.data[..], b"locklockin");
+    let snapc = SnapContext {
+        seq: 5,
+        snaps: vec![5, 3],
+    };
+    let write = Request {
+        flags: flag::WRITE,
+        snapc: snapc.clone(),
+        ..req("a", call())
+    };
+    o.submit(write.clone(), Instant::now());
+    let sent = drain(&mut o).remove(0);
+    assert_eq!(sent.msg.flags, 0x0040_0024);
+    assert_eq!(sent.msg.mtime, UTime::new(1, 2));
+    assert_eq!((sent.msg.snap_seq, sent.msg.snaps.clone()), (5, vec![5, 3]));
+    // Under PAUSEWR the write waits; a read call still goes.
+    let mut paused = (*m).clone();
+    paused.epoch += 1;
+    paused.flags |= msgr_osdmap::flag::PAUSEWR;
+    let mut o = Objecter::new(Arc::new(paused), Limits::default());
+    o.submit(write, Instant::now());
+    assert!(drain(&mut o).is_empty(), "a write waits out PAUSEWR");
+    o.submit(req("a", call()), Instant::now());
+    assert_eq!(drain(&mut o).len(), 1, "a read call goes");
+}
