@@ -10,6 +10,7 @@ pub mod osd_backoff;
 pub mod osd_op;
 pub mod osd_types;
 pub mod simple;
+pub mod statfs;
 mod typed;
 mod types;
 
@@ -18,6 +19,10 @@ pub use monmap::{MonInfo, MonMap};
 pub use osd_backoff::{HObject, MOSDBackoff, MSG_OSD_BACKOFF};
 pub use osd_op::{MOSDOp, MOSDOpReply, RequestRedirect, MSG_OSD_OP, MSG_OSD_OPREPLY};
 pub use simple::{MCommand, MCommandReply, MPing};
+pub use statfs::{
+    CephStatfs, MGetPoolStats, MGetPoolStatsReply, MStatfs, MStatfsReply, ObjectStatSum, PoolStat,
+    StoreStatfs,
+};
 pub use typed::{MessageError, TypedMessage};
 pub use types::{message_type_name, MESSAGE_TYPES};
 
