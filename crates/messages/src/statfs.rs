@@ -226,10 +226,6 @@ pub struct ObjectStatSum {
     pub num_omap_keys: i64,
 }
 
-/// The sum's encoded length at v20 (36 i64s and 4 i32s, after the
-/// envelope).
-const STAT_SUM_V20_LEN: usize = 36 * 8 + 4 * 4;
-
 impl Encode for ObjectStatSum {
     fn encode(&self, out: &mut Vec<u8>) {
         encode_versioned(out, 20, 14, |o| {
@@ -519,6 +515,10 @@ impl TypedMessage for MGetPoolStatsReply {
 mod tests {
     use super::*;
 
+    /// The sum's encoded length at v20 (36 i64s and 4 i32s, after the
+    /// envelope).
+    const STAT_SUM_V20_LEN: usize = 36 * 8 + 4 * 4;
+
     fn sample() -> PoolStat {
         PoolStat {
             sum: ObjectStatSum {
@@ -585,7 +585,10 @@ mod tests {
         old.put_u32_le(body.len() as u32);
         old.extend_from_slice(&body);
         let s = ObjectStatSum::decode(&mut Decoder::new(&old)).unwrap();
-        assert_eq!((s.num_bytes, s.num_wr_kb, s.num_objects_misplaced), (1, 11, 22));
+        assert_eq!(
+            (s.num_bytes, s.num_wr_kb, s.num_objects_misplaced),
+            (1, 11, 22)
+        );
         assert_eq!(s.num_omap_bytes, 0);
 
         let mut newer = Vec::new();
@@ -611,7 +614,10 @@ mod tests {
         for cut in 0..m.front.len() - 1 {
             let mut short = m.clone();
             short.front = m.front.slice(..cut);
-            assert!(MGetPoolStatsReply::from_message(&short).is_err(), "cut {cut}");
+            assert!(
+                MGetPoolStatsReply::from_message(&short).is_err(),
+                "cut {cut}"
+            );
         }
         // A map claiming more pools than bytes: refused before allocating.
         let mut o = Vec::new();

@@ -47,6 +47,10 @@ pub enum Outgoing {
     Auth(MAuth),
     /// MMonGetVersion: ask for a map's newest and oldest versions.
     GetVersion(MMonGetVersion),
+    /// MStatfs: the cluster's usage (crate::core::stats).
+    Statfs(MStatfs),
+    /// MGetPoolStats: pools' stats (crate::core::stats).
+    GetPoolStats(MGetPoolStats),
 }
 
 impl Outgoing {
@@ -58,6 +62,8 @@ impl Outgoing {
             Outgoing::Command(m) => m.to_message(features),
             Outgoing::Auth(m) => m.to_message(features),
             Outgoing::GetVersion(m) => m.to_message(features),
+            Outgoing::Statfs(m) => m.to_message(features),
+            Outgoing::GetPoolStats(m) => m.to_message(features),
         }
     }
 }
@@ -196,6 +202,8 @@ pub struct MonCore {
     osdmap_error: Option<String>,
     last_version_handle: u64,
     versions: BTreeMap<u64, VersionRequest>,
+    /// Usage requests (stats.rs).
+    stats: stats::Stats,
     last_keepalive: Option<Instant>,
     /// The newest keepalive ack stamp seen, and when it was first seen.
     last_ack: Option<(Option<UTime>, Instant)>,
@@ -238,6 +246,7 @@ impl MonCore {
             osdmap_error: None,
             last_version_handle: 0,
             versions: BTreeMap::new(),
+            stats: stats::Stats::default(),
             last_keepalive: None,
             last_ack: None,
             ticket_request_sent: None,
@@ -541,6 +550,7 @@ impl MonCore {
         for handle in unanswered {
             self.send_version(conn, handle, now);
         }
+        self.resend_stats(conn);
     }
 
     /// A connection faulted: an authentication refusal ends a candidate
@@ -671,6 +681,8 @@ impl MonCore {
                     }
                 }
             }
+            msgr_messages::statfs::MSG_STATFS_REPLY
+            | msgr_messages::statfs::MSG_GETPOOLSTATSREPLY => self.handle_stats_reply(&m),
             MSG_OSD_MAP => {
                 return Some(OsdMapWork {
                     conn,
@@ -954,3 +966,6 @@ impl MonCore {
 #[cfg(test)]
 #[path = "core_tests.rs"]
 mod tests;
+
+#[path = "stats.rs"]
+pub mod stats;
