@@ -62,6 +62,8 @@ pub struct Pool {
     pub snap_seq: u64,
     /// Pool snapshots: id → name.
     pub snaps: BTreeMap<u64, String>,
+    /// The base pool this pool is a cache tier of (−1: none).
+    pub tier_of: i64,
     /// The cache tier reads and writes go to instead (−1: none).
     pub read_tier: i64,
     /// The cache tier writes go to instead (−1: none).
@@ -251,6 +253,7 @@ fn decode_pool(d: &mut Decoder<'_>, v: u8) -> DecodeResult<Pool> {
         flags,
         snap_seq,
         snaps,
+        tier_of: -1,
         read_tier: -1,
         write_tier: -1,
         stripe_width: 0,
@@ -288,7 +291,7 @@ fn decode_tail(d: &mut Decoder<'_>, v: u8, p: &mut Pool) -> DecodeResult<()> {
     if v >= 9 {
         let n = d.length("pool tiers", 8)?;
         d.skip(n.saturating_mul(8), "pool tiers")?;
-        let _tier_of = d.u64("pool tier_of")?;
+        p.tier_of = i64::decode(d)?;
         let _cache_mode = d.u8("pool cache_mode")?;
         p.read_tier = i64::decode(d)?;
         p.write_tier = i64::decode(d)?;

@@ -19,6 +19,7 @@ mod paging;
 pub mod request;
 mod shared;
 
+pub use client::admin::{ClusterStat, PoolStats, ADMIN_TIMEOUT};
 pub use client::Rados;
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
