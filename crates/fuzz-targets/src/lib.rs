@@ -25,6 +25,7 @@ mod msgr1;
 mod osd;
 mod osdmap;
 mod session;
+mod stats;
 
 pub use admin::admin;
 pub use auth::cephx;
@@ -36,6 +37,7 @@ pub use msgr1::msgr1;
 pub use osd::osd_messages;
 pub use osdmap::osdmap;
 pub use session::session;
+pub use stats::stats_messages;
 
 /// Every target, by the name of its corpus folder.
 /// A fuzz target's body.
@@ -47,6 +49,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("gcm_pieces", gcm_pieces),
     ("mon_messages", mon_messages),
     ("osd_messages", osd_messages),
+    ("stats_messages", stats_messages),
     ("session", session),
     ("encoding", encoding),
     ("preamble", preamble),
