@@ -363,6 +363,7 @@ The rados tool's commands on our RADOS client (objecter, OSD map, CRUSH):
   | rmxattr OBJ NAME | setomapval OBJ KEY VALUE | listomapkeys OBJ
   | rmomapkey OBJ KEY | listomapvals OBJ (KEY<TAB>VALUE a line)
   | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup] [-f json]
+  | df [-p POOL] [-f json] (rados df: the pools' and the cluster's usage)
 put and get move whole objects in 4 MiB pieces, as rados does; stat prints
 POOL/OBJ mtime TIME, size N; ls lists the namespace (or all,
 NSPACE<TAB>NAME). bench writes and reads the objects rados bench does

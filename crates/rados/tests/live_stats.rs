@@ -319,3 +319,36 @@ async fn osd_and_pg_commands_equal_librados() {
     assert_eq!(base, pool, "pool test is no cache tier");
     rados.shutdown().await;
 }
+
+/// `msgr rados df` prints what `rados df` prints, plain and `-f json`
+/// (polled: the mgr's reports may change between the two runs).
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn rados_df_prints_what_rados_prints() {
+    use support::live::{msgr_cli, rados_cli};
+    for format in [None, Some("json")] {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut ours = vec!["rados", "df"];
+            let mut theirs = vec!["df"];
+            if let Some(f) = format {
+                ours.extend(["-f", f]);
+                theirs.extend(["--format", f]);
+            }
+            let o = msgr_cli(&ours);
+            assert!(o.status.success(), "{o:?}");
+            let t = rados_cli(&theirs);
+            assert!(t.status.success(), "{t:?}");
+            if o.stdout == t.stdout {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "ours:\n{}\nrados's:\n{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&t.stdout)
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
