@@ -391,8 +391,8 @@ pub struct PoolStat {
     pub acting: i32,
     /// The store's usage of the pool (v7+).
     pub store_stats: StoreStatfs,
-    /// How many OSDs reported store stats (v7+).
-    pub num_store_stats: i64,
+    /// How many OSD reports the store stats sum (v7+; an int32_t).
+    pub num_store_stats: i32,
 }
 
 impl PoolStat {
@@ -422,7 +422,7 @@ impl Encode for PoolStat {
             o.put_i32_le(self.up);
             o.put_i32_le(self.acting);
             self.store_stats.encode(o);
-            o.put_i64_le(self.num_store_stats);
+            o.put_i32_le(self.num_store_stats);
         });
     }
 }
@@ -454,7 +454,7 @@ impl Decode for PoolStat {
             let (store_stats, num_store_stats) = match v >= 7 {
                 true => (
                     StoreStatfs::decode(d)?,
-                    d.u64("pool_stat_t.num_store_stats")? as i64,
+                    d.u32("pool_stat_t.num_store_stats")? as i32,
                 ),
                 false => (StoreStatfs::default(), 0),
             };

@@ -116,21 +116,28 @@ impl MonCore {
     pub(super) fn handle_stats_reply(&mut self, m: &Message) {
         let reply = match m.msg_type {
             MSG_STATFS_REPLY => MStatfsReply::from_message(m)
-                .ok()
-                .map(|r| (r.tid, StatsReply::Statfs(r.st))),
-            MSG_GETPOOLSTATSREPLY => MGetPoolStatsReply::from_message(m).ok().map(|r| {
-                (
-                    r.tid,
-                    StatsReply::PoolStats {
-                        stats: r.pool_stats,
-                        per_pool: r.per_pool,
-                    },
-                )
-            }),
-            _ => None,
+                .map(|r| (r.tid, StatsReply::Statfs(r.st)))
+                .map_err(|e| format!("an unreadable MStatfsReply (tid {}): {e}", m.tid)),
+            MSG_GETPOOLSTATSREPLY => MGetPoolStatsReply::from_message(m)
+                .map(|r| {
+                    (
+                        r.tid,
+                        StatsReply::PoolStats {
+                            stats: r.pool_stats,
+                            per_pool: r.per_pool,
+                        },
+                    )
+                })
+                .map_err(|e| format!("an unreadable MGetPoolStatsReply (tid {}): {e}", m.tid)),
+            _ => return,
         };
-        let Some((tid, reply)) = reply else {
-            return;
+        let (tid, reply) = match reply {
+            Ok(r) => r,
+            Err(why) => {
+                // Said when the request times out.
+                self.last_error = Some(why);
+                return;
+            }
         };
         if let Some(p) = self.stats.pending.get_mut(&tid) {
             let kind_matches = matches!(
