@@ -273,12 +273,15 @@ sys.stdout.write(out.decode())
 async fn osd_and_pg_commands_equal_librados() {
     let rados = connect().await;
     let cmd = r#"{"prefix": "version"}"#;
+    // The first OSD up (others may be stopped by other tests).
+    let map = rados.osdmap();
+    let osd = (0..map.max_osd).find(|o| map.is_up(*o)).expect("an OSD up");
     let ours = rados
-        .osd_command(0, cmd, Bytes::new())
+        .osd_command(osd, cmd, Bytes::new())
         .await
         .expect("osd command");
     assert_eq!(ours.r, 0, "{}", ours.rs);
-    let theirs = python_ok(PY_CMD, &["osd", "0", cmd]);
+    let theirs = python_ok(PY_CMD, &["osd", &osd.to_string(), cmd]);
     assert_eq!(
         String::from_utf8_lossy(&ours.output),
         String::from_utf8_lossy(&theirs)
@@ -286,7 +289,19 @@ async fn osd_and_pg_commands_equal_librados() {
     assert!(String::from_utf8_lossy(&theirs).contains("\"version\""));
 
     let pool = rados.osdmap().pool_id(POOL).expect("pool test");
-    let pgid = format!("{pool}.0");
+    // A PG whose primary is up (others may be stopped by other tests).
+    let pg_num = map.pools[&pool].pg_num;
+    let seed = (0..pg_num)
+        .find(|seed| {
+            let pg = msgr_messages::osd_types::PgId {
+                pool: pool as u64,
+                seed: *seed,
+            };
+            map.pg_to_up_acting(pg)
+                .is_some_and(|u| u.acting_primary >= 0 && map.is_up(u.acting_primary))
+        })
+        .expect("a PG with its primary up");
+    let pgid = format!("{pool}.{seed:x}");
     let query = format!(r#"{{"prefix": "query", "pgid": "{pgid}"}}"#);
     let ours = rados
         .pg_command(&pgid, &query, Bytes::new())
