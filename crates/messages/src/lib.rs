@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod log;
 pub mod mon;
 pub mod monmap;
 pub mod osd_backoff;
@@ -14,6 +15,7 @@ pub mod statfs;
 mod typed;
 mod types;
 
+pub use log::{LogEntry, MLog, MSG_LOG};
 pub use mon::*;
 pub use monmap::{MonInfo, MonMap};
 pub use osd_backoff::{HObject, MOSDBackoff, MSG_OSD_BACKOFF};

@@ -204,6 +204,8 @@ pub struct MonCore {
     versions: BTreeMap<u64, VersionRequest>,
     /// Usage requests (stats.rs).
     stats: stats::Stats,
+    /// The cluster log followed (log.rs).
+    log: log::LogFollow,
     last_keepalive: Option<Instant>,
     /// The newest keepalive ack stamp seen, and when it was first seen.
     last_ack: Option<(Option<UTime>, Instant)>,
@@ -247,6 +249,7 @@ impl MonCore {
             last_version_handle: 0,
             versions: BTreeMap::new(),
             stats: stats::Stats::default(),
+            log: log::LogFollow::default(),
             last_keepalive: None,
             last_ack: None,
             ticket_request_sent: None,
@@ -551,6 +554,7 @@ impl MonCore {
             self.send_version(conn, handle, now);
         }
         self.resend_stats(conn);
+        self.send_log_sub(conn);
     }
 
     /// A connection faulted: an authentication refusal ends a candidate
@@ -683,6 +687,7 @@ impl MonCore {
             }
             msgr_messages::statfs::MSG_STATFS_REPLY
             | msgr_messages::statfs::MSG_GETPOOLSTATSREPLY => self.handle_stats_reply(&m),
+            msgr_messages::log::MSG_LOG => self.handle_log(&m),
             MSG_OSD_MAP => {
                 return Some(OsdMapWork {
                     conn,
@@ -969,3 +974,6 @@ mod tests;
 
 #[path = "stats.rs"]
 pub mod stats;
+
+#[path = "log.rs"]
+pub mod log;

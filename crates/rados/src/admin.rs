@@ -394,6 +394,36 @@ impl<T: Transport> Rados<T> {
         Ok(if p.tier_of < 0 { pool_id } else { p.tier_of })
     }
 
+    /// Follows the cluster log from `level` up (`debug`, `info`, `warn`,
+    /// `err`, `sec`), as `rados_monitor_log` does; read what arrives with
+    /// [`Rados::log_entries`].
+    ///
+    /// ```no_run
+    /// # async fn f(rados: msgr_rados::Rados) -> Result<(), msgr_rados::RadosError> {
+    /// rados.monitor_log("info")?;
+    /// let (entries, _dropped) = rados.log_entries(std::time::Duration::from_secs(10)).await?;
+    /// for e in entries {
+    ///     println!("{} {}: {}", e.name, e.channel, e.msg);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn monitor_log(&self, level: &str) -> Result<(), RadosError> {
+        self.mon.follow_log(level).map_err(|e| RadosError::Os {
+            errno: EINVAL,
+            what: e.to_string(),
+        })
+    }
+
+    /// The cluster log entries that arrived since the last call, waiting
+    /// up to `timeout` for one (empty: none by then), and how many were
+    /// dropped unread (more than `msgr_monc::LOG_QUEUE` waited).
+    pub async fn log_entries(
+        &self,
+        timeout: Duration,
+    ) -> Result<(Vec<msgr_messages::LogEntry>, u64), RadosError> {
+        Ok(self.mon.log_entries(timeout).await?)
+    }
+
     /// Sends a command (normally one JSON object) to `osd.{osd}` with
     /// MCommand, as `ceph tell osd.N` and `rados_osd_command` do, and
     /// returns its reply (`r` < 0: the OSD's errno, `rs` its status).

@@ -367,3 +367,82 @@ async fn rados_df_prints_what_rados_prints() {
         }
     }
 }
+
+/// The cluster log: a line logged through librados (`log` as `ceph log`
+/// sends it) arrives in our subscription; one we log arrives in
+/// librados's monitor_log callback.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn cluster_log_both_ways() {
+    let rados = connect().await;
+    rados.monitor_log("info").expect("following the log");
+    // Let the subscription reach the monitor first.
+    let _ = rados.log_entries(Duration::from_secs(1)).await;
+    let theirs = unique("stats-log-theirs");
+    let script = r#"
+import os, sys, rados, json
+c = rados.Rados(conffile=os.environ["CEPH_CONF"]); c.connect()
+r, out, outs = c.mon_command(json.dumps({"prefix": "log", "logtext": [sys.argv[1]]}), b"")
+assert r == 0, outs
+"#;
+    python_ok(script, &[&theirs]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    'found: loop {
+        let (entries, _) = rados
+            .log_entries(Duration::from_secs(5))
+            .await
+            .expect("log entries");
+        for e in &entries {
+            if e.msg.contains(&theirs) {
+                assert_eq!(e.channel, "cluster");
+                assert_eq!(e.prio, msgr_messages::log::prio::INFO);
+                break 'found;
+            }
+        }
+        assert!(Instant::now() < deadline, "{theirs} never arrived");
+    }
+
+    // The reverse: librados follows, we log.
+    let ours = unique("stats-log-ours");
+    let watch = r#"
+import os, sys, rados, time
+c = rados.Rados(conffile=os.environ["CEPH_CONF"]); c.connect()
+seen = []
+c.monitor_log("info", lambda arg, line, who, sec, nsec, seq, level, msg: seen.append(msg.decode() if isinstance(msg, bytes) else msg), None)
+print("ready", flush=True)
+end = time.time() + 30
+while time.time() < end and not any(sys.argv[1] in m for m in seen):
+    time.sleep(0.2)
+print(any(sys.argv[1] in m for m in seen))
+"#;
+    let env_py = std::env::var("MSGR_TEST_PYTHON").unwrap();
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{env_py} - {ours}"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(watch.as_bytes()).unwrap();
+    }
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let cmd = format!(r#"{{"prefix": "log", "logtext": ["{ours}"]}}"#);
+    let r = rados
+        .mon()
+        .command(&cmd, Bytes::new(), Duration::from_secs(30))
+        .await
+        .expect("log");
+    assert_eq!(r.r, 0, "{}", r.rs);
+    line.clear();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(line, "True\n", "librados did not see {ours}");
+    rados.shutdown().await;
+}

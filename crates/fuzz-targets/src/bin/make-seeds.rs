@@ -339,6 +339,23 @@ fn more_seeds() {
                 .to_message(0),
             ),
         ];
+        let log = msgr_messages::log::MLog {
+            fsid,
+            entries: vec![msgr_messages::log::LogEntry {
+                name: msgr_encoding::AuthName {
+                    kind: msgr_encoding::EntityType::CLIENT,
+                    id: "admin".into(),
+                },
+                rank: EntityName::new(msgr_encoding::EntityType::CLIENT, 4123),
+                addrs: "v2:127.0.0.1:0/77".parse().expect("addr"),
+                stamp: UTime { sec: 5, nsec: 6 },
+                seq: 1,
+                prio: msgr_messages::log::prio::INFO,
+                msg: "hello".into(),
+                channel: "cluster".into(),
+            }],
+        };
+        let msgs = msgs.into_iter().chain([(4, "log", log.to_message(0))]);
         for (sel, name, m) in msgs {
             write(
                 "stats_messages",
