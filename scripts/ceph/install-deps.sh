@@ -4,6 +4,8 @@
 #
 #   ceph-mon ceph-osd ceph-common  Ceph 16.2.x "Pacific" mon, OSD and CLIs (ceph, rados,
 #                                  ceph-authtool, monmaptool) for pacific-cluster.sh
+#   ceph-mgr                       a mgr for pacific-cluster.sh's CEPH_TEST_MGR=1 (pool and
+#                                  cluster usage, mgr commands)
 #   uuid-runtime                   uuidgen (cluster fsid, OSD uuid)
 #   tcpdump                        packet captures (testdata/captures)
 #   debootstrap                    builds the Ceph 20 "Tentacle" chroot (tentacle.sh setup)
@@ -13,7 +15,7 @@
 # daemons (the Debian ceph packages' systemd units are not used by our scripts).
 set -euo pipefail
 
-PKGS=(ceph-mon ceph-osd ceph-common uuid-runtime tcpdump debootstrap)
+PKGS=(ceph-mon ceph-osd ceph-mgr ceph-common uuid-runtime tcpdump debootstrap)
 
 [[ $EUID -eq 0 ]] || { echo "install-deps.sh: must run as root" >&2; exit 1; }
 

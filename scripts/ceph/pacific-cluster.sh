@@ -61,6 +61,11 @@
 #                             [v1:127.0.0.1:V1_PORT], ms_bind_msgr2 = false), so Ceph's own
 #                             clients speak msgr1 end to end (they pick v2 whenever offered)
 #   CEPH_TEST_STOP_HINT       the stop command to print (tentacle.sh sets its own)
+#   CEPH_TEST_MGR (0)         1: also start one ceph-mgr, mgr.x (apt: ceph-mgr; keyring
+#                             DIR/mgr/ceph-x/keyring, log DIR/log/mgr.x.log, no optional
+#                             modules enabled, stats reported every second), and wait
+#                             until the monitors have it active: pool and cluster usage
+#                             (rados df, MGetPoolStats, MStatfs) and mgr commands answer
 set -euo pipefail
 
 SELF="$(readlink -f "${BASH_SOURCE[0]}")"
@@ -196,6 +201,33 @@ pool_usable() {  # an object write/stat/delete proves the PGs are active (no mgr
   timeout 20 rados --conf "$CONF" -p "$POOL" put __start_cluster_probe /etc/hostname &&
   timeout 20 rados --conf "$CONF" -p "$POOL" stat __start_cluster_probe &&
   timeout 20 rados --conf "$CONF" -p "$POOL" rm __start_cluster_probe
+}
+
+mgr_active() { c mgr stat --format json 2>/dev/null | grep -q '"available": *true'; }
+
+# start_mgr: CEPH_TEST_MGR=1: mgr.x, its key made on first start.
+start_mgr() {
+  [[ "${CEPH_TEST_MGR:-0}" == 1 ]] || return 0
+  command -v ceph-mgr >/dev/null 2>&1 || die "'ceph-mgr' not found; run install-deps.sh (apt: ceph-mgr)"
+  local mdir="$DIR/mgr/ceph-x"
+  if [[ ! -s "$mdir/keyring" ]]; then
+    mkdir -p "$mdir"
+    c auth get-or-create mgr.x mon 'allow profile mgr' osd 'allow *' mds 'allow *' \
+      >"$mdir/keyring" || die "could not make mgr.x's key"
+    # Usage reported every second (OSD -> mgr -> mon), not every 5 s.
+    c config set mgr mgr_stats_period 1 >/dev/null || true
+    c config set mon mon_mgr_digest_period 1 >/dev/null || true
+  fi
+  if ! live_pid mgr.x >/dev/null; then
+    rm -f "$DIR/run/mgr.x.pid"
+    ceph-mgr --conf "$CONF" -i x --mgr_data "$mdir" --keyring "$mdir/keyring" \
+      --log_file "$DIR/log/mgr.x.log" --pid_file "$DIR/run/mgr.x.pid" \
+      --admin_socket "$DIR/run/ceph-mgr.x.asok" --mgr_initial_modules "" \
+      >>"$DIR/log/mgr-stdout.log" 2>&1 ||
+      die "ceph-mgr failed to start; see $DIR/log/mgr.x.log and $DIR/log/mgr-stdout.log"
+    log "ceph-mgr started (pid $(cat "$DIR/run/mgr.x.pid" 2>/dev/null || echo '?'))"
+  fi
+  wait_for "mgr.x active" "$DIR/log/mgr.x.log" mgr_active
 }
 
 print_exports() {
@@ -356,6 +388,7 @@ cmd_start() {
       wait_for "osd.$id up" "$DIR/log/osd.$id.log" osd_is_up "$id"
     done
     wait_for "pool '$POOL' usable" "$DIR/log/osd.0.log" pool_usable
+    start_mgr
     print_exports
     return 0
   fi
@@ -455,6 +488,7 @@ cmd_start() {
     c osd pool application enable "$POOL" rados >/dev/null 2>&1 || true
   fi
   wait_for "pool '$POOL' usable (rados put/stat/rm)" "$DIR/log/osd.0.log" pool_usable
+  start_mgr
 
   print_exports
 }
@@ -466,6 +500,6 @@ cmd="${1:-}"; [[ $# -gt 0 ]] && shift
 case "$cmd" in
   start) cmd_start "$@" ;;
   stop) cmd_stop "$@" ;;
-  -h|--help|help) sed -n '2,55p' "$SELF"; exit 0 ;;
+  -h|--help|help) sed -n '2,68p' "$SELF"; exit 0 ;;
   *) usage 2 ;;
 esac

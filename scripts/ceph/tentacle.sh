@@ -2,7 +2,7 @@
 # tentacle.sh: Ceph 20.2.x "Tentacle" on a Debian 12 (bookworm) host, in a
 # Debian forky (fallback: sid) chroot, because bookworm cannot install it (it
 # needs libc 2.43, libstdc++ 16, boost 1.92). The chroot holds ceph-test,
-# ceph-mon, ceph-osd, ceph-common: the real Ceph messenger tools
+# ceph-mon, ceph-osd, ceph-mgr, ceph-common: the real Ceph messenger tools
 # (ceph_perf_msgr_server/_client, ceph_test_msgr, ...) and a mon+OSD.
 #
 #   tentacle.sh setup [DIR]                      build the chroot if missing (idempotent); starts nothing
@@ -58,7 +58,7 @@ DEFAULT_DIR="${TENTACLE_CHROOT:-/var/tmp/ceph-tentacle}"
 # libqatzip3: Debian links Ceph's zlib and lz4 compressor plugins against it,
 # and without it those plugins fail to load (the OSD then still negotiates
 # compression but sends plain frames).
-PKGS=(ceph-test ceph-mon ceph-osd ceph-common uuid-runtime libqatzip3)
+PKGS=(ceph-test ceph-mon ceph-osd ceph-mgr ceph-common uuid-runtime libqatzip3)
 MARKER_NAME=".tentacle-chroot"
 PARTIAL_NAME=".tentacle-partial"
 CHROOT_PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -373,6 +373,7 @@ The rados tool's commands on our RADOS client (objecter, OSD map, CRUSH):
   | lock list OBJ | lock info OBJ NAME | lock break OBJ NAME LOCKER
   | lock get OBJ NAME [--lock-type exclusive|shared] [--lock-cookie C]
     [--lock-tag T] [--lock-description D] [--lock-duration SECONDS]
+  | df [-p POOL] [-f json] (rados df: the pools' and the cluster's usage)
 put and get move whole objects in 4 MiB pieces, as rados does; stat prints
 POOL/OBJ mtime TIME, size N; ls lists the namespace (or all,
 NSPACE<TAB>NAME). bench writes and reads the objects rados bench does

@@ -20,6 +20,7 @@ pub mod out;
 pub mod ping;
 pub mod rados_bench;
 pub mod rados_cmd;
+pub mod rados_df;
 pub mod rados_lock;
 pub mod rados_snap;
 pub mod rados_watch;

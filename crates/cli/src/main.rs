@@ -432,6 +432,10 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
         return printing("rados", work, 1);
     }
     let (opts, _) = cluster(a.cluster, ms)?;
+    if a.words == ["df"] {
+        let work = msgr_cli::rados_df::run(&opts, a.pool.as_deref(), cmd_opts.json);
+        return printing("rados", work, 1);
+    }
     let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&a.words, &cmd_opts)
         .map_err(|e| format!("rados: {e} (msgr rados --help)"))?;
     let pool = a.pool.ok_or("rados: -p POOL is needed")?;

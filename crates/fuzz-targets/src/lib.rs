@@ -27,6 +27,7 @@ mod osd;
 mod osdmap;
 mod session;
 mod snap;
+mod stats;
 mod watch;
 
 pub use admin::admin;
@@ -41,6 +42,7 @@ pub use osd::osd_messages;
 pub use osdmap::osdmap;
 pub use session::session;
 pub use snap::snap;
+pub use stats::stats_messages;
 pub use watch::watch_notify;
 
 /// Every target, by the name of its corpus folder.
@@ -53,6 +55,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("gcm_pieces", gcm_pieces),
     ("mon_messages", mon_messages),
     ("osd_messages", osd_messages),
+    ("stats_messages", stats_messages),
     ("session", session),
     ("encoding", encoding),
     ("preamble", preamble),

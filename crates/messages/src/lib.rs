@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod log;
 pub mod mon;
 pub mod monmap;
 pub mod osd_backoff;
@@ -11,16 +12,22 @@ pub mod osd_op;
 pub mod osd_types;
 pub mod pool_op;
 pub mod simple;
+pub mod statfs;
 mod typed;
 mod types;
 pub mod watch_notify;
 
+pub use log::{LogEntry, MLog, MSG_LOG};
 pub use mon::*;
 pub use monmap::{MonInfo, MonMap};
 pub use osd_backoff::{HObject, MOSDBackoff, MSG_OSD_BACKOFF};
 pub use osd_op::{MOSDOp, MOSDOpReply, RequestRedirect, MSG_OSD_OP, MSG_OSD_OPREPLY};
 pub use pool_op::{CloneInfo, MPoolOp, MPoolOpReply, SnapSet, MSG_POOLOP, MSG_POOLOP_REPLY};
 pub use simple::{MCommand, MCommandReply, MPing};
+pub use statfs::{
+    CephStatfs, MGetPoolStats, MGetPoolStatsReply, MStatfs, MStatfsReply, ObjectStatSum, PoolStat,
+    StoreStatfs,
+};
 pub use typed::{MessageError, TypedMessage};
 pub use types::{message_type_name, MESSAGE_TYPES};
 pub use watch_notify::{MWatchNotify, MSG_WATCH_NOTIFY};

@@ -53,6 +53,10 @@ pub enum Outgoing {
     GetVersion(MMonGetVersion),
     /// MPoolOp: a pool operation ([`MonCore::add_pool_op`]).
     PoolOp(MPoolOp),
+    /// MStatfs: the cluster's usage (crate::core::stats).
+    Statfs(MStatfs),
+    /// MGetPoolStats: pools' stats (crate::core::stats).
+    GetPoolStats(MGetPoolStats),
 }
 
 impl Outgoing {
@@ -65,6 +69,8 @@ impl Outgoing {
             Outgoing::Auth(m) => m.to_message(features),
             Outgoing::GetVersion(m) => m.to_message(features),
             Outgoing::PoolOp(m) => m.to_message(features),
+            Outgoing::Statfs(m) => m.to_message(features),
+            Outgoing::GetPoolStats(m) => m.to_message(features),
         }
     }
 }
@@ -205,6 +211,10 @@ pub struct MonCore {
     versions: BTreeMap<u64, VersionRequest>,
     /// Pool operations, by tid (from the commands' counter).
     pool_ops: BTreeMap<u64, pool_op::PendingPoolOp>,
+    /// Usage requests (stats.rs).
+    stats: stats::Stats,
+    /// The cluster log followed (log.rs).
+    log: log::LogFollow,
     last_keepalive: Option<Instant>,
     /// The newest keepalive ack stamp seen, and when it was first seen.
     last_ack: Option<(Option<UTime>, Instant)>,
@@ -248,6 +258,8 @@ impl MonCore {
             last_version_handle: 0,
             versions: BTreeMap::new(),
             pool_ops: BTreeMap::new(),
+            stats: stats::Stats::default(),
+            log: log::LogFollow::default(),
             last_keepalive: None,
             last_ack: None,
             ticket_request_sent: None,
@@ -552,6 +564,8 @@ impl MonCore {
             self.send_version(conn, handle, now);
         }
         self.resend_pool_ops(conn);
+        self.resend_stats(conn);
+        self.send_log_sub(conn);
     }
 
     /// A connection faulted: an authentication refusal ends a candidate
@@ -688,6 +702,9 @@ impl MonCore {
                     self.on_pool_op_reply(conn, r);
                 }
             }
+            msgr_messages::statfs::MSG_STATFS_REPLY
+            | msgr_messages::statfs::MSG_GETPOOLSTATSREPLY => self.handle_stats_reply(&m),
+            msgr_messages::log::MSG_LOG => self.handle_log(&m),
             MSG_OSD_MAP => {
                 return Some(OsdMapWork {
                     conn,
@@ -971,3 +988,9 @@ impl MonCore {
 #[cfg(test)]
 #[path = "core_tests.rs"]
 mod tests;
+
+#[path = "stats.rs"]
+pub mod stats;
+
+#[path = "log.rs"]
+pub mod log;

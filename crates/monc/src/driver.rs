@@ -127,7 +127,7 @@ impl<T: Transport> Shared<T> {
     /// Waits until `check` finds what it looks for in the core (`Some`),
     /// looking again whenever the core changed, or until `deadline`
     /// (`None`).
-    async fn wait_for<R>(
+    pub(crate) async fn wait_for<R>(
         &self,
         deadline: Instant,
         mut check: impl FnMut(&mut MonCore) -> Option<R>,

@@ -47,6 +47,8 @@ use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
 
+pub use crate::core::log::{log_subscription, LOG_QUEUE};
+pub use crate::core::stats::StatsReply;
 pub use crate::core::CommandReply;
 pub use config::{MonAuth, MonClientConfig};
 use driver::{Dispatch, Shared};

@@ -68,6 +68,8 @@ pub struct Pool {
     pub snaps: BTreeMap<u64, String>,
     /// When each pool snapshot was taken (`pool_snap_info_t::stamp`).
     pub snap_stamps: BTreeMap<u64, UTime>,
+    /// The base pool this pool is a cache tier of (−1: none).
+    pub tier_of: i64,
     /// The cache tier reads and writes go to instead (−1: none).
     pub read_tier: i64,
     /// The cache tier writes go to instead (−1: none).
@@ -258,6 +260,7 @@ fn decode_pool(d: &mut Decoder<'_>, v: u8) -> DecodeResult<Pool> {
         snap_seq,
         snaps,
         snap_stamps,
+        tier_of: -1,
         read_tier: -1,
         write_tier: -1,
         stripe_width: 0,
@@ -301,7 +304,7 @@ fn decode_tail(d: &mut Decoder<'_>, v: u8, p: &mut Pool) -> DecodeResult<()> {
     if v >= 9 {
         let n = d.length("pool tiers", 8)?;
         d.skip(n.saturating_mul(8), "pool tiers")?;
-        let _tier_of = d.u64("pool tier_of")?;
+        p.tier_of = i64::decode(d)?;
         let _cache_mode = d.u8("pool cache_mode")?;
         p.read_tier = i64::decode(d)?;
         p.write_tier = i64::decode(d)?;

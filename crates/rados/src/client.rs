@@ -28,6 +28,9 @@ use crate::ioctx::IoCtx;
 use crate::objecter::{Limits, Objecter};
 use crate::shared::{lock, Shared};
 
+#[path = "admin.rs"]
+pub(crate) mod admin;
+
 /// How long a reset connection's ops wait before they go again (the OSD
 /// may be restarting; its new address comes with a new map).
 const RESET_DELAY: Duration = Duration::from_millis(200);

@@ -28,6 +28,7 @@ mod shared;
 mod snap;
 mod watch;
 
+pub use client::admin::{ClusterStat, PoolStats, ADMIN_TIMEOUT};
 pub use client::Rados;
 pub use config::RadosConfig;
 pub use error::{errno_name, RadosError};

@@ -263,6 +263,107 @@ fn more_seeds() {
         });
     }
     write("osd_messages", "command", b"\x02\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00{}");
+    // stats_messages: each usage message as our encoders write it (the
+    // layouts of src/messages/MStatfs*.h and MGetPoolStats*.h).
+    {
+        use msgr_messages::statfs::*;
+        use msgr_messages::TypedMessage;
+        let fsid = msgr_encoding::Uuid([7; 16]);
+        let stat = PoolStat {
+            sum: ObjectStatSum {
+                num_bytes: 8192,
+                num_objects: 2,
+                num_object_copies: 4,
+                num_wr: 2,
+                num_wr_kb: 8,
+                num_omap_keys: 1,
+                ..Default::default()
+            },
+            log_size: 2,
+            up: 2,
+            acting: 2,
+            store_stats: StoreStatfs {
+                allocated: 16384,
+                data_stored: 8192,
+                ..Default::default()
+            },
+            num_store_stats: 2,
+            ..Default::default()
+        };
+        let msgs: [(u8, &str, msgr_protocol::Message); 4] = [
+            (
+                0,
+                "statfs",
+                MStatfs {
+                    tid: 1,
+                    fsid,
+                    data_pool: Some(3),
+                }
+                .to_message(0),
+            ),
+            (
+                1,
+                "statfs-reply",
+                MStatfsReply {
+                    tid: 1,
+                    fsid,
+                    version: 9,
+                    st: CephStatfs {
+                        kb: 300,
+                        kb_used: 100,
+                        kb_avail: 200,
+                        num_objects: 2,
+                    },
+                }
+                .to_message(0),
+            ),
+            (
+                2,
+                "getpoolstats",
+                MGetPoolStats {
+                    tid: 2,
+                    fsid,
+                    pools: vec!["test".into()],
+                }
+                .to_message(0),
+            ),
+            (
+                3,
+                "getpoolstats-reply",
+                MGetPoolStatsReply {
+                    tid: 2,
+                    fsid,
+                    pool_stats: [("test".to_string(), stat)].into(),
+                    per_pool: true,
+                }
+                .to_message(0),
+            ),
+        ];
+        let log = msgr_messages::log::MLog {
+            fsid,
+            entries: vec![msgr_messages::log::LogEntry {
+                name: msgr_encoding::AuthName {
+                    kind: msgr_encoding::EntityType::CLIENT,
+                    id: "admin".into(),
+                },
+                rank: EntityName::new(msgr_encoding::EntityType::CLIENT, 4123),
+                addrs: "v2:127.0.0.1:0/77".parse().expect("addr"),
+                stamp: UTime { sec: 5, nsec: 6 },
+                seq: 1,
+                prio: msgr_messages::log::prio::INFO,
+                msg: "hello".into(),
+                channel: "cluster".into(),
+            }],
+        };
+        let msgs = msgs.into_iter().chain([(4, "log", log.to_message(0))]);
+        for (sel, name, m) in msgs {
+            write(
+                "stats_messages",
+                name,
+                &[&[sel, m.version as u8][..], &m.front[..]].concat(),
+            );
+        }
+    }
     // mon_messages: every monitor message of a Ceph 16 and a Ceph 20 `ceph -s`.
     let types = [4u16, 5, 15, 17, 18, 19, 20, 41, 50, 51, 62];
     for name in ["pacific-ceph-s", "tentacle-ceph-s"] {
