@@ -27,4 +27,5 @@ pub mod rados_watch;
 pub mod raw;
 pub mod security;
 pub mod serve;
+pub mod utime;
 pub mod workload;

@@ -139,7 +139,7 @@ pub fn format_utime(t: UTime) -> String {
     if t.sec < 60 * 60 * 24 * 365 * 10 {
         format!("{}.{:06}", t.sec, t.nsec / 1000)
     } else {
-        crate::rados_cmd::format_time(t.sec, t.nsec)
+        crate::utime::format_time(t.sec, t.nsec)
     }
 }
 

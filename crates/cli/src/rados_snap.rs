@@ -111,7 +111,7 @@ fn strerror(e: &RadosError) -> String {
 /// `utime_t` seconds as rados's lssnap prints them,
 /// `YYYY.MM.DD HH:MM:SS` (in UTC: rados prints local time).
 fn snap_time(sec: u32) -> String {
-    let t = crate::rados_cmd::format_time(sec, 0);
+    let t = crate::utime::format_time(sec, 0);
     // 2026-11-22T00:08:48.000000+0000
     let (date, rest) = t.split_once('T').unwrap_or((&t, ""));
     format!(

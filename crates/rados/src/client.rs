@@ -122,7 +122,7 @@ impl<T: Transport> Rados<T> {
         id: &Identity,
         limits: Limits,
     ) -> Result<Rados<T>, RadosError> {
-        let op_timeout = crate::config::op_timeout(id)?;
+        let op_timeout = op_timeout(id)?;
         let mut cfg = id.mon_client_config();
         cfg.subscribe.push(("osdmap".to_string(), 0));
         // One deadline for the session and the first map, as
@@ -270,4 +270,18 @@ mod tests {
         .await;
         assert_eq!(asked, 0);
     }
+}
+
+/// `rados_osd_op_timeout` in seconds (0 or unset: none).
+pub(crate) fn op_timeout(id: &Identity) -> Result<Option<Duration>, RadosError> {
+    let Some(v) = id.config.get("rados_osd_op_timeout") else {
+        return Ok(None);
+    };
+    let secs: f64 = crate::config::parse_option("rados_osd_op_timeout", &v)?;
+    if !secs.is_finite() || !(0.0..1e9).contains(&secs) {
+        return Err(RadosError::Config(format!(
+            "rados_osd_op_timeout: {v:?} is not a number of seconds"
+        )));
+    }
+    Ok((secs > 0.0).then(|| Duration::from_secs_f64(secs)))
 }

@@ -168,29 +168,16 @@ fn limits_of(id: &Identity) -> Result<Limits, RadosError> {
     Ok(l)
 }
 
-fn parse_option<N: std::str::FromStr>(option: &str, v: &str) -> Result<N, RadosError> {
+pub(crate) fn parse_option<N: std::str::FromStr>(option: &str, v: &str) -> Result<N, RadosError> {
     v.trim()
         .parse()
         .map_err(|_| RadosError::Config(format!("{option}: {v:?} is not a number")))
 }
 
-/// `rados_osd_op_timeout` in seconds (0 or unset: none).
-pub(crate) fn op_timeout(id: &Identity) -> Result<Option<Duration>, RadosError> {
-    let Some(v) = id.config.get("rados_osd_op_timeout") else {
-        return Ok(None);
-    };
-    let secs: f64 = parse_option("rados_osd_op_timeout", &v)?;
-    if !secs.is_finite() || !(0.0..1e9).contains(&secs) {
-        return Err(RadosError::Config(format!(
-            "rados_osd_op_timeout: {v:?} is not a number of seconds"
-        )));
-    }
-    Ok((secs > 0.0).then(|| Duration::from_secs_f64(secs)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::op_timeout;
 
     #[test]
     fn ceph_options_are_taken_out_of_a_command_line() {

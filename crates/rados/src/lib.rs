@@ -27,6 +27,7 @@ pub mod request;
 mod shared;
 mod snap;
 mod watch;
+mod watch_state;
 
 pub use client::admin::{ClusterStat, PoolStats, ADMIN_TIMEOUT};
 pub use client::Rados;

@@ -28,8 +28,8 @@ pub(crate) struct Shared {
     pub(crate) messenger: Mutex<Option<Arc<dyn Dial>>>,
     /// Wakes the timer when a request with a deadline arrives.
     pub(crate) timer: Notify,
-    /// Watches and notifies (`crate::watch`).
-    pub(crate) watch: crate::watch::WatchState,
+    /// Watches and notifies (`crate::watch_state`, worked by `crate::watch`).
+    pub(crate) watch: crate::watch_state::WatchState,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -5,8 +5,7 @@
 //! register the watches again; the OSDs' MWatchNotify messages are routed
 //! to their watch or notify.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -19,7 +18,7 @@ use crate::error::RadosError;
 use crate::ioctx::{first_out, IoCtx};
 pub use crate::objecter::linger::WatchEvent;
 use crate::objecter::linger::{
-    notify_ack_op, watch_target, LingerEvent, Lingers, Outgoing, OP_LIST_WATCHERS, PING_INTERVAL,
+    notify_ack_op, watch_target, LingerEvent, Outgoing, OP_LIST_WATCHERS, PING_INTERVAL,
 };
 use crate::objecter::{Object, Request, ETIMEDOUT};
 use crate::request::{Op, Ops};
@@ -28,16 +27,6 @@ use crate::shared::{lock, Shared};
 /// How much longer than the notify's own timeout its end is waited for
 /// (the OSD ends it; this covers an OSD that died meanwhile).
 const NOTIFY_GRACE: Duration = Duration::from_secs(30);
-
-/// The watches' and notifies' state in the client.
-#[derive(Default)]
-pub(crate) struct WatchState {
-    lingers: Mutex<Lingers>,
-    /// Each watch's events.
-    watches: Mutex<HashMap<u64, mpsc::UnboundedSender<WatchEvent>>>,
-    /// Each notify's end: its return code and replies.
-    notifies: Mutex<HashMap<u64, oneshot::Sender<(i32, Bytes)>>>,
-}
 
 /// Hands the lingers' events to their owners.
 fn route(shared: &Shared) {
