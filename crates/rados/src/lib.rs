@@ -2,6 +2,8 @@
 //!
 //! - [`request`]: ops on one object (`ObjectOperation`) and what their
 //!   replies hold;
+//! - [`compound`]: librados's write and read operations ([`WriteOp`],
+//!   [`ReadOp`]), each op's result read through its [`Handle`];
 //! - [`objecter`]: the sans-IO objecter: targets from the OSD map, resends
 //!   on map changes and connection resets, in-flight limits, timeouts,
 //!   cancellation;
@@ -12,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod client;
+pub mod compound;
 mod error;
 mod ioctx;
 pub mod objecter;
@@ -20,6 +23,7 @@ pub mod request;
 mod shared;
 
 pub use client::Rados;
+pub use compound::{Handle, OpResults, ReadOp, WriteOp};
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
 pub use objecter::{Limits, Object, Objecter, Request};

@@ -24,6 +24,7 @@ use msgr_messages::osd_types::{ObjectLocator, PgId, SpgId, NOSNAP};
 use msgr_messages::{HObject, MOSDBackoff, MOSDOp, MOSDOpReply, RequestRedirect};
 use msgr_osdmap::OsdMap;
 
+use crate::compound::op_flags;
 use crate::request::{flag, split_outdata, Ops, Reply, SnapContext};
 
 /// `-EAGAIN`: the OSD asks for the request again.
@@ -95,6 +96,12 @@ pub struct Request {
 }
 
 impl Request {
+    /// Whether it is a write: an op writes, or it was asked to go as one
+    /// (a write operation of asserts only, as librados sends it).
+    pub fn writes(&self) -> bool {
+        self.ops.writes() || self.flags & flag::WRITE != 0
+    }
+
     /// Ops on `object` with no timeout, at the head, with an empty snap
     /// context and no extra flags (a write's mtime is the epoch: set it).
     pub fn new(object: Object, ops: Ops) -> Request {
@@ -153,6 +160,8 @@ struct ToPlace {
     object: Object,
     ignores_overlay: bool,
     writes: bool,
+    /// The request's flags (a read may go to a replica).
+    flags: u32,
 }
 
 /// What [`Placements::run`] computed.
@@ -178,7 +187,8 @@ impl Placements {
             .items
             .into_iter()
             .map(|p| {
-                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes);
+                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes)
+                    .map(|t| t.map(|t| read_from(t, &self.map, p.writes, p.flags, p.tid)));
                 (p, t)
             })
             .collect();
@@ -409,7 +419,8 @@ impl Objecter {
                     force,
                     object: f.req.object.clone(),
                     ignores_overlay: f.ignores_overlay(),
-                    writes: f.req.ops.writes(),
+                    writes: f.req.writes(),
+                    flags: f.req.flags,
                 });
             }
         }
@@ -483,7 +494,7 @@ impl Objecter {
     fn should_pause(&self, f: &InFlight) -> bool {
         use msgr_osdmap::flag::{FULL, PAUSERD, PAUSEWR};
         let map_flags = self.map.flags;
-        if !f.req.ops.writes() {
+        if !f.req.writes() {
             return map_flags & PAUSERD != 0;
         }
         if map_flags & PAUSEWR != 0 {
@@ -627,6 +638,11 @@ impl Objecter {
             return;
         }
         if reply.result == EAGAIN {
+            // A replica that cannot serve the read: the primary will
+            // (`handle_osd_op_reply` drops BALANCE/LOCALIZE_READS).
+            if let Some(f) = self.inflight.get_mut(&tid) {
+                f.req.flags &= !(op_flags::BALANCE_READS | op_flags::LOCALIZE_READS);
+            }
             self.retarget(tid, true);
             return;
         }
@@ -748,10 +764,38 @@ fn target_of(
     }))
 }
 
+/// `_calc_target`'s choice of OSD for a read that may go to a replica
+/// (replicated pools, more than one acting OSD): with BALANCE_READS a
+/// member of the acting set at random (here a hash of the tid and the
+/// object's, so placing again picks the same: the objecter reads no
+/// randomness); with LOCALIZE_READS the closest by CRUSH location, which
+/// with no location known is the primary (every locality is unknown, the
+/// first acting OSD wins). Writes and other reads stay with the primary.
+fn read_from(mut t: Target, map: &OsdMap, writes: bool, flags: u32, tid: u64) -> Target {
+    let replicated = map
+        .pools
+        .get(&(t.pgid.pgid.pool as i64))
+        .is_some_and(|p| !p.is_erasure());
+    if writes || !replicated || t.acting.len() < 2 || flags & op_flags::BALANCE_READS == 0 {
+        return t;
+    }
+    // splitmix64 of the tid and the object's hash.
+    let mut z = tid ^ (u64::from(t.hash) << 32);
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let pick = t.acting[(z % t.acting.len() as u64) as usize];
+    if pick >= 0 && map.is_up(pick) {
+        t.osd = pick;
+    }
+    t
+}
+
 /// The MOSDOp of one send of a request, as librados builds it.
 fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOSDOp {
     let req = &f.req;
-    let writes = req.ops.writes();
+    let writes = req.writes();
     let mut ops = Vec::with_capacity(req.ops.0.len());
     let mut inputs: Vec<&Bytes> = Vec::new();
     for o in &req.ops.0 {
