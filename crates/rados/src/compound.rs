@@ -168,7 +168,7 @@ pub const MAX_ERRNO: i64 = 4095;
 /// a mismatch (`-MAX_ERRNO - offset`).
 pub fn cmpext_mismatch(rval: i32) -> Option<u64> {
     let r = i64::from(rval);
-    (r <= -MAX_ERRNO).then(|| (-MAX_ERRNO - r) as u64)
+    (r <= -MAX_ERRNO).then(|| (-MAX_ERRNO).abs_diff(r))
 }
 
 /// How CMPXATTR and OMAP_CMP compare (`CEPH_OSD_CMPXATTR_OP_*`).
@@ -458,7 +458,7 @@ struct Builder {
 impl Builder {
     fn push<T>(&mut self, op: Op) -> Handle<T> {
         self.ops.push(op);
-        Handle::new(self.ops.len() - 1)
+        Handle::new(self.ops.len().saturating_sub(1))
     }
 
     /// `add_data`: the extent member, `indata` its input.
@@ -788,7 +788,10 @@ impl ReadOp {
         o.op.args[8..16].copy_from_slice(&length.to_le_bytes());
         o.op.args[16..20].copy_from_slice(&chunk_size.to_le_bytes());
         o.op.args[20] = kind as u8;
-        o.indata = Bytes::copy_from_slice(&seed.to_le_bytes()[..kind.width()]);
+        o.indata = match kind {
+            ChecksumType::XxHash64 => Bytes::copy_from_slice(&seed.to_le_bytes()),
+            _ => Bytes::copy_from_slice(&(seed as u32).to_le_bytes()),
+        };
         self.b.push(o)
     }
 

@@ -785,9 +785,11 @@ fn read_from(mut t: Target, map: &OsdMap, writes: bool, flags: u32, tid: u64) ->
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^= z >> 31;
-    let pick = t.acting[(z % t.acting.len() as u64) as usize];
-    if pick >= 0 && map.is_up(pick) {
-        t.osd = pick;
+    let at = z.checked_rem(t.acting.len() as u64).unwrap_or(0) as usize;
+    if let Some(&pick) = t.acting.get(at) {
+        if pick >= 0 && map.is_up(pick) {
+            t.osd = pick;
+        }
     }
     t
 }
