@@ -24,6 +24,7 @@ mod mon;
 mod msgr1;
 mod osd;
 mod osdmap;
+mod rados;
 mod session;
 
 pub use admin::admin;
@@ -35,6 +36,7 @@ pub use mon::mon_messages;
 pub use msgr1::msgr1;
 pub use osd::osd_messages;
 pub use osdmap::osdmap;
+pub use rados::rados_outputs;
 pub use session::session;
 
 /// Every target, by the name of its corpus folder.
@@ -59,6 +61,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("admin", admin),
     ("crush", crush),
     ("osdmap", osdmap),
+    ("rados_outputs", rados_outputs),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {

@@ -96,7 +96,7 @@ pub mod op_flag {
 }
 
 /// Request flags (`CEPH_OSD_FLAG_*`) an operation can carry, set with
-/// [`WriteOp::set_flags`] / [`ReadOp::set_flags`]; [`from_librados`]
+/// [`WriteOp::set_flags`] / [`ReadOp::set_flags`]; [`op_flags::from_librados`]
 /// translates `LIBRADOS_OPERATION_*` as librados's `translate_flags` does.
 pub mod op_flags {
     /// `BALANCE_READS`: a read goes to a random member of the acting set.
