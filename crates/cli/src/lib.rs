@@ -20,6 +20,7 @@ pub mod out;
 pub mod ping;
 pub mod rados_bench;
 pub mod rados_cmd;
+pub mod rados_ops;
 pub mod raw;
 pub mod security;
 pub mod serve;

@@ -510,3 +510,47 @@ async fn balanced_reads_reach_replicas() {
     );
     rados.shutdown().await;
 }
+
+/// `msgr rados setomapheader` / `getomapheader` against Ceph's `rados`,
+/// both ways: the same header, the same printout (hexdump with its `*`
+/// runs), the same file, an absent object failing with status 1.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn omap_header_commands_match_rados() {
+    use support::live::msgr_cli;
+    let ours = unique("ops-hdr-ours");
+    let theirs = unique("ops-hdr-theirs");
+    let header = format!("{}{}{}", "a".repeat(40), "bbb", "c".repeat(40));
+    let set = msgr_cli(&["rados", "-p", POOL, "setomapheader", &ours, &header]);
+    assert!(set.status.success(), "{set:?}");
+    rados_ok(&["-p", POOL, "setomapheader", &theirs, &header]);
+    let printed = rados_ok(&["-p", POOL, "getomapheader", &ours]);
+    assert!(String::from_utf8_lossy(&printed).starts_with("header (83 bytes) :\n"));
+    let got = msgr_cli(&["rados", "-p", POOL, "getomapheader", &theirs]);
+    assert!(got.status.success(), "{got:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&got.stdout),
+        String::from_utf8_lossy(&printed)
+    );
+    let file = std::env::temp_dir().join(unique("ops-hdr-file"));
+    let file = file.to_str().unwrap();
+    let got = msgr_cli(&["rados", "-p", POOL, "getomapheader", &theirs, file]);
+    assert!(got.status.success(), "{got:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&got.stderr),
+        format!("Writing to {file}\n")
+    );
+    assert_eq!(std::fs::read(file).unwrap(), header.as_bytes());
+    let _ = std::fs::remove_file(file);
+    let absent = unique("ops-hdr-absent");
+    let got = msgr_cli(&["rados", "-p", POOL, "getomapheader", &absent]);
+    assert_eq!(got.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&got.stderr);
+    assert!(
+        err.contains(&format!("error getting omap header {POOL}/{absent}")) && err.contains("-2"),
+        "{err}"
+    );
+    for o in [&ours, &theirs] {
+        rados_ok(&["-p", POOL, "rm", o]);
+    }
+}
