@@ -461,7 +461,42 @@ async fn balanced_reads_reach_replicas() {
     let (rados, mut io) = ioctx().await;
     // One PG for all (one locator key): a later write there lets its
     // replicas serve the earlier objects.
-    io.set_locator_key(&unique("ops-balance-key"));
+    // A key whose PG has its two OSDs on two hosts (for the localized
+    // reads below; the dev clusters' rule chooses OSDs, not hosts).
+    let m = rados.osdmap();
+    let host_of = |osd: i32| {
+        let host_type = m
+            .crush
+            .type_names
+            .iter()
+            .find(|(_, n)| *n == "host")
+            .expect("host")
+            .0;
+        m.crush
+            .buckets
+            .iter()
+            .flatten()
+            .find(|b| i32::from(b.type_id) == *host_type && b.items.contains(&osd))
+            .map(|b| m.crush.names[&b.id].clone())
+            .expect("the OSD's host")
+    };
+    // The acting set of the PG that locator key `k` places objects in.
+    let pool = io.pool();
+    let acting = |k: &str| {
+        let raw = m
+            .object_to_raw_pg(pool, b"any", k.as_bytes(), b"")
+            .expect("placed");
+        let pg = m.pools[&pool].raw_pg_to_pg(raw);
+        m.pg_to_up_acting(pg).expect("mapped").acting
+    };
+    let key = (0..256)
+        .map(|_| unique("ops-balance-key"))
+        .find(|k| {
+            let hosts: BTreeSet<String> = acting(k).iter().map(|&o| host_of(o)).collect();
+            hosts.len() > 1
+        })
+        .expect("a PG on two hosts");
+    io.set_locator_key(&key);
     let objs: Vec<(String, Bytes)> = (0..16)
         .map(|i| {
             (
@@ -489,6 +524,26 @@ async fn balanced_reads_reach_replicas() {
             .await
             .expect("bump");
     }
+    // LOCALIZE_READS with the client on the host of the PG's other
+    // acting OSD: reads go there.
+    let replica = *acting(&key)
+        .iter()
+        .find(|&&o| Some(o) != primary)
+        .expect("two acting OSDs");
+    let host = host_of(replica);
+    rados.set_crush_location(vec![
+        ("host".into(), host),
+        ("root".into(), "default".into()),
+    ]);
+    for (obj, data) in &objs {
+        let mut r = ReadOp::new();
+        let h = r.read(0, 0);
+        r.set_flags(op_flags::LOCALIZE_READS);
+        let local = io.operate_read(obj.as_bytes(), &r).await.expect("read");
+        assert_eq!(&local.get(h).unwrap(), data);
+        assert_eq!(local.reply().osd, replica, "the read on the client's host");
+    }
+    rados.set_crush_location(Vec::new());
     let mut replica_reads = 0;
     for (obj, data) in &objs {
         let mut r = ReadOp::new();

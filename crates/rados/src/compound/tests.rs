@@ -395,3 +395,85 @@ mod balanced_reads {
         assert_eq!(again.msg.flags & op_flags::BALANCE_READS, 0);
     }
 }
+
+mod localized_reads {
+    //! LOCALIZE_READS against the same map: the acting OSD sharing the
+    //! lowest CRUSH bucket with the client's location.
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use bytes::Bytes;
+    use msgr_osdmap::OsdMap;
+
+    use super::super::{op_flags, ReadOp};
+    use crate::objecter::{Limits, Object, Objecter, Request};
+    use crate::request::Ops;
+
+    fn map() -> Arc<OsdMap> {
+        let bytes = include_bytes!("../../../../testdata/osdmaps/pacific/full-43.bin");
+        Arc::new(OsdMap::decode(bytes).expect("map"))
+    }
+
+    /// The host bucket holding `osd`.
+    fn host_of(m: &OsdMap, osd: i32) -> String {
+        let host_type = m
+            .crush
+            .type_names
+            .iter()
+            .find(|(_, n)| *n == "host")
+            .map(|(t, _)| *t)
+            .expect("a host type");
+        let b = m
+            .crush
+            .buckets
+            .iter()
+            .flatten()
+            .find(|b| i32::from(b.type_id) == host_type && b.items.contains(&osd))
+            .expect("a host");
+        m.crush.names[&b.id].clone()
+    }
+
+    #[test]
+    fn localized_reads_go_to_the_osd_on_the_clients_host() {
+        let m = map();
+        let mut r = ReadOp::new();
+        r.read(0, 0);
+        for i in 0..16 {
+            let name = format!("local{i}");
+            let place = m.place(1, name.as_bytes(), b"").expect("placed");
+            for &osd in &place.osds.acting {
+                let host = host_of(&m, osd);
+                // Only this OSD on that host among the acting set?
+                let alone = place
+                    .osds
+                    .acting
+                    .iter()
+                    .filter(|&&o| host_of(&m, o) == host)
+                    .count()
+                    == 1;
+                let mut o = Objecter::new(m.clone(), Limits::default());
+                o.set_crush_location(vec![
+                    ("host".into(), host.clone()),
+                    ("root".into(), "default".into()),
+                ]);
+                let object = Object {
+                    pool: 1,
+                    name: Bytes::copy_from_slice(name.as_bytes()),
+                    ..Object::default()
+                };
+                let req = Request {
+                    flags: op_flags::LOCALIZE_READS,
+                    ..Request::new(object, Ops(r.ops().to_vec()))
+                };
+                o.submit(req, Instant::now());
+                o.place_now();
+                let t = o.poll_transmit().expect("sent");
+                if alone {
+                    assert_eq!(t.osd, osd, "{name}: the OSD on host {host}");
+                } else {
+                    assert_eq!(host_of(&m, t.osd), host, "{name}");
+                }
+            }
+        }
+    }
+}

@@ -150,6 +150,8 @@ pub struct Transmit {
 pub struct Placements {
     map: Arc<OsdMap>,
     items: Vec<ToPlace>,
+    /// Where this client is in the CRUSH hierarchy (localized reads).
+    location: Arc<Vec<(String, String)>>,
 }
 
 /// One request to place, as it stood when it was taken.
@@ -187,8 +189,17 @@ impl Placements {
             .items
             .into_iter()
             .map(|p| {
-                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes)
-                    .map(|t| t.map(|t| read_from(t, &self.map, p.writes, p.flags, p.tid)));
+                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes).map(|t| {
+                    t.map(|t| {
+                        let read = ReadFrom {
+                            writes: p.writes,
+                            flags: p.flags,
+                            tid: p.tid,
+                            location: &self.location,
+                        };
+                        read.choose(t, &self.map)
+                    })
+                });
                 (p, t)
             })
             .collect();
@@ -235,6 +246,9 @@ impl InFlight {
 pub struct Objecter {
     map: Arc<OsdMap>,
     limits: Limits,
+    /// This client's CRUSH location (`crush_location`), for localized
+    /// reads.
+    location: Arc<Vec<(String, String)>>,
     last_tid: u64,
     /// Requests holding budget: sent, or waiting for a target.
     inflight: BTreeMap<u64, InFlight>,
@@ -280,6 +294,7 @@ impl Objecter {
         Objecter {
             map,
             limits,
+            location: Arc::default(),
             last_tid: 0,
             inflight: BTreeMap::new(),
             throttled: VecDeque::new(),
@@ -291,6 +306,13 @@ impl Objecter {
             to_place: BTreeMap::new(),
             placing: false,
         }
+    }
+
+    /// Where this client is in the CRUSH hierarchy (`crush_location`:
+    /// type and bucket name pairs, e.g. `host=node1 root=default`): a
+    /// read with LOCALIZE_READS goes to the acting OSD closest to it.
+    pub fn set_crush_location(&mut self, location: Vec<(String, String)>) {
+        self.location = Arc::new(location);
     }
 
     /// The OSD map the objecter targets with.
@@ -431,6 +453,7 @@ impl Objecter {
         Some(Placements {
             map: self.map.clone(),
             items,
+            location: self.location.clone(),
         })
     }
 
@@ -764,36 +787,6 @@ fn target_of(
     }))
 }
 
-/// `_calc_target`'s choice of OSD for a read that may go to a replica
-/// (replicated pools, more than one acting OSD): with BALANCE_READS a
-/// member of the acting set at random (here a hash of the tid and the
-/// object's, so placing again picks the same: the objecter reads no
-/// randomness); with LOCALIZE_READS the closest by CRUSH location, which
-/// with no location known is the primary (every locality is unknown, the
-/// first acting OSD wins). Writes and other reads stay with the primary.
-fn read_from(mut t: Target, map: &OsdMap, writes: bool, flags: u32, tid: u64) -> Target {
-    let replicated = map
-        .pools
-        .get(&(t.pgid.pgid.pool as i64))
-        .is_some_and(|p| !p.is_erasure());
-    if writes || !replicated || t.acting.len() < 2 || flags & op_flags::BALANCE_READS == 0 {
-        return t;
-    }
-    // splitmix64 of the tid and the object's hash.
-    let mut z = tid ^ (u64::from(t.hash) << 32);
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    let at = z.checked_rem(t.acting.len() as u64).unwrap_or(0) as usize;
-    if let Some(&pick) = t.acting.get(at) {
-        if pick >= 0 && map.is_up(pick) {
-            t.osd = pick;
-        }
-    }
-    t
-}
-
 /// The MOSDOp of one send of a request, as librados builds it.
 fn build_op(tid: u64, f: &InFlight, t: &Target, epoch: u32, attempt: i32) -> MOSDOp {
     let req = &f.req;
@@ -874,6 +867,9 @@ impl Target {
         self.pgid.pgid
     }
 }
+
+mod replica;
+use replica::ReadFrom;
 
 #[cfg(test)]
 mod tests;
