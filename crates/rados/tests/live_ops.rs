@@ -609,3 +609,61 @@ async fn omap_header_commands_match_rados() {
         rados_ok(&["-p", POOL, "rm", o]);
     }
 }
+
+/// librados's write operation of data, xattr and omap ops (writesame,
+/// zero, truncate, append, rm_xattr, omap range removal, omap clear);
+/// our read operation reads the result, op by op.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn librados_write_operation_our_reads_see() {
+    let (rados, io) = ioctx().await;
+    let obj = unique("ops-theirs-write");
+    let script = r#"
+import os, sys, rados
+c = rados.Rados(conffile=os.environ["CEPH_CONF"]); c.connect()
+io = c.open_ioctx("test")
+obj = sys.argv[1]
+with rados.WriteOpCtx() as op:
+    op.write_full(b"0123456789")
+    op.writesame(b"xy", 6, 2)
+    op.zero(0, 1)
+    op.append(b"END")
+    op.truncate(12)
+    op.set_xattr("keep", b"k")
+    op.set_xattr("drop", b"d")
+    op.rm_xattr("drop")
+    io.set_omap(op, ("a", "b", "c", "d"), (b"1", b"2", b"3", b"4"))
+    io.remove_omap_range2(op, "b", "d")
+    io.operate_write_op(op, obj)
+print(io.get_last_version())
+with rados.WriteOpCtx() as op:
+    io.clear_omap(op)
+    io.set_omap(op, ("z",), (b"26",))
+    io.operate_write_op(op, obj)
+print(io.get_last_version())
+c.shutdown()
+"#;
+    let out = String::from_utf8(python_ok(script, &[&obj])).unwrap();
+    let version: u64 = out.lines().last().unwrap().parse().unwrap();
+    let mut r = ReadOp::new();
+    let data = r.read(0, 0);
+    let xattrs = r.getxattrs();
+    let omap = r.omap_get_vals("", "", 100);
+    let crc = r.checksum(ChecksumType::Crc32c, 0, 0, 12, 12);
+    let got = io.operate_read(obj.as_bytes(), &r).await.expect("read");
+    // write_full, "xyxyxy" over 2..8, byte 0 zeroed, END appended at 10,
+    // cut to 12 bytes.
+    let want: &[u8] = b"\x001xyxyxy89EN";
+    assert_eq!(got.get(data).unwrap(), want);
+    assert_eq!(got.get(xattrs).unwrap(), kv(&[("keep", "k")]));
+    let vals = got.get(omap).unwrap();
+    assert_eq!((vals.vals, vals.more), (kv(&[("z", "26")]), false));
+    let sums = got.get(crc).unwrap().0;
+    assert_eq!(
+        sums,
+        vec![u64::from(msgr_encoding::crc32c::ceph_crc32c(0, want))]
+    );
+    assert_eq!(got.version(), version, "the version librados wrote");
+    io.remove(obj.as_bytes()).await.expect("removed");
+    rados.shutdown().await;
+}
