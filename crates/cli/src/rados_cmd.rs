@@ -67,6 +67,8 @@ pub enum RadosCmd {
     Watch(crate::rados_watch::WatchCmd),
     /// `lock list|info|get|break ...` (crate::rados_lock).
     Lock(crate::rados_lock::LockCmd),
+    /// `setomapheader`, `getomapheader` (rados_ops.rs).
+    Ops(crate::rados_ops::OpsCmd),
 }
 
 impl RadosCmd {
@@ -144,9 +146,14 @@ impl RadosCmd {
             ["rm", objs @ ..] if !objs.is_empty() => RadosCmd::Rm {
                 objs: objs.iter().map(|s| s.to_string()).collect(),
             },
-            _ => {
-                return Err("expected put OBJ FILE|-, get OBJ FILE|-, stat OBJ or rm OBJ...".into())
-            }
+            w => match crate::rados_ops::OpsCmd::parse(w) {
+                Some(c) => RadosCmd::Ops(c),
+                None => {
+                    return Err(
+                        "expected put OBJ FILE|-, get OBJ FILE|-, stat OBJ or rm OBJ...".into(),
+                    )
+                }
+            },
         })
     }
 }
@@ -272,6 +279,7 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
             Ok(out)
         }
         RadosCmd::Lock(c) => crate::rados_lock::run(io, c).await,
+        RadosCmd::Ops(c) => crate::rados_ops::run(io, pool, c).await,
         RadosCmd::Bench(args) => {
             // Progress as it goes, as rados bench prints it; with --format
             // json on stderr, and the JSON summary alone on stdout.

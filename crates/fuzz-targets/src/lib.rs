@@ -25,6 +25,7 @@ mod mon;
 mod msgr1;
 mod osd;
 mod osdmap;
+mod rados;
 mod session;
 mod snap;
 mod stats;
@@ -40,6 +41,7 @@ pub use mon::mon_messages;
 pub use msgr1::msgr1;
 pub use osd::osd_messages;
 pub use osdmap::osdmap;
+pub use rados::rados_outputs;
 pub use session::session;
 pub use snap::snap;
 pub use stats::stats_messages;
@@ -71,6 +73,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("watch_notify", watch_notify),
     ("snap", snap),
     ("cls_lock", cls_lock),
+    ("rados_outputs", rados_outputs),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {

@@ -167,6 +167,14 @@ impl<T: Transport> Rados<T> {
         lock(&self.shared.objecter).map().clone()
     }
 
+    /// Where this client is in the CRUSH hierarchy (`crush_location`,
+    /// e.g. `[("host", "node1"), ("root", "default")]`): reads with
+    /// LOCALIZE_READS go to the acting OSD closest to it. None is set by
+    /// default (localized reads then go to the primary).
+    pub fn set_crush_location(&self, location: Vec<(String, String)>) {
+        lock(&self.shared.objecter).set_crush_location(location);
+    }
+
     /// The monitor session.
     pub fn mon(&self) -> &MonClient<T> {
         &self.mon

@@ -14,9 +14,9 @@
 
 use bytes::Bytes;
 
+use crate::compound::{into_result, now};
 use crate::error::RadosError;
 use crate::ioctx::{first_out, IoCtx};
-use crate::objecter::{Object, Request};
 use crate::request::{flag, Op, Ops, Reply};
 
 /// `CEPH_OSD_OP_CALL`: `__CEPH_OSD_OP(RD, EXEC, 1)`.
@@ -130,40 +130,29 @@ impl IoCtx {
         input: &[u8],
     ) -> Result<Bytes, RadosError> {
         let ops = Ops::new().call(class, method, input)?;
-        let r = self.operate_write(name, ops).await?;
+        let r = self.operate_as_write(name, ops).await?;
         Ok(first_out(&r))
     }
 
     /// Runs `ops` on object `name` as a write whatever its ops' modes (as
     /// librados sends an `ObjectWriteOperation`: the WRITE flag, the
-    /// mtime, the snap context).
-    pub(crate) async fn operate_write(&self, name: &[u8], ops: Ops) -> Result<Reply, RadosError> {
-        let object = Object {
-            pool: self.pool,
-            name: Bytes::copy_from_slice(name),
-            nspace: self.nspace.clone(),
-            key: self.key.clone(),
-            pg: None,
-        };
-        let req = Request {
-            mtime: msgr_encoding::UTime::from_duration(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default(),
-            ),
-            timeout: self.timeout,
-            snapid: self.read_snap,
-            snapc: self.snapc.clone(),
-            flags: flag::WRITE,
-            ..Request::new(object, ops)
-        };
-        self.run(req).await
+    /// mtime, the snap context), through the compound operations' path.
+    pub(crate) async fn operate_as_write(
+        &self,
+        name: &[u8],
+        ops: Ops,
+    ) -> Result<Reply, RadosError> {
+        let r = self
+            .operate_compound(name, &ops.0, flag::WRITE, now(), self.read_snap)
+            .await?;
+        into_result(name, r).map(|r| r.reply)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objecter::{Object, Request};
 
     #[test]
     fn a_call_carries_its_names_and_input_as_librados_lays_them_out() {

@@ -3,6 +3,7 @@
 //! its op when dropped.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,8 @@ pub struct IoCtx {
     pub(crate) read_snap: u64,
     /// The snap context writes carry.
     pub(crate) snapc: SnapContext,
+    /// The object version the last reply said (`rados_get_last_version`).
+    pub(crate) last_version: Arc<AtomicU64>,
 }
 
 impl IoCtx {
@@ -56,6 +59,7 @@ impl IoCtx {
             timeout: None,
             read_snap: NOSNAP,
             snapc: SnapContext::default(),
+            last_version: Arc::default(),
         }
     }
 }
@@ -167,6 +171,22 @@ impl IoCtx {
             Some(_) => "listing".to_string(),
             None => String::from_utf8_lossy(&req.object.name).into_owned(),
         };
+        match self.run_reply(req).await {
+            Ok(r) if r.result < 0 => Err(RadosError::Os {
+                errno: r.result,
+                what,
+            }),
+            other => other,
+        }
+    }
+
+    /// [`IoCtx::run`], returning the OSD's reply even when its result is
+    /// an error (each op's rval); records the object's version.
+    pub(crate) async fn run_reply(&self, req: Request) -> Result<Reply, RadosError> {
+        let what = match req.object.pg {
+            Some(_) => "listing".to_string(),
+            None => String::from_utf8_lossy(&req.object.name).into_owned(),
+        };
         let (tx, rx) = oneshot::channel();
         let mut pending = {
             let mut o = lock(&self.shared.objecter);
@@ -183,11 +203,10 @@ impl IoCtx {
         let answer = rx.await;
         pending.answered = true;
         match answer {
-            Ok(Ok(r)) if r.result < 0 => Err(RadosError::Os {
-                errno: r.result,
-                what,
-            }),
-            Ok(Ok(r)) => Ok(r),
+            Ok(Ok(r)) => {
+                self.last_version.store(r.version, Ordering::Relaxed);
+                Ok(r)
+            }
             Ok(Err(errno)) if errno == ENOENT => Err(RadosError::NoPool(self.pool.to_string())),
             Ok(Err(errno)) => Err(RadosError::Os {
                 errno,

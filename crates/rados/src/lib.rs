@@ -2,6 +2,8 @@
 //!
 //! - [`request`]: ops on one object (`ObjectOperation`) and what their
 //!   replies hold;
+//! - [`compound`]: librados's write and read operations ([`WriteOp`],
+//!   [`ReadOp`]), each op's result read through its [`Handle`];
 //! - [`objecter`]: the sans-IO objecter: targets from the OSD map, resends
 //!   on map changes and connection resets, in-flight limits, timeouts,
 //!   cancellation;
@@ -15,6 +17,7 @@
 
 mod client;
 pub mod cls;
+pub mod compound;
 mod config;
 mod error;
 mod ioctx;
@@ -31,6 +34,7 @@ mod watch_state;
 
 pub use client::admin::{ClusterStat, PoolStats, ADMIN_TIMEOUT};
 pub use client::Rados;
+pub use compound::{Handle, OpResults, ReadOp, WriteOp};
 pub use config::RadosConfig;
 pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};

@@ -360,7 +360,7 @@ impl IoCtx {
     /// `lock.lock`. EBUSY if another holds it (or with another tag or
     /// type), EEXIST if we hold it with this cookie already.
     pub async fn lock(&self, name: &[u8], lock: &Lock) -> Result<(), RadosError> {
-        self.operate_write(name, Ops::new().push(lock.op()?))
+        self.operate_as_write(name, Ops::new().push(lock.op()?))
             .await
             .map(drop)
     }
@@ -369,7 +369,7 @@ impl IoCtx {
     /// write); ENOENT if we hold none.
     pub async fn unlock(&self, name: &[u8], lock: &str, cookie: &str) -> Result<(), RadosError> {
         let ops = Ops::new().call(CLASS, "unlock", &encode_unlock(lock, cookie))?;
-        self.operate_write(name, ops).await.map(drop)
+        self.operate_as_write(name, ops).await.map(drop)
     }
 
     /// Breaks the hold of `locker` (`client.N`) with `cookie` on lock
@@ -383,7 +383,7 @@ impl IoCtx {
     ) -> Result<(), RadosError> {
         let input = encode_break(lock, locker, cookie);
         let ops = Ops::new().call(CLASS, "break_lock", &input)?;
-        self.operate_write(name, ops).await.map(drop)
+        self.operate_as_write(name, ops).await.map(drop)
     }
 
     /// Who holds lock `lock` of object `name`, how, with what tag
@@ -418,7 +418,7 @@ impl IoCtx {
     ) -> Result<(), RadosError> {
         let input = encode_set_cookie(lock, kind, cookie, tag, new_cookie);
         let ops = Ops::new().call(CLASS, "set_cookie", &input)?;
-        self.operate_write(name, ops).await.map(drop)
+        self.operate_as_write(name, ops).await.map(drop)
     }
 
     /// Fails with EBUSY unless we hold lock `lock` as `kind` with `cookie`

@@ -45,7 +45,9 @@ pub mod code {
 /// `CEPH_OSD_OP_FLAG_EXCL`: create fails if the object exists.
 pub const OP_FLAG_EXCL: u32 = 1;
 
-/// `CEPH_OSD_FLAG_*` a request carries.
+/// `CEPH_OSD_FLAG_*` a request carries; those a caller may set on an
+/// operation (`WriteOp::set_flags`, `ReadOp::set_flags`), and
+/// [`from_librados`](flag::from_librados), librados's `translate_flags`.
 pub mod flag {
     /// `CEPH_OSD_FLAG_ONDISK`.
     pub const ONDISK: u32 = 0x4;
@@ -65,6 +67,59 @@ pub mod flag {
     pub const KNOWN_REDIR: u32 = 0x40_0000;
     /// `CEPH_OSD_FLAG_FULL_FORCE`.
     pub const FULL_FORCE: u32 = 0x100_0000;
+    /// `BALANCE_READS`: a read goes to a random member of the acting set.
+    pub const BALANCE_READS: u32 = 0x100;
+    /// `LOCALIZE_READS`: a read goes to the closest replica (the primary
+    /// when no CRUSH location is known, as here).
+    pub const LOCALIZE_READS: u32 = 0x2000;
+    /// `RWORDERED` (`LIBRADOS_OPERATION_ORDER_READS_WRITES`).
+    pub const ORDER_READS_WRITES: u32 = 0x4000;
+    /// `SKIPRWLOCKS`.
+    pub const SKIPRWLOCKS: u32 = 0x1_0000;
+    /// `FULL_TRY`: run despite a full pool or cluster (fails with EDQUOT
+    /// or ENOSPC only if it adds data).
+    pub const FULL_TRY: u32 = 0x80_0000;
+    /// `IGNORE_REDIRECT`.
+    pub const IGNORE_REDIRECT: u32 = 0x200_0000;
+    /// `ORDERSNAP`: EOLDSNAPC if the snap context is older than the
+    /// object's.
+    pub const ORDERSNAP: u32 = 0x40;
+    /// `RETURNVEC`: a write returns each op's rval and output too.
+    pub const RETURNVEC: u32 = 0x400_0000;
+
+    /// `LIBRADOS_OPERATION_*` bits to `CEPH_OSD_FLAG_*` (librados's
+    /// `translate_flags`); unknown bits are dropped.
+    pub fn from_librados(flags: u32) -> u32 {
+        const MAP: [(u32, u32); 11] = [
+            (1, BALANCE_READS),
+            (2, LOCALIZE_READS),
+            (4, ORDER_READS_WRITES),
+            (8, IGNORE_CACHE),
+            (16, SKIPRWLOCKS),
+            (32, IGNORE_OVERLAY),
+            (64, FULL_TRY),
+            (128, FULL_FORCE),
+            (256, IGNORE_REDIRECT),
+            (512, ORDERSNAP),
+            (1024, RETURNVEC),
+        ];
+        MAP.iter()
+            .filter(|(l, _)| flags & l != 0)
+            .fold(0, |acc, (_, c)| acc | c)
+    }
+
+    /// The flags callers may set (others are the objecter's).
+    pub(crate) const ALLOWED: u32 = BALANCE_READS
+        | LOCALIZE_READS
+        | ORDER_READS_WRITES
+        | IGNORE_CACHE
+        | SKIPRWLOCKS
+        | IGNORE_OVERLAY
+        | FULL_TRY
+        | FULL_FORCE
+        | IGNORE_REDIRECT
+        | ORDERSNAP
+        | RETURNVEC;
 }
 
 /// A write's snap context (`SnapContext`): the newest snapshot sequence

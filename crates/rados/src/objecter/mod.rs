@@ -154,6 +154,8 @@ pub struct Transmit {
 pub struct Placements {
     map: Arc<OsdMap>,
     items: Vec<ToPlace>,
+    /// Where this client is in the CRUSH hierarchy (localized reads).
+    location: Arc<Vec<(String, String)>>,
 }
 
 /// One request to place, as it stood when it was taken.
@@ -164,6 +166,8 @@ struct ToPlace {
     object: Object,
     ignores_overlay: bool,
     writes: bool,
+    /// The request's flags (a read may go to a replica).
+    flags: u32,
 }
 
 /// What [`Placements::run`] computed.
@@ -189,7 +193,19 @@ impl Placements {
             .items
             .into_iter()
             .map(|p| {
-                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes);
+                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes).map(|t| {
+                    t.map(|mut t| {
+                        let read = ReadFrom {
+                            writes: p.writes,
+                            flags: p.flags,
+                            tid: p.tid,
+                            location: &self.location,
+                        };
+                        let pool = t.pgid.pgid.pool as i64;
+                        t.osd = read.choose(&self.map, pool, t.hash, t.osd, &t.acting);
+                        t
+                    })
+                });
                 (p, t)
             })
             .collect();
@@ -236,6 +252,9 @@ impl InFlight {
 pub struct Objecter {
     map: Arc<OsdMap>,
     limits: Limits,
+    /// This client's CRUSH location (`crush_location`), for localized
+    /// reads.
+    location: Arc<Vec<(String, String)>>,
     last_tid: u64,
     /// Requests holding budget: sent, or waiting for a target.
     inflight: BTreeMap<u64, InFlight>,
@@ -281,6 +300,7 @@ impl Objecter {
         Objecter {
             map,
             limits,
+            location: Arc::default(),
             last_tid: 0,
             inflight: BTreeMap::new(),
             throttled: VecDeque::new(),
@@ -292,6 +312,13 @@ impl Objecter {
             to_place: BTreeMap::new(),
             placing: false,
         }
+    }
+
+    /// Where this client is in the CRUSH hierarchy (`crush_location`:
+    /// type and bucket name pairs, e.g. `host=node1 root=default`): a
+    /// read with LOCALIZE_READS goes to the acting OSD closest to it.
+    pub fn set_crush_location(&mut self, location: Vec<(String, String)>) {
+        self.location = Arc::new(location);
     }
 
     /// The OSD map the objecter targets with.
@@ -421,6 +448,7 @@ impl Objecter {
                     object: f.req.object.clone(),
                     ignores_overlay: f.ignores_overlay(),
                     writes: f.req.writes(),
+                    flags: f.req.flags,
                 });
             }
         }
@@ -431,6 +459,7 @@ impl Objecter {
         Some(Placements {
             map: self.map.clone(),
             items,
+            location: self.location.clone(),
         })
     }
 
@@ -638,6 +667,11 @@ impl Objecter {
             return;
         }
         if reply.result == EAGAIN {
+            // A replica that cannot serve the read: the primary will
+            // (`handle_osd_op_reply` drops BALANCE/LOCALIZE_READS).
+            if let Some(f) = self.inflight.get_mut(&tid) {
+                f.req.flags &= !(flag::BALANCE_READS | flag::LOCALIZE_READS);
+            }
             self.retarget(tid, true);
             return;
         }
@@ -839,6 +873,9 @@ impl Target {
         self.pgid.pgid
     }
 }
+
+mod replica;
+use replica::ReadFrom;
 
 #[cfg(test)]
 mod tests;
