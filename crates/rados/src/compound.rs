@@ -910,22 +910,6 @@ impl IoCtx {
         name: &[u8],
         op: &WriteOp,
     ) -> Result<OpResults, RadosError> {
-        // A ZERO of no bytes aborts a Ceph 16 OSD (`ceph_assert(
-        // op.extent.length)` in do_osd_ops): never sent.
-        if let Some(i) =
-            op.b.ops
-                .iter()
-                .position(|o| o.op.op == code::ZERO && o.op.extent_range().1 == 0)
-        {
-            return Err(RadosError::Os {
-                errno: -22,
-                what: format!(
-                    "{}: op {i} (zero) of 0 bytes, which Ceph 16 OSDs abort on: \
-                     leave it out",
-                    String::from_utf8_lossy(name)
-                ),
-            });
-        }
         let mtime = op.mtime.unwrap_or_else(now);
         let flags = op.b.flags | flag::WRITE;
         self.operate_compound(name, &op.b.ops, flags, mtime, self.read_snap)

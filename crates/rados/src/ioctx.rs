@@ -187,6 +187,21 @@ impl IoCtx {
             Some(_) => "listing".to_string(),
             None => String::from_utf8_lossy(&req.object.name).into_owned(),
         };
+        // A ZERO of no bytes aborts a Ceph 16 OSD (`ceph_assert(
+        // op.extent.length)` in do_osd_ops): never sent.
+        if let Some(i) = req
+            .ops
+            .0
+            .iter()
+            .position(|o| o.op.op == crate::request::code::ZERO && o.op.extent_range().1 == 0)
+        {
+            return Err(RadosError::Os {
+                errno: -22,
+                what: format!(
+                    "{what}: op {i} (zero) of 0 bytes, which Ceph 16 OSDs abort on: leave it out"
+                ),
+            });
+        }
         let (tx, rx) = oneshot::channel();
         let mut pending = {
             let mut o = lock(&self.shared.objecter);
@@ -298,7 +313,9 @@ impl IoCtx {
             .map(drop)
     }
 
-    /// Zeroes `length` bytes from `offset`, not growing the object (ZERO).
+    /// Zeroes `length` bytes from `offset`, not growing the object (ZERO);
+    /// a zero reaching the end truncates the object there, as the OSD
+    /// does. A `length` of 0 is EINVAL, unsent (it aborts Ceph 16 OSDs).
     pub async fn zero(&self, name: &[u8], offset: u64, length: u64) -> Result<(), RadosError> {
         self.operate(name, Ops::new().zero(offset, length))
             .await

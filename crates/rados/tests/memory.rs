@@ -348,6 +348,12 @@ async fn an_object_handle_reads_writes_and_seeks() {
         &[data[0], data[1], data[2], b'X', b'Y', b'Z', data[6], data[7]]
     );
 
+    // A ZERO of no bytes (it aborts Ceph 16 OSDs) is refused unsent.
+    let sent = c.store.ops.load(Ordering::SeqCst);
+    let e = io.zero(b"big", 5, 0).await.expect_err("a zero of no bytes");
+    assert_eq!(e.errno(), Some(-22), "{e}");
+    assert_eq!(c.store.ops.load(Ordering::SeqCst), sent, "nothing sent");
+
     let mut none = io.object(b"missing");
     let e = none
         .read_to_end(&mut Vec::new())
