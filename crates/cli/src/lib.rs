@@ -13,6 +13,7 @@ pub mod common;
 pub mod crush_cmd;
 pub use msgr_admin::json;
 pub use msgr_monc::identity;
+pub mod hexdump;
 pub mod logging;
 pub mod mon;
 pub mod osd;

@@ -49,72 +49,6 @@ pub fn strerror(errno: i32) -> String {
     format!("({n}) {text}")
 }
 
-/// `bufferlist::hexdump` (as `hexdump -C`): 16 bytes a row (a gap after
-/// 8), the printable ones between bars, then the length; a run of rows of
-/// one same byte (but the last row) printed once then `*`; nothing for an
-/// empty buffer.
-pub fn hexdump(data: &[u8]) -> String {
-    let mut out = String::new();
-    if data.is_empty() {
-        return out;
-    }
-    let mut last = data[0];
-    let (mut was_same, mut did_star) = (false, false);
-    for (n, row) in data.chunks(16).enumerate() {
-        let o = n.saturating_mul(16);
-        if o.saturating_add(16) < data.len() {
-            let mut same = true;
-            for (i, &b) in row.iter().enumerate() {
-                if b != last {
-                    if i == 0 {
-                        last = b;
-                        was_same = false;
-                        did_star = false;
-                    } else {
-                        same = false;
-                    }
-                }
-            }
-            if same {
-                if was_same {
-                    if !did_star {
-                        out.push_str("\n*");
-                        did_star = true;
-                    }
-                    continue;
-                }
-                was_same = true;
-            } else {
-                was_same = false;
-                did_star = false;
-            }
-        }
-        if o > 0 {
-            out.push('\n');
-        }
-        out.push_str(&format!("{o:08x} "));
-        for i in 0..16 {
-            if i == 8 {
-                out.push(' ');
-            }
-            match row.get(i) {
-                Some(b) => out.push_str(&format!(" {b:02x}")),
-                None => out.push_str("   "),
-            }
-        }
-        out.push_str("  |");
-        for &b in row {
-            out.push(match b.is_ascii_graphic() || b == b' ' {
-                true => b as char,
-                false => '.',
-            });
-        }
-        out.push('|');
-    }
-    out.push_str(&format!("\n{:08x}\n", data.len()));
-    out
-}
-
 fn print(s: &str) {
     let mut out = std::io::stdout();
     let _ = out.write_all(s.as_bytes());
@@ -142,7 +76,7 @@ pub async fn run(io: &IoCtx, pool: &str, cmd: &WatchCmd) -> Result<String, Rados
                         Some(WatchEvent::Notify { notify_id, cookie, notifier_gid, payload }) => {
                             print(&format!(
                                 "NOTIFY cookie {cookie} notify_id {notify_id} from {notifier_gid}\n{}",
-                                hexdump(&payload)
+                                crate::hexdump::hexdump(&payload)
                             ));
                             watch.notify_ack(notify_id, &payload).await?;
                         }
@@ -170,7 +104,7 @@ pub async fn run(io: &IoCtx, pool: &str, cmd: &WatchCmd) -> Result<String, Rados
                     reply.len()
                 ));
                 if !reply.is_empty() {
-                    out.push_str(&hexdump(reply));
+                    out.push_str(&crate::hexdump::hexdump(reply));
                 }
             }
             for (gid, cookie) in &r.timeouts {
@@ -204,22 +138,8 @@ pub async fn run(io: &IoCtx, pool: &str, cmd: &WatchCmd) -> Result<String, Rados
 mod tests {
     use super::*;
 
-    /// As `rados watch` printed a notify of "hello" (Ceph 16).
     #[test]
-    fn hexdump_prints_as_ceph() {
-        assert_eq!(
-            hexdump(b"\x05\0\0\0hello"),
-            "00000000  05 00 00 00 68 65 6c 6c  6f                       |....hello|\n00000009\n"
-        );
-        assert_eq!(hexdump(b""), "");
-        // Rows of one same byte: the first, then a star.
-        let a = [b'a'; 40];
-        assert_eq!(
-            hexdump(&a),
-            "00000000  61 61 61 61 61 61 61 61  61 61 61 61 61 61 61 61  |aaaaaaaaaaaaaaaa|\n\
-             *\n\
-             00000020  61 61 61 61 61 61 61 61                           |aaaaaaaa|\n00000028\n"
-        );
+    fn errnos_as_ceph_prints_them() {
         assert_eq!(strerror(-110), "(110) Connection timed out");
     }
 
