@@ -1,71 +1,19 @@
-//! The RADOS client over the in-memory network: a fake monitor hands out
-//! Ceph 16's OSD map at epoch 43 (pool 1 "test", replicated on osd.0-2),
-//! and the OSDs are fake too, listening where that map says they are and
-//! keeping objects in memory. The network's fault hooks break the
+//! The RADOS client over the in-memory network, against the fake cluster
+//! of tests/support/memory.rs, its OSDs keeping objects in memory. The network's fault hooks break the
 //! primary's connection under a request, which must go again.
 
-use std::collections::{BTreeMap, HashMap};
+mod support;
+
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_auth::NoneProvider;
-use msgr_encoding::{AuthName, EntityAddrvec, EntityName, EntityType, Uuid};
 use msgr_messages::osd_types::op as code;
 use msgr_messages::*;
-use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
-use msgr_monc::identity::Identity;
-use msgr_osdmap::OsdMap;
-use msgr_protocol::{PolicyName, PolicySet};
-use msgr_rados::{Limits, Rados};
-use msgr_transport::memory::MemoryNet;
-
-fn full_map() -> Bytes {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../testdata/osdmaps/pacific/full-43.bin"
-    );
-    Bytes::from(std::fs::read(path).expect("testdata"))
-}
-
-/// A monitor: the monmap, and the OSD map to whoever subscribes to it.
-struct FakeMon;
-
-impl Dispatcher for FakeMon {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        let m = msg.into_message();
-        let f = conn.features();
-        match m.msg_type {
-            MSG_MON_GET_MAP => {
-                let mut out = Vec::new();
-                MonMap {
-                    epoch: 1,
-                    ..MonMap::default()
-                }
-                .encode(&mut out);
-                let mm = MMonMap {
-                    monmap: Bytes::from(out),
-                };
-                conn.send_nowait(mm.to_message(f));
-            }
-            MSG_MON_SUBSCRIBE => {
-                let sub = MMonSubscribe::from_message(&m).expect("an MMonSubscribe");
-                if sub.what.contains_key("osdmap") {
-                    let om = MOSDMap {
-                        fsid: Uuid::default(),
-                        incremental_maps: BTreeMap::new(),
-                        maps: BTreeMap::from([(43, full_map())]),
-                        oldest_map: 1,
-                        newest_map: 43,
-                    };
-                    conn.send_nowait(om.to_message(f));
-                }
-            }
-            _ => {}
-        }
-    }
-}
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage};
+use support::memory::Cluster;
 
 /// The OSDs' shared store; mute, they take ops and answer none.
 #[derive(Default)]
@@ -140,97 +88,23 @@ impl Dispatcher for FakeOsd {
     }
 }
 
-fn server(name: EntityName, nonce: u32) -> Options {
-    let mut o = Options::new(
-        name,
-        PolicySet::new(PolicyName::StatelessServer.policy()),
-        Arc::new(NoneProvider),
-    );
-    o.nonce = nonce;
-    o
-}
-
-/// The fake cluster and a client of it.
-struct Cluster {
-    net: MemoryNet,
-    map: OsdMap,
-    store: Arc<Store>,
-    rados: Rados<MemoryNet>,
-    mon: Messenger<MemoryNet>,
-    osds: Vec<Messenger<MemoryNet>>,
-}
-
-impl Cluster {
-    async fn start() -> Cluster {
-        let net = MemoryNet::new();
-        let mon_at: EntityAddrvec = "v2:10.0.0.1:3300/0".parse().expect("addr");
-        let mon = Messenger::new(
-            net.clone(),
-            server(EntityName::new(EntityType::MON, 0), 0),
-            Arc::new(FakeMon),
-        );
-        mon.bind(&mon_at).await.expect("bind the monitor");
-        let map = OsdMap::decode(&full_map()).expect("the map");
-        let store = Arc::new(Store::default());
-        let mut osds = Vec::new();
-        for id in 0..3 {
-            let at = map.osd_addrs(id).expect("an up OSD").clone();
-            let nonce = at.0.first().map_or(0, |a| a.nonce);
-            let osd = Messenger::new(
-                net.clone(),
-                server(EntityName::new(EntityType::OSD, i64::from(id)), nonce),
-                Arc::new(FakeOsd(store.clone())),
-            );
-            osd.bind(&at).await.expect("bind an OSD");
-            osds.push(osd);
-        }
-
-        let config =
-            msgr_config::Config::from_text(AuthName::client_admin(), "", Default::default())
-                .expect("a config");
-        let id = Identity {
-            config,
-            none_fallback: false,
-            mons: vec![mon_at],
-            cephx: None,
-            rev1: true,
-            msgr2: true,
-            sign_messages: false,
-            cephx_require_version: 2,
-            mount_timeout: msgr_monc::identity::DEFAULT_MOUNT_TIMEOUT,
-        };
-        let rados = Rados::connect_over(net.clone(), &id, Limits::default())
-            .await
-            .expect("connected");
-        Cluster {
-            net,
-            map,
-            store,
-            rados,
-            mon,
-            osds,
-        }
-    }
-
-    async fn shutdown(self) {
-        self.rados.shutdown().await;
-        for osd in self.osds {
-            osd.shutdown().await;
-        }
-        self.mon.shutdown().await;
-    }
+/// The fake cluster with OSDs keeping objects in `Store`.
+async fn start() -> (Cluster, Arc<Store>) {
+    let store = Arc::new(Store::default());
+    let c = Cluster::start(Arc::new(FakeOsd(store.clone()))).await;
+    (c, store)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_are_written_and_read_over_the_memory_network_through_a_reset() {
+    let (c, store) = start().await;
     let Cluster {
         net,
         map,
-        store,
         rados,
         mon,
         osds,
-    } = Cluster::start().await;
+    } = c;
     assert_eq!(rados.osdmap().epoch, 43);
     let io = rados.ioctx("test").expect("pool test");
     io.write_full(b"a", Bytes::from_static(b"hello"))
@@ -285,7 +159,6 @@ async fn objects_are_written_and_read_over_the_memory_network_through_a_reset() 
     Cluster {
         net,
         map,
-        store,
         rados,
         mon,
         osds,
@@ -303,7 +176,7 @@ async fn an_object_handle_reads_writes_and_seeks() {
     use std::io::SeekFrom;
     use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
-    let c = Cluster::start().await;
+    let (c, store) = start().await;
     let io = c.rados.ioctx("test").expect("pool test");
     let data: Vec<u8> = (0..10u32 << 20).map(|i| (i % 251) as u8).collect();
     let mut w = io.object(b"big").with_window(1 << 20, 3);
@@ -311,7 +184,7 @@ async fn an_object_handle_reads_writes_and_seeks() {
     tokio::io::copy(&mut from, &mut w).await.expect("copied in");
     w.shutdown().await.expect("every write acknowledged");
     assert_eq!(w.position(), data.len() as u64);
-    let writes = c.store.ops.load(Ordering::SeqCst);
+    let writes = store.ops.load(Ordering::SeqCst);
     assert!(writes >= 10, "1 MiB pieces: {writes} ops");
 
     let mut r = io.object(b"big").with_window(1 << 20, 3);
@@ -349,10 +222,10 @@ async fn an_object_handle_reads_writes_and_seeks() {
     );
 
     // A ZERO of no bytes (it aborts Ceph 16 OSDs) is refused unsent.
-    let sent = c.store.ops.load(Ordering::SeqCst);
+    let sent = store.ops.load(Ordering::SeqCst);
     let e = io.zero(b"big", 5, 0).await.expect_err("a zero of no bytes");
     assert_eq!(e.errno(), Some(-22), "{e}");
-    assert_eq!(c.store.ops.load(Ordering::SeqCst), sent, "nothing sent");
+    assert_eq!(store.ops.load(Ordering::SeqCst), sent, "nothing sent");
 
     let mut none = io.object(b"missing");
     let e = none

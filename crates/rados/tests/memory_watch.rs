@@ -4,67 +4,17 @@
 //! the OSD reaching the watch and its acknowledgement the OSD, and a
 //! DISCONNECT making the watch lost.
 
-use std::collections::BTreeMap;
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_auth::NoneProvider;
-use msgr_encoding::{AuthName, EntityAddrvec, EntityName, EntityType, Uuid};
 use msgr_messages::watch_notify::event;
 use msgr_messages::*;
-use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
-use msgr_monc::identity::Identity;
-use msgr_osdmap::OsdMap;
-use msgr_protocol::{PolicyName, PolicySet};
-use msgr_rados::{Limits, Rados, WatchEvent};
-use msgr_transport::memory::MemoryNet;
-
-fn full_map() -> Bytes {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../testdata/osdmaps/pacific/full-43.bin"
-    );
-    Bytes::from(std::fs::read(path).expect("testdata"))
-}
-
-/// A monitor: the monmap, and the OSD map to whoever subscribes to it.
-struct FakeMon;
-
-impl Dispatcher for FakeMon {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        let m = msg.into_message();
-        let f = conn.features();
-        match m.msg_type {
-            MSG_MON_GET_MAP => {
-                let mut out = Vec::new();
-                MonMap {
-                    epoch: 1,
-                    ..MonMap::default()
-                }
-                .encode(&mut out);
-                let mm = MMonMap {
-                    monmap: Bytes::from(out),
-                };
-                conn.send_nowait(mm.to_message(f));
-            }
-            MSG_MON_SUBSCRIBE => {
-                let sub = MMonSubscribe::from_message(&m).expect("an MMonSubscribe");
-                if sub.what.contains_key("osdmap") {
-                    let om = MOSDMap {
-                        fsid: Uuid::default(),
-                        incremental_maps: BTreeMap::new(),
-                        maps: BTreeMap::from([(43, full_map())]),
-                        oldest_map: 1,
-                        newest_map: 43,
-                    };
-                    conn.send_nowait(om.to_message(f));
-                }
-            }
-            _ => {}
-        }
-    }
-}
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage};
+use msgr_rados::WatchEvent;
+use support::memory::Cluster;
 
 /// What the OSDs were sent: each WATCH's (watch op, gen), each
 /// NOTIFY_ACK's input; and the connection the last WATCH came on.
@@ -100,16 +50,6 @@ impl Dispatcher for FakeOsd {
     }
 }
 
-fn server(name: EntityName, nonce: u32) -> Options {
-    let mut o = Options::new(
-        name,
-        PolicySet::new(PolicyName::StatelessServer.policy()),
-        Arc::new(NoneProvider),
-    );
-    o.nonce = nonce;
-    o
-}
-
 async fn until(what: &str, mut f: impl FnMut() -> bool) {
     for _ in 0..500 {
         if f() {
@@ -122,44 +62,9 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_reconnects_after_a_reset_gets_notifies_and_learns_it_is_lost() {
-    let net = MemoryNet::new();
-    let mon_at: EntityAddrvec = "v2:10.0.0.1:3300/0".parse().expect("addr");
-    let mon = Messenger::new(
-        net.clone(),
-        server(EntityName::new(EntityType::MON, 0), 0),
-        Arc::new(FakeMon),
-    );
-    mon.bind(&mon_at).await.expect("bind the monitor");
-    let map = OsdMap::decode(&full_map()).expect("the map");
     let seen = Arc::new(Seen::default());
-    let mut osds = Vec::new();
-    for id in 0..3 {
-        let at = map.osd_addrs(id).expect("an up OSD").clone();
-        let nonce = at.0.first().map_or(0, |a| a.nonce);
-        let osd = Messenger::new(
-            net.clone(),
-            server(EntityName::new(EntityType::OSD, i64::from(id)), nonce),
-            Arc::new(FakeOsd(seen.clone())),
-        );
-        osd.bind(&at).await.expect("bind an OSD");
-        osds.push(osd);
-    }
-    let config = msgr_config::Config::from_text(AuthName::client_admin(), "", Default::default())
-        .expect("a config");
-    let id = Identity {
-        config,
-        none_fallback: false,
-        mons: vec![mon_at],
-        cephx: None,
-        rev1: true,
-        msgr2: true,
-        sign_messages: false,
-        cephx_require_version: 2,
-        mount_timeout: msgr_monc::identity::DEFAULT_MOUNT_TIMEOUT,
-    };
-    let rados = Rados::connect_over(net.clone(), &id, Limits::default())
-        .await
-        .expect("connected");
+    let c = Cluster::start(Arc::new(FakeOsd(seen.clone()))).await;
+    let (net, map, rados) = (&c.net, &c.map, &c.rados);
     let io = rados.ioctx("test").expect("pool test");
     let mut w = io.watch(b"w").await.expect("watching");
     assert_eq!(
@@ -228,9 +133,5 @@ async fn a_watch_reconnects_after_a_reset_gets_notifies_and_learns_it_is_lost() 
     })
     .await;
 
-    rados.shutdown().await;
-    for osd in osds {
-        osd.shutdown().await;
-    }
-    mon.shutdown().await;
+    c.shutdown().await;
 }

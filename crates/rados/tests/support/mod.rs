@@ -1,2 +1,3 @@
 //! What the integration tests share.
 pub mod live;
+pub mod memory;
