@@ -185,13 +185,17 @@ impl<T: Transport> Shared<T> {
         }
     }
 
-    /// Waits for the reply to command `tid` until `deadline`.
-    pub async fn wait_command(
+    /// Waits until `deadline` for the answer `take` finds, a request's by
+    /// its tid; if none came (or the client shut down first), `forget`s
+    /// the request and says what was `waited` for, with the last problem.
+    pub(crate) async fn wait_answer<R>(
         &self,
-        tid: u64,
         deadline: Instant,
-    ) -> Result<CommandReply, MonError> {
-        let answer = self.wait_for(deadline, |core| match core.take_command_reply(tid) {
+        mut take: impl FnMut(&mut MonCore) -> Option<R>,
+        forget: impl FnOnce(&mut MonCore),
+        waited: impl FnOnce() -> String,
+    ) -> Result<R, MonError> {
+        let answer = self.wait_for(deadline, |core| match take(core) {
             Some(reply) => Some(Ok(reply)),
             None if core.is_shut_down() => Some(Err(MonError::Shutdown)),
             None => None,
@@ -200,13 +204,29 @@ impl<T: Transport> Shared<T> {
             return r;
         }
         let mut core = self.core();
-        core.forget_command(tid);
+        forget(&mut core);
         Err(MonError::Timeout(format!(
-            "no reply to command {tid}{}",
+            "{}{}",
+            waited(),
             core.last_error()
                 .map(|w| format!(" (last problem: {w})"))
                 .unwrap_or_default()
         )))
+    }
+
+    /// Waits for the reply to command `tid` until `deadline`.
+    pub async fn wait_command(
+        &self,
+        tid: u64,
+        deadline: Instant,
+    ) -> Result<CommandReply, MonError> {
+        self.wait_answer(
+            deadline,
+            |core| core.take_command_reply(tid),
+            |core| core.forget_command(tid),
+            || format!("no reply to command {tid}"),
+        )
+        .await
     }
 
     /// Waits for pool operation `tid` to be answered and its epoch's map
@@ -216,22 +236,13 @@ impl<T: Transport> Shared<T> {
         tid: u64,
         deadline: Instant,
     ) -> Result<crate::core::PoolOpReply, MonError> {
-        let answer = self.wait_for(deadline, |core| match core.take_pool_op_reply(tid) {
-            Some(reply) => Some(Ok(reply)),
-            None if core.is_shut_down() => Some(Err(MonError::Shutdown)),
-            None => None,
-        });
-        if let Some(r) = answer.await {
-            return r;
-        }
-        let mut core = self.core();
-        core.forget_pool_op(tid);
-        Err(MonError::Timeout(format!(
-            "no reply to pool operation {tid}, or no OSD map of its epoch{}",
-            core.last_error()
-                .map(|w| format!(" (last problem: {w})"))
-                .unwrap_or_default()
-        )))
+        self.wait_answer(
+            deadline,
+            |core| core.take_pool_op_reply(tid),
+            |core| core.forget_pool_op(tid),
+            || format!("no reply to pool operation {tid}, or no OSD map of its epoch"),
+        )
+        .await
     }
 
     /// Waits for the answer to version request `handle` until `deadline`

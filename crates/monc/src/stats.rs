@@ -202,24 +202,14 @@ impl<T: Transport> MonClient<T> {
     ) -> Result<StatsReply, MonError> {
         let deadline: Instant = deadline_after(timeout)?;
         let tid = self.shared.with(add);
-        let answer = self
-            .shared
-            .wait_for(deadline, |core| match core.take_stats_reply(tid) {
-                Some(r) => Some(Ok(r)),
-                None if core.is_shut_down() => Some(Err(MonError::Shutdown)),
-                None => None,
-            });
-        if let Some(r) = answer.await {
-            return r;
-        }
-        let mut core = self.shared.core();
-        core.forget_stats(tid);
-        Err(MonError::Timeout(format!(
-            "no answer to usage request {tid} within {timeout:?}{}",
-            core.last_error()
-                .map(|w| format!(" (last problem: {w})"))
-                .unwrap_or_default()
-        )))
+        self.shared
+            .wait_answer(
+                deadline,
+                |core| core.take_stats_reply(tid),
+                |core| core.forget_stats(tid),
+                || format!("no answer to usage request {tid} within {timeout:?}"),
+            )
+            .await
     }
 }
 
