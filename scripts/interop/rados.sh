@@ -617,6 +617,24 @@ model_restart() {
   fi
 }
 
+# The EC pool against librados (tests/live_ec.rs, once make_pools made
+# pool ec: k=2 m=1): whole writes, aligned appends and reads both ways,
+# and what the pool refuses failing with the OSD's error.
+ec_live() {
+  local r=$1 c rados; c=$(conf "$r")
+  case $r in
+    pacific) rados="timeout 120 /usr/bin/rados -c $c" ;;
+    tentacle) rados="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run rados -c $c" ;;
+  esac
+  if (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RADOS=$rados MSGR_TEST_RELEASE=$r \
+      cargo test --release -p msgr-rados --test live_ec -- --ignored --nocapture) > "$OUT/ec-$r.out" 2>&1 \
+      && ! grep -q '^not run' "$OUT/ec-$r.out"; then
+    log "ok: $r: the EC pool (k=2 m=1) against rados: writes, aligned appends, reads; an unaligned append, a partial overwrite and omap refused (EOPNOTSUPP)"
+  else
+    fail "$r: the EC pool:"; grep -E 'panicked|not run|assert' -A3 "$OUT/ec-$r.out" | head -20 >&2
+  fi
+}
+
 # The facade crate's rados_put_get example, as a library user runs it: a
 # 5 MB file through an object handle and back, stat, listing, remove.
 (cd "$HERE/../.." && cargo build --release -q -p msgr --example rados_put_get)
@@ -648,6 +666,7 @@ for r in pacific tentacle; do
   osd_stops "$r"
   backoffs "$r"
   make_pools "$r" || continue
+  ec_live "$r"
   placement "$r" pools
   remap "$r"
   placement "$r" upmaps

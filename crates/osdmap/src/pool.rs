@@ -30,6 +30,8 @@ pub mod flag {
     pub const SELFMANAGED_SNAPS: u64 = 1 << 13;
     /// `FLAG_POOL_SNAPS`: the pool has pool snapshots.
     pub const POOL_SNAPS: u64 = 1 << 14;
+    /// `FLAG_EC_OVERWRITES`: an EC pool that takes partial overwrites.
+    pub const EC_OVERWRITES: u64 = 1 << 12;
     /// `FLAG_EC_OPTIMIZATIONS`: an EC pool with Ceph 20's optimizations (some shards never
     /// primary).
     pub const EC_OPTIMIZATIONS: u64 = 1 << 19;
@@ -109,6 +111,19 @@ impl Pool {
     /// Whether the pool is erasure-coded.
     pub fn is_erasure(&self) -> bool {
         self.pool_type == TYPE_ERASURE
+    }
+
+    /// `requires_aligned_append`: an EC pool without overwrites takes
+    /// appends only at a multiple of [`Pool::required_alignment`] (and no
+    /// partial overwrites).
+    pub fn requires_aligned_append(&self) -> bool {
+        self.is_erasure() && self.flags & flag::EC_OVERWRITES == 0
+    }
+
+    /// `required_alignment`: the stripe width, what appends to such a pool
+    /// are multiples of.
+    pub fn required_alignment(&self) -> u64 {
+        u64::from(self.stripe_width)
     }
 
     /// `hash_key(key, ns)`: the raw pg seed of an object name (or locator

@@ -101,6 +101,33 @@ impl IoCtx {
         self.pool
     }
 
+    /// Whether appends to this pool must start at a multiple of
+    /// [`IoCtx::required_alignment`] (an erasure-coded pool without
+    /// overwrites, which also refuses partial overwrites and omap):
+    /// `rados_ioctx_pool_requires_alignment2`.
+    pub fn requires_alignment(&self) -> Result<bool, RadosError> {
+        self.with_pool(|p| p.requires_aligned_append())
+    }
+
+    /// The alignment appends to this pool keep, in bytes (the EC stripe
+    /// width; 0 for a replicated pool): `rados_ioctx_pool_required_alignment2`.
+    pub fn required_alignment(&self) -> Result<u64, RadosError> {
+        self.with_pool(|p| p.required_alignment())
+    }
+
+    /// `f` of the pool's entry in the current map.
+    pub(crate) fn with_pool<R>(
+        &self,
+        f: impl FnOnce(&msgr_osdmap::Pool) -> R,
+    ) -> Result<R, RadosError> {
+        let o = lock(&self.shared.objecter);
+        o.map()
+            .pools
+            .get(&self.pool)
+            .map(f)
+            .ok_or_else(|| RadosError::NoPool(self.pool.to_string()))
+    }
+
     /// Objects in namespace `nspace` from now on ([`ALL_NAMESPACES`] lists
     /// every namespace).
     pub fn set_namespace(&mut self, nspace: &str) {

@@ -248,17 +248,6 @@ impl<T: Transport> Rados<T> {
 }
 
 impl IoCtx {
-    /// The pool's entry of the current map.
-    fn with_pool<R>(&self, f: impl FnOnce(&msgr_osdmap::Pool) -> R) -> Result<R, RadosError> {
-        let o = lock(&self.shared.objecter);
-        let pool = o
-            .map()
-            .pools
-            .get(&self.pool)
-            .ok_or_else(|| RadosError::NoPool(self.pool.to_string()))?;
-        Ok(f(pool))
-    }
-
     /// The pool's snapshots' ids, oldest first (`rados_ioctx_snap_list`).
     pub fn snap_list(&self) -> Result<Vec<u64>, RadosError> {
         self.with_pool(|p| p.snaps.keys().copied().collect())
