@@ -45,7 +45,7 @@ pub use object::{io_error, ObjectHandle, OBJECT_CHUNK, OBJECT_WINDOW};
 pub use objecter::{Limits, Object, Objecter, Request};
 pub use request::{Listed, Ops, Reply, SnapContext, Stat};
 pub use snap::{decode_snap_set, POOL_OP_TIMEOUT, SNAPDIR};
-pub use watch::{NotifyReply, Watch, WatchEvent, Watcher};
+pub use watch::{NotifyReply, Watch, WatchEvent, Watcher, WATCH_EVENT_QUEUE};
 
 /// The byte buffers objects are read into and written from.
 pub use bytes::Bytes;

@@ -5,6 +5,7 @@
 //! register the watches again; the OSDs' MWatchNotify messages are routed
 //! to their watch or notify.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,8 @@ use crate::objecter::linger::{
 use crate::objecter::{Object, Request, ETIMEDOUT};
 use crate::request::{Op, Ops};
 use crate::shared::{lock, Shared};
+use crate::watch_state::WatchQueue;
+pub use crate::watch_state::WATCH_EVENT_QUEUE;
 
 /// How much longer than the notify's own timeout its end is waited for
 /// (the OSD ends it; this covers an OSD that died meanwhile).
@@ -37,8 +40,8 @@ fn route(shared: &Shared) {
     for e in events {
         match e {
             LingerEvent::Watch { cookie, event } => {
-                if let Some(tx) = lock(&shared.watch.watches).get(&cookie) {
-                    let _ = tx.send(event);
+                if let Some(q) = lock(&shared.watch.watches).get(&cookie) {
+                    q.push(event);
                 }
             }
             LingerEvent::NotifyComplete {
@@ -179,7 +182,9 @@ pub struct Watch {
     ioctx: IoCtx,
     object: Object,
     cookie: u64,
-    events: mpsc::UnboundedReceiver<WatchEvent>,
+    events: mpsc::Receiver<WatchEvent>,
+    /// Events dropped for want of room ([`WATCH_EVENT_QUEUE`]).
+    dropped: Arc<AtomicU64>,
     ticker: tokio::task::JoinHandle<()>,
     done: bool,
 }
@@ -249,10 +254,17 @@ impl IoCtx {
     pub async fn watch_with_timeout(&self, name: &[u8], timeout: u32) -> Result<Watch, RadosError> {
         let shared = &self.shared;
         let object = self.object_id(name);
-        let (tx, events) = mpsc::unbounded_channel();
+        let (tx, events) = mpsc::channel(WATCH_EVENT_QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
         let (cookie, out) =
             lock(&shared.watch.lingers).watch(object.clone(), timeout, Instant::now());
-        lock(&shared.watch.watches).insert(cookie, tx);
+        lock(&shared.watch.watches).insert(
+            cookie,
+            WatchQueue {
+                tx,
+                dropped: dropped.clone(),
+            },
+        );
         // Its target, to see it move in later maps.
         let map = lock(&shared.objecter).map().clone();
         let target = watch_target(&map, &object);
@@ -283,6 +295,7 @@ impl IoCtx {
             object,
             cookie,
             events,
+            dropped,
             ticker,
             done: false,
         })
@@ -391,9 +404,16 @@ impl Watch {
         self.cookie
     }
 
-    /// The next notify or error (`None` once the client is gone).
+    /// The next notify or error (`None` once the client is gone). At most
+    /// [`WATCH_EVENT_QUEUE`] wait to be taken; see [`Watch::dropped`].
     pub async fn next_event(&mut self) -> Option<WatchEvent> {
         self.events.recv().await
+    }
+
+    /// How many events were dropped because [`WATCH_EVENT_QUEUE`] of them
+    /// were waiting (their notifiers saw this watcher time out).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Acknowledges notify `notify_id` with `reply` (`rados_notify_ack`):
