@@ -94,7 +94,24 @@ impl Dispatcher for OsdDispatch {
     }
 }
 
-/// A RADOS client, over transport `T` (to the monitors and the OSDs).
+/// A RADOS client, over transport `T` (to the monitors and the OSDs):
+/// a monitor session that keeps the OSD map current, and the objecter
+/// sending each request to where the map places it. Made by
+/// [`RadosConfig`](crate::RadosConfig) as a librados program makes one,
+/// or by [`Rados::connect`] from an [`Identity`] a tool resolved.
+///
+/// ```no_run
+/// use msgr_rados::RadosConfig;
+/// # async fn f() -> Result<(), msgr_rados::RadosError> {
+/// let rados = RadosConfig::new().conf_read_file("/etc/ceph/ceph.conf")?.connect().await?;
+/// for (id, name) in rados.pool_list() {
+///     println!("{id} {name}");
+/// }
+/// let io = rados.ioctx("rbd")?;
+/// println!("{} objects", io.list().await?.len());
+/// rados.shutdown().await;
+/// # Ok(()) }
+/// ```
 pub struct Rados<T: Transport = Tcp> {
     mon: Arc<MonClient<T>>,
     pub(crate) shared: Arc<Shared>,

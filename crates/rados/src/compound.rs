@@ -443,6 +443,26 @@ impl Builder {
 /// Ops that change one object, run atomically: all apply or none
 /// (`ObjectWriteOperation`, `rados_write_op_t`). Run with
 /// [`IoCtx::operate_write`].
+///
+/// ```no_run
+/// use msgr_rados::compound::CmpOp;
+/// use msgr_rados::{Bytes, WriteOp};
+/// # async fn f(io: msgr_rados::IoCtx) -> Result<(), msgr_rados::RadosError> {
+/// // Bump a version xattr only if it still says "1"; write the new body
+/// // and an index entry with it, or nothing at all.
+/// let mut op = WriteOp::new();
+/// op.cmpxattr("version", CmpOp::Eq, b"1");
+/// op.write_full(Bytes::from_static(b"body v2"));
+/// op.setxattr("version", b"2");
+/// op.omap_set(&[("v2".to_string(), Bytes::from_static(b"ok"))].into());
+/// match io.operate_write(b"doc", &op).await {
+///     Ok(_) => println!("now at object version {}", io.last_version()),
+///     // ECANCELED: the xattr compare failed, nothing was written.
+///     Err(e) if e.errno() == Some(-125) => println!("someone else wrote first"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct WriteOp {
     b: Builder,
@@ -621,6 +641,23 @@ impl WriteOp {
 /// Ops that read one object, run together (`ObjectReadOperation`,
 /// `rados_read_op_t`); each adder returns the [`Handle`] its output is
 /// read with. Run with [`IoCtx::operate_read`].
+///
+/// ```no_run
+/// use msgr_rados::ReadOp;
+/// # async fn f(io: msgr_rados::IoCtx) -> Result<(), msgr_rados::RadosError> {
+/// let mut op = ReadOp::new();
+/// let stat = op.stat();
+/// let head = op.read(0, 4096);
+/// let attrs = op.getxattrs();
+/// let r = io.operate_read(b"doc", &op).await?;
+/// println!(
+///     "{} bytes, first {} read, {} xattrs",
+///     r.get(stat)?.size,
+///     r.get(head)?.len(),
+///     r.get(attrs)?.len()
+/// );
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ReadOp {
     b: Builder,

@@ -32,7 +32,25 @@ const LIST_COUNT: u64 = 1024;
 /// The namespace that lists every namespace (`LIBRADOS_ALL_NSPACES`).
 pub const ALL_NAMESPACES: &str = "\u{1}";
 
-/// Object I/O in one pool and namespace.
+/// Object I/O in one pool and namespace, from [`Rados::ioctx`](crate::Rados::ioctx).
+/// Each method is a future: dropping it cancels its request (unsent, or
+/// its reply ignored). Clones share the client and start with the same
+/// namespace, locator key, snapshots and timeout.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use msgr_rados::Bytes;
+/// # async fn f(rados: msgr_rados::Rados) -> Result<(), msgr_rados::RadosError> {
+/// let mut io = rados.ioctx("rbd")?;
+/// io.set_namespace("tenant-a");
+/// io.set_timeout(Some(Duration::from_secs(10)));
+/// io.write_full(b"greeting", Bytes::from_static(b"hello")).await?;
+/// io.append(b"greeting", Bytes::from_static(b", world")).await?;
+/// assert_eq!(&io.read(b"greeting", 0, 0).await?[..], b"hello, world");
+/// io.setxattr(b"greeting", "lang", b"en").await?;
+/// io.remove(b"greeting").await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct IoCtx {
     pub(crate) shared: Arc<Shared>,

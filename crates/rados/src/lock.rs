@@ -110,6 +110,30 @@ impl std::fmt::Display for LockType {
 
 /// A lock to take (`cls_lock_lock_op`; `rados::cls::lock::Lock`): its
 /// name, type, cookie, tag, description, duration and flags.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use msgr_rados::lock::Lock;
+/// # async fn f(io: msgr_rados::IoCtx) -> Result<(), msgr_rados::RadosError> {
+/// let lock = Lock::exclusive("owner")
+///     .cookie("worker-7")
+///     .description("rebuilding the index")
+///     .duration(Duration::from_secs(30));
+/// match io.lock(b"index", &lock).await {
+///     Ok(()) => {
+///         // ... the work the lock guards ...
+///         io.unlock(b"index", "owner", "worker-7").await?;
+///     }
+///     // EBUSY: another client holds it; see who.
+///     Err(e) if e.errno() == Some(-16) => {
+///         for l in io.lock_info(b"index", "owner").await?.lockers {
+///             println!("held by {} ({})", l.locker, l.description);
+///         }
+///     }
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lock {
     /// The lock's name (not empty).
