@@ -490,7 +490,7 @@ impl WriteOp {
         &self.b.ops
     }
 
-    /// Request flags ([`flag`](crate::request::flag)); replaces earlier ones.
+    /// Request flags ([`flag`]); replaces earlier ones.
     pub fn set_flags(&mut self, flags: u32) {
         self.b.flags = flags & flag::ALLOWED;
     }
@@ -689,7 +689,7 @@ impl ReadOp {
         &self.b.ops
     }
 
-    /// Request flags ([`flag`](crate::request::flag), e.g. `BALANCE_READS`); replaces
+    /// Request flags ([`flag`], e.g. `BALANCE_READS`); replaces
     /// earlier ones.
     pub fn set_flags(&mut self, flags: u32) {
         self.b.flags = flags & flag::ALLOWED;

@@ -8,7 +8,7 @@
 //! stop and [`Lingers::check`] returns it. A notify is a linger too: its
 //! NOTIFY_COMPLETE (matched by cookie) brings every watcher's reply.
 //!
-//! The driver submits the [`Outgoing`] requests through the [`Objecter`]
+//! The driver submits the [`Outgoing`] requests through the [`Objecter`](super::Objecter)
 //! (super::Objecter) and hands each result back with its [`Sent`] (a
 //! result of an earlier gen, or of a linger since removed, is ignored);
 //! it tells the time, the resets and each watch's newly computed target.
