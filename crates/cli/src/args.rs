@@ -389,6 +389,9 @@ pub struct RadosArgs {
     /// The namespace
     #[arg(short = 'N', long, value_name = "NSPACE", default_value = "")]
     pub namespace: String,
+    /// Read at this pool snapshot
+    #[arg(short = 's', long = "snap", value_name = "SNAP")]
+    pub snap: Option<String>,
     /// ls: every namespace
     #[arg(long)]
     pub all: bool,

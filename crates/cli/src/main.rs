@@ -441,7 +441,7 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
     let pool = a.pool.ok_or("rados: -p POOL is needed")?;
     printing(
         "rados",
-        msgr_cli::rados_cmd::run(&opts, &pool, &a.namespace, &cmd),
+        msgr_cli::rados_cmd::run(&opts, &pool, &a.namespace, a.snap.as_deref(), &cmd),
         1,
     )
 }

@@ -298,12 +298,28 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
     }
 }
 
-/// Connects, runs `cmd` in `pool` (namespace `nspace`), and returns what
+/// Reads at pool snapshot `snap` from now on, saying so as `rados -s`
+/// does (`selected snap ID 'NAME'`, before the command's output).
+fn select_snap(io: &mut IoCtx, snap: Option<&str>) -> Result<(), String> {
+    let Some(name) = snap else {
+        return Ok(());
+    };
+    let id = io
+        .snap_lookup(name)
+        .map_err(|e| format!("error looking up snap '{name}': {e}"))?;
+    io.set_read_snap(id);
+    crate::out::write(format_args!("selected snap {id} '{name}'"), true);
+    Ok(())
+}
+
+/// Connects, runs `cmd` in `pool` (namespace `nspace`; reading at pool
+/// snapshot `snap`, said first as `rados -s` says it), and returns what
 /// to print.
 pub async fn run(
     opts: &ClusterOpts,
     pool: &str,
     nspace: &str,
+    snap: Option<&str>,
     cmd: &RadosCmd,
 ) -> Result<String, String> {
     let id = Identity::load(opts)?;
@@ -313,7 +329,10 @@ pub async fn run(
     let out = match rados.ioctx(pool) {
         Ok(mut io) => {
             io.set_namespace(nspace);
-            run_cmd(&io, pool, cmd).await.map_err(|e| e.to_string())
+            match select_snap(&mut io, snap) {
+                Ok(()) => run_cmd(&io, pool, cmd).await.map_err(|e| e.to_string()),
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e.to_string()),
     };

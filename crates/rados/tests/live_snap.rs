@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use msgr_rados::{IoCtx, Rados, SnapContext, NOSNAP};
-use support::live::{python_ok, rados_cli_in, rados_ok, unique};
+use support::live::{msgr_cli, python_ok, rados_cli_in, rados_ok, unique};
 
 /// Waits until `ok` holds of our client (its map follows the monitors').
 async fn eventually(rados: &Rados, what: &str, ok: impl Fn(&Rados) -> bool) {
@@ -173,6 +173,16 @@ async fn pool_snapshots_both_ways() {
     // rados says which snapshot it selected (by our id), then the data.
     let got = rados_ok(&["-p", &pool, "-s", "s1", "get", &obj, "-"]);
     assert_eq!(got, format!("selected snap {s1} 's1'\none").as_bytes());
+    // msgr rados -s says and reads the same.
+    let ours = msgr_cli(&["rados", "-p", &pool, "-s", "s1", "get", &obj, "-"]);
+    assert!(ours.status.success(), "{ours:?}");
+    assert_eq!(ours.stdout, got);
+    let none = msgr_cli(&["rados", "-p", &pool, "-s", "nosuch", "get", &obj, "-"]);
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("error looking up snap 'nosuch'"),
+        "{none:?}"
+    );
     let py = python_ok(
         "import rados, os, sys\n\
          c = rados.Rados(conffile=os.environ['CEPH_CONF']); c.connect()\n\
@@ -349,7 +359,7 @@ async fn the_cli_prints_what_rados_prints() {
     let msgr = |args: &[&str]| {
         let mut all = vec!["rados"];
         all.extend_from_slice(args);
-        let out = support::live::msgr_cli(&all);
+        let out = msgr_cli(&all);
         assert!(out.status.success(), "msgr {all:?}: {out:?}");
         String::from_utf8(out.stdout).expect("utf-8")
     };
@@ -384,7 +394,7 @@ async fn the_cli_prints_what_rados_prints() {
     );
     assert_eq!(rados(&["-p", &pool, "get", &obj, "-"]), "first");
     // A second mksnap of a: exit status 1, as rados.
-    let again = support::live::msgr_cli(&["rados", "-p", &pool, "mksnap", "a"]);
+    let again = msgr_cli(&["rados", "-p", &pool, "mksnap", "a"]);
     assert_eq!(again.status.code(), Some(1), "{again:?}");
     assert_eq!(
         msgr(&["-p", &pool, "rmsnap", "a"]),
