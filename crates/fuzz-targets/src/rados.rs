@@ -6,9 +6,7 @@
 
 use bytes::Bytes;
 use msgr_messages::osd_types::OsdOp;
-use msgr_rados::compound::{
-    decode_checksums, decode_list_snaps, decode_sparse_read, Checksums, Output,
-};
+use msgr_rados::compound::{decode_checksums, decode_sparse_read, Checksums, Output};
 use msgr_rados::request::{decode_omap_keys, decode_omap_vals, decode_stat, decode_xattrs};
 
 /// Byte 0 picks the decoder; the rest is the op's output.
@@ -37,7 +35,7 @@ pub fn rados_outputs(data: &[u8]) {
             let _ = Checksums::decode_output(&op, &Bytes::copy_from_slice(rest));
         }
         3 => {
-            if let Ok(s) = decode_list_snaps(rest) {
+            if let Ok(s) = msgr_rados::decode_snap_set(rest) {
                 // A clone takes at least 30 bytes of input.
                 assert!(s.clones.len() * 30 <= rest.len());
             }

@@ -35,7 +35,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use msgr_encoding::{Decode, DecodeError, Decoder, Encode, UTime};
-use msgr_messages::osd_types::{OsdOp, NOSNAP};
+use msgr_messages::osd_types::OsdOp;
 
 use crate::error::RadosError;
 use crate::ioctx::IoCtx;
@@ -44,6 +44,8 @@ use crate::request::{
     code, decode_omap_keys, decode_omap_vals, decode_stat, decode_xattrs, flag, Op, Ops, Reply,
     Stat,
 };
+use crate::snap::{decode_snap_set, SNAPDIR};
+use msgr_messages::SnapSet;
 
 /// `CEPH_OSD_OP_*` the compound ops add to [`code`].
 pub mod opcode {
@@ -325,61 +327,9 @@ impl Output for Checksums {
     }
 }
 
-/// One clone of an object (`clone_info`): its id ([`NOSNAP`]: the head),
-/// the snapshots it belongs to, the ranges it shares with the next newer
-/// clone, its size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CloneInfo {
-    /// The clone's snap id ([`NOSNAP`] for the head).
-    pub cloneid: u64,
-    /// The snapshots this clone is, oldest first.
-    pub snaps: Vec<u64>,
-    /// `(offset, length)` ranges it shares with the next clone.
-    pub overlap: Vec<(u64, u64)>,
-    /// Its size in bytes.
-    pub size: u64,
-}
-
-/// LIST_SNAPS' output (`obj_list_snap_response_t`): the object's clones,
-/// oldest first, and the snap sequence of its snap set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapSet {
-    /// The clones, ascending.
-    pub clones: Vec<CloneInfo>,
-    /// The snap set's seq ([`NOSNAP`] from an OSD that sends v1).
-    pub seq: u64,
-}
-
-/// LIST_SNAPS' output: `obj_list_snap_response_t` (v2, compat 1).
-pub fn decode_list_snaps(out: &[u8]) -> Result<SnapSet, DecodeError> {
-    let mut d = Decoder::new(out);
-    msgr_encoding::decode_versioned(&mut d, "obj_list_snap_response_t", 2, |d, v| {
-        // A clone_info is at least its envelope (6) and three fields.
-        let n = d.length("obj_list_snap_response_t clones", 6 + 8 + 4 + 4 + 8)?;
-        let mut clones = Vec::with_capacity(n);
-        for _ in 0..n {
-            clones.push(msgr_encoding::decode_versioned(
-                d,
-                "clone_info",
-                1,
-                |d, _| {
-                    Ok(CloneInfo {
-                        cloneid: d.u64("clone_info cloneid")?,
-                        snaps: Vec::<u64>::decode(d)?,
-                        overlap: Vec::<(u64, u64)>::decode(d)?,
-                        size: d.u64("clone_info size")?,
-                    })
-                },
-            )?);
-        }
-        let seq = if v >= 2 { d.u64("snap seq")? } else { NOSNAP };
-        Ok(SnapSet { clones, seq })
-    })
-}
-
 impl Output for SnapSet {
     fn decode_output(_: &OsdOp, out: &Bytes) -> Result<Self, DecodeError> {
-        decode_list_snaps(out)
+        decode_snap_set(out)
     }
 }
 
@@ -664,9 +614,6 @@ pub struct ReadOp {
     /// A LIST_SNAPS is in: the request reads the snap dir.
     snapdir: bool,
 }
-
-/// `CEPH_SNAPDIR`: the snapshot LIST_SNAPS is sent at.
-pub const SNAPDIR: u64 = u64::MAX;
 
 impl ReadOp {
     /// No ops yet.

@@ -4,6 +4,8 @@
 
 use super::*;
 use crate::request::flag;
+use msgr_messages::osd_types::NOSNAP;
+use msgr_messages::CloneInfo;
 
 fn u64s(args: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(args[at..at + 8].try_into().unwrap())
@@ -220,7 +222,7 @@ fn list_snaps_bytes() -> Vec<u8> {
 
 #[test]
 fn list_snaps_output_decodes() {
-    let s = decode_list_snaps(&list_snaps_bytes()).unwrap();
+    let s = decode_snap_set(&list_snaps_bytes()).unwrap();
     assert_eq!(s.seq, 4);
     assert_eq!(
         s.clones,
@@ -242,7 +244,7 @@ fn list_snaps_output_decodes() {
     // Every truncation is an error, never a panic.
     let full = list_snaps_bytes();
     for n in 0..full.len() {
-        assert!(decode_list_snaps(&full[..n]).is_err(), "{n} bytes");
+        assert!(decode_snap_set(&full[..n]).is_err(), "{n} bytes");
     }
 }
 
