@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::request::flag;
+use crate::snap::decode_snap_set;
 use msgr_messages::osd_types::NOSNAP;
 use msgr_messages::CloneInfo;
 
