@@ -1,9 +1,19 @@
 //! A model-based randomized workload in the spirit of Ceph's
 //! ceph_test_rados (RadosModel): random writes, appends, truncates, zeros,
-//! removes, creates, xattrs and omap on a set of objects, each checked
-//! against an in-memory model of what the object must hold; every read
-//! (data, size, xattrs, omap) must match the model, and at the end every
-//! acknowledged write must be there. Seeded and reproducible: the seed is
+//! removes, creates, xattrs and omap on a set of objects, self-managed
+//! snapshots taken and removed, objects rolled back to them and read at
+//! them, each checked against an in-memory model of what the object must
+//! hold (now and at each snapshot); every read (data, size, xattrs, omap)
+//! must match the model, and at the end every acknowledged write must be
+//! there. It runs in a pool of its own (self-managed snapshots), deleted at
+//! the end.
+//!
+//! Snapshots: a write carries the snap context of the moment it is sent,
+//! so an object's contents at snapshot S are what it held just before its
+//! first operation sent with S in the context (the OSD clones the object
+//! then); until such an operation, the object as it is now. Snapshots are
+//! created and removed under a write lock, and rollbacks and reads at a
+//! snapshot hold the read lock, so no snapshot disappears under them. Seeded and reproducible: the seed is
 //! printed, and `MSGR_TEST_MODEL_SEED` replays a run. scripts/interop/
 //! rados.sh runs it while it stops and restarts an OSD (see
 //! tests/support/live.rs for how live tests run).
@@ -15,13 +25,17 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use msgr_rados::{IoCtx, RadosError};
-use support::live::{connect, unique};
+use msgr_rados::{IoCtx, Rados, RadosError, SnapContext};
+use support::live::{connect, scratch_pool, unique};
+use tokio::sync::RwLock;
 
-const POOL: &str = "test";
 const ENOENT: i32 = -2;
+/// Self-managed snapshots kept at most: taking one more removes the oldest.
+const SNAPS_KEPT: usize = 6;
 const EEXIST: i32 = -17;
 
 /// splitmix64: a small, well-mixed, reproducible generator.
@@ -79,6 +93,43 @@ enum Step {
     OmapSet(String, Bytes),
     OmapRm(String),
     Check,
+    /// Rolls the object back to the snapshot that many places from the
+    /// newest (modulo the snapshots there are).
+    Rollback(usize),
+    /// Reads the object at a snapshot, chosen as for `Rollback`.
+    CheckSnap(usize),
+}
+
+/// The pool's snapshots: the snap context writes carry.
+#[derive(Debug, Default)]
+struct Snaps {
+    snapc: SnapContext,
+}
+
+/// One object's model: as it is now, and as it was at each snapshot an
+/// operation of it has been sent past.
+#[derive(Debug, Default)]
+struct Object {
+    now: Option<Contents>,
+    at: BTreeMap<u64, Option<Contents>>,
+    /// The snap context's seq of the last operation sent.
+    seen: u64,
+}
+
+impl Object {
+    /// Before an operation sent with `snapc`: the contents at each
+    /// snapshot it names for the first time are the contents now.
+    fn sending(&mut self, snapc: &SnapContext) {
+        for &id in snapc.snaps.iter().filter(|&&id| id > self.seen) {
+            self.at.insert(id, self.now.clone());
+        }
+        self.seen = self.seen.max(snapc.seq);
+    }
+
+    /// What the object held at snapshot `id`.
+    fn at(&self, id: u64) -> &Option<Contents> {
+        self.at.get(&id).unwrap_or(&self.now)
+    }
 }
 
 fn choose(rng: &mut Rng, model: &Option<Contents>) -> Step {
@@ -108,7 +159,11 @@ fn choose(rng: &mut Rng, model: &Option<Contents>) -> Step {
                 0 if model.is_some() => Step::OmapRm(format!("k{}", rng.below(10))),
                 _ => Step::OmapSet(format!("k{}", rng.below(10)), rng.data(0, 200)),
             },
-            11 => Step::Check,
+            11 => match rng.below(16) {
+                1 => Step::Rollback(rng.below(SNAPS_KEPT as u64) as usize),
+                2 | 3 => Step::CheckSnap(rng.below(SNAPS_KEPT as u64) as usize),
+                _ => Step::Check,
+            },
             _ => continue,
         };
     }
@@ -171,7 +226,7 @@ fn apply(model: &mut Option<Contents>, step: &Step) -> i32 {
         Step::OmapRm(k) => {
             c.omap.remove(k);
         }
-        Step::Check => {
+        Step::Check | Step::Rollback(_) | Step::CheckSnap(_) => {
             if !exists {
                 *model = None;
             }
@@ -196,7 +251,7 @@ async fn run(io: &IoCtx, name: &[u8], step: &Step) -> Result<(), RadosError> {
                 .await
         }
         Step::OmapRm(k) => io.omap_rm(name, std::slice::from_ref(k)).await,
-        Step::Check => Ok(()),
+        Step::Check | Step::Rollback(_) | Step::CheckSnap(_) => Ok(()),
     }
 }
 
@@ -256,72 +311,259 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The snapshot `back` places from the newest (modulo how many there are).
+fn pick(snapc: &SnapContext, back: usize) -> Option<u64> {
+    let n = snapc.snaps.len();
+    (n > 0).then(|| snapc.snaps[back % n])
+}
+
+/// How far the workload has come, and the gate that makes it wait for
+/// each snapshot: the operations are cut into `count + 1` shares, and share
+/// k + 1 starts once snapshot k is taken (a monitor round trip takes about
+/// a second: ungated, the workload would be done before it).
+struct Progress {
+    total: u64,
+    count: u64,
+    /// Operations started.
+    done: AtomicU64,
+    /// Snapshots taken (`u64::MAX` once the snapshots stopped).
+    taken: AtomicU64,
+}
+
+impl Progress {
+    /// Waits until the next operation may start, and counts it.
+    async fn next(&self) {
+        loop {
+            let taken = self.taken.load(Ordering::Acquire);
+            let gate = match taken {
+                t if t >= self.count => u64::MAX,
+                t => self.total * (t + 1) / (self.count + 1),
+            };
+            if self.done.load(Ordering::Relaxed) < gate {
+                self.done.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Takes `progress.count` snapshots, one after each share of the
+/// operations, removing the oldest beyond [`SNAPS_KEPT`]. The monitors
+/// allocate ids in order and this task alone takes them, so the snap
+/// context's ids stay newest first.
+async fn take_snapshots(
+    rados: &Rados,
+    io: &IoCtx,
+    snaps: &RwLock<Snaps>,
+    progress: &Progress,
+) -> Result<u64, String> {
+    let r = snapshot_shares(rados, io, snaps, progress).await;
+    progress.taken.store(u64::MAX, Ordering::Release);
+    r
+}
+
+async fn snapshot_shares(
+    rados: &Rados,
+    io: &IoCtx,
+    snaps: &RwLock<Snaps>,
+    progress: &Progress,
+) -> Result<u64, String> {
+    let (total, count) = (progress.total, progress.count);
+    for k in 1..=count {
+        while progress.done.load(Ordering::Relaxed) < total * k / (count + 1) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let id = rados
+            .selfmanaged_snap_create(io)
+            .await
+            .map_err(|e| format!("snapshot {k}: {e}"))?;
+        let old = {
+            let mut s = snaps.write().await;
+            s.snapc.seq = s.snapc.seq.max(id);
+            s.snapc.snaps.insert(0, id);
+            // Out of the context before it goes: nobody picks it after.
+            (s.snapc.snaps.len() > SNAPS_KEPT).then(|| s.snapc.snaps.pop())
+        };
+        progress.taken.store(k, Ordering::Release);
+        if let Some(Some(old)) = old {
+            rados
+                .selfmanaged_snap_remove(io, old)
+                .await
+                .map_err(|e| format!("removing snapshot {old}: {e}"))?;
+        }
+    }
+    Ok(count)
+}
+
+/// One object's operations: each answered as the model says, the object
+/// read now and then, whole and at snapshots.
+async fn object_ops(
+    io: IoCtx,
+    name: String,
+    ops: u64,
+    mut rng: Rng,
+    snaps: Arc<RwLock<Snaps>>,
+    progress: Arc<Progress>,
+) -> Result<u64, String> {
+    let mut obj = Object::default();
+    let mut history = Vec::new();
+    let last = |h: &Vec<String>| h[h.len().saturating_sub(8)..].to_vec();
+    for i in 0..ops {
+        progress.next().await;
+        let step = choose(&mut rng, &obj.now);
+        history.push(describe(&step));
+        match step {
+            Step::Rollback(back) | Step::CheckSnap(back) => {
+                // Held until the answer: the snapshot stays.
+                let s = snaps.read().await;
+                let Some(id) = pick(&s.snapc, back) else {
+                    continue;
+                };
+                *history.last_mut().expect("pushed") += &format!(" to snap {id}");
+                let then = obj.at(id).clone();
+                if matches!(step, Step::CheckSnap(_)) {
+                    let mut at = io.clone();
+                    at.set_read_snap(id);
+                    check(&at, name.as_bytes(), &then).await.map_err(|e| {
+                        format!(
+                            "{name} at snap {id} after op {i}: {e}; the object's last ops: {:?}",
+                            last(&history)
+                        )
+                    })?;
+                    continue;
+                }
+                obj.sending(&s.snapc);
+                let mut w = io.clone();
+                w.set_write_snap_context(s.snapc.clone());
+                let got = w.selfmanaged_snap_rollback(name.as_bytes(), id).await;
+                // Rolling an absent object back to a snapshot it was absent
+                // at has nothing to delete: ENOENT or nothing, either will do.
+                let nothing = obj.now.is_none() && then.is_none();
+                match got {
+                    Ok(()) => {}
+                    Err(e) if nothing && e.errno() == Some(ENOENT) => {}
+                    Err(e) => {
+                        return Err(format!(
+                            "{name} op {i} rollback to snap {id}: {e}; the object's last ops: {:?}",
+                            last(&history)
+                        ))
+                    }
+                }
+                obj.now = then;
+            }
+            step => {
+                let snapc = snaps.read().await.snapc.clone();
+                obj.sending(&snapc);
+                let want = apply(&mut obj.now, &step);
+                let mut w = io.clone();
+                w.set_write_snap_context(snapc);
+                let got = run(&w, name.as_bytes(), &step).await;
+                let errno = got.as_ref().err().and_then(RadosError::errno).unwrap_or(0);
+                if got.is_err() && errno == 0 || errno != want {
+                    return Err(format!(
+                        "{name} op {i} {}: answered {got:?}, the model expects errno {want}; \
+                         the object's last ops: {:?}",
+                        describe(&step),
+                        last(&history)
+                    ));
+                }
+                if matches!(step, Step::Check) || rng.below(8) == 0 {
+                    check(&io, name.as_bytes(), &obj.now).await.map_err(|e| {
+                        format!(
+                            "{name} after op {i}: {e}; the object's last ops: {:?}",
+                            last(&history)
+                        )
+                    })?;
+                }
+            }
+        }
+    }
+    check(&io, name.as_bytes(), &obj.now)
+        .await
+        .map_err(|e| format!("{name} at the end: {e}"))?;
+    let s = snaps.read().await;
+    for &id in &s.snapc.snaps {
+        let mut at = io.clone();
+        at.set_read_snap(id);
+        check(&at, name.as_bytes(), obj.at(id))
+            .await
+            .map_err(|e| format!("{name} at snap {id} at the end: {e}"))?;
+    }
+    Ok(ops)
+}
+
 /// Each object's operations in order against the model, the objects
-/// concurrently; every answer and every read as the model says, and every
-/// object as the model says at the end.
+/// concurrently, snapshots taken and removed under them; every answer and
+/// every read as the model says, and every object as the model says at the
+/// end, now and at each snapshot kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: scripts/interop/rados.sh"]
 async fn random_operations_match_the_model() {
     let seed = env_number("MSGR_TEST_MODEL_SEED", 0x5EED);
     let total = env_number("MSGR_TEST_MODEL_OPS", 2000);
     let objects = env_number("MSGR_TEST_MODEL_OBJECTS", 16).max(1);
-    println!("model workload: seed {seed}, {total} ops on {objects} objects");
-    let rados = connect().await;
-    let io = rados.ioctx(POOL).expect("pool test");
+    let snapshots = (total / 250).clamp(4, 40);
+    println!(
+        "model workload: seed {seed}, {total} ops on {objects} objects, {snapshots} snapshots"
+    );
+    let rados = Arc::new(connect().await);
+    let (pool, io) = scratch_pool(&rados, "model").await;
     let prefix = unique("model");
+    let snaps = Arc::new(RwLock::new(Snaps::default()));
+    let progress = Arc::new(Progress {
+        total,
+        count: snapshots,
+        done: AtomicU64::new(0),
+        taken: AtomicU64::new(0),
+    });
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..objects {
-        let io = io.clone();
-        let name = format!("{prefix}-{n}");
         let ops = total / objects + u64::from(n < total % objects);
-        let mut rng = Rng(seed ^ n.wrapping_mul(0x100_0000_01B3));
-        tasks.spawn(async move {
-            let mut model: Option<Contents> = None;
-            let mut history = Vec::new();
-            for i in 0..ops {
-                let step = choose(&mut rng, &model);
-                let want = apply(&mut model, &step);
-                let got = run(&io, name.as_bytes(), &step).await;
-                let errno = got.as_ref().err().and_then(RadosError::errno).unwrap_or(0);
-                history.push(describe(&step));
-                if got.is_err() && errno == 0 || errno != want {
-                    return Err(format!(
-                        "{name} op {i} {}: answered {got:?}, the model expects errno {want}; \
-                         the object's last ops: {:?}",
-                        describe(&step),
-                        &history[history.len().saturating_sub(8)..]
-                    ));
-                }
-                if matches!(step, Step::Check) || rng.below(8) == 0 {
-                    check(&io, name.as_bytes(), &model).await.map_err(|e| {
-                        format!(
-                            "{name} after op {i}: {e}; the object's last ops: {:?}",
-                            &history[history.len().saturating_sub(8)..]
-                        )
-                    })?;
-                }
-            }
-            check(&io, name.as_bytes(), &model)
-                .await
-                .map_err(|e| format!("{name} at the end: {e}"))?;
-            if model.is_some() {
-                io.remove(name.as_bytes())
-                    .await
-                    .map_err(|e| format!("{name}: cleanup: {e}"))?;
-            }
-            Ok::<u64, String>(ops)
-        });
+        let rng = Rng(seed ^ n.wrapping_mul(0x100_0000_01B3));
+        let name = format!("{prefix}-{n}");
+        tasks.spawn(object_ops(
+            io.clone(),
+            name,
+            ops,
+            rng,
+            snaps.clone(),
+            progress.clone(),
+        ));
     }
-    let mut done = 0;
+    let snapper = {
+        let (rados, io, snaps, progress) =
+            (rados.clone(), io.clone(), snaps.clone(), progress.clone());
+        tokio::spawn(async move { take_snapshots(&rados, &io, &snaps, &progress).await })
+    };
+    let mut ops = 0;
     let mut failures = Vec::new();
     while let Some(r) = tasks.join_next().await {
         match r.expect("a task") {
-            Ok(n) => done += n,
+            Ok(n) => ops += n,
             Err(e) => failures.push(e),
         }
     }
+    // Failed tasks may leave shares undone: the snapshots wait no more.
+    snapper.abort();
+    if let Ok(Err(e)) = snapper.await {
+        failures.push(e);
+    }
     assert!(failures.is_empty(), "seed {seed}: {failures:#?}");
-    assert_eq!(done, total);
-    println!("model workload: seed {seed}: {done} ops, every read as the model says");
-    rados.shutdown().await;
+    assert_eq!(ops, total);
+    let taken = snaps.read().await.snapc.seq;
+    assert!(taken > 0, "no snapshot was taken");
+    rados
+        .pool_delete(&pool)
+        .await
+        .expect("the model's pool deleted");
+    println!(
+        "model workload: seed {seed}: {ops} ops, every read as the model says \
+         (snapshots up to id {taken})"
+    );
+    Arc::try_unwrap(rados)
+        .ok()
+        .expect("the last reference")
+        .shutdown()
+        .await;
 }

@@ -6,43 +6,11 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
 use bytes::Bytes;
-use msgr_rados::{IoCtx, Rados, SnapContext, NOSNAP};
-use support::live::{msgr_cli, python_ok, rados_cli_in, rados_ok, unique};
-
-/// Waits until `ok` holds of our client (its map follows the monitors').
-async fn eventually(rados: &Rados, what: &str, ok: impl Fn(&Rados) -> bool) {
-    let start = Instant::now();
-    while !ok(rados) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "not seen in 30 s: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// A pool `snap-WHAT-...` of 8 PGs and size 2 (as rados.sh's `test`),
-/// made through monitor commands; its I/O context.
-async fn scratch_pool(rados: &Rados, what: &str) -> (String, IoCtx) {
-    let name = unique(&format!("snap-{what}"));
-    for cmd in [
-        format!(r#"{{"prefix": "osd pool create", "pool": "{name}", "pg_num": 8, "pgp_num": 8}}"#),
-        format!(r#"{{"prefix": "osd pool set", "pool": "{name}", "var": "size", "val": "2"}}"#),
-    ] {
-        let r = rados
-            .mon()
-            .command(&cmd, Bytes::new(), Duration::from_secs(60))
-            .await
-            .expect("monitor command");
-        assert_eq!(r.r, 0, "{cmd}: {}", r.rs);
-    }
-    eventually(rados, "the new pool", |r| r.pool_lookup(&name).is_some()).await;
-    let io = rados.ioctx(&name).expect("the new pool");
-    (name, io)
-}
+use msgr_rados::{IoCtx, SnapContext, NOSNAP};
+use support::live::{
+    eventually, msgr_cli, python_ok, rados_cli_in, rados_ok, scratch_pool, unique,
+};
 
 fn lines(out: Vec<u8>) -> Vec<String> {
     String::from_utf8(out)
@@ -141,7 +109,7 @@ async fn our_listsnaps(io: &IoCtx, obj: &str) -> Vec<(u64, u64)> {
 #[ignore = "needs a cluster: scripts/interop/rados.sh"]
 async fn pool_snapshots_both_ways() {
     let rados = support::live::connect().await;
-    let (pool, mut io) = scratch_pool(&rados, "poolsnaps").await;
+    let (pool, mut io) = scratch_pool(&rados, "snap-poolsnaps").await;
     let obj = unique("snap-obj");
     io.write_full(obj.as_bytes(), Bytes::from_static(b"one"))
         .await
@@ -254,7 +222,7 @@ async fn pool_snapshots_both_ways() {
 #[ignore = "needs a cluster: scripts/interop/rados.sh"]
 async fn self_managed_snapshots_both_ways() {
     let rados = support::live::connect().await;
-    let (pool, mut io) = scratch_pool(&rados, "selfmanaged").await;
+    let (pool, mut io) = scratch_pool(&rados, "snap-selfmanaged").await;
     let obj = unique("snap-sm");
     io.write_full(obj.as_bytes(), Bytes::from_static(b"v1"))
         .await

@@ -26,7 +26,10 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use msgr_monc::identity::{ClusterOpts, Identity};
-use msgr_rados::{Limits, Rados};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use msgr_rados::{IoCtx, Limits, Rados};
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -141,4 +144,36 @@ pub fn rados_cli_in_after(args: &[&str], after: std::time::Duration) -> Output {
         .arg("sh")
         .args(args);
     cmd.output().expect("the command ran")
+}
+
+/// Waits until `ok` holds of our client (its map follows the monitors').
+pub async fn eventually(rados: &Rados, what: &str, ok: impl Fn(&Rados) -> bool) {
+    let start = Instant::now();
+    while !ok(rados) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "not seen in 30 s: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A pool `WHAT-...` of 8 PGs and size 2 (as rados.sh's `test`),
+/// made through monitor commands; its I/O context.
+pub async fn scratch_pool(rados: &Rados, what: &str) -> (String, IoCtx) {
+    let name = unique(what);
+    for cmd in [
+        format!(r#"{{"prefix": "osd pool create", "pool": "{name}", "pg_num": 8, "pgp_num": 8}}"#),
+        format!(r#"{{"prefix": "osd pool set", "pool": "{name}", "var": "size", "val": "2"}}"#),
+    ] {
+        let r = rados
+            .mon()
+            .command(&cmd, Bytes::new(), Duration::from_secs(60))
+            .await
+            .expect("monitor command");
+        assert_eq!(r.r, 0, "{cmd}: {}", r.rs);
+    }
+    eventually(rados, "the new pool", |r| r.pool_lookup(&name).is_some()).await;
+    let io = rados.ioctx(&name).expect("the new pool");
+    (name, io)
 }
