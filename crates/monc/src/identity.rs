@@ -333,7 +333,10 @@ impl Identity {
         o.msgr2 = self.msgr2;
         o.sign_messages = self.sign_messages;
         o.cephx_require_version = self.cephx_require_version;
-        o.nonce = std::process::id();
+        // The nonce stays Options::new's random one (librados's
+        // get_random_nonce): the OSDs tell clients apart by address, and a
+        // second client in the process with the same nonce would replace
+        // the first one's sessions.
         o.message_types = crate::CEPH_MESSAGE_TYPES;
         o
     }

@@ -134,7 +134,6 @@ impl<T: Transport> MonClient<T> {
         );
         o.rev1 = cfg.rev1;
         o.msgr2 = cfg.msgr2;
-        o.nonce = std::process::id();
         o.message_types = CEPH_MESSAGE_TYPES;
         let shared = Arc::new(Shared::new(crate::core::MonCore::new(cfg, mons)));
         let messenger = Messenger::new(transport, o, Arc::new(Dispatch(shared.clone())));
