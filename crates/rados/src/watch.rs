@@ -131,11 +131,12 @@ impl Drop for NotifyGuard<'_> {
     }
 }
 
-/// A reset of `osd`'s connection: the watches there register again.
+/// A reset of `osd`'s connection: the watches there register again, the
+/// notifies it accepted are sent again.
 pub(crate) fn on_reset(shared: &Arc<Shared>, osd: i32) {
     let outs = lock(&shared.watch.lingers).handle_reset(osd, Instant::now());
     for o in outs {
-        tracing::info!(target: "msgr::rados", osd, cookie = o.sent.cookie, "watch reconnects after a reset");
+        tracing::info!(target: "msgr::rados", osd, cookie = o.sent.cookie, kind = ?o.sent.kind, "linger sent again after a reset");
         send(shared, o);
     }
 }
@@ -169,7 +170,7 @@ pub(crate) fn on_map(shared: &Arc<Shared>) {
         };
         let _guard = rt.enter();
         for o in outs {
-            tracing::info!(target: "msgr::rados", cookie = o.sent.cookie, "watch reconnects: its PG moved");
+            tracing::info!(target: "msgr::rados", cookie = o.sent.cookie, kind = ?o.sent.kind, "linger sent again: its PG moved");
             send(&shared, o);
         }
     });
@@ -328,7 +329,8 @@ impl IoCtx {
         lock(&shared.watch.notifies).insert(cookie, tx);
         let _forget = NotifyGuard { shared, cookie };
         let what = format!("notify {}", String::from_utf8_lossy(name));
-        self.run(req).await?;
+        let accepted = self.run(req).await?;
+        lock(&shared.watch.lingers).notify_accepted(cookie, accepted.osd);
         let wait = Duration::from_secs(u64::from(secs.max(30))).saturating_add(NOTIFY_GRACE);
         let end = tokio::time::timeout(wait, done).await;
         let (code, data) = match end {
@@ -341,11 +343,11 @@ impl IoCtx {
                 })
             }
         };
-        let r = NotifyResponse::decode(&data)
-            .map_err(|e| RadosError::BadReply(format!("{what}: the replies do not decode: {e}")))?;
         if code < 0 && code != ETIMEDOUT {
             return Err(RadosError::Os { errno: code, what });
         }
+        let r = NotifyResponse::decode(&data)
+            .map_err(|e| RadosError::BadReply(format!("{what}: the replies do not decode: {e}")))?;
         Ok(NotifyReply {
             acks: r.acks.into_iter().map(|((g, c), b)| (g, c, b)).collect(),
             timeouts: r.timeouts,

@@ -425,12 +425,16 @@ async fn object_ops(
                 if matches!(step, Step::CheckSnap(_)) {
                     let mut at = io.clone();
                     at.set_read_snap(id);
-                    check(&at, name.as_bytes(), &then).await.map_err(|e| {
-                        format!(
-                            "{name} at snap {id} after op {i}: {e}; the object's last ops: {:?}",
+                    if let Err(e) = check(&at, name.as_bytes(), &then).await {
+                        // Whether it lasts: read again a little later.
+                        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                        let again = check(&at, name.as_bytes(), &then).await;
+                        return Err(format!(
+                            "{name} at snap {id} after op {i}: {e} (3 s later: {again:?}); \
+                             the object's last ops: {:?}",
                             last(&history)
-                        )
-                    })?;
+                        ));
+                    }
                     continue;
                 }
                 obj.sending(&s.snapc);

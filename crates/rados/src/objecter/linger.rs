@@ -6,7 +6,11 @@
 //! reconnect, or the OSD's DISCONNECT, is the watch's error (ENOENT told as
 //! ENOTCONN, `_normalize_watch_error`), reported once, after which pings
 //! stop and [`Lingers::check`] returns it. A notify is a linger too: its
-//! NOTIFY_COMPLETE (matched by cookie) brings every watcher's reply.
+//! NOTIFY_COMPLETE (matched by cookie) brings every watcher's reply. The
+//! OSD keeps a notify in memory and ends it on the connection it came by:
+//! once accepted ([`Lingers::notify_accepted`]), a notify whose OSD's
+//! connection resets, or whose PG moves to another primary, is sent again
+//! whole (`_send_linger` of a notify: the same cookie, a new notify id).
 //!
 //! The driver submits the [`Outgoing`] requests through the [`Objecter`](super::Objecter)
 //! (super::Objecter) and hands each result back with its [`Sent`] (a
@@ -116,6 +120,8 @@ pub enum SentKind {
     Reconnect,
     /// A PING.
     Ping,
+    /// A notify sent again (NOTIFY).
+    Notify,
 }
 
 /// A linger op sent, to hand back with its result.
@@ -198,6 +204,10 @@ struct Linger {
     target: Option<Target>,
     /// A notify's NOTIFY_COMPLETE came.
     completed: bool,
+    /// A notify's payload (to send it again).
+    payload: Bytes,
+    /// The OSD that accepted a notify (`None` while it is on its way).
+    notified_at: Option<i32>,
 }
 
 /// The linger ops of one client.
@@ -237,6 +247,8 @@ impl Lingers {
                 next_ping: None,
                 target: None,
                 completed: false,
+                payload: Bytes::new(),
+                notified_at: None,
             },
         );
         let op = watch_op(cookie, watch_op::WATCH, 0, timeout);
@@ -256,17 +268,29 @@ impl Lingers {
                 object: object.clone(),
                 watch: false,
                 timeout,
-                registered: true,
+                registered: false,
                 register_gen: 0,
                 last_error: 0,
                 valid_thru: None,
                 next_ping: None,
                 target: None,
                 completed: false,
+                payload: Bytes::copy_from_slice(payload),
+                notified_at: None,
             },
         );
         let op = notify_op(cookie, timeout, payload);
         (cookie, Request::new(object, Ops(vec![op])))
+    }
+
+    /// Notify `cookie`'s NOTIFY was accepted by `osd` (the caller's
+    /// request succeeded): from now on a reset of that OSD, or its PG
+    /// moving, sends it again.
+    pub fn notify_accepted(&mut self, cookie: u64, osd: i32) {
+        if let Some(l) = self.lingers.get_mut(&cookie).filter(|l| !l.watch) {
+            l.registered = true;
+            l.notified_at = Some(osd);
+        }
     }
 
     /// Forgets linger `cookie` (unwatch, a notify's end): later results and
@@ -280,18 +304,20 @@ impl Lingers {
         Some(Request::new(l.object, Ops(vec![op])))
     }
 
-    /// The watches' objects, for the driver to compute their targets.
+    /// The objects of the watches and of the accepted notifies not yet
+    /// ended, for the driver to compute their targets.
     pub fn watched(&self) -> Vec<(u64, Object)> {
         self.lingers
             .iter()
-            .filter(|(_, l)| l.watch)
+            .filter(|(_, l)| l.watch || (l.registered && !l.completed))
             .map(|(c, l)| (*c, l.object.clone()))
             .collect()
     }
 
-    /// The target the driver computed for watch `cookie` in a new map: a
+    /// The target the driver computed for linger `cookie` in a new map: a
     /// registered watch whose target moved (another PG, primary or
-    /// interval) registers again.
+    /// interval) registers again; an accepted notify whose target moved,
+    /// or whose primary is not the OSD that accepted it, is sent again.
     pub fn handle_target(
         &mut self,
         cookie: u64,
@@ -299,26 +325,57 @@ impl Lingers {
         now: Instant,
     ) -> Option<Outgoing> {
         let l = self.lingers.get_mut(&cookie)?;
-        let moved = l.target.is_some() && l.target != target;
+        let mut moved = l.target.is_some() && l.target != target;
+        if !l.watch && l.notified_at.is_some() {
+            moved |= target.as_ref().map(|t| t.osd) != l.notified_at;
+        }
         l.target = target;
-        match moved {
-            true => self.reconnect(cookie, now),
-            false => None,
+        match (moved, l.watch) {
+            (true, true) => self.reconnect(cookie, now),
+            (true, false) => self.notify_again(cookie, now),
+            (false, _) => None,
         }
     }
 
     /// The connection to `osd` was reset: the watches registered there
-    /// register again.
+    /// register again, and the notifies it accepted are sent again.
     pub fn handle_reset(&mut self, osd: i32, now: Instant) -> Vec<Outgoing> {
-        let at: Vec<u64> = self
+        let at: Vec<(u64, bool)> = self
             .lingers
             .iter()
-            .filter(|(_, l)| l.watch && l.target.as_ref().is_some_and(|t| t.osd == osd))
-            .map(|(c, _)| *c)
+            .filter(|(_, l)| match l.watch {
+                true => l.target.as_ref().is_some_and(|t| t.osd == osd),
+                false => l.notified_at == Some(osd),
+            })
+            .map(|(c, l)| (*c, l.watch))
             .collect();
         at.into_iter()
-            .filter_map(|c| self.reconnect(c, now))
+            .filter_map(|(c, watch)| match watch {
+                true => self.reconnect(c, now),
+                false => self.notify_again(c, now),
+            })
             .collect()
+    }
+
+    /// `_send_linger` of an accepted notify not yet ended: NOTIFY again,
+    /// the same cookie and payload, with the next gen (a result of the
+    /// earlier send is then stale).
+    fn notify_again(&mut self, cookie: u64, now: Instant) -> Option<Outgoing> {
+        let l = self.lingers.get_mut(&cookie)?;
+        if l.watch || l.completed || l.notified_at.is_none() {
+            return None;
+        }
+        l.notified_at = None;
+        l.register_gen = l.register_gen.wrapping_add(1);
+        let op = notify_op(cookie, l.timeout, &l.payload);
+        Some(outgoing(
+            l.object.clone(),
+            op,
+            cookie,
+            SentKind::Notify,
+            l.register_gen,
+            now,
+        ))
     }
 
     /// `_send_linger` of a registered watch: RECONNECT with the next gen
@@ -393,6 +450,20 @@ impl Lingers {
             return Ok(());
         }
         match sent.kind {
+            // Ended meanwhile: nothing to tell.
+            SentKind::Notify if l.completed => {}
+            SentKind::Notify => match result {
+                Ok(reply) if r == 0 => l.notified_at = Some(reply.osd),
+                _ => {
+                    // The notify's end, with the error.
+                    l.completed = true;
+                    self.events.push_back(LingerEvent::NotifyComplete {
+                        cookie: sent.cookie,
+                        return_code: r,
+                        data: Bytes::new(),
+                    });
+                }
+            },
             SentKind::Register => {
                 if r < 0 {
                     self.lingers.remove(&sent.cookie);

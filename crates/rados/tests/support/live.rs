@@ -42,8 +42,15 @@ pub fn release() -> String {
     env("MSGR_TEST_RELEASE")
 }
 
-/// A client of the cluster, as client.admin.
+/// A client of the cluster, as client.admin. With `RUST_LOG` set (e.g.
+/// `msgr::rados=debug`), the client's log goes to stderr.
 pub async fn connect() -> Rados {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let _ = env("CEPH_CONF");
     let id = Identity::load(&ClusterOpts::default()).expect("the identity from CEPH_CONF");
     Rados::connect(&id, Limits::default())

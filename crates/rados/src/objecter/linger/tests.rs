@@ -196,3 +196,74 @@ fn notifies_reach_their_watch_and_completions_their_notify_once() {
     l.handle_watch_notify(wn(event::NOTIFY, watch));
     assert_eq!(l.poll_event(), None);
 }
+
+fn reply_from(osd: i32) -> Result<Reply, i32> {
+    Ok(Reply {
+        result: 0,
+        ops: Vec::new(),
+        version: 0,
+        osd,
+    })
+}
+
+#[test]
+fn an_accepted_notify_is_sent_again_when_its_osd_resets_or_its_pg_moves() {
+    let mut l = Lingers::new();
+    let t0 = Instant::now();
+    let (notify, req) = l.notify(obj("n"), b"hi", 10);
+    // On its way: the objecter itself sends the caller's request again.
+    assert!(l.handle_reset(3, t0).is_empty());
+    l.notify_accepted(notify, 3);
+    assert!(l.handle_reset(2, t0).is_empty(), "another OSD");
+    let again = l.handle_reset(3, t0);
+    assert_eq!(again.len(), 1);
+    let o = &again[0];
+    assert_eq!(o.sent.kind, SentKind::Notify);
+    assert_eq!(
+        o.request.ops, req.ops,
+        "the same cookie, timeout and payload"
+    );
+    // Not again while the second send is on its way.
+    assert!(l.handle_reset(3, t0).is_empty());
+    // Accepted again (by osd.1): a map whose primary is another OSD sends
+    // it again; the accepting OSD's target does not.
+    l.handle_result(o.sent, &reply_from(1)).unwrap();
+    let target = watch_target(&map(), &obj("n")).expect("placed");
+    let primary = target.osd;
+    let moved = l.handle_target(notify, Some(target.clone()), t0);
+    assert_eq!(moved.is_some(), primary != 1);
+    if let Some(m) = moved {
+        l.handle_result(m.sent, &reply_from(primary)).unwrap();
+    }
+    assert!(l.handle_target(notify, Some(target), t0).is_none());
+    // Ended: nothing is sent again, and a stale result is ignored.
+    l.handle_watch_notify(wn(event::NOTIFY_COMPLETE, notify));
+    assert!(matches!(
+        l.poll_event(),
+        Some(LingerEvent::NotifyComplete { return_code: 0, .. })
+    ));
+    assert!(l.handle_reset(primary, t0).is_empty());
+    l.handle_result(o.sent, &Err(-110)).unwrap();
+    assert_eq!(l.poll_event(), None);
+}
+
+#[test]
+fn a_notify_sent_again_that_fails_ends_with_the_error() {
+    let mut l = Lingers::new();
+    let t0 = Instant::now();
+    let (notify, _) = l.notify(obj("n"), b"", 0);
+    l.notify_accepted(notify, 0);
+    let again = l.handle_reset(0, t0).remove(0);
+    l.handle_result(again.sent, &Err(-2)).unwrap();
+    assert_eq!(
+        l.poll_event(),
+        Some(LingerEvent::NotifyComplete {
+            cookie: notify,
+            return_code: -2,
+            data: Bytes::new()
+        })
+    );
+    // Its end came: a late NOTIFY_COMPLETE is ignored.
+    l.handle_watch_notify(wn(event::NOTIFY_COMPLETE, notify));
+    assert_eq!(l.poll_event(), None);
+}
