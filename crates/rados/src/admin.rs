@@ -119,7 +119,7 @@ pub struct ClusterStat {
 }
 
 /// `s` as a JSON string (quotes and escapes).
-fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len().saturating_add(2));
     o.push('"');
     for c in s.chars() {

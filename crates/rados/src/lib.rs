@@ -26,6 +26,7 @@ pub mod lock;
 mod object;
 pub mod objecter;
 mod paging;
+mod pool;
 pub mod request;
 mod shared;
 mod snap;
@@ -43,8 +44,9 @@ pub use listing::ObjectList;
 pub use msgr_messages::{CloneInfo, SnapSet};
 pub use object::{io_error, ObjectHandle, OBJECT_CHUNK, OBJECT_WINDOW};
 pub use objecter::{Limits, Object, Objecter, Request};
+pub use pool::POOL_OP_TIMEOUT;
 pub use request::{Listed, Ops, Reply, SnapContext, Stat};
-pub use snap::{decode_snap_set, POOL_OP_TIMEOUT, SNAPDIR};
+pub use snap::{decode_snap_set, SNAPDIR};
 pub use watch::{NotifyReply, Watch, WatchEvent, Watcher, WATCH_EVENT_QUEUE};
 
 /// The byte buffers objects are read into and written from.

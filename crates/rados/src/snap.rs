@@ -1,6 +1,4 @@
-//! Pools and snapshots, as librados has them: pools created and deleted
-//! through the monitors (MPoolOp), listed and looked up in the OSD map;
-//! pool snapshots (created and removed through the monitors, listed,
+//! Snapshots, as librados has them: pool snapshots (created and removed through the monitors, listed,
 //! looked up, named and stamped from the pool's `pg_pool_t`); self-managed
 //! snap ids; and the OSD ops on snapshots (ROLLBACK, LIST_SNAPS).
 //!
@@ -10,15 +8,13 @@
 //! sends none either. Self-managed snapshots are the application's: its
 //! writes carry [`IoCtx::set_write_snap_context`].
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use msgr_encoding::{Decode, UTime};
 use msgr_messages::pool_op::{
-    CREATE, CREATE_SNAP, CREATE_UNMANAGED_SNAP, DELETE, DELETE_SNAP, DELETE_UNMANAGED_SNAP,
+    CREATE_SNAP, CREATE_UNMANAGED_SNAP, DELETE_SNAP, DELETE_UNMANAGED_SNAP,
 };
 use msgr_messages::SnapSet;
-use msgr_monc::core::{PoolOpReply, PoolOpRequest};
+use msgr_monc::core::PoolOpRequest;
 use msgr_transport::Transport;
 
 use crate::client::Rados;
@@ -26,7 +22,6 @@ use crate::error::RadosError;
 use crate::ioctx::{first_out, IoCtx};
 use crate::objecter::ENOENT;
 use crate::request::{Op, Ops};
-use crate::shared::lock;
 
 /// `CEPH_SNAPDIR`: the object's snapshot directory, which LIST_SNAPS
 /// reads.
@@ -35,10 +30,6 @@ pub const SNAPDIR: u64 = u64::MAX;
 pub const OP_LIST_SNAPS: u16 = 0x120a;
 /// `CEPH_OSD_OP_ROLLBACK`.
 pub const OP_ROLLBACK: u16 = 0x220e;
-/// How long a pool operation may take (`rados_mon_op_timeout` unset:
-/// librados waits for ever; we give up after this).
-pub const POOL_OP_TIMEOUT: Duration = Duration::from_secs(120);
-
 const EEXIST: i32 = -17;
 const EINVAL: i32 = -22;
 
@@ -67,94 +58,6 @@ fn os(errno: i32, what: String) -> RadosError {
 }
 
 impl<T: Transport> Rados<T> {
-    /// Sends a pool operation and waits until it is done and this client's
-    /// objecter has the map of its epoch (so what follows sees the change).
-    async fn pool_op(&self, req: PoolOpRequest, what: String) -> Result<PoolOpReply, RadosError> {
-        let reply = self.mon().pool_op(req, POOL_OP_TIMEOUT).await?;
-        if reply.r < 0 {
-            return Err(os(reply.r, what));
-        }
-        let map = self.mon().wait_osdmap(reply.epoch, POOL_OP_TIMEOUT).await?;
-        let behind = lock(&self.shared.objecter).map().epoch < map.epoch;
-        if behind {
-            lock(&self.shared.objecter).handle_map(map);
-            self.shared.place_aside().await;
-        }
-        Ok(reply)
-    }
-
-    /// Creates a replicated pool `name` with the monitors' defaults
-    /// (`rados_pool_create`); its id.
-    ///
-    /// ```no_run
-    /// # async fn f(rados: &msgr_rados::Rados) -> Result<(), msgr_rados::RadosError> {
-    /// let id = rados.pool_create("scratch", None).await?;
-    /// assert_eq!(rados.pool_lookup("scratch"), Some(id));
-    /// rados.pool_delete("scratch").await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// With `crush_rule`, its PGs are placed by that CRUSH rule
-    /// (`rados_pool_create_with_crush_rule`); `None`: the default rule.
-    /// EEXIST if a pool of that name exists.
-    pub async fn pool_create(&self, name: &str, crush_rule: Option<u8>) -> Result<i64, RadosError> {
-        let what = format!("creating pool {name}");
-        if self.pool_lookup(name).is_some() {
-            return Err(os(EEXIST, what));
-        }
-        let req = PoolOpRequest {
-            op: CREATE,
-            pool: 0,
-            name: name.to_string(),
-            snapid: 0,
-            crush_rule: crush_rule.map_or(-1, i16::from),
-        };
-        self.pool_op(req, what.clone()).await?;
-        self.pool_lookup(name)
-            .ok_or_else(|| RadosError::NoPool(format!("{name} (created, but not in the new map)")))
-    }
-
-    /// Deletes pool `name` and all its objects (`rados_pool_delete`; the
-    /// monitors must allow it: `mon_allow_pool_delete`). ENOENT if there is
-    /// no such pool.
-    pub async fn pool_delete(&self, name: &str) -> Result<(), RadosError> {
-        let what = format!("deleting pool {name}");
-        let pool = self
-            .pool_lookup(name)
-            .ok_or_else(|| os(ENOENT, what.clone()))?;
-        let pool = u32::try_from(pool).map_err(|_| os(EINVAL, what.clone()))?;
-        let req = PoolOpRequest {
-            op: DELETE,
-            pool,
-            name: "delete".to_string(),
-            snapid: 0,
-            crush_rule: 0,
-        };
-        self.pool_op(req, what).await.map(drop)
-    }
-
-    /// Every pool, `(id, name)`, by id (`rados_pool_list`).
-    pub fn pool_list(&self) -> Vec<(i64, String)> {
-        let map = self.osdmap();
-        map.pool_names
-            .iter()
-            .filter(|(id, _)| map.pools.contains_key(id))
-            .map(|(id, n)| (*id, n.clone()))
-            .collect()
-    }
-
-    /// The id of pool `name` (`rados_pool_lookup`).
-    pub fn pool_lookup(&self, name: &str) -> Option<i64> {
-        self.osdmap().pool_id(name)
-    }
-
-    /// The name of pool `id` (`rados_pool_reverse_lookup`).
-    pub fn pool_reverse_lookup(&self, id: i64) -> Option<String> {
-        let map = self.osdmap();
-        map.pools.get(&id)?;
-        map.pool_names.get(&id).cloned()
-    }
-
     /// The pool of `io`, for a pool operation.
     fn op_pool(&self, io: &IoCtx, what: &str) -> Result<u32, RadosError> {
         if !self.osdmap().pools.contains_key(&io.pool) {

@@ -10,7 +10,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use support::live::{connect, rados_cli_in, rados_ok, unique};
+use support::live::{connect, python_ok, rados_cli_in, rados_ok, unique};
 
 const POOL: &str = "ec";
 const EOPNOTSUPP: i32 = -95;
@@ -98,5 +98,103 @@ async fn an_ec_pool_agrees_with_rados_and_refuses_what_it_cannot_do() {
         let gone = io.stat(name.as_bytes()).await;
         assert_eq!(gone.err().and_then(|e| e.errno()), Some(-2));
     }
+    rados.shutdown().await;
+}
+
+/// A monitor command through Python's `rados` module (librados's
+/// `mon_command`, as the `ceph` CLI sends it): its output; it must succeed.
+fn librados_mon(cmd: &str) -> String {
+    let script = "import rados, os, sys\n\
+         c = rados.Rados(conffile=os.environ['CEPH_CONF']); c.connect()\n\
+         r, out, rs = c.mon_command(sys.argv[1], b'')\n\
+         assert r == 0, (r, rs)\n\
+         sys.stdout.write(out.decode())\n";
+    String::from_utf8(python_ok(script, &[cmd])).expect("utf-8")
+}
+
+/// An erasure-code profile and an EC pool made by ours are what librados
+/// sees (`osd erasure-code-profile get`, `osd pool get`, `rados
+/// put`/`get`), and a profile made through librados is what ours reads from
+/// the map.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn ec_profiles_and_pools_made_by_one_are_seen_by_the_other() {
+    let rados = connect().await;
+    let profile = unique("ecprof");
+    rados
+        .erasure_code_profile_set(
+            &profile,
+            &[("k", "2"), ("m", "1"), ("crush-failure-domain", "osd")],
+        )
+        .await
+        .expect("profile set");
+    let got = librados_mon(&format!(
+        r#"{{"prefix": "osd erasure-code-profile get", "name": "{profile}", "format": "json"}}"#
+    ));
+    for kv in [
+        "\"k\":\"2\"",
+        "\"m\":\"1\"",
+        "\"crush-failure-domain\":\"osd\"",
+    ] {
+        assert!(got.contains(kv), "ceph reads {got}");
+    }
+    assert!(rados.erasure_code_profile_list().contains(&profile));
+
+    let pool = unique("ecpool");
+    let id = rados
+        .pool_create_erasure(&pool, &profile, 8)
+        .await
+        .expect("EC pool created");
+    assert_eq!(rados.pool_lookup(&pool), Some(id));
+    let got = librados_mon(&format!(
+        r#"{{"prefix": "osd pool get", "pool": "{pool}", "var": "erasure_code_profile", "format": "json"}}"#
+    ));
+    assert!(
+        got.contains(&format!("\"erasure_code_profile\":\"{profile}\"")),
+        "{got}"
+    );
+    let e = rados.pool_create_erasure(&pool, &profile, 8).await;
+    assert_eq!(e.expect_err("exists").errno(), Some(-17));
+    let e = rados
+        .pool_create_erasure("never", "no-such-profile", 8)
+        .await;
+    assert_eq!(e.expect_err("no profile").errno(), Some(-2));
+    // A pool uses it: the monitors keep it.
+    let busy = rados.erasure_code_profile_remove(&profile).await;
+    assert!(busy.is_err(), "a profile in use removed: {busy:?}");
+
+    // Data both ways.
+    let io = rados.ioctx(&pool).expect("the pool");
+    assert!(io.requires_alignment().expect("the pool"));
+    let data = pattern(2 * io.required_alignment().expect("pool") as usize, 7);
+    io.write_full(b"ours", Bytes::from(data.clone()))
+        .await
+        .expect("written");
+    assert!(rados_ok(&["-p", &pool, "get", "ours", "-"]) == data);
+    let put = rados_cli_in(&["-p", &pool, "put", "theirs", "-"], &data);
+    assert!(put.status.success(), "{put:?}");
+    assert!(io.read(b"theirs", 0, 0).await.expect("read")[..] == data[..]);
+
+    rados.pool_delete(&pool).await.expect("pool deleted");
+    rados
+        .erasure_code_profile_remove(&profile)
+        .await
+        .expect("profile removed");
+    assert!(rados.erasure_code_profile_get(&profile).is_err());
+
+    // librados makes one; ours reads it from the map.
+    let theirs = unique("ecprof-librados");
+    librados_mon(&format!(
+        r#"{{"prefix": "osd erasure-code-profile set", "name": "{theirs}", "profile": ["k=3", "m=2"]}}"#
+    ));
+    rados.wait_for_latest_osdmap().await.expect("the map");
+    let p = rados
+        .erasure_code_profile_get(&theirs)
+        .expect("their profile");
+    assert_eq!((p["k"].as_str(), p["m"].as_str()), ("3", "2"));
+    rados
+        .erasure_code_profile_remove(&theirs)
+        .await
+        .expect("their profile removed");
     rados.shutdown().await;
 }
