@@ -565,7 +565,7 @@ impl MonCore {
         }
         self.resend_pool_ops(conn);
         self.resend_stats(conn);
-        self.send_log_sub(conn);
+        self.log_session(conn);
     }
 
     /// A connection faulted: an authentication refusal ends a candidate

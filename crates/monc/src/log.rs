@@ -3,8 +3,16 @@
 //! the monitors' MLogs queued (bounded: the oldest go when a reader falls
 //! behind by [`LOG_QUEUE`]) until [`MonClient::log_entries`] takes them.
 //! Part of the sans-IO [`MonCore`].
+//!
+//! A monitor keeps every subscription a session made (there is no
+//! unsubscribe), so after a change of level librados hands its callback
+//! both streams: the old level's entries and, for a lower level, each entry
+//! twice. Here the entries are the level asked for, each once: those below
+//! it are dropped, and those seen already (by sender, sequence and stamp,
+//! over the last [`LOG_SEEN`]) too; a session subscribes again only when
+//! the new level is lower than what it follows.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use msgr_messages::log::{LogEntry, MLog};
@@ -18,26 +26,62 @@ use crate::{deadline_after, MonClient};
 
 /// How many entries wait for a reader at most.
 pub const LOG_QUEUE: usize = 10_000;
+/// How many recent entries are remembered to drop a second copy.
+pub const LOG_SEEN: usize = 4096;
+
+/// What tells one entry from another: its sender, sequence and stamp.
+type EntryKey = (u8, i64, u64, u32, u32);
+
+fn key(e: &LogEntry) -> EntryKey {
+    (e.rank.kind.0, e.rank.num, e.seq, e.stamp.sec, e.stamp.nsec)
+}
 
 /// The subscription and what it brought.
 #[derive(Debug, Default)]
 pub(super) struct LogFollow {
     /// `log-info`, ...: the subscription's name.
     sub: Option<String>,
+    /// The lowest priority kept.
+    level: u16,
+    /// The lowest priority the session's subscriptions bring (`None`: it
+    /// has none yet).
+    session_level: Option<u16>,
     entries: VecDeque<LogEntry>,
     /// Entries dropped because the queue was full.
     dropped: u64,
+    /// The last [`LOG_SEEN`] entries' keys, oldest first, and as a set.
+    seen: VecDeque<EntryKey>,
+    seen_set: HashSet<EntryKey>,
 }
 
-/// The subscription a level names, as librados's monitor_log maps it
-/// (`None`: not a level).
-pub fn log_subscription(level: &str) -> Option<&'static str> {
+impl LogFollow {
+    /// Whether `e` is new; remembers it.
+    fn first_sight(&mut self, e: &LogEntry) -> bool {
+        let k = key(e);
+        if !self.seen_set.insert(k) {
+            return false;
+        }
+        self.seen.push_back(k);
+        if self.seen.len() > LOG_SEEN {
+            if let Some(old) = self.seen.pop_front() {
+                self.seen_set.remove(&old);
+            }
+        }
+        true
+    }
+}
+
+/// The subscription a level names, as librados's monitor_log maps it,
+/// and the lowest priority it brings (`LogMonitor::sub_name_to_id`);
+/// `None`: not a level.
+pub fn log_subscription(level: &str) -> Option<(&'static str, u16)> {
+    use msgr_messages::log::prio;
     Some(match level {
-        "debug" => "log-debug",
-        "info" => "log-info",
-        "warn" | "warning" => "log-warn",
-        "err" | "error" => "log-error",
-        "sec" => "log-sec",
+        "debug" => ("log-debug", prio::DEBUG),
+        "info" => ("log-info", prio::INFO),
+        "warn" | "warning" => ("log-warn", prio::WARN),
+        "err" | "error" => ("log-error", prio::ERROR),
+        "sec" => ("log-sec", prio::SEC),
         _ => return None,
     })
 }
@@ -45,26 +89,36 @@ pub fn log_subscription(level: &str) -> Option<&'static str> {
 impl MonCore {
     /// Follows the cluster log from `level` up (`debug`, `info`, `warn`,
     /// `err`, `sec`): subscribes on the session now and on each new one.
-    /// A monitor keeps a session's subscriptions, so a session follows the
-    /// first level asked; asking another replaces it on the next session.
+    /// Another level replaces the first: entries below it are dropped from
+    /// then on, and a lower one subscribes again.
     pub fn follow_log(&mut self, level: &str) -> Result<(), MonError> {
-        let sub = log_subscription(level).ok_or_else(|| {
+        let (sub, prio) = log_subscription(level).ok_or_else(|| {
             MonError::BadReply(format!(
                 "log level {level:?}: expected debug, info, warn, err or sec"
             ))
         })?;
         self.log.sub = Some(sub.to_string());
-        if let Some(conn) = self.active() {
+        self.log.level = prio;
+        let covered = self.log.session_level.is_some_and(|l| l <= prio);
+        if let (Some(conn), false) = (self.active(), covered) {
             self.send_log_sub(conn);
         }
         Ok(())
     }
 
-    /// On a new session: the log subscription again.
-    pub(super) fn send_log_sub(&mut self, conn: ConnId) {
+    /// A new session: it has no subscription yet; the log's.
+    pub(super) fn log_session(&mut self, conn: ConnId) {
+        self.log.session_level = None;
+        self.send_log_sub(conn);
+    }
+
+    /// The log subscription on the session (new, or for a lower level).
+    fn send_log_sub(&mut self, conn: ConnId) {
         let Some(sub) = self.log.sub.clone() else {
             return;
         };
+        let level = self.log.level;
+        self.log.session_level = Some(self.log.session_level.map_or(level, |l| l.min(level)));
         // From 0: the monitor sends what comes from now on.
         let what = BTreeMap::from([(sub, SubscribeItem { start: 0, flags: 0 })]);
         let m = MMonSubscribe {
@@ -82,6 +136,9 @@ impl MonCore {
         match MLog::from_message(m) {
             Ok(log) => {
                 for e in log.entries {
+                    if e.prio < self.log.level || !self.log.first_sight(&e) {
+                        continue;
+                    }
                     if self.log.entries.len() >= LOG_QUEUE {
                         self.log.entries.pop_front();
                         self.log.dropped = self.log.dropped.saturating_add(1);
@@ -137,6 +194,10 @@ mod tests {
     use crate::config::{MonAuth, MonClientConfig};
     use msgr_encoding::{AuthName, EntityAddrvec, EntityName, EntityType, UTime, Uuid};
     use std::time::Instant;
+
+    fn entry_at(seq: u64, prio: u16) -> LogEntry {
+        LogEntry { prio, ..entry(seq) }
+    }
 
     fn entry(seq: u64) -> LogEntry {
         LogEntry {
@@ -196,8 +257,8 @@ mod tests {
 
     #[test]
     fn levels_are_librados_subscriptions() {
-        assert_eq!(log_subscription("warning"), Some("log-warn"));
-        assert_eq!(log_subscription("err"), Some("log-error"));
+        assert_eq!(log_subscription("warning"), Some(("log-warn", 3)));
+        assert_eq!(log_subscription("err"), Some(("log-error", 4)));
         assert_eq!(log_subscription("loud"), None);
         let (mut core, _, _) = session();
         assert!(core.follow_log("loud").is_err());
@@ -244,5 +305,62 @@ mod tests {
         let (got, dropped) = core.take_log();
         assert_eq!(got.len(), LOG_QUEUE);
         assert_eq!((got[0].seq, dropped), (5, 5));
+    }
+
+    #[test]
+    fn another_level_filters_and_a_lower_one_subscribes_again_without_duplicates() {
+        use msgr_messages::log::prio;
+        let (mut core, conn, now) = session();
+        let send = |core: &mut MonCore, entries: Vec<LogEntry>| {
+            let m = MLog {
+                fsid: Uuid::default(),
+                entries,
+            };
+            let _ = core.handle_message(conn, m.to_message(0), now);
+        };
+        core.follow_log("info").unwrap();
+        assert_eq!(subscribed(&mut core), ["log-info"]);
+        // Higher: no new subscription (log-info brings it); debug and info
+        // entries the monitor still sends are dropped.
+        core.follow_log("warn").unwrap();
+        assert!(subscribed(&mut core).is_empty());
+        send(
+            &mut core,
+            vec![
+                entry_at(1, prio::INFO),
+                entry_at(2, prio::WARN),
+                entry_at(3, prio::ERROR),
+            ],
+        );
+        let seqs = |got: Vec<LogEntry>| got.iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(core.take_log().0), [2, 3]);
+        // Lower: subscribed again; both subscriptions' copies come, each
+        // entry is kept once.
+        core.follow_log("debug").unwrap();
+        assert_eq!(subscribed(&mut core), ["log-debug"]);
+        send(
+            &mut core,
+            vec![entry_at(4, prio::DEBUG), entry_at(5, prio::INFO)],
+        );
+        send(
+            &mut core,
+            vec![entry_at(5, prio::INFO), entry_at(6, prio::INFO)],
+        );
+        assert_eq!(seqs(core.take_log().0), [4, 5, 6]);
+        // Already seen before the change: not again.
+        send(&mut core, vec![entry_at(3, prio::ERROR)]);
+        assert!(core.take_log().0.is_empty());
+        // A new session subscribes at the level followed now.
+        core.handle_reset(conn);
+        let later = now + Duration::from_secs(5);
+        core.handle_timeout(later);
+        let conn2 = std::iter::from_fn(|| core.poll_transmit())
+            .find_map(|t| match t {
+                Transmit::Connect { conn, .. } => Some(conn),
+                _ => None,
+            })
+            .unwrap();
+        core.handle_connect(conn2, later);
+        assert!(subscribed(&mut core).contains(&"log-debug".to_string()));
     }
 }

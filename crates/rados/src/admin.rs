@@ -396,7 +396,9 @@ impl<T: Transport> Rados<T> {
 
     /// Follows the cluster log from `level` up (`debug`, `info`, `warn`,
     /// `err`, `sec`), as `rados_monitor_log` does; read what arrives with
-    /// [`Rados::log_entries`].
+    /// [`Rados::log_entries`]. Called again, the new level holds from then
+    /// on, each entry delivered once (librados's callback would get the
+    /// old level's entries too, some twice).
     ///
     /// ```no_run
     /// # async fn f(rados: msgr_rados::Rados) -> Result<(), msgr_rados::RadosError> {
