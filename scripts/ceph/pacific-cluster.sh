@@ -306,6 +306,10 @@ osd_crush_update_on_start = true
 # memstore only writes its contents to osd_data on a clean umount; the default
 # fast shutdown skips that, and a restarted OSD would come back empty
 osd_fast_shutdown = false
+# memstore reports itself rotational, so recovery sleeps 0.1 s between ops
+# as for a disk: a restarted OSD then recovers a few objects a second, and
+# writes to its degraded objects wait on that
+osd_recovery_sleep_hdd = 0
 
 [client]
 keyring = $KEYRING

@@ -366,7 +366,7 @@ The rados tool's commands on our RADOS client (objecter, OSD map, CRUSH):
   | setxattr OBJ NAME VALUE | getxattr OBJ NAME | listxattr OBJ
   | rmxattr OBJ NAME | setomapval OBJ KEY VALUE | listomapkeys OBJ
   | rmomapkey OBJ KEY | listomapvals OBJ (KEY<TAB>VALUE a line)
-  | setomapheader OBJ VALUE | getomapheader OBJ [FILE]
+  | setomapheader OBJ VALUE | getomapheader OBJ [FILE] | cmpext OBJ OFFSET FILE|-
   | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup] [-f json]
   | watch OBJ | notify OBJ MSG | listwatchers OBJ
   | mksnap SNAP | rmsnap SNAP | lssnap | rollback OBJ SNAP | listsnaps OBJ

@@ -67,7 +67,7 @@ pub enum RadosCmd {
     Watch(crate::rados_watch::WatchCmd),
     /// `lock list|info|get|break ...` (crate::rados_lock).
     Lock(crate::rados_lock::LockCmd),
-    /// `setomapheader`, `getomapheader` (rados_ops.rs).
+    /// `setomapheader`, `getomapheader`, `cmpext` (rados_ops.rs).
     Ops(crate::rados_ops::OpsCmd),
 }
 

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use msgr_rados::compound::{cmpext_mismatch, ChecksumType, CmpOp, ReadOp, WriteOp};
 use msgr_rados::request::flag;
 use msgr_rados::{IoCtx, NOSNAP};
-use support::live::{connect, python_ok, rados_ok, unique};
+use support::live::{connect, python_ok, rados_cli_in, rados_ok, unique};
 
 const POOL: &str = "test";
 
@@ -617,6 +617,37 @@ async fn omap_header_commands_match_rados() {
     for o in [&ours, &theirs] {
         rados_ok(&["-p", POOL, "rm", o]);
     }
+}
+
+/// `msgr rados cmpext` (Ceph's `rados` has none) on an object Ceph's
+/// `rados` wrote: a match is status 0 and silent; a mismatch is status 1
+/// naming the first differing byte; an absent object the OSD's ENOENT.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn cmpext_command_compares_what_rados_wrote() {
+    use support::live::msgr_cli;
+    let obj = unique("ops-cmpext");
+    let put = rados_cli_in(&["-p", POOL, "put", &obj, "-"], b"0123456789");
+    assert!(put.status.success(), "{put:?}");
+    let file = std::env::temp_dir().join(unique("ops-cmpext-file"));
+    let file = file.to_str().unwrap();
+    std::fs::write(file, b"2345").unwrap();
+    let same = msgr_cli(&["rados", "-p", POOL, "cmpext", &obj, "2", file]);
+    assert!(same.status.success() && same.stdout.is_empty(), "{same:?}");
+    std::fs::write(file, b"23x5").unwrap();
+    let differs = msgr_cli(&["rados", "-p", POOL, "cmpext", &obj, "2", file]);
+    assert_eq!(differs.status.code(), Some(1), "{differs:?}");
+    let err = String::from_utf8_lossy(&differs.stderr);
+    assert!(err.contains("at byte 4 (offset 2 of the compare)"), "{err}");
+    let absent = unique("ops-cmpext-absent");
+    let gone = msgr_cli(&["rados", "-p", POOL, "cmpext", &absent, "0", file]);
+    assert_eq!(gone.status.code(), Some(1), "{gone:?}");
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("-2"),
+        "{gone:?}"
+    );
+    let _ = std::fs::remove_file(file);
+    rados_ok(&["-p", POOL, "rm", &obj]);
 }
 
 /// librados's write operation of data, xattr and omap ops (writesame,
