@@ -189,7 +189,12 @@ impl<T: Transport> Rados<T> {
     ) -> Result<CommandReply, RadosError> {
         let start = Instant::now();
         let left = || timeout.saturating_sub(start.elapsed());
-        let fsid = self.mon.monmap().fsid;
+        // A tell carries the cluster's fsid (which tells the mgr it is
+        // one); a command sent as MCommand to an older mgr a zero one.
+        let fsid = match target {
+            Some(_) => self.mon.monmap().fsid,
+            None => Uuid::default(),
+        };
         loop {
             let map = match self.mon.wait_mgrmap(MgrMap::has_active, left()).await {
                 Ok(m) => m,
