@@ -237,3 +237,38 @@ print(m["active_name"], m["active_gid"], m["active_mgr_features"])
     assert_eq!(e.errno(), Some(-6), "{e}");
     rados.shutdown().await;
 }
+
+/// `msgr mon mgr JSON` prints what librados's mgr_command returns (the
+/// output on stdout, the status on stderr, the errno as exit code), and
+/// `msgr mon tell mgr.NAME JSON` what a tell returns.
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/interop/rados.sh"]
+async fn msgr_mon_mgr_prints_what_librados_returns() {
+    use support::live::msgr_cli;
+    let cmd = r#"{"prefix": "crash ls", "format": "json"}"#;
+    let ours = msgr_cli(&["mon", "mgr", cmd]);
+    assert!(ours.status.success(), "{ours:?}");
+    let t = theirs(None, &[cmd]);
+    same_json(&String::from_utf8_lossy(&ours.stdout), &t[0].1, false);
+
+    let unknown = r#"{"prefix": "no such mgr command"}"#;
+    let ours = msgr_cli(&["mon", "mgr", unknown]);
+    let t = theirs(None, &[unknown]);
+    assert_eq!(ours.status.code(), Some(-t[0].0), "{ours:?}");
+    assert_eq!(String::from_utf8_lossy(&ours.stderr).trim(), t[0].2);
+
+    let rados = connect().await;
+    let active = rados
+        .mon()
+        .wait_mgrmap(|m| m.has_active(), Duration::from_secs(30))
+        .await
+        .expect("an active mgr")
+        .active_name
+        .clone();
+    rados.shutdown().await;
+    let version = r#"{"prefix": "version"}"#;
+    let ours = msgr_cli(&["mon", "tell", &format!("mgr.{active}"), version]);
+    assert!(ours.status.success(), "{ours:?}");
+    let t = theirs(Some(&active), &[version]);
+    same_json(&String::from_utf8_lossy(&ours.stdout), &t[0].1, false);
+}
