@@ -323,14 +323,17 @@ const MON_ABOUT: &str = "\
 Connects to the cluster's monitors like the ceph CLI (hunting, cephx or
 none, monmap), then prints the cluster status (fsid, health, monitors,
 OSDs), the monmap, or the reply to any monitor command, e.g.
-command '{\"prefix\": \"osd dump\", \"format\": \"json\"}'.";
+command '{\"prefix\": \"osd dump\", \"format\": \"json\"}'. mgr JSON sends
+a command to the active mgr instead (as ceph sends its mgr commands, e.g.
+mgr '{\"prefix\": \"balancer status\"}'), tell mgr.NAME JSON to that mgr (as
+ceph tell does); both wait up to 30 s for an active mgr.";
 
 #[derive(Debug, Args)]
 pub struct MonArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
-    /// status (the default) | monmap | command JSON
+    /// status (the default) | monmap | command JSON | mgr JSON | tell mgr.NAME JSON
     #[arg(value_name = "ACTION")]
     pub words: Vec<String>,
     #[command(flatten)]

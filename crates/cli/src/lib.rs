@@ -15,6 +15,7 @@ pub use msgr_admin::json;
 pub use msgr_monc::identity;
 pub mod hexdump;
 pub mod logging;
+pub mod mgr_cmd;
 pub mod mon;
 pub mod osd;
 pub mod out;

@@ -468,6 +468,24 @@ fn printing(
     }
 }
 
+/// `msgr mon mgr JSON` / `msgr mon tell mgr.NAME JSON` (mgr_cmd.rs).
+fn mgr(opts: &msgr_cli::identity::ClusterOpts, target: Option<&str>, json: &str) -> Res<ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match rt.block_on(msgr_cli::mgr_cmd::run(opts, target, json)) {
+        Ok(out) => {
+            out!("{}", out.stdout);
+            eprint!("{}", out.stderr);
+            Ok(ExitCode::from(out.code))
+        }
+        Err(e) => {
+            eprintln!("msgr mon: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
 fn mon(a: MonArgs, ms: MsOptions) -> Res<ExitCode> {
     use msgr_cli::mon::MonAction;
     let (opts, _) = cluster(a.cluster, ms)?;
@@ -476,7 +494,15 @@ fn mon(a: MonArgs, ms: MsOptions) -> Res<ExitCode> {
         ["status"] | [] => MonAction::Status,
         ["monmap"] => MonAction::Monmap,
         ["command", json] => MonAction::Command(json.to_string()),
-        _ => return Err("mon: expected status, monmap or command JSON (msgr mon --help)".into()),
+        ["mgr", json] => return mgr(&opts, None, json),
+        ["tell", target, json] => return mgr(&opts, Some(target), json),
+        _ => {
+            return Err(
+                "mon: expected status, monmap, command JSON, mgr JSON or tell \
+                        mgr.NAME JSON (msgr mon --help)"
+                    .into(),
+            )
+        }
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

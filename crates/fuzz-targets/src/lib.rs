@@ -21,6 +21,7 @@ mod cls_lock;
 mod config;
 mod crush;
 mod gcm;
+mod mgr;
 mod mon;
 mod msgr1;
 mod osd;
@@ -37,6 +38,7 @@ pub use cls_lock::cls_lock;
 pub use config::config;
 pub use crush::crush;
 pub use gcm::gcm_pieces;
+pub use mgr::mgr_messages;
 pub use mon::mon_messages;
 pub use msgr1::msgr1;
 pub use osd::osd_messages;
@@ -74,6 +76,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("snap", snap),
     ("cls_lock", cls_lock),
     ("rados_outputs", rados_outputs),
+    ("mgr_messages", mgr_messages),
 ];
 
 fn roundtrip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {

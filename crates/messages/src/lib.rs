@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod log;
+pub mod mgr;
 pub mod mon;
 pub mod monmap;
 pub mod osd_backoff;
@@ -18,6 +19,10 @@ mod types;
 pub mod watch_notify;
 
 pub use log::{LogEntry, MLog, MSG_LOG};
+pub use mgr::{
+    MMgrCommand, MMgrCommandReply, MMgrMap, MgrMap, MSG_MGR_COMMAND, MSG_MGR_COMMAND_REPLY,
+    MSG_MGR_MAP,
+};
 pub use mon::*;
 pub use monmap::{MonInfo, MonMap};
 pub use osd_backoff::{HObject, MOSDBackoff, MSG_OSD_BACKOFF};
@@ -34,12 +39,13 @@ pub use watch_notify::{MWatchNotify, MSG_WATCH_NOTIFY};
 
 /// The request types that have a reply carrying the request's tid, as
 /// `(request, reply)`: MOSDOp's MOSDOpReply, MCommand's MCommandReply,
-/// MMonCommand's MMonCommandAck. A messenger given them
+/// MMonCommand's MMonCommandAck, MMgrCommand's MMgrCommandReply. A messenger given them
 /// (msgr_messenger::MessageTypes) matches them in `Connection::call`.
 pub const REPLY_TYPES: &[(u16, u16)] = &[
     (MSG_OSD_OP, MSG_OSD_OPREPLY),
     (simple::MSG_COMMAND, simple::MSG_COMMAND_REPLY),
     (mon::MSG_MON_COMMAND, mon::MSG_MON_COMMAND_ACK),
+    (mgr::MSG_MGR_COMMAND, mgr::MSG_MGR_COMMAND_REPLY),
 ];
 
 /// The reply type of a request type that has one ([`REPLY_TYPES`]).

@@ -207,6 +207,8 @@ pub struct MonCore {
     osdmap: MapFollower,
     /// Why the last MOSDMap could not be used.
     osdmap_error: Option<String>,
+    /// The newest mgr map (mgrmap.rs).
+    mgrmap: Option<Arc<msgr_messages::mgr::MgrMap>>,
     last_version_handle: u64,
     versions: BTreeMap<u64, VersionRequest>,
     /// Pool operations, by tid (from the commands' counter).
@@ -255,6 +257,7 @@ impl MonCore {
             osdmap_epoch: 0,
             osdmap: MapFollower::default(),
             osdmap_error: None,
+            mgrmap: None,
             last_version_handle: 0,
             versions: BTreeMap::new(),
             pool_ops: BTreeMap::new(),
@@ -705,6 +708,7 @@ impl MonCore {
             msgr_messages::statfs::MSG_STATFS_REPLY
             | msgr_messages::statfs::MSG_GETPOOLSTATSREPLY => self.handle_stats_reply(&m),
             msgr_messages::log::MSG_LOG => self.handle_log(&m),
+            msgr_messages::mgr::MSG_MGR_MAP => self.handle_mgr_map(&m),
             MSG_OSD_MAP => {
                 return Some(OsdMapWork {
                     conn,
@@ -994,3 +998,6 @@ pub mod stats;
 
 #[path = "log.rs"]
 pub mod log;
+
+#[path = "mgrmap.rs"]
+pub mod mgrmap;

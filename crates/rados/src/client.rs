@@ -30,6 +30,8 @@ use crate::shared::{lock, Shared};
 
 #[path = "admin.rs"]
 pub(crate) mod admin;
+#[path = "mgr.rs"]
+pub(crate) mod mgr;
 
 /// How long a reset connection's ops wait before they go again (the OSD
 /// may be restarting; its new address comes with a new map).
@@ -142,6 +144,8 @@ impl<T: Transport> Rados<T> {
         let op_timeout = op_timeout(id)?;
         let mut cfg = id.mon_client_config();
         cfg.subscribe.push(("osdmap".to_string(), 0));
+        // As librados's MgrClient follows it: for mgr commands.
+        cfg.subscribe.push(("mgrmap".to_string(), 0));
         // One deadline for the session and the first map, as
         // client_mount_timeout bounds librados's connect.
         let started = std::time::Instant::now();

@@ -47,6 +47,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         1 => "EPERM (operation not permitted)",
         2 => "ENOENT (no such object)",
         5 => "EIO (input/output error)",
+        6 => "ENXIO (no such device: not up, or not the active one)",
         7 => "E2BIG (argument list too long)",
         11 => "EAGAIN (try again)",
         13 => "EACCES (permission denied)",

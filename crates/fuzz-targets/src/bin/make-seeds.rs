@@ -449,6 +449,43 @@ fn msgr1_seeds() {
             );
         }
     }
+    // mgr_messages: the MgrMaps captured from Ceph 16 and 20
+    // (crates/messages/testdata), an MMgrCommand and its reply.
+    {
+        use msgr_messages::mgr::{MMgrCommand, MMgrCommandReply};
+        use msgr_messages::TypedMessage;
+        for release in ["pacific", "tentacle"] {
+            let map = std::fs::read(format!("crates/messages/testdata/mgrmap-{release}.bin"))
+                .expect("captured MgrMap");
+            write(
+                "mgr_messages",
+                &format!("mgrmap-{release}"),
+                &[&[0u8][..], &map].concat(),
+            );
+        }
+        let cmd = MMgrCommand {
+            tid: 1,
+            fsid: Default::default(),
+            cmd: vec![r#"{"prefix": "balancer status"}"#.into()],
+            input: Default::default(),
+        };
+        write(
+            "mgr_messages",
+            "command",
+            &[&[1u8][..], &cmd.to_message(0).front].concat(),
+        );
+        let reply = MMgrCommandReply {
+            tid: 1,
+            r: -22,
+            rs: "No handler found for 'x'".into(),
+            output: Default::default(),
+        };
+        write(
+            "mgr_messages",
+            "command-reply",
+            &[&[2u8][..], &reply.to_message(0).front].concat(),
+        );
+    }
 }
 
 /// Calls `f` with every MESSAGE frame of capture `name` (testdata/captures).
