@@ -89,6 +89,7 @@ rows = []
 for l in open(sys.argv[1]):
     w, rnd, *kv = l.split()
     d = dict(x.split("=", 1) for x in kv)
+    d["round"] = rnd
     rows.append((w, d))
 order = ["notify", "cw1", "cr1", "cw16", "cr16"]
 for w in sorted({r[0] for r in rows}, key=lambda w: order.index(w) if w in order else 99):
@@ -107,4 +108,12 @@ for w in sorted({r[0] for r in rows}, key=lambda w: order.index(w) if w in order
           f"p99 {a['p99_us']:.0f} / {b['p99_us']:.0f} us = x{r('p99_us'):.2f}; "
           f"ops/s {a['ops_per_s']:.0f} / {b['ops_per_s']:.0f} = x{r('ops_per_s'):.2f}; "
           f"CPU/op {a['cpu_us_per_op']:.1f} / {b['cpu_us_per_op']:.1f} us = x{r('cpu_us_per_op'):.2f}")
+    # The load moves both tools of a round together: the ratio round by
+    # round, its median and range.
+    by = {(d["tool"], d["round"]): d for x, d in rows if x == w}
+    pairs = [float(by["msgr", n]["cpu_us_per_op"]) / float(by["librados", n]["cpu_us_per_op"])
+             for t, n in by if t == "msgr" and ("librados", n) in by]
+    if pairs:
+        print(f"{'':6}  CPU/op ratio round by round: median x{st.median(pairs):.2f}, "
+              f"x{min(pairs):.2f} to x{max(pairs):.2f} over {len(pairs)} rounds")
 PY
