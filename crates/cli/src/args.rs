@@ -371,6 +371,8 @@ The rados tool's commands on our RADOS client (objecter, OSD map, CRUSH):
   | rmomapkey OBJ KEY | listomapvals OBJ (KEY<TAB>VALUE a line)
   | setomapheader OBJ VALUE | getomapheader OBJ [FILE] | cmpext OBJ OFFSET FILE|-
   | bench SECONDS write|seq|rand [-t N] [-b SIZE] [--no-cleanup] [-f json]
+  | opbench COUNT notify|compound-write|compound-read [-t N] (latency and
+    CPU per op, as scripts/bench/rados_ops_bench.c measures librados)
   | watch OBJ | notify OBJ MSG | listwatchers OBJ
   | mksnap SNAP | rmsnap SNAP | lssnap | rollback OBJ SNAP | listsnaps OBJ
   | lspools | mkpool POOL [RULE] | rmpool POOL POOL --yes-i-really-really-mean-it

@@ -24,6 +24,7 @@ pub mod rados_bench;
 pub mod rados_cmd;
 pub mod rados_df;
 pub mod rados_lock;
+pub mod rados_opbench;
 pub mod rados_ops;
 pub mod rados_snap;
 pub mod rados_watch;

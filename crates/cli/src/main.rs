@@ -418,6 +418,7 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
     if let Some(n) = a.concurrent_ios {
         cmd_opts.concurrency = n;
     }
+    cmd_opts.concurrency_given = a.concurrent_ios;
     if let Some(n) = a.block_size {
         cmd_opts.op_size = n;
     }

@@ -69,6 +69,8 @@ pub enum RadosCmd {
     Lock(crate::rados_lock::LockCmd),
     /// `setomapheader`, `getomapheader`, `cmpext` (rados_ops.rs).
     Ops(crate::rados_ops::OpsCmd),
+    /// `opbench COUNT MODE` (crate::rados_opbench).
+    OpBench(crate::rados_opbench::OpBenchArgs),
 }
 
 impl RadosCmd {
@@ -80,6 +82,9 @@ impl RadosCmd {
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
         if let Some(c) = crate::rados_watch::WatchCmd::parse(&w) {
             return Ok(RadosCmd::Watch(c));
+        }
+        if let Some(c) = crate::rados_opbench::OpBenchArgs::parse(&w, opts.concurrency_given) {
+            return c.map(RadosCmd::OpBench);
         }
         Ok(match w.as_slice() {
             ["ls"] => RadosCmd::Ls { all: opts.all },
@@ -166,6 +171,8 @@ pub struct CmdOpts {
     pub op_size: usize,
     pub no_cleanup: bool,
     pub json: bool,
+    /// `-t` if it was given (`opbench` runs one at a time without it).
+    pub concurrency_given: Option<usize>,
     /// `lock`'s `--lock-*` options.
     pub lock: crate::rados_lock::LockOpts,
 }
@@ -179,6 +186,7 @@ impl Default for CmdOpts {
             op_size: 4 << 20,
             no_cleanup: false,
             json: false,
+            concurrency_given: None,
             lock: Default::default(),
         }
     }
@@ -295,6 +303,7 @@ async fn run_cmd(io: &IoCtx, pool: &str, cmd: &RadosCmd) -> Result<String, Rados
             Ok(String::new())
         }
         RadosCmd::Watch(c) => crate::rados_watch::run(io, pool, c).await,
+        RadosCmd::OpBench(args) => crate::rados_opbench::run(io, args).await,
     }
 }
 

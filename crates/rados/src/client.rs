@@ -269,8 +269,22 @@ async fn timeouts(shared: Arc<Shared>) {
             }
             None => wake.await,
         }
-        lock(&shared.objecter).handle_timeout(Instant::now());
-        shared.place_aside().await;
+        // Woken for a new deadline, or at one: only a deadline passed has
+        // requests to end, and their completions to hand out off the
+        // runtime (on the blocking pool: a thread switch there and back,
+        // not for every wake).
+        let now = Instant::now();
+        let due = {
+            let mut o = lock(&shared.objecter);
+            let due = o.next_deadline().is_some_and(|d| d <= now);
+            if due {
+                o.handle_timeout(now);
+            }
+            due
+        };
+        if due {
+            shared.place_aside().await;
+        }
     }
 }
 

@@ -247,6 +247,9 @@ impl IoCtx {
                 ),
             });
         }
+        // Only a request with a deadline has the timer look again (a wake
+        // per request cost each op a task switch).
+        let deadline = req.timeout.is_some();
         let (tx, rx) = oneshot::channel();
         let mut pending = {
             let mut o = lock(&self.shared.objecter);
@@ -258,7 +261,9 @@ impl IoCtx {
                 answered: false,
             }
         };
-        self.shared.timer.notify_one();
+        if deadline {
+            self.shared.timer.notify_one();
+        }
         self.shared.place();
         let answer = rx.await;
         pending.answered = true;

@@ -101,6 +101,40 @@ pub fn raise_fd_limit() -> io::Result<u64> {
     }
 }
 
+/// The CPU time this process has used so far, user + system, over all its
+/// threads (getrusage RUSAGE_SELF: microseconds, where /proc/self/stat
+/// counts clock ticks), for a benchmark's CPU per op. Unix only
+/// (`Unsupported` elsewhere).
+pub fn process_cpu_time() -> io::Result<std::time::Duration> {
+    #[cfg(unix)]
+    {
+        // SAFETY: rusage is plain integers and timevals: all zero bits is
+        // a valid value.
+        #[allow(unsafe_code)]
+        let mut r = unsafe { std::mem::zeroed::<libc::rusage>() };
+        // SAFETY: getrusage writes one rusage through a pointer to a live,
+        // properly aligned local of that type; nothing else is touched.
+        #[allow(unsafe_code)]
+        let got = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+        if got != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let micros = |t: libc::timeval| {
+            let s = u64::try_from(t.tv_sec).unwrap_or(0);
+            let us = u64::try_from(t.tv_usec).unwrap_or(0);
+            std::time::Duration::from_secs(s).saturating_add(std::time::Duration::from_micros(us))
+        };
+        Ok(micros(r.ru_utime).saturating_add(micros(r.ru_stime)))
+    }
+    #[cfg(not(unix))]
+    {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the process's CPU time is read on Unix only",
+        ))
+    }
+}
+
 /// Sets a socket's receive low-water mark (SO_RCVLOWAT): readiness, and
 /// the wake-up of a reader, wait until that many bytes are queued (Linux
 /// caps it at half the largest receive buffer, and grows the buffer to
@@ -313,5 +347,21 @@ mod tests {
     fn pinning_is_unsupported() {
         let err = pin_current_thread(0).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::Unsupported);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn process_cpu_time_counts_a_busy_loop() {
+        let before = process_cpu_time().unwrap();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let spent = process_cpu_time().unwrap() - before;
+        // 50 ms spinning is at least some CPU time, and a process cannot
+        // have used more than its threads' wall time (a handful here).
+        assert!(spent >= std::time::Duration::from_millis(10), "{spent:?}");
+        assert!(spent < std::time::Duration::from_secs(5), "{spent:?}");
     }
 }
