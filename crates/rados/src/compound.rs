@@ -100,6 +100,12 @@ pub const MAX_ERRNO: i64 = 4095;
 
 /// The offset of the first differing byte a CMPEXT result says, if it is
 /// a mismatch (`-MAX_ERRNO - offset`).
+///
+/// ```
+/// use msgr_rados::compound::cmpext_mismatch;
+/// assert_eq!(cmpext_mismatch(-4095 - 7), Some(7));
+/// assert_eq!(cmpext_mismatch(-2), None, "ENOENT is not a mismatch");
+/// ```
 pub fn cmpext_mismatch(rval: i32) -> Option<u64> {
     let r = i64::from(rval);
     (r <= -MAX_ERRNO).then(|| (-MAX_ERRNO).abs_diff(r))
@@ -253,7 +259,21 @@ pub struct WriteOp {
 }
 
 impl WriteOp {
-    /// No ops yet.
+    /// No ops yet; each builder call adds one, in order, and returns the
+    /// handle its result is read by.
+    ///
+    /// ```
+    /// use msgr_rados::{Bytes, WriteOp};
+    ///
+    /// let mut op = WriteOp::new();
+    /// let created = op.create(true);
+    /// op.write_full(Bytes::from_static(b"body"));
+    /// op.setxattr("owner", b"me");
+    /// assert_eq!((op.len(), created.index()), (3, 0));
+    /// // CEPH_OSD_OP_CREATE, WRITEFULL, SETXATTR, as the OSD reads them.
+    /// let codes: Vec<u16> = op.ops().iter().map(|o| o.op.op).collect();
+    /// assert_eq!(codes, [0x220d, 0x2202, 0x2301]);
+    /// ```
     pub fn new() -> WriteOp {
         WriteOp::default()
     }

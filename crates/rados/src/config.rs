@@ -97,6 +97,17 @@ impl RadosConfig {
     /// `-k`, `--keyring`, `--OPTION value`, `--OPTION=value`) and returns
     /// the arguments that are not Ceph's, in order
     /// (`rados_conf_parse_argv_remainder`).
+    ///
+    /// ```
+    /// use msgr_rados::RadosConfig;
+    ///
+    /// let args = ["--id", "backup", "put", "obj", "-m", "10.0.0.1:3300", "file"];
+    /// let (config, rest) = RadosConfig::new().conf_parse_args(args)?;
+    /// assert_eq!(rest, ["put", "obj", "file"]);
+    /// // An option Ceph does not have, or one lacking its value, is an error.
+    /// assert!(RadosConfig::new().conf_parse_args(["--id"]).is_err());
+    /// # Ok::<(), msgr_rados::RadosError>(())
+    /// ```
     pub fn conf_parse_args<I, S>(
         mut self,
         args: I,

@@ -156,6 +156,19 @@ pub struct Lock {
 impl Lock {
     /// An exclusive lock `name`, with no cookie, tag or description, held
     /// until unlocked.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use msgr_rados::lock::Lock;
+    ///
+    /// let lock = Lock::exclusive("backup")
+    ///     .cookie("run-17")
+    ///     .duration(Duration::from_millis(1500));
+    /// assert_eq!((lock.duration.sec, lock.duration.nsec), (1, 500_000_000));
+    /// // The CALL op of the class `lock`, method `lock`, as the OSD takes it.
+    /// let op = lock.op().expect("a named lock");
+    /// assert_eq!(op.op.op, 0x1401);
+    /// ```
     pub fn exclusive(name: &str) -> Lock {
         Lock::new(name, LockType::Exclusive)
     }
