@@ -103,6 +103,7 @@ async fn objects_are_written_and_read_over_the_memory_network_through_a_reset() 
         map,
         rados,
         mon,
+        fake_mon,
         osds,
     } = c;
     assert_eq!(rados.osdmap().epoch, 43);
@@ -161,6 +162,7 @@ async fn objects_are_written_and_read_over_the_memory_network_through_a_reset() 
         map,
         rados,
         mon,
+        fake_mon,
         osds,
     }
     .shutdown()

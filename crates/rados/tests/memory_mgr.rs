@@ -6,84 +6,17 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_auth::NoneProvider;
-use msgr_encoding::{AuthName, EntityAddrvec, EntityName, EntityType, Uuid};
+use msgr_encoding::{EntityAddrvec, EntityName, EntityType, Uuid};
 use msgr_messages::mgr::{MgrMap, FEATUREMASK_SERVER_OCTOPUS};
 use msgr_messages::*;
-use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
-use msgr_monc::identity::{Identity, DEFAULT_MOUNT_TIMEOUT};
-use msgr_protocol::{PolicyName, PolicySet};
-use msgr_rados::{Limits, Rados};
+use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger};
+use msgr_rados::Rados;
 use msgr_transport::memory::MemoryNet;
-use support::memory::full_map;
-
-const FSID: Uuid = Uuid([9; 16]);
-
-/// The monitor: a monmap, the OSD map, and the MgrMap of the moment to
-/// a `mgrmap` subscriber (kept, to send it the next ones).
-#[derive(Default)]
-struct FakeMon {
-    mgrmap: Mutex<Option<MgrMap>>,
-    subscriber: Mutex<Option<Connection>>,
-}
-
-impl FakeMon {
-    fn publish(&self, map: MgrMap) {
-        *self.mgrmap.lock().unwrap() = Some(map.clone());
-        if let Some(c) = self.subscriber.lock().unwrap().as_ref() {
-            c.send_nowait(MMgrMap { map }.to_message(c.features()));
-        }
-    }
-}
-
-struct Mon(Arc<FakeMon>);
-
-impl Dispatcher for Mon {
-    fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
-        let m = msg.into_message();
-        let f = conn.features();
-        match m.msg_type {
-            MSG_MON_GET_MAP => {
-                let mut out = Vec::new();
-                MonMap {
-                    epoch: 1,
-                    fsid: FSID,
-                    ..MonMap::default()
-                }
-                .encode(&mut out);
-                let mm = MMonMap {
-                    monmap: Bytes::from(out),
-                };
-                conn.send_nowait(mm.to_message(f));
-            }
-            MSG_MON_SUBSCRIBE => {
-                let sub = MMonSubscribe::from_message(&m).expect("an MMonSubscribe");
-                if sub.what.contains_key("osdmap") {
-                    let om = MOSDMap {
-                        fsid: Uuid::default(),
-                        incremental_maps: BTreeMap::new(),
-                        maps: BTreeMap::from([(43, full_map())]),
-                        oldest_map: 1,
-                        newest_map: 43,
-                    };
-                    conn.send_nowait(om.to_message(f));
-                }
-                if sub.what.contains_key("mgrmap") {
-                    *self.0.subscriber.lock().unwrap() = Some(conn.clone());
-                    if let Some(map) = self.0.mgrmap.lock().unwrap().clone() {
-                        conn.send_nowait(MMgrMap { map }.to_message(f));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-}
+use support::memory::{server, Cluster, FakeMon, FSID};
 
 /// A mgr: records what it gets (type, fsid, command); answers unless
 /// mute, with its name as the output.
@@ -127,38 +60,26 @@ impl Dispatcher for FakeMgr {
     }
 }
 
-fn server(name: EntityName, nonce: u32) -> Options {
-    let mut o = Options::new(
-        name,
-        PolicySet::new(PolicyName::StatelessServer.policy()),
-        Arc::new(NoneProvider),
-    );
-    o.nonce = nonce;
-    o
-}
-
 type Log = Arc<Mutex<Vec<(u16, Uuid, Vec<String>)>>>;
 
 struct Setup {
+    cluster: Cluster,
     mon: Arc<FakeMon>,
-    rados: Rados<MemoryNet>,
-    servers: Vec<Messenger<MemoryNet>>,
+    mgrs: Vec<Messenger<MemoryNet>>,
     /// Mgr `a` (mute) and `b` (answering): where, and what each got.
     a: (EntityAddrvec, Log),
     b: (EntityAddrvec, Log),
 }
 
+/// An OSD that answers nothing (these tests talk to mgrs).
+struct NoOsd;
+
+impl Dispatcher for NoOsd {
+    fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
+}
+
 async fn start() -> Setup {
     let net = MemoryNet::new();
-    let mon = Arc::new(FakeMon::default());
-    let mon_at: EntityAddrvec = "v2:10.0.0.1:3300/0".parse().unwrap();
-    let m = Messenger::new(
-        net.clone(),
-        server(EntityName::new(EntityType::MON, 0), 0),
-        Arc::new(Mon(mon.clone())),
-    );
-    m.bind(&mon_at).await.unwrap();
-    let mut servers = vec![m];
     let mgr = |name: &'static str, at: &str, nonce: u32, mute: bool| {
         let got: Log = Default::default();
         let m = Messenger::new(
@@ -177,37 +98,24 @@ async fn start() -> Setup {
     let (mb, b_at, b_got) = mgr("b", "v2:10.0.0.9:6810/12", 12, false);
     ma.bind(&a_at).await.unwrap();
     mb.bind(&b_at).await.unwrap();
-    servers.push(ma);
-    servers.push(mb);
-    let config = msgr_config::Config::from_text(AuthName::client_admin(), "", Default::default())
-        .expect("a config");
-    let id = Identity {
-        config,
-        none_fallback: false,
-        mons: vec![mon_at],
-        cephx: None,
-        rev1: true,
-        msgr2: true,
-        sign_messages: false,
-        cephx_require_version: 2,
-        mount_timeout: DEFAULT_MOUNT_TIMEOUT,
-    };
-    let rados = Rados::connect_over(net, &id, Limits::default())
-        .await
-        .expect("connected");
+    let cluster = Cluster::start_on(net, Arc::new(NoOsd)).await;
     Setup {
-        mon,
-        rados,
-        servers,
+        mon: cluster.fake_mon.clone(),
+        cluster,
+        mgrs: vec![ma, mb],
         a: (a_at, a_got),
         b: (b_at, b_got),
     }
 }
 
 impl Setup {
+    fn rados(&self) -> &Rados<MemoryNet> {
+        &self.cluster.rados
+    }
+
     async fn shutdown(self) {
-        self.rados.shutdown().await;
-        for s in self.servers {
+        self.cluster.shutdown().await;
+        for s in self.mgrs {
             s.shutdown().await;
         }
     }
@@ -234,9 +142,9 @@ const CMD: &str = r#"{"prefix": "balancer status"}"#;
 async fn a_command_follows_a_failover() {
     let s = start().await;
     s.mon.publish(mgrmap(1, "a", &s.a.0, true));
-    let rados = Arc::new(s.rados);
-    let r2 = rados.clone();
-    let pending = tokio::spawn(async move { r2.mgr_command(CMD, Bytes::new()).await });
+    let s = Arc::new(s);
+    let s2 = s.clone();
+    let pending = tokio::spawn(async move { s2.rados().mgr_command(CMD, Bytes::new()).await });
     // Mgr a has it, and stays mute.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while s.a.1.lock().unwrap().is_empty() {
@@ -259,8 +167,7 @@ async fn a_command_follows_a_failover() {
         [(MSG_MGR_COMMAND, Uuid::default(), vec![CMD.to_string()])]
     );
     assert_eq!(b, a);
-    let rados = Arc::try_unwrap(rados).ok().expect("one owner");
-    Setup { rados, ..s }.shutdown().await;
+    Arc::try_unwrap(s).ok().expect("one owner").shutdown().await;
 }
 
 /// Without an active, available mgr a command waits; until the timeout
@@ -270,7 +177,7 @@ async fn a_command_waits_for_an_active_mgr() {
     let s = start().await;
     s.mon.publish(mgrmap(1, "b", &s.b.0, false));
     let e = s
-        .rados
+        .rados()
         .mgr_command_within(None, CMD, Bytes::new(), Duration::from_millis(300))
         .await
         .unwrap_err();
@@ -284,7 +191,7 @@ async fn a_command_waits_for_an_active_mgr() {
         mon.publish(mgrmap(2, "b", &b, true));
     });
     let r = s
-        .rados
+        .rados()
         .mgr_command_within(None, CMD, Bytes::new(), Duration::from_secs(10))
         .await
         .expect("answered once b is available");
@@ -300,13 +207,13 @@ async fn tells_and_older_mgrs_get_mcommand() {
     let s = start().await;
     s.mon.publish(mgrmap(1, "b", &s.b.0, true));
     let r = s
-        .rados
+        .rados()
         .mgr_command_target("b", r#"{"prefix": "version"}"#, Bytes::new())
         .await
         .expect("a reply");
     assert_eq!((r.r, r.rs.as_str()), (-22, "told b"));
     let e = s
-        .rados
+        .rados()
         .mgr_command_target("a", r#"{"prefix": "version"}"#, Bytes::new())
         .await
         .unwrap_err();
@@ -314,12 +221,16 @@ async fn tells_and_older_mgrs_get_mcommand() {
     let mut older = mgrmap(2, "b", &s.b.0, true);
     older.active_mgr_features = 0;
     s.mon.publish(older);
-    s.rados
+    s.rados()
         .mon()
         .wait_mgrmap(|m| m.epoch == 2, Duration::from_secs(10))
         .await
         .expect("map 2");
-    let r = s.rados.mgr_command(CMD, Bytes::new()).await.expect("reply");
+    let r = s
+        .rados()
+        .mgr_command(CMD, Bytes::new())
+        .await
+        .expect("reply");
     assert_eq!(r.rs, "told b");
     let got = s.b.1.lock().unwrap().clone();
     assert_eq!(

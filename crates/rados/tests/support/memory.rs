@@ -1,15 +1,17 @@
 //! A fake cluster on the in-memory network: a monitor handing out Ceph
-//! 16's OSD map at epoch 43 (pool 1 "test", replicated on osd.0-2), the
-//! three OSDs listening where that map says they are (each answering with
-//! the test's dispatcher), and a client connected to them.
+//! 16's OSD map at epoch 43 (pool 1 "test", replicated on osd.0-2) and the
+//! MgrMap a test publishes, the three OSDs listening where that map says
+//! they are (each answering with the test's dispatcher), and a client
+//! connected to them.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use msgr_auth::NoneProvider;
 use msgr_encoding::{AuthName, EntityAddrvec, EntityName, EntityType, Uuid};
+use msgr_messages::mgr::MgrMap;
 use msgr_messages::*;
 use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
 use msgr_monc::identity::{Identity, DEFAULT_MOUNT_TIMEOUT};
@@ -27,10 +29,30 @@ pub fn full_map() -> Bytes {
     Bytes::from(std::fs::read(path).expect("testdata"))
 }
 
-/// A monitor: the monmap, and the OSD map to whoever subscribes to it.
-struct FakeMon;
+/// The cluster's fsid (the monmap's).
+pub const FSID: Uuid = Uuid([9; 16]);
 
-impl Dispatcher for FakeMon {
+/// The monitor: a monmap, the OSD map, and the MgrMap of the moment to a
+/// `mgrmap` subscriber (kept, to send it the next ones).
+#[derive(Default)]
+pub struct FakeMon {
+    mgrmap: Mutex<Option<MgrMap>>,
+    subscriber: Mutex<Option<Connection>>,
+}
+
+impl FakeMon {
+    /// Makes `map` the MgrMap of the moment, sent to the subscriber.
+    pub fn publish(&self, map: MgrMap) {
+        *self.mgrmap.lock().unwrap() = Some(map.clone());
+        if let Some(c) = self.subscriber.lock().unwrap().as_ref() {
+            c.send_nowait(MMgrMap { map }.to_message(c.features()));
+        }
+    }
+}
+
+struct Mon(Arc<FakeMon>);
+
+impl Dispatcher for Mon {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
         let m = msg.into_message();
         let f = conn.features();
@@ -39,6 +61,7 @@ impl Dispatcher for FakeMon {
                 let mut out = Vec::new();
                 MonMap {
                     epoch: 1,
+                    fsid: FSID,
                     ..MonMap::default()
                 }
                 .encode(&mut out);
@@ -59,6 +82,12 @@ impl Dispatcher for FakeMon {
                     };
                     conn.send_nowait(om.to_message(f));
                 }
+                if sub.what.contains_key("mgrmap") {
+                    *self.0.subscriber.lock().unwrap() = Some(conn.clone());
+                    if let Some(map) = self.0.mgrmap.lock().unwrap().clone() {
+                        conn.send_nowait(MMgrMap { map }.to_message(f));
+                    }
+                }
             }
             _ => {}
         }
@@ -66,7 +95,7 @@ impl Dispatcher for FakeMon {
 }
 
 /// A stateless server's options, named `name`, with auth none.
-fn server(name: EntityName, nonce: u32) -> Options {
+pub fn server(name: EntityName, nonce: u32) -> Options {
     let mut o = Options::new(
         name,
         PolicySet::new(PolicyName::StatelessServer.policy()),
@@ -82,18 +111,25 @@ pub struct Cluster {
     pub map: OsdMap,
     pub rados: Rados<MemoryNet>,
     pub mon: Messenger<MemoryNet>,
+    /// What the monitor hands out.
+    pub fake_mon: Arc<FakeMon>,
     pub osds: Vec<Messenger<MemoryNet>>,
 }
 
 impl Cluster {
     /// The monitor, the OSDs answering with `osd` and a connected client.
     pub async fn start(osd: Arc<dyn Dispatcher>) -> Cluster {
-        let net = MemoryNet::new();
+        Cluster::start_on(MemoryNet::new(), osd).await
+    }
+
+    /// The same on `net` (where a test may have bound more servers).
+    pub async fn start_on(net: MemoryNet, osd: Arc<dyn Dispatcher>) -> Cluster {
+        let fake_mon = Arc::new(FakeMon::default());
         let mon_at: EntityAddrvec = "v2:10.0.0.1:3300/0".parse().expect("addr");
         let mon = Messenger::new(
             net.clone(),
             server(EntityName::new(EntityType::MON, 0), 0),
-            Arc::new(FakeMon),
+            Arc::new(Mon(fake_mon.clone())),
         );
         mon.bind(&mon_at).await.expect("bind the monitor");
         let map = OsdMap::decode(&full_map()).expect("the map");
@@ -132,6 +168,7 @@ impl Cluster {
             map,
             rados,
             mon,
+            fake_mon,
             osds,
         }
     }
