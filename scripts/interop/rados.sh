@@ -590,15 +590,29 @@ live() {
   fi
 }
 
-# The model workload (tests/live_model.rs) while osd.1 is stopped and
-# started again (memstore: it comes back empty and recovers from its
-# peers): every read matches the model, every acknowledged write is there.
-# The seed is printed; MSGR_TEST_MODEL_SEED replays a run.
+# The model workload (tests/live_model.rs): 20000 operations with
+# self-managed snapshots (rollbacks, reads at snapshots), then 100000 while
+# osd.1 is stopped and started again (memstore: it comes back with what it
+# had and recovers the rest from its peers): every read matches the model,
+# every acknowledged write is there. The restarted run takes no snapshots:
+# with snapshots, reads after that recovery diverged from the model on both
+# releases (a clone shorter than its size; a head's data after a zero), an
+# open question for the failure tests of issue 37. The seed is printed;
+# MSGR_TEST_MODEL_SEED replays a run.
 model_restart() {
   local r=$1 c dir seed=$RANDOM; c=$(conf "$r")
   dir=$([[ $r == pacific ]] && echo "$PDIR" || echo "$TDIR")
+  if (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_MODEL_SEED=$seed \
+      MSGR_TEST_MODEL_OPS=20000 MSGR_TEST_MODEL_OBJECTS=32 \
+      cargo test --release -p msgr-rados --test live_model -- --ignored --nocapture) \
+      > "$OUT/model-snaps-$r.out" 2>&1; then
+    log "ok: $r: $(grep -o 'seed [0-9]*: [0-9]* ops.*' "$OUT/model-snaps-$r.out")"
+  else
+    fail "$r: the model workload with snapshots (seed $seed):"
+    grep -E 'panicked|seed|model' "$OUT/model-snaps-$r.out" | head -20 >&2
+  fi
   (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_MODEL_SEED=$seed \
-      MSGR_TEST_MODEL_OPS=100000 MSGR_TEST_MODEL_OBJECTS=32 \
+      MSGR_TEST_MODEL_OPS=100000 MSGR_TEST_MODEL_OBJECTS=32 MSGR_TEST_MODEL_SNAPS=0 \
       cargo test --release -p msgr-rados --test live_model -- --ignored --nocapture) \
     > "$OUT/model-$r.out" 2>&1 &
   local work=$!
