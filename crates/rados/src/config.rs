@@ -131,6 +131,17 @@ impl RadosConfig {
         Ok((self, rest))
     }
 
+    /// The value of option `key` as it stands (`rados_conf_get`): set
+    /// here, in `CEPH_ARGS`, or in the file's `[client.ID]`, `[client]` or
+    /// `[global]` sections, metavariables (`$cluster`, `$name`, ...)
+    /// expanded; None if none of them sets it (Ceph's built-in defaults
+    /// are not known here but for a few).
+    pub fn conf_get(&self, key: &str) -> Result<Option<String>, RadosError> {
+        let cfg = msgr_config::Config::load(&self.opts.conf, &msgr_config::Env::from_process())
+            .map_err(|e| RadosError::Config(e.to_string()))?;
+        Ok(cfg.get(key))
+    }
+
     /// How long [`connect`](RadosConfig::connect) may take
     /// (`client_mount_timeout`; 30 s unless set).
     pub fn connect_timeout(self, timeout: Duration) -> RadosConfig {
