@@ -66,8 +66,8 @@ echo "$n functions exported, each at Ceph's version node"
 [ "$fail" = 0 ] || { echo "FAIL: symbols"; exit 1; }
 
 echo "== compile"
-cc -Wall -Wextra -Werror -o "$WORK/basic-ceph" "$SRC" "$CEPH_LIB"
-cc -Wall -Wextra -Werror -o "$WORK/basic-ours" "$SRC" "$OURS" -Wl,-rpath,"$WORK"
+cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-ceph" "$SRC" "$CEPH_LIB"
+cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-ours" "$SRC" "$OURS" -Wl,-rpath,"$WORK"
 ldd "$WORK/basic-ours" | grep -q "librados.so.2 => $WORK/librados.so.2" ||
     { echo "basic-ours does not load our library"; ldd "$WORK/basic-ours"; exit 1; }
 
@@ -94,4 +94,28 @@ if ! diff -u "$WORK/out-ceph" "$WORK/out-ours"; then
     echo "FAIL: outputs differ (- Ceph's librados, + ours)"
     exit 1
 fi
-echo "same output ($(wc -l < "$WORK/out-ours") lines); OK"
+echo "same output ($(wc -l < "$WORK/out-ours") lines)"
+
+echo "== both ways: ours writes, Ceph's rados reads; and the reverse"
+RADOS="${MSGR_TEST_RADOS:-rados -c $CEPH_CONF}"
+obj="librados-c-both-$$"
+ours() { "$WORK/basic-ours" "$@"; }
+"$WORK/basic-ours" put "$obj" "written by ours"
+"$WORK/basic-ours" setxattr "$obj" user.by "ours"
+got="$(eval "$RADOS -p test get $obj -")"
+[ "$got" = "written by ours" ] || { echo "FAIL: rados get read '$got'"; exit 1; }
+got="$(eval "$RADOS -p test getxattr $obj user.by")"
+[ "$got" = ours ] || { echo "FAIL: rados getxattr read '$got'"; exit 1; }
+eval "$RADOS -p test rm $obj"
+eval "echo -n 'written by rados' | $RADOS -p test put $obj -"
+eval "$RADOS -p test setxattr $obj user.by rados"
+got="$(ours get "$obj")"
+[ "$got" = "written by rados" ] || { echo "FAIL: ours read '$got'"; exit 1; }
+got="$(ours getxattr "$obj" user.by)"
+[ "$got" = rados ] || { echo "FAIL: ours getxattr read '$got'"; exit 1; }
+ours rm "$obj"
+if eval "$RADOS -p test stat $obj" 2>/dev/null; then
+    echo "FAIL: rados still finds $obj after ours removed it"
+    exit 1
+fi
+echo "OK"

@@ -80,6 +80,23 @@ struct State {
 ///
 /// Thread safety as librados documents it: configuring and connecting
 /// from one thread; once connected, every call may come from any thread.
+///
+/// What `rados_create2`, `rados_conf_read_file`, `rados_connect`,
+/// `rados_ioctx_create`, `rados_write_full` and `rados_shutdown` do:
+///
+/// ```no_run
+/// use msgr_rados::RadosConfig;
+/// use rados::Cluster;
+///
+/// # fn main() -> Result<(), i32> {
+/// let cluster = Cluster::new(RadosConfig::with_name("client.admin").map_err(|_| -22)?)?;
+/// cluster.configure(|c| c.conf_read_file("/etc/ceph/ceph.conf").map_err(|_| -22))?;
+/// cluster.connect()?;
+/// let io = cluster.ioctx("test")?;
+/// io.run(|ctx| async move { ctx.write_full(b"greeting", "hello".into()).await })?;
+/// cluster.shutdown();
+/// # Ok(()) }
+/// ```
 pub struct Cluster {
     rt: Runtime,
     state: Mutex<State>,

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <dirent.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <rados/librados.h>
 
 static int failures = 0;
@@ -27,6 +28,34 @@ static int failures = 0;
 		if (!ok_)                                   \
 			failures++;                         \
 	} while (0)
+
+/* Threads sharing one handle and one I/O context (librados: both may be
+ * used from any number of threads once connected). */
+#define WORKERS 8
+#define ROUNDS 20
+struct worker {
+	rados_ioctx_t io;
+	char obj[200];
+	int errors;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	char data[64], back[64];
+	int i, r;
+	for (i = 0; i < ROUNDS; i++) {
+		int n = snprintf(data, sizeof data, "%s round %d", w->obj, i);
+		if (rados_write_full(w->io, w->obj, data, n) != 0)
+			w->errors++;
+		r = rados_read(w->io, w->obj, back, sizeof back, 0);
+		if (r != n || memcmp(data, back, n) != 0)
+			w->errors++;
+	}
+	if (rados_remove(w->io, w->obj) != 0)
+		w->errors++;
+	return NULL;
+}
 
 static int threads(void)
 {
@@ -56,7 +85,49 @@ static void mon_command(rados_t c, const char *cmd)
 	rados_buffer_free(outs);
 }
 
-int main(void)
+/* `basic put|get|setxattr|getxattr|rm OBJ [ARG...]` on pool test: one
+ * call, for the script to check that Ceph's `rados` tool reads what this
+ * library wrote, and the reverse. */
+static int one_call(int argc, char **argv)
+{
+	rados_t c;
+	rados_ioctx_t io;
+	char buf[4096];
+	int r;
+	const char *op = argv[1], *obj = argv[2];
+
+	if (rados_create2(&c, "ceph", "client.admin", 0) ||
+	    rados_conf_read_file(c, getenv("CEPH_CONF")) || rados_connect(c) ||
+	    rados_ioctx_create(c, "test", &io)) {
+		fprintf(stderr, "cannot connect\n");
+		return 2;
+	}
+	if (!strcmp(op, "put") && argc == 4)
+		r = rados_write_full(io, obj, argv[3], strlen(argv[3]));
+	else if (!strcmp(op, "setxattr") && argc == 5)
+		r = rados_setxattr(io, obj, argv[3], argv[4], strlen(argv[4]));
+	else if (!strcmp(op, "rm") && argc == 3)
+		r = rados_remove(io, obj);
+	else if (!strcmp(op, "get") && argc == 3) {
+		r = rados_read(io, obj, buf, sizeof buf, 0);
+		if (r >= 0)
+			fwrite(buf, 1, r, stdout);
+	} else if (!strcmp(op, "getxattr") && argc == 4) {
+		r = rados_getxattr(io, obj, argv[3], buf, sizeof buf);
+		if (r >= 0)
+			fwrite(buf, 1, r, stdout);
+	} else {
+		fprintf(stderr, "usage: basic [put|get|setxattr|getxattr|rm OBJ ARG...]\n");
+		r = -EINVAL;
+	}
+	rados_ioctx_destroy(io);
+	rados_shutdown(c);
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", op, strerror(-r));
+	return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
 {
 	const char *conf = getenv("CEPH_CONF");
 	char name[128], obj[160], obj2[160], buf[256];
@@ -71,6 +142,8 @@ int main(void)
 		fprintf(stderr, "set CEPH_CONF\n");
 		return 2;
 	}
+	if (argc > 2)
+		return one_call(argc, argv);
 	snprintf(name, sizeof name, "librados-c-%d", (int)getpid());
 	snprintf(obj, sizeof obj, "%s-obj", name);
 	snprintf(obj2, sizeof obj2, "%s-obj2", name);
@@ -216,6 +289,26 @@ int main(void)
 
 	SHOW("remove", rados_remove(io, obj));
 	SHOW("stat removed", rados_stat(io, obj, &size, &mtime));
+
+	/* threads sharing the handle and the context */
+	{
+		pthread_t t[WORKERS];
+		struct worker w[WORKERS];
+		int i, errors = 0;
+		for (i = 0; i < WORKERS; i++) {
+			w[i].io = io;
+			w[i].errors = 0;
+			snprintf(w[i].obj, sizeof w[i].obj, "%s-thread-%d", name, i);
+			pthread_create(&t[i], NULL, work, &w[i]);
+		}
+		for (i = 0; i < WORKERS; i++) {
+			pthread_join(t[i], NULL);
+			errors += w[i].errors;
+		}
+		printf("%d threads x %d writes and reads on one ioctx: %d errors\n", WORKERS, ROUNDS, errors);
+		if (errors)
+			failures++;
+	}
 
 	/* monitor commands */
 	mon_command(c, "{\"prefix\": \"osd pool get\", \"pool\": \"test\", \"var\": \"size\", \"format\": \"json\"}");
