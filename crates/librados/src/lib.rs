@@ -57,7 +57,8 @@
 //! - `rados_conf_set` takes any option name (librados answers -ENOENT
 //!   for an option it does not know); `rados_conf_get` answers -ENOENT for
 //!   an option nothing sets, where librados returns Ceph's default (only
-//!   a few defaults are known here).
+//!   a few defaults are known here), nor does it see the options the
+//!   monitors' configuration database sets (MConfig) once connected.
 //! - `rados_conf_parse_argv*` takes every `--name value` as an option, as
 //!   [`msgr_rados::RadosConfig::conf_parse_args`] does, where librados
 //!   leaves the ones it does not know (`--format json`) in the remainder.
@@ -66,6 +67,15 @@
 //! - `rados_get_instance_id` is 0 on a cluster with auth none (the global
 //!   id is kept from cephx only).
 //! - Namespaces and locator keys that are not UTF-8 are taken lossily.
+//! - `rados_ioctx_pool_stat` must be bound to `LIBRADOS_14.2.0` (Python's
+//!   module asks for it there): a version script cannot do it here (rustc
+//!   adds its own script, which lists every exported function
+//!   unversioned), but `.symver` can: `global_asm!(".symver
+//!   _rados_ioctx_pool_stat, rados_ioctx_pool_stat@@LIBRADOS_14.2.0")`
+//!   binds an exported `_rados_ioctx_pool_stat` there (tried: `objdump
+//!   -T` then shows `LIBRADOS_14.2.0 rados_ioctx_pool_stat`). Also
+//!   unlike Ceph's, our `LIBRADOS_14.2.0` node does not name
+//!   `LIBRADOS_PRIVATE` as its parent (the loader does not read it).
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 

@@ -254,6 +254,15 @@ mod tests {
         assert_eq!(id.mount_timeout, Duration::from_secs(4));
         assert_eq!(op_timeout(&id).unwrap(), Some(Duration::from_millis(2500)));
         assert_eq!(limits_of(&id).unwrap().ops, 7);
+        assert_eq!(
+            c.conf_get("objecter-inflight-ops").unwrap().as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            c.conf_get("rados_osd_op_timeout").unwrap().as_deref(),
+            Some("2.5")
+        );
+        assert_eq!(c.conf_get("no_such_option").unwrap(), None);
         let bad = c.clone().conf_set("objecter_inflight_ops", "many");
         let e = limits_of(&bad.identity().unwrap()).unwrap_err();
         assert!(e.to_string().contains("objecter_inflight_ops"), "{e}");
