@@ -8,11 +8,15 @@
 #    each bound to the same version as in Ceph's library
 #    (/usr/lib/x86_64-linux-gnu/librados.so.2, Debian's librados2).
 # 2. Compiles crates/librados/tests/c/basic.c against Ceph's librados.h
-#    (Debian's librados-dev) twice: linked to Ceph's library and to ours.
-# 3. Runs both on the cluster and diffs their outputs (what librados
-#    returns for each call, values read back, monitor command replies);
-#    the program itself also checks what does not print the same twice
-#    (ids, times). The handles' thread counts are shown.
+#    (Debian's librados-dev) three times: linked to Ceph's library, to
+#    ours, and statically to ours (librados.a).
+# 3. Runs them on the cluster and diffs their outputs (what librados
+#    returns for each call, values read back, monitor command replies,
+#    8 threads on one I/O context); the program itself also checks what
+#    does not print the same twice (ids, times). The handles' thread
+#    counts are shown.
+# 4. Both ways: an object and an xattr written through our library are
+#    read by Ceph's `rados` tool, and the reverse.
 #
 # Ceph's side runs with Debian's librados (16) on the host; with
 # MSGR_TEST_RELEASE=tentacle (Ceph 20 keys are aes256k, which librados 16
@@ -70,6 +74,12 @@ cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-ceph" "$SRC" "$CEPH_LIB"
 cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-ours" "$SRC" "$OURS" -Wl,-rpath,"$WORK"
 ldd "$WORK/basic-ours" | grep -q "librados.so.2 => $WORK/librados.so.2" ||
     { echo "basic-ours does not load our library"; ldd "$WORK/basic-ours"; exit 1; }
+# Ours again, linked statically (the staticlib: no librados.so at run time).
+cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-static" "$SRC" "$TARGET/release/librados.a" -ldl -lm -lgcc_s
+if ldd "$WORK/basic-static" | grep -q rados; then
+    echo "basic-static loads a librados"
+    exit 1
+fi
 
 echo "== run on $CEPH_CONF (${MSGR_TEST_RELEASE:-pacific})"
 if [ "${MSGR_TEST_RELEASE:-}" = tentacle ]; then
@@ -95,6 +105,14 @@ if ! diff -u "$WORK/out-ceph" "$WORK/out-ours"; then
     exit 1
 fi
 echo "same output ($(wc -l < "$WORK/out-ours") lines)"
+rc=0
+timeout 300 "$WORK/basic-static" > "$WORK/out-static" 2> "$WORK/err-static" || rc=$?
+[ "$rc" = 0 ] || { echo "our static run failed ($rc)"; cat "$WORK/out-static" "$WORK/err-static"; exit 1; }
+if ! diff -u "$WORK/out-ceph" "$WORK/out-static"; then
+    echo "FAIL: outputs differ (- Ceph's librados, + ours linked statically)"
+    exit 1
+fi
+echo "same output linked statically"
 
 echo "== both ways: ours writes, Ceph's rados reads; and the reverse"
 RADOS="${MSGR_TEST_RADOS:-rados -c $CEPH_CONF}"

@@ -708,6 +708,7 @@ pub unsafe extern "C" fn rados_ioctx_get_pool_name(
 pub unsafe extern "C" fn rados_ioctx_set_namespace(io: IoctxT, nspace: *const c_char) {
     // SAFETY: per the contract above.
     if let Ok(io) = unsafe { self::io(io) } {
+        // SAFETY: NULL or a C string.
         let ns = unsafe { string_or_empty(nspace) };
         io.update(|ctx| ctx.set_namespace(&ns));
     }
@@ -722,6 +723,7 @@ pub unsafe extern "C" fn rados_ioctx_set_namespace(io: IoctxT, nspace: *const c_
 pub unsafe extern "C" fn rados_ioctx_locator_set_key(io: IoctxT, key: *const c_char) {
     // SAFETY: per the contract above.
     if let Ok(io) = unsafe { self::io(io) } {
+        // SAFETY: NULL or a C string.
         let key = unsafe { string_or_empty(key) };
         io.update(|ctx| ctx.set_locator_key(&key));
     }
