@@ -217,6 +217,20 @@ impl<T: Transport> MonClient<T> {
         self.shared.wait_command(tid, deadline).await
     }
 
+    /// [`MonClient::command`] with the command in several parts, as
+    /// `rados_mon_command` sends its `cmd` array (MMonCommand's vector of
+    /// strings, which the monitor joins).
+    pub async fn command_parts(
+        &self,
+        cmd: Vec<String>,
+        input: Bytes,
+        timeout: Duration,
+    ) -> Result<CommandReply, MonError> {
+        let deadline = deadline_after(timeout)?;
+        let tid = self.shared.with(|core| core.add_command(cmd, input));
+        self.shared.wait_command(tid, deadline).await
+    }
+
     /// The newest and oldest epochs of a map the monitors keep (`osdmap`,
     /// `monmap`, `mdsmap`, `fsmap`): MMonGetVersion, sent again every hunt
     /// interval and on each new session until answered.

@@ -196,6 +196,14 @@ impl<T: Transport> Rados<T> {
         lock(&self.shared.objecter).set_crush_location(location);
     }
 
+    /// This client's instance id (`rados_get_instance_id`): the global id
+    /// the monitors gave its session, which names its messenger
+    /// (`client.GLOBAL_ID`); 0 when the session did not authenticate with
+    /// cephx (auth none: the id is not kept).
+    pub fn instance_id(&self) -> u64 {
+        u64::try_from(self.messenger.name().num).unwrap_or(0)
+    }
+
     /// The monitor session.
     pub fn mon(&self) -> &MonClient<T> {
         &self.mon

@@ -131,6 +131,17 @@ impl RadosConfig {
         Ok((self, rest))
     }
 
+    /// The value of option `key` as it stands (`rados_conf_get`): set
+    /// here, in `CEPH_ARGS`, or in the file's `[client.ID]`, `[client]` or
+    /// `[global]` sections, metavariables (`$cluster`, `$name`, ...)
+    /// expanded; None if none of them sets it (Ceph's built-in defaults
+    /// are not known here but for a few).
+    pub fn conf_get(&self, key: &str) -> Result<Option<String>, RadosError> {
+        let cfg = msgr_config::Config::load(&self.opts.conf, &msgr_config::Env::from_process())
+            .map_err(|e| RadosError::Config(e.to_string()))?;
+        Ok(cfg.get(key))
+    }
+
     /// How long [`connect`](RadosConfig::connect) may take
     /// (`client_mount_timeout`; 30 s unless set).
     pub fn connect_timeout(self, timeout: Duration) -> RadosConfig {
@@ -243,6 +254,15 @@ mod tests {
         assert_eq!(id.mount_timeout, Duration::from_secs(4));
         assert_eq!(op_timeout(&id).unwrap(), Some(Duration::from_millis(2500)));
         assert_eq!(limits_of(&id).unwrap().ops, 7);
+        assert_eq!(
+            c.conf_get("objecter-inflight-ops").unwrap().as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            c.conf_get("rados_osd_op_timeout").unwrap().as_deref(),
+            Some("2.5")
+        );
+        assert_eq!(c.conf_get("no_such_option").unwrap(), None);
         let bad = c.clone().conf_set("objecter_inflight_ops", "many");
         let e = limits_of(&bad.identity().unwrap()).unwrap_err();
         assert!(e.to_string().contains("objecter_inflight_ops"), "{e}");

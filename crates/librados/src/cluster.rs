@@ -1,0 +1,308 @@
+//! The safe core behind the C API: a cluster handle (`rados_t`) owning its
+//! runtime and going configuring -> connected -> shut down, an I/O context
+//! handle (`rados_ioctx_t`), and the errno each failure is reported as.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::Duration;
+
+use msgr_monc::MonError;
+use msgr_rados::{IoCtx, Rados, RadosConfig, RadosError};
+use tokio::runtime::{Handle, Runtime};
+
+/// The tokio worker threads each cluster handle runs (the messengers'
+/// connections, the monitor session, the objecter's timers).
+pub const WORKER_THREADS: usize = 2;
+
+/// The most threads tokio's blocking pool of a handle holds at once (the
+/// objecter's placements after a new map or a reset run there); started
+/// on demand, an idle one ends after 10 s.
+pub const BLOCKING_THREADS: usize = 2;
+
+/// How long a monitor command may take when `rados_mon_op_timeout` is not
+/// set (librados then waits as long as it takes; this bounds a lost reply).
+pub const MON_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Runs `fut` on the runtime behind `rt` and waits for it on the calling
+/// thread, which may be any thread, even one of another runtime: the
+/// future never runs on the caller's thread, so a caller inside a tokio
+/// runtime does not make tokio panic (it only blocks that thread, as
+/// librados's calls do). Fails with -ENOTCONN if the runtime is gone (a
+/// handle used after `rados_shutdown`).
+pub fn block_on<F>(rt: &Handle, fut: F) -> Result<F::Output, i32>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    rt.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().map_err(|_| -libc::ENOTCONN)
+}
+
+/// The negative errno librados returns for `e`.
+pub fn errno_of(e: &RadosError) -> i32 {
+    if let Some(n) = e.errno() {
+        return n;
+    }
+    match e {
+        RadosError::Mon(m) => mon_errno(m),
+        RadosError::NoPool(_) => -libc::ENOENT,
+        RadosError::Config(_) | RadosError::InvalidArgument(_) => -libc::EINVAL,
+        RadosError::Os { errno, .. } => *errno,
+        RadosError::BadReply(_) | RadosError::NoProgress { .. } => -libc::EIO,
+        RadosError::Shutdown => -libc::ESHUTDOWN,
+    }
+}
+
+/// The negative errno librados returns for a monitor failure.
+pub fn mon_errno(e: &MonError) -> i32 {
+    match e {
+        MonError::Command { r, .. } => *r,
+        MonError::AuthFailed(_) => -libc::EACCES,
+        MonError::Timeout(_) | MonError::Unreachable { .. } => -libc::ETIMEDOUT,
+        MonError::NoMonitors | MonError::NoSuchOsd(_) => -libc::ENOENT,
+        MonError::Shutdown => -libc::ESHUTDOWN,
+        MonError::BadReply(_) => -libc::EIO,
+        MonError::TimeoutTooLong(_) => -libc::EINVAL,
+    }
+}
+
+struct State {
+    config: RadosConfig,
+    rados: Option<Arc<Rados>>,
+    mon_timeout: Duration,
+}
+
+/// What `rados_t` points to: the configuration until `rados_connect`, then
+/// the connected client, and the runtime it runs on.
+///
+/// Thread safety as librados documents it: configuring and connecting
+/// from one thread; once connected, every call may come from any thread.
+///
+/// What `rados_create2`, `rados_conf_read_file`, `rados_connect`,
+/// `rados_ioctx_create`, `rados_write_full` and `rados_shutdown` do:
+///
+/// ```no_run
+/// use msgr_rados::RadosConfig;
+/// use rados::Cluster;
+///
+/// # fn main() -> Result<(), i32> {
+/// let cluster = Cluster::new(RadosConfig::with_name("client.admin").map_err(|_| -22)?)?;
+/// cluster.configure(|c| c.conf_read_file("/etc/ceph/ceph.conf").map_err(|_| -22))?;
+/// cluster.connect()?;
+/// let io = cluster.ioctx("test")?;
+/// io.run(|ctx| async move { ctx.write_full(b"greeting", "hello".into()).await })?;
+/// cluster.shutdown();
+/// # Ok(()) }
+/// ```
+pub struct Cluster {
+    rt: Runtime,
+    state: Mutex<State>,
+}
+
+/// A reply to a monitor command: its result, output and status line.
+pub struct CommandOutput {
+    /// 0 or a negative errno.
+    pub r: i32,
+    /// The command's output (`outbuf`).
+    pub out: Vec<u8>,
+    /// The status line (`outs`).
+    pub status: String,
+}
+
+impl Cluster {
+    /// A handle for `config`, not connected: its runtime is built now
+    /// (threads start here, as librados's `rados_create` starts its
+    /// context's).
+    pub fn new(config: RadosConfig) -> Result<Cluster, i32> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WORKER_THREADS)
+            .max_blocking_threads(BLOCKING_THREADS)
+            .thread_name("msgr-rados")
+            .enable_all()
+            .build()
+            .map_err(|e| 0i32.saturating_sub(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
+        Ok(Cluster {
+            rt,
+            state: Mutex::new(State {
+                config,
+                rados: None,
+                mon_timeout: MON_COMMAND_TIMEOUT,
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes the configuration with `f` (which fails with an errno and
+    /// leaves it as it was).
+    pub fn configure(
+        &self,
+        f: impl FnOnce(RadosConfig) -> Result<RadosConfig, i32>,
+    ) -> Result<(), i32> {
+        let mut st = self.state();
+        st.config = f(st.config.clone())?;
+        Ok(())
+    }
+
+    /// Option `key`'s value, -ENOENT if nothing sets it.
+    pub fn conf_get(&self, key: &str) -> Result<String, i32> {
+        let config = self.state().config.clone();
+        config
+            .conf_get(key)
+            .map_err(|e| errno_of(&e))?
+            .ok_or(-libc::ENOENT)
+    }
+
+    /// Connects (`rados_connect`): -EISCONN if connected already.
+    pub fn connect(&self) -> Result<(), i32> {
+        let config = {
+            let st = self.state();
+            if st.rados.is_some() {
+                return Err(-libc::EISCONN);
+            }
+            st.config.clone()
+        };
+        let mon_timeout = match config.conf_get("rados_mon_op_timeout") {
+            Ok(Some(v)) => match v.trim().parse::<f64>() {
+                Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Duration::from_secs_f64(s),
+                Ok(_) => MON_COMMAND_TIMEOUT,
+                Err(_) => return Err(-libc::EINVAL),
+            },
+            Ok(None) => MON_COMMAND_TIMEOUT,
+            Err(e) => return Err(errno_of(&e)),
+        };
+        let rados = block_on(self.rt.handle(), async move { config.connect().await })?
+            .map_err(|e| errno_of(&e))?;
+        let mut st = self.state();
+        st.rados = Some(Arc::new(rados));
+        st.mon_timeout = mon_timeout;
+        Ok(())
+    }
+
+    /// The connected client, -ENOTCONN before `rados_connect`.
+    pub fn rados(&self) -> Result<Arc<Rados>, i32> {
+        self.state().rados.clone().ok_or(-libc::ENOTCONN)
+    }
+
+    /// Runs `fut` on this handle's runtime, waiting for it.
+    pub fn block<F>(&self, fut: F) -> Result<F::Output, i32>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        block_on(self.rt.handle(), fut)
+    }
+
+    /// The client's instance id; 0 before `rados_connect`, as librados.
+    pub fn instance_id(&self) -> u64 {
+        self.state().rados.as_ref().map_or(0, |r| r.instance_id())
+    }
+
+    /// The cluster's fsid as Ceph prints it; all zeros before
+    /// `rados_connect` (no monmap yet), as librados.
+    pub fn fsid(&self) -> String {
+        match &self.state().rados {
+            Some(r) => r.mon().monmap().fsid.to_string(),
+            None => "00000000-0000-0000-0000-000000000000".to_string(),
+        }
+    }
+
+    /// A monitor command (`rados_mon_command`): its parts, as MMonCommand
+    /// carries them, and its input.
+    pub fn mon_command(&self, cmd: Vec<String>, input: Vec<u8>) -> Result<CommandOutput, i32> {
+        let rados = self.rados()?;
+        let timeout = self.state().mon_timeout;
+        let reply = self
+            .block(async move { rados.mon().command_parts(cmd, input.into(), timeout).await })?
+            .map_err(|e| mon_errno(&e))?;
+        Ok(CommandOutput {
+            r: reply.r,
+            out: reply.output.to_vec(),
+            status: reply.rs,
+        })
+    }
+
+    /// An I/O context on pool `name` (`rados_ioctx_create`).
+    pub fn ioctx(&self, name: &str) -> Result<Io, i32> {
+        let rados = self.rados()?;
+        let io = rados.ioctx(name).map_err(|e| errno_of(&e))?;
+        Ok(Io {
+            rt: self.rt.handle().clone(),
+            rados: Arc::downgrade(&rados),
+            io: RwLock::new(io),
+        })
+    }
+
+    /// An I/O context on pool `id` (`rados_ioctx_create2`): -ENOENT if the
+    /// map has no such pool.
+    pub fn ioctx_by_id(&self, id: i64) -> Result<Io, i32> {
+        let name = self.rados()?.pool_reverse_lookup(id).ok_or(-libc::ENOENT)?;
+        self.ioctx(&name)
+    }
+
+    /// Closes the sessions and stops the runtime's threads
+    /// (`rados_shutdown`). I/O contexts left open fail with -ENOTCONN.
+    pub fn shutdown(self) {
+        let rados = self.state().rados.take();
+        if let Some(rados) = rados.and_then(|r| Arc::try_unwrap(r).ok()) {
+            let _ = block_on(self.rt.handle(), rados.shutdown());
+        }
+        if Handle::try_current().is_ok() {
+            // Dropping a runtime where blocking is not allowed panics.
+            self.rt.shutdown_background();
+        } else {
+            self.rt.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+/// What `rados_ioctx_t` points to: an I/O context of a connected handle,
+/// and that handle's runtime. Its namespace and locator key are read by
+/// every op and set by `rados_ioctx_set_namespace` and
+/// `rados_ioctx_locator_set_key` (librados: not to be changed while ops on
+/// the context are in flight in other threads; here it is safe anyway).
+pub struct Io {
+    rt: Handle,
+    rados: Weak<Rados>,
+    io: RwLock<IoCtx>,
+}
+
+impl Io {
+    /// A copy of the context as it stands, for one op.
+    pub fn ctx(&self) -> IoCtx {
+        self.io.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Changes the context (namespace, locator key).
+    pub fn update(&self, f: impl FnOnce(&mut IoCtx)) {
+        f(&mut self.io.write().unwrap_or_else(|p| p.into_inner()));
+    }
+
+    /// The pool's id.
+    pub fn pool(&self) -> i64 {
+        self.ctx().pool()
+    }
+
+    /// The pool's name; -ENOENT if it is gone from the map, -ENOTCONN if
+    /// the handle was shut down.
+    pub fn pool_name(&self) -> Result<String, i32> {
+        let rados = self.rados.upgrade().ok_or(-libc::ENOTCONN)?;
+        rados.pool_reverse_lookup(self.pool()).ok_or(-libc::ENOENT)
+    }
+
+    /// Runs an op of this context, `f` of a copy of it, waiting for its
+    /// result; errors as librados's errnos.
+    pub fn run<F, Fut, T>(&self, f: F) -> Result<T, i32>
+    where
+        F: FnOnce(IoCtx) -> Fut,
+        Fut: Future<Output = Result<T, RadosError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        block_on(&self.rt, f(self.ctx()))?.map_err(|e| errno_of(&e))
+    }
+}
