@@ -590,6 +590,24 @@ live() {
   fi
 }
 
+# librados_c RELEASE: our librados.so.2 (crates/librados) against Ceph's
+# librados on that release's cluster: a C program built against Ceph's
+# librados.h, run on both libraries, prints the same; exported symbols and
+# versions as Ceph's (scripts/interop/librados-c.sh).
+librados_c() {
+  local r=$1 c rados; c=$(conf "$r")
+  case $r in
+    pacific) rados="timeout 120 /usr/bin/rados -c $c" ;;
+    tentacle) rados="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run rados -c $c" ;;
+  esac
+  if CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_RADOS=$rados "$HERE/librados-c.sh" \
+      > "$OUT/librados-c-$r.out" 2>&1; then
+    log "ok: $r: our librados.so.2 against Ceph's: $(grep -E '^(same output \(|[0-9]+ functions)' "$OUT/librados-c-$r.out" | tr '\n' ' ')"
+  else
+    fail "$r: our librados.so.2 against Ceph's:"; tail -30 "$OUT/librados-c-$r.out" >&2
+  fi
+}
+
 # The model workload (tests/live_model.rs): 20000 operations with
 # self-managed snapshots (rollbacks, reads at snapshots), then 100000 while
 # osd.1 is stopped and started again (memstore: it comes back with what it
@@ -667,6 +685,7 @@ example() {
 for r in pacific tentacle; do
   byhost_pool "$r"
   live "$r"
+  librados_c "$r"
   example "$r"
   model_restart "$r"
   for mode in crc secure; do data "$r" "$mode" test; done
