@@ -330,12 +330,19 @@ struct Progress {
     done: AtomicU64,
     /// Snapshots taken (`u64::MAX` once the snapshots stopped).
     taken: AtomicU64,
+    /// A task failed: the others stop, and what failed stays as it is
+    /// (the pool and its snapshots are kept) to be looked at.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Progress {
-    /// Waits until the next operation may start, and counts it.
-    async fn next(&self) {
+    /// Waits until the next operation may start, and counts it; false
+    /// once the run is stopped.
+    async fn next(&self) -> bool {
         loop {
+            if self.stopped.load(Ordering::Acquire) {
+                return false;
+            }
             let taken = self.taken.load(Ordering::Acquire);
             let gate = match taken {
                 t if t >= self.count => u64::MAX,
@@ -343,7 +350,7 @@ impl Progress {
             };
             if self.done.load(Ordering::Relaxed) < gate {
                 self.done.fetch_add(1, Ordering::Relaxed);
-                return;
+                return true;
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
@@ -374,6 +381,9 @@ async fn snapshot_shares(
     let (total, count) = (progress.total, progress.count);
     for k in 1..=count {
         while progress.done.load(Ordering::Relaxed) < total * k / (count + 1) {
+            if progress.stopped.load(Ordering::Acquire) {
+                return Ok(k - 1);
+            }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         let id = rados
@@ -412,7 +422,9 @@ async fn object_ops(
     let mut history = Vec::new();
     let last = |h: &Vec<String>| h[h.len().saturating_sub(8)..].to_vec();
     for i in 0..ops {
-        progress.next().await;
+        if !progress.next().await {
+            return Ok(i);
+        }
         let step = choose(&mut rng, &obj.now);
         history.push(describe(&step));
         match step {
@@ -522,6 +534,7 @@ async fn random_operations_match_the_model() {
         count: snapshots,
         done: AtomicU64::new(0),
         taken: AtomicU64::new(0),
+        stopped: Default::default(),
     });
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..objects {
@@ -547,7 +560,10 @@ async fn random_operations_match_the_model() {
     while let Some(r) = tasks.join_next().await {
         match r.expect("a task") {
             Ok(n) => ops += n,
-            Err(e) => failures.push(e),
+            Err(e) => {
+                progress.stopped.store(true, Ordering::Release);
+                failures.push(e)
+            }
         }
     }
     // Failed tasks may leave shares undone: the snapshots wait no more.
@@ -555,7 +571,10 @@ async fn random_operations_match_the_model() {
     if let Ok(Err(e)) = snapper.await {
         failures.push(e);
     }
-    assert!(failures.is_empty(), "seed {seed}: {failures:#?}");
+    assert!(
+        failures.is_empty(),
+        "seed {seed}, pool {pool} (kept, with its snapshots): {failures:#?}"
+    );
     assert_eq!(ops, total);
     let taken = snaps.read().await.snapc.seq;
     assert!(taken > 0 || snapshots == 0, "no snapshot was taken");
