@@ -310,6 +310,12 @@ osd_fast_shutdown = false
 # as for a disk: a restarted OSD then recovers a few objects a second, and
 # writes to its degraded objects wait on that
 osd_recovery_sleep_hdd = 0
+# memstore's page sets: its default bufferlist objects' clone of a whole
+# source replaces the target's data (BufferlistObject::clone), and a
+# recovery that clones ranges into an object left clones on the restarted
+# OSD shorter than their size (deep-scrub: "candidate size 157202 info size
+# 240676 mismatch"; librados read them short)
+memstore_page_set = true
 
 [client]
 keyring = $KEYRING

@@ -608,31 +608,19 @@ librados_c() {
   fi
 }
 
-# The model workload (tests/live_model.rs): 20000 operations with
-# self-managed snapshots (rollbacks, reads at snapshots), then 100000 while
-# osd.1 is stopped and started again (memstore: it comes back with what it
-# had and recovers the rest from its peers): every read matches the model,
-# every acknowledged write is there. The restarted run takes no snapshots:
-# with them, Ceph's recovery leaves clones on the restarted memstore OSD
-# shorter than their size (deep-scrub: "candidate size 157202 info size
-# 240676 mismatch" against the other replica; librados reads them short
-# too). MemStore's clone of a whole source object replaces the target's
-# data (BufferlistObject::clone: `data = srcbl->data`), which recovery's
-# clone_range hits. The seed is printed; MSGR_TEST_MODEL_SEED replays a run.
+# The model workload (tests/live_model.rs): 100000 operations with
+# self-managed snapshots (rollbacks, reads at snapshots) while osd.1 is
+# stopped and started again (memstore: it comes back with what it had and
+# recovers the rest from its peers): every read matches the model, every
+# acknowledged write is there. (The clusters use memstore's page sets: with
+# its bufferlist objects, that recovery left short clones; see
+# pacific-cluster.sh.) The seed is printed; MSGR_TEST_MODEL_SEED replays a
+# run.
 model_restart() {
   local r=$1 c dir seed=$RANDOM; c=$(conf "$r")
   dir=$([[ $r == pacific ]] && echo "$PDIR" || echo "$TDIR")
-  if (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_MODEL_SEED=$seed \
-      MSGR_TEST_MODEL_OPS=20000 MSGR_TEST_MODEL_OBJECTS=32 \
-      cargo test --release -p msgr-rados --test live_model -- --ignored --nocapture) \
-      > "$OUT/model-snaps-$r.out" 2>&1; then
-    log "ok: $r: $(grep -o 'seed [0-9]*: [0-9]* ops.*' "$OUT/model-snaps-$r.out")"
-  else
-    fail "$r: the model workload with snapshots (seed $seed):"
-    grep -E 'panicked|seed|model' "$OUT/model-snaps-$r.out" | head -20 >&2
-  fi
   (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_MODEL_SEED=$seed \
-      MSGR_TEST_MODEL_OPS=100000 MSGR_TEST_MODEL_OBJECTS=32 MSGR_TEST_MODEL_SNAPS=0 \
+      MSGR_TEST_MODEL_OPS=100000 MSGR_TEST_MODEL_OBJECTS=32 \
       cargo test --release -p msgr-rados --test live_model -- --ignored --nocapture) \
     > "$OUT/model-$r.out" 2>&1 &
   local work=$!
