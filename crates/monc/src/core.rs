@@ -990,6 +990,22 @@ impl MonCore {
 }
 
 #[cfg(test)]
+impl MonCore {
+    /// Tests: the connection this core dials at `now`, its session up.
+    pub(crate) fn test_session(&mut self, now: Instant) -> ConnId {
+        self.handle_timeout(now);
+        let conn = std::iter::from_fn(|| self.poll_transmit())
+            .find_map(|t| match t {
+                Transmit::Connect { conn, .. } => Some(conn),
+                _ => None,
+            })
+            .expect("a monitor dialled");
+        self.handle_connect(conn, now);
+        conn
+    }
+}
+
+#[cfg(test)]
 #[path = "core_tests.rs"]
 mod tests;
 

@@ -230,14 +230,7 @@ mod tests {
             vec![addrs],
         );
         let now = Instant::now();
-        core.handle_timeout(now);
-        let conn = std::iter::from_fn(|| core.poll_transmit())
-            .find_map(|t| match t {
-                Transmit::Connect { conn, .. } => Some(conn),
-                _ => None,
-            })
-            .unwrap();
-        core.handle_connect(conn, now);
+        let conn = core.test_session(now);
         while core.poll_transmit().is_some() {}
         (core, conn, now)
     }
@@ -279,14 +272,7 @@ mod tests {
         // A new session subscribes again.
         core.handle_reset(conn);
         let later = now + Duration::from_secs(5);
-        core.handle_timeout(later);
-        let conn2 = std::iter::from_fn(|| core.poll_transmit())
-            .find_map(|t| match t {
-                Transmit::Connect { conn, .. } => Some(conn),
-                _ => None,
-            })
-            .unwrap();
-        core.handle_connect(conn2, later);
+        let conn2 = core.test_session(later);
         assert!(subscribed(&mut core).contains(&"log-info".to_string()));
         // An unreadable MLog is named, and queues nothing.
         let mut bad = mlog(0..1);
@@ -353,14 +339,7 @@ mod tests {
         // A new session subscribes at the level followed now.
         core.handle_reset(conn);
         let later = now + Duration::from_secs(5);
-        core.handle_timeout(later);
-        let conn2 = std::iter::from_fn(|| core.poll_transmit())
-            .find_map(|t| match t {
-                Transmit::Connect { conn, .. } => Some(conn),
-                _ => None,
-            })
-            .unwrap();
-        core.handle_connect(conn2, later);
+        core.test_session(later);
         assert!(subscribed(&mut core).contains(&"log-debug".to_string()));
     }
 }

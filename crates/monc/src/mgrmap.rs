@@ -106,14 +106,7 @@ mod tests {
         }
         let mut core = MonCore::new(cfg, vec![addrs]);
         let now = Instant::now();
-        core.handle_timeout(now);
-        let conn = std::iter::from_fn(|| core.poll_transmit())
-            .find_map(|t| match t {
-                Transmit::Connect { conn, .. } => Some(conn),
-                _ => None,
-            })
-            .unwrap();
-        core.handle_connect(conn, now);
+        let conn = core.test_session(now);
         let subs = std::iter::from_fn(|| core.poll_transmit())
             .filter_map(|t| match t {
                 Transmit::Send {
