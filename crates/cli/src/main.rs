@@ -474,15 +474,22 @@ fn mgr(opts: &msgr_cli::identity::ClusterOpts, target: Option<&str>, json: &str)
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match rt.block_on(msgr_cli::mgr_cmd::run(opts, target, json)) {
+    Ok(mon_printed(rt.block_on(msgr_cli::mgr_cmd::run(
+        opts, target, json,
+    ))))
+}
+
+/// What `msgr mon` prints of a finished request, and its exit code.
+fn mon_printed(done: Result<msgr_cli::mon::MonOutput, String>) -> ExitCode {
+    match done {
         Ok(out) => {
             out!("{}", out.stdout);
             eprint!("{}", out.stderr);
-            Ok(ExitCode::from(out.code))
+            ExitCode::from(out.code)
         }
         Err(e) => {
             eprintln!("msgr mon: {e}");
-            Ok(ExitCode::from(1))
+            ExitCode::from(1)
         }
     }
 }
@@ -508,15 +515,6 @@ fn mon(a: MonArgs, ms: MsOptions) -> Res<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match rt.block_on(msgr_cli::mon::run(&opts, action, a.json)) {
-        Ok(out) => {
-            out!("{}", out.stdout);
-            eprint!("{}", out.stderr);
-            Ok(ExitCode::from(out.code))
-        }
-        Err(e) => {
-            eprintln!("msgr mon: {e}");
-            Ok(ExitCode::from(1))
-        }
+    Ok(mon_printed(rt.block_on(msgr_cli::mon::run(&opts, action, a.json))))
     }
 }

@@ -32,12 +32,5 @@ pub async fn run(opts: &ClusterOpts, target: Option<&str>, cmd: &str) -> Result<
     };
     rados.shutdown().await;
     let r = r.map_err(|e| e.to_string())?;
-    Ok(MonOutput {
-        stdout: String::from_utf8_lossy(&r.output).into_owned(),
-        stderr: match r.rs.is_empty() {
-            true => String::new(),
-            false => format!("{}\n", r.rs),
-        },
-        code: if r.r < 0 { (-r.r).min(255) as u8 } else { 0 },
-    })
+    Ok(MonOutput::of_reply(r.r, &r.rs, &r.output))
 }

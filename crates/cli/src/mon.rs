@@ -27,6 +27,21 @@ pub struct MonOutput {
     pub code: u8,
 }
 
+impl MonOutput {
+    /// A command's reply as `ceph` prints it: the output on stdout, the
+    /// status on stderr, the errno as the exit code.
+    pub fn of_reply(r: i32, rs: &str, output: &[u8]) -> MonOutput {
+        MonOutput {
+            stdout: String::from_utf8_lossy(output).into_owned(),
+            stderr: match rs.is_empty() {
+                true => String::new(),
+                false => format!("{rs}\n"),
+            },
+            code: if r < 0 { (-r).min(255) as u8 } else { 0 },
+        }
+    }
+}
+
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn run(
@@ -60,14 +75,7 @@ async fn command(mc: &MonClient, cmd: &str) -> Result<MonOutput, String> {
         .command(cmd, Bytes::new(), COMMAND_TIMEOUT)
         .await
         .map_err(describe)?;
-    Ok(MonOutput {
-        stdout: String::from_utf8_lossy(&r.output).into_owned(),
-        stderr: match r.rs.is_empty() {
-            true => String::new(),
-            false => format!("{}\n", r.rs),
-        },
-        code: if r.r < 0 { (-r.r).min(255) as u8 } else { 0 },
-    })
+    Ok(MonOutput::of_reply(r.r, &r.rs, &r.output))
 }
 
 async fn status(mc: &MonClient, as_json: bool) -> Result<MonOutput, String> {
