@@ -79,9 +79,12 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod aio;
 mod capi;
+mod capi_aio;
 mod cluster;
 
+pub use aio::{Callback, Completion, Finisher, Writes};
 pub use capi::{IoctxT, RadosT, VERSION};
 pub use cluster::{
     block_on, errno_of, mon_errno, Cluster, CommandOutput, Io, BLOCKING_THREADS,
