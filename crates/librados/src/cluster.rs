@@ -306,6 +306,20 @@ impl Io {
         rados.pool_reverse_lookup(self.pool()).ok_or(-libc::ENOENT)
     }
 
+    /// The connected client, -ENOTCONN if the handle was shut down.
+    pub fn rados(&self) -> Result<Arc<Rados>, i32> {
+        self.rados.upgrade().ok_or(-libc::ENOTCONN)
+    }
+
+    /// Runs `fut` on the handle's runtime, waiting for it.
+    pub fn block<F>(&self, fut: F) -> Result<F::Output, i32>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        block_on(&self.rt, fut)
+    }
+
     /// Runs an op of this context, `f` of a copy of it, waiting for its
     /// result; errors as librados's errnos.
     pub fn run<F, Fut, T>(&self, f: F) -> Result<T, i32>

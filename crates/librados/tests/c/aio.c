@@ -1,10 +1,12 @@
 /*
- * librados's asynchronous C API (rados_aio_*), end to end, against a
- * cluster (CEPH_CONF, pool "test"). Compiled against Ceph's librados.h and
- * run by scripts/interop/librados-c.sh linked to Ceph's librados.so.2 and
- * to ours; the two outputs (stdout) must be the same. Only what both
+ * librados's asynchronous C API (rados_aio_*), rados_ioctx_pool_stat and
+ * rados_cluster_stat, end to end, against a cluster (CEPH_CONF, pool
+ * "test"). Compiled against Ceph's librados.h and run by
+ * scripts/interop/librados-c.sh linked to Ceph's librados.so.2 and to
+ * ours; the two outputs (stdout) must be the same. Only what both
  * libraries must agree on is printed; the rest is printed as checks
- * ("... ok: 1"). The handle's thread count goes to stderr.
+ * ("... ok: 1"). The handle's thread count and the usage figures go to
+ * stderr.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -283,6 +285,27 @@ int main(void)
 	       rados_aio_get_return_value(s[0].c));
 	rados_aio_release(s[0].c);
 	SHOW("remove", rados_remove(io, obj[0]));
+
+	/* Usage, as the monitors have it from the mgr (values change between
+	 * runs: only their consistency is checked). */
+	{
+		struct rados_pool_stat_t ps;
+		struct rados_cluster_stat_t cs;
+		memset(&ps, 0xff, sizeof ps);
+		memset(&cs, 0xff, sizeof cs);
+		SHOW("ioctx_pool_stat", rados_ioctx_pool_stat(io, &ps));
+		CHECK("pool_stat kb", ps.num_kb == (ps.num_bytes + 1023) >> 10);
+		CHECK("pool_stat copies", ps.num_object_copies >= ps.num_objects &&
+		      ps.num_objects < (1ull << 40) && ps.num_user_bytes <= ps.num_bytes &&
+		      ps.compressed_bytes_alloc < (1ull << 50));
+		SHOW("cluster_stat", rados_cluster_stat(c, &cs));
+		CHECK("cluster_stat", cs.kb > 0 && cs.kb_used <= cs.kb && cs.kb_avail <= cs.kb &&
+		      cs.num_objects < (1ull << 40));
+		fprintf(stderr, "pool test: %llu objects %llu bytes; cluster: %llu kB, %llu used, %llu objects\n",
+			(unsigned long long)ps.num_objects, (unsigned long long)ps.num_bytes,
+			(unsigned long long)cs.kb, (unsigned long long)cs.kb_used,
+			(unsigned long long)cs.num_objects);
+	}
 
 	fprintf(stderr, "threads: %d\n", threads());
 	rados_ioctx_destroy(io);
