@@ -280,6 +280,26 @@ impl Io {
     /// when it ends, `deliver` makes its result the completion's return
     /// value (copying outputs to the caller's memory first). A mutation
     /// (`write`) is waited for by [`Io::flush`].
+    ///
+    /// What `rados_aio_write_full` then `rados_aio_wait_for_complete` do:
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use rados::{Cluster, Completion};
+    ///
+    /// # fn f(cluster: &Cluster) -> Result<(), i32> {
+    /// let io = cluster.ioctx("test")?;
+    /// let c = Arc::new(Completion::new(std::ptr::null_mut(), None, None));
+    /// io.aio(
+    ///     Arc::clone(&c),
+    ///     true,
+    ///     |ctx| async move { ctx.write_full(b"greeting", "hello".into()).await },
+    ///     |()| 0,
+    /// );
+    /// c.wait();
+    /// assert_eq!(c.return_value(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn aio<F, Fut, T, D>(&self, c: Arc<Completion>, write: bool, f: F, deliver: D)
     where
         F: FnOnce(msgr_rados::IoCtx) -> Fut,
