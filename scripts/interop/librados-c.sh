@@ -17,8 +17,9 @@
 #    values and callbacks); each program also checks what does not print
 #    the same twice (ids, times, threads). The handles' thread counts are
 #    shown.
-# 4. Both ways: an object and an xattr written through our library are
-#    read by Ceph's `rados` tool, and the reverse.
+# 4. Both ways: an object and an xattr written through our library (by
+#    synchronous calls, then by aio calls) are read by Ceph's `rados`
+#    tool, and the reverse.
 #
 # Ceph's side runs with Debian's librados (16) on the host; with
 # MSGR_TEST_RELEASE=tentacle (Ceph 20 keys are aes256k, which librados 16
@@ -140,6 +141,27 @@ got="$(ours getxattr "$obj" user.by)"
 ours rm "$obj"
 if eval "$RADOS -p test stat $obj" 2>/dev/null; then
     echo "FAIL: rados still finds $obj after ours removed it"
+    exit 1
+fi
+# The same through aio calls (tests/c/aio.c's one-call mode).
+aio() { "$WORK/aio-ours" "$@"; }
+aio put "$obj" "aio by ours"
+aio append "$obj" "+more"
+got="$(eval "$RADOS -p test get $obj -")"
+[ "$got" = "aio by ours+more" ] || { echo "FAIL: rados get read '$got' (aio)"; exit 1; }
+eval "$RADOS -p test rm $obj"
+eval "echo -n 'aio read of rados' | $RADOS -p test put $obj -"
+got="$(aio get "$obj")"
+[ "$got" = "aio read of rados" ] || { echo "FAIL: ours aio read '$got'"; exit 1; }
+got="$(aio stat "$obj")"
+[ "$got" = 17 ] || { echo "FAIL: ours aio stat '$got'"; exit 1; }
+aio rm "$obj"
+if eval "$RADOS -p test stat $obj" 2>/dev/null; then
+    echo "FAIL: rados still finds $obj after ours removed it (aio)"
+    exit 1
+fi
+if aio stat "$obj" 2>/dev/null; then
+    echo "FAIL: ours aio stat finds $obj removed"
     exit 1
 fi
 echo "OK"
