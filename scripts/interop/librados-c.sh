@@ -7,16 +7,19 @@
 #    (LIBRADOS_PRIVATE, LIBRADOS_14.2.0), only rados_* functions exported,
 #    each bound to the same version as in Ceph's library
 #    (/usr/lib/x86_64-linux-gnu/librados.so.2, Debian's librados2).
-# 2. Compiles crates/librados/tests/c/basic.c against Ceph's librados.h
+# 2. Compiles each program of crates/librados/tests/c (basic.c: the
+#    synchronous calls; aio.c: rados_aio_*) against Ceph's librados.h
 #    (Debian's librados-dev) three times: linked to Ceph's library, to
 #    ours, and statically to ours (librados.a).
 # 3. Runs them on the cluster and diffs their outputs (what librados
 #    returns for each call, values read back, monitor command replies,
-#    8 threads on one I/O context); the program itself also checks what
-#    does not print the same twice (ids, times). The handles' thread
-#    counts are shown.
-# 4. Both ways: an object and an xattr written through our library are
-#    read by Ceph's `rados` tool, and the reverse.
+#    8 threads on one I/O context; 16 aio ops in flight, their return
+#    values and callbacks); each program also checks what does not print
+#    the same twice (ids, times, threads). The handles' thread counts are
+#    shown.
+# 4. Both ways: an object and an xattr written through our library (by
+#    synchronous calls, then by aio calls) are read by Ceph's `rados`
+#    tool, and the reverse.
 #
 # Ceph's side runs with Debian's librados (16) on the host; with
 # MSGR_TEST_RELEASE=tentacle (Ceph 20 keys are aes256k, which librados 16
@@ -32,7 +35,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 ROOT="$(cd "$HERE/../.." && pwd -P)"
 : "${CEPH_CONF:?set CEPH_CONF to the ceph.conf of the cluster}"
 CEPH_LIB=/usr/lib/x86_64-linux-gnu/librados.so.2
-SRC="$ROOT/crates/librados/tests/c/basic.c"
+SRCDIR="$ROOT/crates/librados/tests/c"
+PROGRAMS="basic aio"
 WORK="$(mktemp -d /tmp/librados-c.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -69,50 +73,53 @@ done < "$WORK/ours.syms"
 echo "$n functions exported, each at Ceph's version node"
 [ "$fail" = 0 ] || { echo "FAIL: symbols"; exit 1; }
 
-echo "== compile"
-cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-ceph" "$SRC" "$CEPH_LIB"
-cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-ours" "$SRC" "$OURS" -Wl,-rpath,"$WORK"
-ldd "$WORK/basic-ours" | grep -q "librados.so.2 => $WORK/librados.so.2" ||
-    { echo "basic-ours does not load our library"; ldd "$WORK/basic-ours"; exit 1; }
-# Ours again, linked statically (the staticlib: no librados.so at run time).
-cc -Wall -Wextra -Werror -pthread -o "$WORK/basic-static" "$SRC" "$TARGET/release/librados.a" -ldl -lm -lgcc_s
-if ldd "$WORK/basic-static" | grep -q rados; then
-    echo "basic-static loads a librados"
-    exit 1
-fi
+for prog in $PROGRAMS; do
+    SRC="$SRCDIR/$prog.c"
+    echo "== compile $prog"
+    cc -Wall -Wextra -Werror -pthread -o "$WORK/$prog-ceph" "$SRC" "$CEPH_LIB"
+    cc -Wall -Wextra -Werror -pthread -o "$WORK/$prog-ours" "$SRC" "$OURS" -Wl,-rpath,"$WORK"
+    ldd "$WORK/$prog-ours" | grep "librados.so.2 => $WORK/librados.so.2" >/dev/null ||
+        { echo "$prog-ours does not load our library"; ldd "$WORK/$prog-ours"; exit 1; }
+    # Ours again, linked statically (the staticlib: no librados.so at run time).
+    cc -Wall -Wextra -Werror -pthread -o "$WORK/$prog-static" "$SRC" "$TARGET/release/librados.a" -ldl -lm -lgcc_s
+    if ldd "$WORK/$prog-static" | grep -q rados; then
+        echo "$prog-static loads a librados"
+        exit 1
+    fi
 
-echo "== run on $CEPH_CONF (${MSGR_TEST_RELEASE:-pacific})"
-if [ "${MSGR_TEST_RELEASE:-}" = tentacle ]; then
-    TDIR="${TENTACLE_CHROOT:-/var/tmp/ceph-tentacle}"
-    bin="librados-c-$$"
-    cp "$WORK/basic-ceph" "$TDIR/tmp/$bin"
+    echo "== run $prog on $CEPH_CONF (${MSGR_TEST_RELEASE:-pacific})"
+    if [ "${MSGR_TEST_RELEASE:-}" = tentacle ]; then
+        TDIR="${TENTACLE_CHROOT:-/var/tmp/ceph-tentacle}"
+        bin="librados-c-$$"
+        cp "$WORK/$prog-ceph" "$TDIR/tmp/$bin"
+        rc=0
+        TENTACLE_BIND="$(dirname "$CEPH_CONF")" timeout 300 "$ROOT/scripts/ceph/tentacle.sh" run \
+            "/tmp/$bin" > "$WORK/out-ceph" 2> "$WORK/err-ceph" || rc=$?
+        rm -f "$TDIR/tmp/$bin"
+    else
+        rc=0
+        timeout 300 "$WORK/$prog-ceph" > "$WORK/out-ceph" 2> "$WORK/err-ceph" || rc=$?
+    fi
+    [ "$rc" = 0 ] || { echo "Ceph's librados run failed ($rc)"; cat "$WORK/out-ceph" "$WORK/err-ceph"; exit 1; }
     rc=0
-    TENTACLE_BIND="$(dirname "$CEPH_CONF")" timeout 300 "$ROOT/scripts/ceph/tentacle.sh" run \
-        "/tmp/$bin" > "$WORK/out-ceph" 2> "$WORK/err-ceph" || rc=$?
-    rm -f "$TDIR/tmp/$bin"
-else
+    timeout 300 "$WORK/$prog-ours" > "$WORK/out-ours" 2> "$WORK/err-ours" || rc=$?
+    [ "$rc" = 0 ] || { echo "our librados run failed ($rc)"; cat "$WORK/out-ours" "$WORK/err-ours"; exit 1; }
+    echo "Ceph's librados: $(tr '\n' ' ' < "$WORK/err-ceph")"
+    echo "ours:            $(tr '\n' ' ' < "$WORK/err-ours")"
+    if ! diff -u "$WORK/out-ceph" "$WORK/out-ours"; then
+        echo "FAIL: outputs differ (- Ceph's librados, + ours)"
+        exit 1
+    fi
+    echo "$prog: same output ($(wc -l < "$WORK/out-ours") lines)"
     rc=0
-    timeout 300 "$WORK/basic-ceph" > "$WORK/out-ceph" 2> "$WORK/err-ceph" || rc=$?
-fi
-[ "$rc" = 0 ] || { echo "Ceph's librados run failed ($rc)"; cat "$WORK/out-ceph" "$WORK/err-ceph"; exit 1; }
-rc=0
-timeout 300 "$WORK/basic-ours" > "$WORK/out-ours" 2> "$WORK/err-ours" || rc=$?
-[ "$rc" = 0 ] || { echo "our librados run failed ($rc)"; cat "$WORK/out-ours" "$WORK/err-ours"; exit 1; }
-echo "Ceph's librados: $(tr '\n' ' ' < "$WORK/err-ceph")"
-echo "ours:            $(tr '\n' ' ' < "$WORK/err-ours")"
-if ! diff -u "$WORK/out-ceph" "$WORK/out-ours"; then
-    echo "FAIL: outputs differ (- Ceph's librados, + ours)"
-    exit 1
-fi
-echo "same output ($(wc -l < "$WORK/out-ours") lines)"
-rc=0
-timeout 300 "$WORK/basic-static" > "$WORK/out-static" 2> "$WORK/err-static" || rc=$?
-[ "$rc" = 0 ] || { echo "our static run failed ($rc)"; cat "$WORK/out-static" "$WORK/err-static"; exit 1; }
-if ! diff -u "$WORK/out-ceph" "$WORK/out-static"; then
-    echo "FAIL: outputs differ (- Ceph's librados, + ours linked statically)"
-    exit 1
-fi
-echo "same output linked statically"
+    timeout 300 "$WORK/$prog-static" > "$WORK/out-static" 2> "$WORK/err-static" || rc=$?
+    [ "$rc" = 0 ] || { echo "our static run failed ($rc)"; cat "$WORK/out-static" "$WORK/err-static"; exit 1; }
+    if ! diff -u "$WORK/out-ceph" "$WORK/out-static"; then
+        echo "FAIL: outputs differ (- Ceph's librados, + ours linked statically)"
+        exit 1
+    fi
+    echo "$prog: same output linked statically"
+done
 
 echo "== both ways: ours writes, Ceph's rados reads; and the reverse"
 RADOS="${MSGR_TEST_RADOS:-rados -c $CEPH_CONF}"
@@ -134,6 +141,27 @@ got="$(ours getxattr "$obj" user.by)"
 ours rm "$obj"
 if eval "$RADOS -p test stat $obj" 2>/dev/null; then
     echo "FAIL: rados still finds $obj after ours removed it"
+    exit 1
+fi
+# The same through aio calls (tests/c/aio.c's one-call mode).
+aio() { "$WORK/aio-ours" "$@"; }
+aio put "$obj" "aio by ours"
+aio append "$obj" "+more"
+got="$(eval "$RADOS -p test get $obj -")"
+[ "$got" = "aio by ours+more" ] || { echo "FAIL: rados get read '$got' (aio)"; exit 1; }
+eval "$RADOS -p test rm $obj"
+eval "echo -n 'aio read of rados' | $RADOS -p test put $obj -"
+got="$(aio get "$obj")"
+[ "$got" = "aio read of rados" ] || { echo "FAIL: ours aio read '$got'"; exit 1; }
+got="$(aio stat "$obj")"
+[ "$got" = 17 ] || { echo "FAIL: ours aio stat '$got'"; exit 1; }
+aio rm "$obj"
+if eval "$RADOS -p test stat $obj" 2>/dev/null; then
+    echo "FAIL: rados still finds $obj after ours removed it (aio)"
+    exit 1
+fi
+if aio stat "$obj" 2>/dev/null; then
+    echo "FAIL: ours aio stat finds $obj removed"
     exit 1
 fi
 echo "OK"

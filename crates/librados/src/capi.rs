@@ -38,20 +38,20 @@ macro_rules! c_try {
 }
 
 /// The cluster behind `p`. Safety: `p` is NULL or a live `rados_t`.
-unsafe fn cluster<'a>(p: RadosT) -> Result<&'a Cluster, c_int> {
+pub(crate) unsafe fn cluster<'a>(p: RadosT) -> Result<&'a Cluster, c_int> {
     // SAFETY: a live rados_t is a Box<Cluster> leaked by rados_create*.
     unsafe { (p as *const Cluster).as_ref() }.ok_or(-libc::EINVAL)
 }
 
 /// The I/O context behind `p`. Safety: `p` is NULL or a live `rados_ioctx_t`.
-unsafe fn io<'a>(p: IoctxT) -> Result<&'a Io, c_int> {
+pub(crate) unsafe fn io<'a>(p: IoctxT) -> Result<&'a Io, c_int> {
     // SAFETY: a live rados_ioctx_t is a Box<Io> leaked by rados_ioctx_create*.
     unsafe { (p as *const Io).as_ref() }.ok_or(-libc::EINVAL)
 }
 
 /// A C string's bytes, -EINVAL if NULL. Safety: `p` is NULL or
 /// NUL-terminated, alive for the call.
-unsafe fn bytes_of<'a>(p: *const c_char) -> Result<&'a [u8], c_int> {
+pub(crate) unsafe fn bytes_of<'a>(p: *const c_char) -> Result<&'a [u8], c_int> {
     if p.is_null() {
         return Err(-libc::EINVAL);
     }
@@ -91,7 +91,7 @@ unsafe fn slice_of<'a>(p: *const c_char, len: usize) -> Result<&'a [u8], c_int> 
 
 /// Copies `data` to `buf`, which has room for it. Safety: `buf` points to
 /// at least `data.len()` writable bytes.
-unsafe fn copy_to(buf: *mut c_char, data: &[u8]) {
+pub(crate) unsafe fn copy_to(buf: *mut c_char, data: &[u8]) {
     if !data.is_empty() {
         // SAFETY: room checked by the caller; the regions cannot overlap
         // (data is ours).
@@ -118,7 +118,7 @@ unsafe fn put_cstr(buf: *mut c_char, maxlen: usize, s: &str) -> c_int {
 }
 
 /// Writes `v` to `p` unless NULL. Safety: `p` is NULL or writable.
-unsafe fn set<T>(p: *mut T, v: T) {
+pub(crate) unsafe fn set<T>(p: *mut T, v: T) {
     if !p.is_null() {
         // SAFETY: non-NULL and writable by the caller's contract.
         unsafe { p.write(v) };
@@ -735,7 +735,7 @@ const MAX_WRITE: usize = (u32::MAX / 2) as usize;
 /// The context, the object's name and the data of a write.
 ///
 /// Safety: as the C functions' contracts.
-unsafe fn write_args<'a>(
+pub(crate) unsafe fn write_args<'a>(
     io: IoctxT,
     oid: *const c_char,
     buf: *const c_char,

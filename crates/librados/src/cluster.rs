@@ -10,6 +10,8 @@ use msgr_monc::MonError;
 use msgr_rados::{IoCtx, Rados, RadosConfig, RadosError};
 use tokio::runtime::{Handle, Runtime};
 
+use crate::aio::{Finisher, Writes};
+
 /// The tokio worker threads each cluster handle runs (the messengers'
 /// connections, the monitor session, the objecter's timers).
 pub const WORKER_THREADS: usize = 2;
@@ -100,6 +102,7 @@ struct State {
 pub struct Cluster {
     rt: Runtime,
     state: Mutex<State>,
+    finisher: Arc<Finisher>,
 }
 
 /// A reply to a monitor command: its result, output and status line.
@@ -131,6 +134,7 @@ impl Cluster {
                 rados: None,
                 mon_timeout: MON_COMMAND_TIMEOUT,
             }),
+            finisher: Arc::new(Finisher::default()),
         })
     }
 
@@ -235,6 +239,8 @@ impl Cluster {
             rt: self.rt.handle().clone(),
             rados: Arc::downgrade(&rados),
             io: RwLock::new(io),
+            finisher: Arc::clone(&self.finisher),
+            writes: Arc::new(Writes::default()),
         })
     }
 
@@ -246,7 +252,9 @@ impl Cluster {
     }
 
     /// Closes the sessions and stops the runtime's threads
-    /// (`rados_shutdown`). I/O contexts left open fail with -ENOTCONN.
+    /// (`rados_shutdown`), then the finisher thread, once it has run the
+    /// callbacks queued (an op still in flight completes with -ENOTCONN).
+    /// I/O contexts left open fail with -ENOTCONN.
     pub fn shutdown(self) {
         let rados = self.state().rados.take();
         if let Some(rados) = rados.and_then(|r| Arc::try_unwrap(r).ok()) {
@@ -258,6 +266,7 @@ impl Cluster {
         } else {
             self.rt.shutdown_timeout(Duration::from_secs(5));
         }
+        self.finisher.shutdown();
     }
 }
 
@@ -267,9 +276,11 @@ impl Cluster {
 /// `rados_ioctx_locator_set_key` (librados: not to be changed while ops on
 /// the context are in flight in other threads; here it is safe anyway).
 pub struct Io {
-    rt: Handle,
+    pub(crate) rt: Handle,
     rados: Weak<Rados>,
     io: RwLock<IoCtx>,
+    pub(crate) finisher: Arc<Finisher>,
+    pub(crate) writes: Arc<Writes>,
 }
 
 impl Io {
@@ -293,6 +304,20 @@ impl Io {
     pub fn pool_name(&self) -> Result<String, i32> {
         let rados = self.rados.upgrade().ok_or(-libc::ENOTCONN)?;
         rados.pool_reverse_lookup(self.pool()).ok_or(-libc::ENOENT)
+    }
+
+    /// The connected client, -ENOTCONN if the handle was shut down.
+    pub fn rados(&self) -> Result<Arc<Rados>, i32> {
+        self.rados.upgrade().ok_or(-libc::ENOTCONN)
+    }
+
+    /// Runs `fut` on the handle's runtime, waiting for it.
+    pub fn block<F>(&self, fut: F) -> Result<F::Output, i32>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        block_on(&self.rt, fut)
     }
 
     /// Runs an op of this context, `f` of a copy of it, waiting for its

@@ -12,7 +12,7 @@
 //! (`librados.a`, named after the library, `rados`) is the same code for
 //! static linking.
 //!
-//! # What is exported (this first slice)
+//! # What is exported
 //! - the handle: `rados_version`, `rados_create`, `rados_create2`,
 //!   `rados_conf_read_file`, `rados_conf_set`, `rados_conf_get`,
 //!   `rados_conf_parse_argv`, `rados_conf_parse_argv_remainder`,
@@ -28,7 +28,33 @@
 //! - objects: `rados_write`, `rados_write_full`, `rados_append`,
 //!   `rados_read`, `rados_remove`, `rados_trunc`, `rados_stat`,
 //!   `rados_getxattr`, `rados_setxattr`, `rados_rmxattr`;
-//! - commands: `rados_mon_command`, `rados_buffer_free`.
+//! - commands: `rados_mon_command`, `rados_buffer_free`;
+//! - usage: `rados_ioctx_pool_stat` (at version `LIBRADOS_14.2.0`, as
+//!   Ceph's default binding; see `capi_stat.rs`), `rados_cluster_stat`;
+//! - asynchronous I/O: `rados_aio_create_completion`,
+//!   `rados_aio_create_completion2`, `rados_aio_release`,
+//!   `rados_aio_wait_for_complete`, `rados_aio_wait_for_safe`,
+//!   `rados_aio_is_complete`, `rados_aio_is_safe`,
+//!   `rados_aio_get_return_value`, `rados_aio_write`,
+//!   `rados_aio_write_full`, `rados_aio_append`, `rados_aio_read`,
+//!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`.
+//!
+//! An aio call returns 0 once its op is submitted; the op's result is the
+//! completion's return value. A write's data is copied at submission
+//! (the caller may reuse its buffer at once); a read's buffer and a
+//! stat's outputs are written before the op completes and must stay
+//! valid until then. When an op ends, its completion is marked complete
+//! and its callbacks ("complete" then "safe", each at most once) run on
+//! the handle's finisher thread. `rados_aio_wait_for_*` return once the
+//! op is complete and its callbacks have returned (librados's return as
+//! soon as it is complete, its callbacks possibly still running; only a
+//! callback waiting for the waiting thread tells them apart, which
+//! deadlocks with ours; called from a callback, they return at once).
+//! A NULL handle or completion is -EINVAL (librados would crash).
+//! `rados_aio_flush` waits until every write, append and
+//! remove submitted on the context before it is complete. An op still in
+//! flight at `rados_shutdown` completes with -ENOTCONN; its callbacks run
+//! if the finisher is still up.
 //!
 //! Each returns what librados returns (src/librados/librados_c.cc): 0 or
 //! a length, or a negative errno (-ENOTCONN before `rados_connect`,
@@ -45,15 +71,22 @@
 //! a dozen per handle.) A C call runs its work on the handle's runtime and
 //! waits for it on the caller's thread, never running the client on the
 //! caller's thread, so a caller inside a runtime of its own is fine.
+//! The first aio op starts the handle's finisher thread (Ceph's
+//! librados's finisher too), which runs the completions' callbacks in the
+//! order their ops ended, and ends at `rados_shutdown` after running what
+//! was queued: a callback never runs on a runtime worker or a messenger
+//! shard, so a callback may block or call the library.
 //! Once connected, a handle and its I/O contexts may be used from any
 //! number of threads at once, as librados documents.
 //!
 //! # What is missing
-//! - The rest of the 153 functions Python's `rados` module imports (aio
-//!   and completions with their finisher thread, watch/notify, the
-//!   read/write op builders, listing, snapshots, locks, the other
-//!   commands, stats): `import rados` needs all of them, so it does not
-//!   load this library yet.
+//! - The rest of the 153 functions Python's `rados` module imports (the
+//!   other aio calls, e.g. `rados_aio_cancel`, `_and_cb` waits, aio
+//!   xattrs and exec; watch/notify, the read/write op builders, listing,
+//!   snapshots, locks, the other commands): `import rados` needs all of
+//!   them, so it does not load this library yet.
+//! - `rados_ioctx_pool_stat`'s older "Base" binding (a shorter struct, for
+//!   binaries linked before Nautilus) is not provided.
 //! - `rados_conf_set` takes any option name (librados answers -ENOENT
 //!   for an option it does not know); `rados_conf_get` answers -ENOENT for
 //!   an option nothing sets, where librados returns Ceph's default (only
@@ -67,22 +100,21 @@
 //! - `rados_get_instance_id` is 0 on a cluster with auth none (the global
 //!   id is kept from cephx only).
 //! - Namespaces and locator keys that are not UTF-8 are taken lossily.
-//! - `rados_ioctx_pool_stat` must be bound to `LIBRADOS_14.2.0` (Python's
-//!   module asks for it there): a version script cannot do it here (rustc
-//!   adds its own script, which lists every exported function
-//!   unversioned), but `.symver` can: `global_asm!(".symver
-//!   _rados_ioctx_pool_stat, rados_ioctx_pool_stat@@LIBRADOS_14.2.0")`
-//!   binds an exported `_rados_ioctx_pool_stat` there (tried: `objdump
-//!   -T` then shows `LIBRADOS_14.2.0 rados_ioctx_pool_stat`). Also
-//!   unlike Ceph's, our `LIBRADOS_14.2.0` node does not name
+//! - Unlike Ceph's, our `LIBRADOS_14.2.0` node does not name
 //!   `LIBRADOS_PRIVATE` as its parent (the loader does not read it).
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod aio;
 mod capi;
+mod capi_aio;
+mod capi_stat;
 mod cluster;
 
+pub use aio::{Callback, Completion, Finisher, Writes};
 pub use capi::{IoctxT, RadosT, VERSION};
+pub use capi_aio::CompletionT;
+pub use capi_stat::{RadosClusterStatT, RadosPoolStatT};
 pub use cluster::{
     block_on, errno_of, mon_errno, Cluster, CommandOutput, Io, BLOCKING_THREADS,
     MON_COMMAND_TIMEOUT, WORKER_THREADS,
