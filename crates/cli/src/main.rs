@@ -474,9 +474,9 @@ fn mgr(opts: &msgr_cli::identity::ClusterOpts, target: Option<&str>, json: &str)
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    Ok(mon_printed(rt.block_on(msgr_cli::mgr_cmd::run(
-        opts, target, json,
-    ))))
+    Ok(mon_printed(
+        rt.block_on(msgr_cli::mgr_cmd::run(opts, target, json)),
+    ))
 }
 
 /// What `msgr mon` prints of a finished request, and its exit code.
@@ -515,6 +515,7 @@ fn mon(a: MonArgs, ms: MsOptions) -> Res<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    Ok(mon_printed(rt.block_on(msgr_cli::mon::run(&opts, action, a.json))))
-    }
+    Ok(mon_printed(
+        rt.block_on(msgr_cli::mon::run(&opts, action, a.json)),
+    ))
 }
