@@ -602,7 +602,7 @@ librados_c() {
   esac
   if CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_RADOS=$rados "$HERE/librados-c.sh" \
       > "$OUT/librados-c-$r.out" 2>&1; then
-    log "ok: $r: our librados.so.2 against Ceph's: $(grep -E '^(same output \(|[0-9]+ functions)' "$OUT/librados-c-$r.out" | tr '\n' ' ')"
+    log "ok: $r: our librados.so.2 against Ceph's: $(grep -E '(same output \(|^[0-9]+ functions)' "$OUT/librados-c-$r.out" | tr '\n' ' ')"
   else
     fail "$r: our librados.so.2 against Ceph's:"; tail -30 "$OUT/librados-c-$r.out" >&2
   fi
