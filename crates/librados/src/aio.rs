@@ -15,14 +15,9 @@
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::ffi::c_void;
-use std::future::Future;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-
-use msgr_rados::RadosError;
-
-use crate::cluster::{errno_of, Io};
 
 /// librados.h's `rados_callback_t`: `void (*)(rados_completion_t, void *)`.
 pub type Callback = unsafe extern "C" fn(*mut c_void, *mut c_void);
@@ -115,7 +110,7 @@ impl Completion {
 
     /// Ends the op with `rv`; the callbacks go to `finisher`. With no
     /// finisher left (the handle shut down), the callbacks are not called.
-    fn finish(self: Arc<Self>, rv: i32, finisher: &Finisher) {
+    pub(crate) fn finish(self: Arc<Self>, rv: i32, finisher: &Finisher) {
         let has_callbacks = self.on_complete.is_some() || self.on_safe.is_some();
         {
             let mut st = self.lock();
@@ -230,7 +225,7 @@ impl Writes {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn begin(&self) -> u64 {
+    pub(crate) fn begin(&self) -> u64 {
         let mut st = self.lock();
         let seq = st.0;
         st.0 = seq.wrapping_add(1);
@@ -238,7 +233,7 @@ impl Writes {
         seq
     }
 
-    fn end(&self, seq: u64) {
+    pub(crate) fn end(&self, seq: u64) {
         self.lock().1.remove(&seq);
         self.cond.notify_all();
     }
@@ -250,90 +245,6 @@ impl Writes {
         while st.1.first().is_some_and(|&s| s < upto) {
             st = self.cond.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-    }
-}
-
-/// Ends an op exactly once: with its result, or, if its task is dropped
-/// unfinished (the handle shut down), with -ENOTCONN.
-struct Done {
-    c: Option<Arc<Completion>>,
-    finisher: Arc<Finisher>,
-    writes: Option<(Arc<Writes>, u64)>,
-    rv: i32,
-}
-
-impl Drop for Done {
-    fn drop(&mut self) {
-        // Complete first: what rados_aio_flush waited for is complete
-        // when it returns.
-        if let Some(c) = self.c.take() {
-            c.finish(self.rv, &self.finisher);
-        }
-        if let Some((w, seq)) = self.writes.take() {
-            w.end(seq);
-        }
-    }
-}
-
-impl Io {
-    /// Starts op `f` of a copy of this context on the handle's runtime;
-    /// when it ends, `deliver` makes its result the completion's return
-    /// value (copying outputs to the caller's memory first). A mutation
-    /// (`write`) is waited for by [`Io::flush`].
-    ///
-    /// What `rados_aio_write_full` then `rados_aio_wait_for_complete` do:
-    ///
-    /// ```no_run
-    /// use std::sync::Arc;
-    /// use rados::{Cluster, Completion};
-    ///
-    /// # fn f(cluster: &Cluster) -> Result<(), i32> {
-    /// let io = cluster.ioctx("test")?;
-    /// let c = Arc::new(Completion::new(std::ptr::null_mut(), None, None));
-    /// io.aio(
-    ///     Arc::clone(&c),
-    ///     true,
-    ///     |ctx| async move { ctx.write_full(b"greeting", "hello".into()).await },
-    ///     |()| 0,
-    /// );
-    /// c.wait();
-    /// assert_eq!(c.return_value(), 0);
-    /// # Ok(()) }
-    /// ```
-    pub fn aio<F, Fut, T, D>(&self, c: Arc<Completion>, write: bool, f: F, deliver: D)
-    where
-        F: FnOnce(msgr_rados::IoCtx) -> Fut,
-        Fut: Future<Output = Result<T, RadosError>> + Send + 'static,
-        T: Send + 'static,
-        D: FnOnce(T) -> i32 + Send + 'static,
-    {
-        let writes = write.then(|| {
-            let w = Arc::clone(&self.writes);
-            let seq = w.begin();
-            (w, seq)
-        });
-        let mut done = Done {
-            c: Some(c),
-            finisher: Arc::clone(&self.finisher),
-            writes,
-            rv: -libc::ENOTCONN,
-        };
-        let fut = f(self.ctx());
-        // A runtime shut down drops the task, and `done` with it.
-        let task = self.rt.spawn(async move {
-            done.rv = match fut.await {
-                Ok(v) => deliver(v),
-                Err(e) => errno_of(&e),
-            };
-            drop(done);
-        });
-        drop(task);
-    }
-
-    /// Waits for the mutations submitted on this context so far
-    /// (`rados_aio_flush`).
-    pub fn flush(&self) {
-        self.writes.flush();
     }
 }
 

@@ -508,7 +508,7 @@ pub unsafe extern "C" fn rados_wait_for_latest_osdmap(cluster: RadosT) -> c_int 
     let c = c_try!(unsafe { self::cluster(cluster) });
     let rados = c_try!(c.rados());
     let r = c_try!(c.block(async move { rados.wait_for_latest_osdmap().await }));
-    c_try!(r.map_err(|e| crate::cluster::errno_of(&e)));
+    c_try!(r.map_err(|e| crate::errno::errno_of(&e)));
     0
 }
 
@@ -601,7 +601,7 @@ pub unsafe extern "C" fn rados_pool_create(cluster: RadosT, name: *const c_char)
     let rados = c_try!(c.rados());
     let name = name.to_string();
     let r = c_try!(c.block(async move { rados.pool_create(&name, None).await }));
-    c_try!(r.map_err(|e| crate::cluster::errno_of(&e)));
+    c_try!(r.map_err(|e| crate::errno::errno_of(&e)));
     0
 }
 
@@ -616,7 +616,7 @@ pub unsafe extern "C" fn rados_pool_delete(cluster: RadosT, name: *const c_char)
     let rados = c_try!(c.rados());
     let name = name.to_string();
     let r = c_try!(c.block(async move { rados.pool_delete(&name).await }));
-    c_try!(r.map_err(|e| crate::cluster::errno_of(&e)));
+    c_try!(r.map_err(|e| crate::errno::errno_of(&e)));
     0
 }
 

@@ -10,7 +10,7 @@
 use std::ffi::c_int;
 
 use crate::capi::{cluster, io, IoctxT, RadosT};
-use crate::cluster::errno_of;
+use crate::errno::errno_of;
 
 /// Returns the errno of a failed step from the enclosing C function.
 macro_rules! c_try {

@@ -106,16 +106,18 @@
 #![deny(unsafe_code)]
 
 mod aio;
+mod aio_io;
 mod capi;
 mod capi_aio;
 mod capi_stat;
 mod cluster;
+mod errno;
 
 pub use aio::{Callback, Completion, Finisher, Writes};
 pub use capi::{IoctxT, RadosT, VERSION};
 pub use capi_aio::CompletionT;
 pub use capi_stat::{RadosClusterStatT, RadosPoolStatT};
 pub use cluster::{
-    block_on, errno_of, mon_errno, Cluster, CommandOutput, Io, BLOCKING_THREADS,
-    MON_COMMAND_TIMEOUT, WORKER_THREADS,
+    block_on, Cluster, CommandOutput, Io, BLOCKING_THREADS, MON_COMMAND_TIMEOUT, WORKER_THREADS,
 };
+pub use errno::{errno_of, mon_errno};
