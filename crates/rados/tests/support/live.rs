@@ -124,13 +124,36 @@ pub fn msgr_cli(args: &[&str]) -> Output {
         .expect("msgr runs")
 }
 
+/// Put before each script: every `rados.Rados` handle is shut down when
+/// the script ends. A handle left to the interpreter's teardown can crash
+/// librados 16 there (a segfault, exit 139, seen in a script that had only
+/// sent a monitor command and printed its answer).
+const PYTHON_PRELUDE: &str = "\
+import atexit as _atexit, rados as _rados
+class _Handle(_rados.Rados):
+    _all = []
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        _Handle._all.append(self)
+def _shutdown_all():
+    for h in _Handle._all:
+        try:
+            h.shutdown()
+        except Exception:
+            pass
+_atexit.register(_shutdown_all)
+_rados.Rados = _Handle
+";
+
 /// Python with Ceph's `rados` module running `script` (its text) with
 /// `args` (`sys.argv[1:]`); the script reads the ceph.conf from
-/// `os.environ["CEPH_CONF"]`.
+/// `os.environ["CEPH_CONF"]`. Its handles are shut down at its end
+/// ([`PYTHON_PRELUDE`]).
 pub fn python(script: &str, args: &[&str]) -> Output {
     let mut all = vec!["-"];
     all.extend_from_slice(args);
-    shell(&env("MSGR_TEST_PYTHON"), &all, Some(script.as_bytes()))
+    let text = format!("{PYTHON_PRELUDE}{script}");
+    shell(&env("MSGR_TEST_PYTHON"), &all, Some(text.as_bytes()))
 }
 
 /// [`python`], which must succeed: its stdout.
