@@ -311,10 +311,9 @@ osd_fast_shutdown = false
 # writes to its degraded objects wait on that
 osd_recovery_sleep_hdd = 0
 # memstore's page sets: its default bufferlist objects' clone of a whole
-# source replaces the target's data (BufferlistObject::clone), and a
-# recovery that clones ranges into an object left clones on the restarted
-# OSD shorter than their size (deep-scrub: "candidate size 157202 info size
-# 240676 mismatch"; librados read them short)
+# source replaces the target's data (BufferlistObject::clone), so a
+# recovery that clones ranges into an object can leave a snapshot's clone
+# shorter than its size on the recovered OSD
 memstore_page_set = true
 
 [client]

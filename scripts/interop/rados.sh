@@ -101,6 +101,14 @@ ceph() {
     tentacle) TENTACLE_BIND="$HERE:ro $TDIR" timeout 60 "$T" run ceph -c "$TCONF" "$@" ;;
   esac
 }
+# tool_cmd RELEASE 'PROGRAM ARGS': a shell command running Ceph's PROGRAM
+# of that release (what MSGR_TEST_RADOS and MSGR_TEST_PYTHON hold).
+tool_cmd() {
+  case $1 in
+    pacific) echo "timeout 120 /usr/bin/$2" ;;
+    tentacle) echo "TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run $2" ;;
+  esac
+}
 tool() {  # tool RELEASE PROGRAM ARGS...
   local release=$1; shift
   case $release in
@@ -575,12 +583,7 @@ restart_osd_cmd() {
 live() {
   local r=$1 c; c=$(conf "$r")
   local rados py
-  case $r in
-    pacific) rados="timeout 120 /usr/bin/rados -c $c"; py="timeout 120 /usr/bin/python3" ;;
-    tentacle)
-      rados="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run rados -c $c"
-      py="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run python3" ;;
-  esac
+  rados=$(tool_cmd "$r" "rados -c $c"); py=$(tool_cmd "$r" python3)
   if (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RADOS=$rados MSGR_TEST_PYTHON=$py \
       MSGR_TEST_MSGR=$MSGR MSGR_TEST_RELEASE=$r MSGR_TEST_OSD_RESTART=$(restart_osd_cmd "$r") \
       cargo test --release -p msgr-rados --test 'live_*' -- --ignored --test-threads=1) > "$OUT/live-$r.out" 2>&1; then
@@ -596,10 +599,7 @@ live() {
 # versions as Ceph's (scripts/interop/librados-c.sh).
 librados_c() {
   local r=$1 c rados; c=$(conf "$r")
-  case $r in
-    pacific) rados="timeout 120 /usr/bin/rados -c $c" ;;
-    tentacle) rados="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run rados -c $c" ;;
-  esac
+  rados=$(tool_cmd "$r" "rados -c $c")
   if CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_RADOS=$rados "$HERE/librados-c.sh" \
       > "$OUT/librados-c-$r.out" 2>&1; then
     log "ok: $r: our librados.so.2 against Ceph's: $(grep -E '(same output \(|^[0-9]+ functions)' "$OUT/librados-c-$r.out" | tr '\n' ' ')"
@@ -612,9 +612,8 @@ librados_c() {
 # self-managed snapshots (rollbacks, reads at snapshots) while osd.1 is
 # stopped and started again (memstore: it comes back with what it had and
 # recovers the rest from its peers): every read matches the model, every
-# acknowledged write is there. (The clusters use memstore's page sets: with
-# its bufferlist objects, that recovery left short clones; see
-# pacific-cluster.sh.) The seed is printed; MSGR_TEST_MODEL_SEED replays a
+# acknowledged write is there (on memstore's page sets: see
+# pacific-cluster.sh). The seed is printed; MSGR_TEST_MODEL_SEED replays a
 # run.
 model_restart() {
   local r=$1 c dir seed=$RANDOM; c=$(conf "$r")
@@ -645,10 +644,7 @@ model_restart() {
 # failing with the OSD's error.
 ec_live() {
   local r=$1 c rados; c=$(conf "$r")
-  case $r in
-    pacific) rados="timeout 120 /usr/bin/rados -c $c" ;;
-    tentacle) rados="TENTACLE_BIND='$HERE:ro $TDIR' timeout 120 $T run rados -c $c" ;;
-  esac
+  rados=$(tool_cmd "$r" "rados -c $c")
   if (cd "$HERE/../.." && CEPH_CONF=$c MSGR_TEST_RADOS=$rados MSGR_TEST_RELEASE=$r \
       cargo test --release -p msgr-rados --test live_ec -- --ignored --nocapture \
       an_ec_pool_agrees_with_rados) > "$OUT/ec-$r.out" 2>&1 \

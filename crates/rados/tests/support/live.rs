@@ -126,8 +126,7 @@ pub fn msgr_cli(args: &[&str]) -> Output {
 
 /// Put before each script: every `rados.Rados` handle is shut down when
 /// the script ends. A handle left to the interpreter's teardown can crash
-/// librados 16 there (a segfault, exit 139, seen in a script that had only
-/// sent a monitor command and printed its answer).
+/// librados 16 there (a segfault).
 const PYTHON_PRELUDE: &str = "\
 import atexit as _atexit, rados as _rados
 class _Handle(_rados.Rados):
