@@ -22,6 +22,7 @@
 mod conf;
 mod mon_host;
 mod options;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 
@@ -215,20 +216,40 @@ impl Config {
     /// `[global]`, default.
     pub fn get_raw(&self, key: &str) -> Option<String> {
         let key = normalize_key(key);
-        if let Some((_, v)) = self.overrides.iter().rev().find(|(k, _)| *k == key) {
-            return Some(v.clone());
-        }
-        let full = self.name.to_string();
-        let kind = self.name.kind.to_string();
-        for section in [full.as_str(), kind.as_str(), "global"] {
-            if let Some(v) = self.file.get(section, &key) {
-                return Some(v.to_string());
-            }
+        if let Some(v) = self.get_set(&key) {
+            return Some(v);
         }
         DEFAULTS
             .iter()
             .find(|(k, _)| *k == key)
             .map(|(_, v)| v.to_string())
+    }
+
+    /// The value of `key` as librados's `rados_conf_get` gives it: set
+    /// on the command line, in the file's sections, else the library
+    /// default of Ceph's schema ([`schema`]); metavariables expanded and
+    /// printed as its type prints. None if Ceph has no such option.
+    pub fn get_as_librados(&self, key: &str) -> Option<String> {
+        let o = schema::lookup(key)?;
+        let raw = self
+            .get_set(o.name)
+            .unwrap_or_else(|| o.default.to_string());
+        let v = self.expand(&raw);
+        Some(o.kind.normalize(&v).unwrap_or(v))
+    }
+
+    /// The value of `key` set on the command line or in the file, not a
+    /// default.
+    fn get_set(&self, key: &str) -> Option<String> {
+        if let Some((_, v)) = self.overrides.iter().rev().find(|(k, _)| k == key) {
+            return Some(v.clone());
+        }
+        let full = self.name.to_string();
+        let kind = self.name.kind.to_string();
+        [full.as_str(), kind.as_str(), "global"]
+            .iter()
+            .find_map(|section| self.file.get(section, key))
+            .map(str::to_string)
     }
 
     /// The value of `key` with metavariables expanded.

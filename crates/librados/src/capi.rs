@@ -174,33 +174,23 @@ unsafe fn args_of<'a>(argc: c_int, argv: *const *const c_char) -> Result<Vec<&'a
         .collect()
 }
 
-/// Takes Ceph's options out of `args`; the others, as their indices in
-/// `args`, in order.
+/// Takes Ceph's options out of `args` as librados's parse_argv does
+/// (options of Ceph's schema, their values checked: -EINVAL for one
+/// librados refuses); the others, as their indices in `args`, in order.
 fn parse_args(c: &Cluster, args: &[&[u8]]) -> Result<Vec<usize>, c_int> {
     let strings: Vec<String> = args
         .iter()
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
-    let mut rest = Vec::new();
+    let refs: Vec<&str> = strings.iter().map(String::as_str).collect();
+    let parsed = msgr_config::schema::parse_argv(&refs).map_err(|_| -libc::EINVAL)?;
     c.configure(|config| {
-        let (config, left) = config
-            .conf_parse_args(strings.clone())
-            .map_err(|_| -libc::EINVAL)?;
-        // What is left is a subsequence of args: each at its next match.
-        let mut from = 0usize;
-        for l in &left {
-            let at = strings
-                .iter()
-                .skip(from)
-                .position(|s| s == l)
-                .and_then(|p| p.checked_add(from))
-                .ok_or(-libc::EINVAL)?;
-            rest.push(at);
-            from = at.saturating_add(1);
-        }
-        Ok(config)
+        Ok(parsed
+            .set
+            .iter()
+            .fold(config, |config, (k, v)| config.conf_set(k, v)))
     })?;
-    Ok(rest)
+    Ok(parsed.rest)
 }
 
 /// `rados_version`: librados's version (3.0.0, Ceph 16's).
@@ -252,13 +242,13 @@ pub unsafe extern "C" fn rados_create2(
     let mut config = c_try!(RadosConfig::with_name(name).map_err(|_| -libc::EINVAL));
     if !clustername.is_null() {
         // SAFETY: a C string.
+        // "" too, as librados (Python's module passes "" by default):
+        // `$cluster` then expands to nothing.
         let cluster = c_try!(unsafe { str_of(clustername) });
-        if !cluster.is_empty() {
-            config = c_try!(config
-                .conf_parse_args(["--cluster", cluster])
-                .map(|(c, _)| c)
-                .map_err(|_| -libc::EINVAL));
-        }
+        config = c_try!(config
+            .conf_parse_args(["--cluster", cluster])
+            .map(|(c, _)| c)
+            .map_err(|_| -libc::EINVAL));
     }
     // SAFETY: writable.
     unsafe { hand_out(pcluster, config) }
@@ -306,9 +296,9 @@ pub unsafe extern "C" fn rados_conf_read_file(cluster: RadosT, path_list: *const
     0
 }
 
-/// `rados_conf_set`: sets `option` over what the file says. Every option
-/// name is taken (this library does not know Ceph's list of options, where
-/// librados answers -ENOENT for one it lacks).
+/// `rados_conf_set`: sets `option` over what the file says; -ENOENT if
+/// Ceph has no such option, -EINVAL if librados would not take the value
+/// for its type (an integer, a boolean, a size, seconds...).
 ///
 /// # Safety
 /// `cluster` a live handle; the strings C strings.
@@ -326,13 +316,20 @@ pub unsafe extern "C" fn rados_conf_set(
             c_try!(str_of(value)),
         )
     };
+    let Some(schema) = msgr_config::schema::lookup(option) else {
+        return -libc::ENOENT;
+    };
+    if schema.kind.normalize(value).is_err() {
+        return -libc::EINVAL;
+    }
     c_try!(c.configure(|config| Ok(config.conf_set(option, value))));
     0
 }
 
 /// `rados_conf_get`: option `option`'s value into `buf` of `len` bytes;
 /// -ENAMETOOLONG if it does not fit with its NUL (what fits is written,
-/// as librados's snprintf), -ENOENT if nothing sets it.
+/// as librados's snprintf), -ENOENT if Ceph has no such option. An option
+/// nothing sets has librados's default.
 ///
 /// # Safety
 /// `cluster` a live handle; `option` a C string; `buf` has `len` bytes.

@@ -136,14 +136,28 @@ fn a_handle_not_connected_says_so() {
 #[test]
 fn options_set_read_back_and_too_long() {
     let h = create("client.librados-test");
-    let (k, v) = (c("rados_osd_op_timeout"), c("12.5"));
+    // A float, printed as librados prints it.
+    let (k, v) = (c("mon_client_ping_interval"), c("12.5"));
     assert_eq!(unsafe { rados_conf_set(h, k.as_ptr(), v.as_ptr()) }, 0);
     let mut buf = [0 as c_char; 16];
     assert_eq!(
         unsafe { rados_conf_get(h, k.as_ptr(), buf.as_mut_ptr(), buf.len()) },
         0
     );
-    assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_bytes(), b"12.5");
+    assert_eq!(
+        unsafe { CStr::from_ptr(buf.as_ptr()) }.to_bytes(),
+        b"12.500000"
+    );
+    // Not an option of Ceph's: -ENOENT; not a value of its type: -EINVAL.
+    let (bogus, secs, half) = (c("no_such_option"), c("rados_osd_op_timeout"), c("1.5"));
+    assert_eq!(
+        unsafe { rados_conf_set(h, bogus.as_ptr(), v.as_ptr()) },
+        -libc::ENOENT
+    );
+    assert_eq!(
+        unsafe { rados_conf_set(h, secs.as_ptr(), half.as_ptr()) },
+        -libc::EINVAL
+    );
     // Room for "12.5" but not its NUL: what fits, and ENAMETOOLONG.
     assert_eq!(
         unsafe { rados_conf_get(h, k.as_ptr(), buf.as_mut_ptr(), 4) },
@@ -200,8 +214,10 @@ fn the_remainder_points_into_argv() {
         unsafe { rados_conf_parse_argv_remainder(h, n, argv.as_ptr(), rem.as_mut_ptr()) },
         0
     );
-    assert_eq!(rem[..3], [argv[0], argv[3], argv[6]]);
-    assert!(rem[3..].iter().all(|p| p.is_null()));
+    // As librados: --id is not one of the options it parses (the ceph
+    // tool takes it itself), so it stays.
+    assert_eq!(rem[..5], [argv[0], argv[1], argv[2], argv[3], argv[6]]);
+    assert!(rem[5..].iter().all(|p| p.is_null()));
     // The options were taken: mon_host is set.
     let key = c("mon_host");
     let mut buf = [0 as c_char; 32];

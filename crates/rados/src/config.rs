@@ -131,15 +131,16 @@ impl RadosConfig {
         Ok((self, rest))
     }
 
-    /// The value of option `key` as it stands (`rados_conf_get`): set
-    /// here, in `CEPH_ARGS`, or in the file's `[client.ID]`, `[client]` or
-    /// `[global]` sections, metavariables (`$cluster`, `$name`, ...)
-    /// expanded; None if none of them sets it (Ceph's built-in defaults
-    /// are not known here but for a few).
+    /// The value of option `key` as it stands, as `rados_conf_get` gives
+    /// it: set here, in `CEPH_ARGS`, or in the file's `[client.ID]`,
+    /// `[client]` or `[global]` sections, else librados's default;
+    /// metavariables (`$cluster`, `$name`, ...) expanded, printed as its
+    /// type prints (`2.5` as `2.500000` for a float). None if Ceph has no
+    /// such option ([`msgr_config::schema`]).
     pub fn conf_get(&self, key: &str) -> Result<Option<String>, RadosError> {
         let cfg = msgr_config::Config::load(&self.opts.conf, &msgr_config::Env::from_process())
             .map_err(|e| RadosError::Config(e.to_string()))?;
-        Ok(cfg.get(key))
+        Ok(cfg.get_as_librados(key))
     }
 
     /// How long [`connect`](RadosConfig::connect) may take
@@ -260,7 +261,13 @@ mod tests {
         );
         assert_eq!(
             c.conf_get("rados_osd_op_timeout").unwrap().as_deref(),
-            Some("2.5")
+            Some("2.5"),
+            "a value librados refuses (seconds are whole) is given as it is"
+        );
+        assert_eq!(
+            c.conf_get("rados_mon_op_timeout").unwrap().as_deref(),
+            Some("0"),
+            "librados's default"
         );
         assert_eq!(c.conf_get("no_such_option").unwrap(), None);
         let bad = c.clone().conf_set("objecter_inflight_ops", "many");
