@@ -92,6 +92,13 @@ impl Completion {
         self.lock().complete
     }
 
+    /// Whether the op has ended and its callbacks have returned
+    /// (`rados_aio_is_complete_and_cb`).
+    pub fn is_complete_and_cb(&self) -> bool {
+        let st = self.lock();
+        st.complete && !st.callbacks_pending
+    }
+
     /// The op's result: 0 or a length (a read's), or a negative errno;
     /// 0 before it ends.
     pub fn return_value(&self) -> i32 {

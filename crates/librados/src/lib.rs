@@ -109,6 +109,9 @@ mod aio;
 mod aio_io;
 mod capi;
 mod capi_aio;
+mod capi_aio2;
+mod capi_iter;
+mod capi_op;
 mod capi_stat;
 mod cluster;
 mod errno;
@@ -116,6 +119,8 @@ mod errno;
 pub use aio::{Callback, Completion, Finisher, Writes};
 pub use capi::{IoctxT, RadosT, VERSION};
 pub use capi_aio::CompletionT;
+pub use capi_iter::{Iter, IterT};
+pub use capi_op::{OpT, ReadOpC, WriteOpC};
 pub use capi_stat::{RadosClusterStatT, RadosPoolStatT};
 pub use cluster::{
     block_on, Cluster, CommandOutput, Io, BLOCKING_THREADS, MON_COMMAND_TIMEOUT, WORKER_THREADS,
