@@ -245,6 +245,20 @@ impl Writes {
         self.cond.notify_all();
     }
 
+    /// The submission number the next mutation gets (what a later
+    /// [`Writes::wait_before`] waits for).
+    pub(crate) fn mark(&self) -> u64 {
+        self.lock().0
+    }
+
+    /// Waits until every mutation numbered below `upto` is complete.
+    pub(crate) fn wait_before(&self, upto: u64) {
+        let mut st = self.lock();
+        while st.1.first().is_some_and(|&s| s < upto) {
+            st = self.cond.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
     /// Waits until every mutation submitted before the call is complete.
     pub fn flush(&self) {
         let mut st = self.lock();

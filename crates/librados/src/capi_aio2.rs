@@ -186,6 +186,73 @@ pub unsafe extern "C" fn rados_writesame(
     res.reply().result
 }
 
+/// `rados_checksum`: checksums of `len` bytes from `off` (`chunk_size`
+/// bytes each; 0: one) of `type`, seeded with `init_value`; the OSD's
+/// output (a le32 count, then the sums) copied to `pchecksum` (-ERANGE
+/// if longer than `checksum_len`). 0, or the errno.
+///
+/// # Safety
+/// `io` a live context; `o` a C string; `init_value` has
+/// `init_value_len` bytes; `pchecksum` has `checksum_len` writable bytes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // librados.h's signature
+pub unsafe extern "C" fn rados_checksum(
+    io: IoctxT,
+    o: *const c_char,
+    kind: c_int,
+    init_value: *const c_char,
+    init_value_len: usize,
+    len: usize,
+    off: u64,
+    chunk_size: usize,
+    pchecksum: *mut c_char,
+    checksum_len: usize,
+) -> c_int {
+    // SAFETY: per the contract above.
+    let (io, name) = c_try!(unsafe { target(io, o) });
+    // SAFETY: init_value_len bytes.
+    let init = Bytes::copy_from_slice(c_try!(unsafe { slice_of(init_value, init_value_len) }));
+    let chunk = c_try!(u32::try_from(chunk_size).map_err(|_| -libc::EINVAL));
+    let Some(sum) = crate::capi_op::checksum_op(kind as u8, init, off, len as u64, chunk) else {
+        return -libc::EINVAL;
+    };
+    let mut op = ReadOp::new();
+    op.add_op::<Bytes>(sum);
+    let res = c_try!(io.run(|ctx| async move { ctx.operate_read_results(&name, &op).await }));
+    let r = res.reply().result;
+    if r < 0 {
+        return r;
+    }
+    let Some(out) = res.reply().ops.first() else {
+        return r;
+    };
+    if out.rval < 0 {
+        return out.rval;
+    }
+    if out.outdata.len() > checksum_len || (pchecksum.is_null() && !out.outdata.is_empty()) {
+        return -libc::ERANGE;
+    }
+    // SAFETY: outdata.len() <= checksum_len writable bytes.
+    unsafe { copy_to(pchecksum, &out.outdata) };
+    out.rval
+}
+
+/// `rados_aio_flush_async`: completes `completion` (result 0) once every
+/// write, append and remove submitted on `io` before the call has
+/// completed; 0.
+///
+/// # Safety
+/// `io` a live context; `completion` live.
+#[no_mangle]
+pub unsafe extern "C" fn rados_aio_flush_async(io: IoctxT, completion: CompletionT) -> c_int {
+    // SAFETY: a live context.
+    let io = c_try!(unsafe { self::io(io) });
+    // SAFETY: NULL or live.
+    let c = c_try!(unsafe { op_ref(completion) });
+    c_try!(io.flush_async(c));
+    0
+}
+
 /// `rados_get_last_version`: the version of the object the context's
 /// last op read or wrote (0 for NULL).
 ///

@@ -337,7 +337,7 @@ fn cmpxattr_op(name: &str, op: u8, value: &[u8]) -> Option<Op> {
 }
 
 /// A CHECKSUM op of type `kind` seeded with `init` as given.
-fn checksum_op(kind: u8, init: Bytes, offset: u64, len: u64, chunk: u32) -> Option<Op> {
+pub(crate) fn checksum_op(kind: u8, init: Bytes, offset: u64, len: u64, chunk: u32) -> Option<Op> {
     let mut r = ReadOp::new();
     r.checksum(msgr_rados::compound::ChecksumType::XxHash32, 0, offset, len, chunk);
     let mut o = r.ops().first().cloned()?;
@@ -510,6 +510,30 @@ pub unsafe extern "C" fn rados_write_op_omap_cmp(
     wop!(write_op, Out::Rval(CPtr(prval.cast())), |o| {
         // SAFETY: a C string; val_len bytes.
         let (key, val) = unsafe { (lossy(key)?, data(val, val_len)?) };
+        o.add_op::<()>(omap_cmp_op(key, comparison_operator, val)?);
+        Some(())
+    });
+}
+
+/// `rados_write_op_omap_cmp2`: `rados_write_op_omap_cmp` with the key's
+/// length given.
+///
+/// # Safety
+/// `write_op` NULL or live; `key` has `key_len` bytes, `val` `val_len`;
+/// `prval` NULL or writable until the operation completes.
+#[no_mangle]
+pub unsafe extern "C" fn rados_write_op_omap_cmp2(
+    write_op: OpT,
+    key: *const c_char,
+    comparison_operator: u8,
+    val: *const c_char,
+    key_len: usize,
+    val_len: usize,
+    prval: *mut c_int,
+) {
+    wop!(write_op, Out::Rval(CPtr(prval.cast())), |o| {
+        // SAFETY: the lengths given.
+        let (key, val) = unsafe { (lossy_n(key, key_len)?, data(val, val_len)?) };
         o.add_op::<()>(omap_cmp_op(key, comparison_operator, val)?);
         Some(())
     });
@@ -882,7 +906,7 @@ pub unsafe extern "C" fn rados_write_op_set_alloc_hint2(
 
 /// What a write op run needs: a copy of its ops with the run's flags and
 /// mtime, and its outputs. Safety: `write_op` NULL or live.
-unsafe fn write_run(write_op: OpT, mtime: *const libc::time_t, flags: c_int) -> Result<(WriteOp, Vec<Out>), c_int> {
+unsafe fn write_run(write_op: OpT, mtime: Option<UTime>, flags: c_int) -> Result<(WriteOp, Vec<Out>), c_int> {
     // SAFETY: NULL or live.
     let w = unsafe { op_of::<WriteOpC>(write_op) }.ok_or(-libc::EINVAL)?;
     // The run takes the ops (librados's Objecter moves them out): run
@@ -892,15 +916,21 @@ unsafe fn write_run(write_op: OpT, mtime: *const libc::time_t, flags: c_int) -> 
         return Err(-libc::EINVAL);
     }
     op.set_flags(flag::from_librados(flags as u32));
-    if !mtime.is_null() {
-        // SAFETY: non-NULL, readable by the caller's contract.
-        let t = unsafe { mtime.read() };
-        op.set_mtime(UTime {
-            sec: u32::try_from(t).unwrap_or(0),
-            nsec: 0,
-        });
+    if let Some(t) = mtime {
+        op.set_mtime(t);
     }
     Ok((op, outs))
+}
+
+/// A `time_t` mtime (NULL: none, the time of the run). Safety: NULL or
+/// readable.
+unsafe fn mtime_of(mtime: *const libc::time_t) -> Option<UTime> {
+    // SAFETY: NULL or readable.
+    let t = unsafe { mtime.as_ref() }?;
+    Some(UTime {
+        sec: u32::try_from(*t).unwrap_or(0),
+        nsec: 0,
+    })
 }
 
 /// The operation's result, its outputs written. Safety: the outputs'
@@ -930,6 +960,33 @@ pub unsafe extern "C" fn rados_write_op_operate(
     // SAFETY: per the contract above.
     let (io, name) = unsafe { (c_try!(self::io(io)), c_try!(bytes_of(oid)).to_vec()) };
     // SAFETY: per the contract above.
+    let (op, outs) = c_try!(unsafe { write_run(write_op, mtime_of(mtime), flags) });
+    let res = c_try!(io.run(|ctx| async move { ctx.operate_write_results(&name, &op).await }));
+    // SAFETY: the outputs' pointers, per the contract above.
+    unsafe { finish(&outs, &res) }
+}
+
+/// `rados_write_op_operate2`: `rados_write_op_operate` with the mtime as
+/// a `struct timespec` (NULL: now).
+///
+/// # Safety
+/// As `rados_write_op_operate`; `ts` NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn rados_write_op_operate2(
+    write_op: OpT,
+    io: IoctxT,
+    oid: *const c_char,
+    ts: *mut libc::timespec,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: per the contract above.
+    let (io, name) = unsafe { (c_try!(self::io(io)), c_try!(bytes_of(oid)).to_vec()) };
+    // SAFETY: NULL or readable.
+    let mtime = unsafe { ts.as_ref() }.map(|t| UTime {
+        sec: u32::try_from(t.tv_sec).unwrap_or(0),
+        nsec: u32::try_from(t.tv_nsec).unwrap_or(0),
+    });
+    // SAFETY: per the contract above.
     let (op, outs) = c_try!(unsafe { write_run(write_op, mtime, flags) });
     let res = c_try!(io.run(|ctx| async move { ctx.operate_write_results(&name, &op).await }));
     // SAFETY: the outputs' pointers, per the contract above.
@@ -955,7 +1012,7 @@ pub unsafe extern "C" fn rados_aio_write_op_operate(
     // SAFETY: per the contract above.
     let (io, name) = unsafe { (c_try!(self::io(io)), c_try!(bytes_of(oid)).to_vec()) };
     // SAFETY: per the contract above.
-    let (op, outs) = c_try!(unsafe { write_run(write_op, mtime, flags) });
+    let (op, outs) = c_try!(unsafe { write_run(write_op, mtime_of(mtime), flags) });
     // SAFETY: NULL or live.
     let c = c_try!(unsafe { op_ref(completion) });
     io.aio(
@@ -1090,6 +1147,30 @@ pub unsafe extern "C" fn rados_read_op_omap_cmp(
     });
 }
 
+/// `rados_read_op_omap_cmp2`: `rados_read_op_omap_cmp` with the key's
+/// length given.
+///
+/// # Safety
+/// `read_op` NULL or live; `key` has `key_len` bytes, `val` `val_len`;
+/// `prval` NULL or writable until the operation completes.
+#[no_mangle]
+pub unsafe extern "C" fn rados_read_op_omap_cmp2(
+    read_op: OpT,
+    key: *const c_char,
+    comparison_operator: u8,
+    val: *const c_char,
+    key_len: usize,
+    val_len: usize,
+    prval: *mut c_int,
+) {
+    rop!(read_op, Out::Rval(CPtr(prval.cast())), |o| {
+        // SAFETY: the lengths given.
+        let (key, val) = unsafe { (lossy_n(key, key_len)?, data(val, val_len)?) };
+        o.add_op::<()>(omap_cmp_op(key, comparison_operator, val)?);
+        Some(())
+    });
+}
+
 /// `rados_read_op_stat`: the object's size and mtime (seconds), each
 /// output NULL or written when the operation completes.
 ///
@@ -1208,6 +1289,42 @@ pub unsafe extern "C" fn rados_read_op_exec(
         prval: CPtr(prval.cast()),
         out_buf: CPtr(out_buf.cast()),
         out_len: CPtr(out_len.cast()),
+    };
+    rop!(read_op, out, |o| {
+        // SAFETY: C strings; in_len bytes.
+        let (cls, method, input) =
+            unsafe { (lossy(cls)?, lossy(method)?, slice_of(in_buf, in_len).ok()?) };
+        o.add_op::<Bytes>(Op::call(&cls, &method, input).ok()?);
+        Some(())
+    });
+}
+
+/// `rados_read_op_exec_user_buf`: as `rados_read_op_exec`, the output
+/// copied to `out_buf` of `out_len` bytes (`*prval` -ERANGE and
+/// `*used_len` 0 if it is longer), its length into `*used_len`.
+///
+/// # Safety
+/// `read_op` NULL or live; `cls`, `method` C strings; `in_buf` has
+/// `in_len` bytes; `out_buf` NULL or `out_len` writable bytes and the
+/// outputs NULL or writable, until the operation completes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // librados.h's signature
+pub unsafe extern "C" fn rados_read_op_exec_user_buf(
+    read_op: OpT,
+    cls: *const c_char,
+    method: *const c_char,
+    in_buf: *const c_char,
+    in_len: usize,
+    out_buf: *mut c_char,
+    out_len: usize,
+    used_len: *mut usize,
+    prval: *mut c_int,
+) {
+    let out = Out::Buf {
+        prval: CPtr(prval.cast()),
+        buf: CPtr(out_buf.cast()),
+        len: if out_buf.is_null() { 0 } else { out_len },
+        bytes_read: CPtr(used_len.cast()),
     };
     rop!(read_op, out, |o| {
         // SAFETY: C strings; in_len bytes.
@@ -1412,6 +1529,41 @@ pub unsafe extern "C" fn rados_read_op_omap_get_vals_by_keys(
     rop!(read_op, Out::Map { prval: CPtr(prval.cast()), iter: it }, |o| {
         // SAFETY: keys_len C strings.
         let keys: BTreeSet<String> = unsafe { strings(keys, std::ptr::null(), keys_len) }?
+            .into_iter()
+            .collect();
+        o.omap_get_vals_by_keys(&keys);
+        Some(())
+    });
+}
+
+/// `rados_read_op_omap_get_vals_by_keys2`: as
+/// `rados_read_op_omap_get_vals_by_keys` with each key's length given.
+///
+/// # Safety
+/// `read_op` NULL or live; `keys`, `key_lens` have `num_keys` entries;
+/// `iter` writable; `prval` NULL or writable until the operation
+/// completes.
+#[no_mangle]
+pub unsafe extern "C" fn rados_read_op_omap_get_vals_by_keys2(
+    read_op: OpT,
+    keys: *const *const c_char,
+    num_keys: usize,
+    key_lens: *const usize,
+    iter: *mut IterT,
+    prval: *mut c_int,
+) {
+    // SAFETY: NULL or live.
+    if unsafe { op_of::<ReadOpC>(read_op) }.is_none() {
+        return;
+    }
+    // SAFETY: writable.
+    let it = unsafe { new_iter(iter) };
+    rop!(read_op, Out::Map { prval: CPtr(prval.cast()), iter: it }, |o| {
+        if num_keys > 0 && key_lens.is_null() {
+            return None;
+        }
+        // SAFETY: num_keys entries.
+        let keys: BTreeSet<String> = unsafe { strings(keys, key_lens, num_keys) }?
             .into_iter()
             .collect();
         o.omap_get_vals_by_keys(&keys);

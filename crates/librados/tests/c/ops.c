@@ -513,6 +513,19 @@ int main(void)
 	SHOW(" is_safe_and_cb", rados_aio_is_safe_and_cb(c));
 	rados_aio_release(c);
 
+	{
+		time_t t = 1500000000;
+		w = rados_create_write_op();
+		rados_write_op_setxattr(w, "at", "t", 1);
+		rados_aio_create_completion2(NULL, on_complete, &c);
+		SHOW("aio write op with mtime", rados_aio_write_op_operate(w, io, c, b, &t, 0));
+		rados_release_write_op(w);
+		SHOW(" rv", wait_rv(c));
+		rados_aio_release(c);
+		SHOW(" stat", rados_stat(io, b, &size, &mtime));
+		SHOW(" mtime as given", mtime == t);
+	}
+
 	p1 = p2 = SENT;
 	more = 7;
 	size = SENT;
@@ -599,6 +612,83 @@ int main(void)
 	show_obj(io, "writesame data", b);
 	SHOW("aio_writesame not a multiple", rados_aio_writesame(io, b, NULL, "ZZ", 2, 3, 0));
 	CHECK("callbacks ran off the caller's thread", callbacks > 0 && on_main == 0);
+
+	/* the rest of the family */
+	{
+		struct timespec ts = {1200000000, 0};
+		const char *bk[] = {"k1xx", "k2"};
+		size_t bkl[] = {2, 2};
+		char sum[64];
+		const char seed[] = {-1, -1, -1, -1};
+		w = rados_create_write_op();
+		p1 = p2 = SENT;
+		rados_write_op_omap_cmp2(w, "k1zz", LIBRADOS_CMPXATTR_OP_EQ, "v1", 2, 2, &p1);
+		rados_write_op_write_full(w, "operate2", 8);
+		SHOW("omap_cmp2 + write_full by operate2", rados_write_op_operate2(w, io, b, &ts, 0));
+		SHOW(" omap_cmp2 prval", p1);
+		rados_release_write_op(w);
+		SHOW(" stat", rados_stat(io, b, &size, &mtime));
+		SHOW(" mtime as given", mtime == ts.tv_sec);
+		rd = rados_create_read_op();
+		p1 = p2 = p3 = SENT;
+		n = SENT;
+		memset(buf, 0, sizeof buf);
+		rados_read_op_omap_cmp2(rd, "k2zz", LIBRADOS_CMPXATTR_OP_EQ, "x", 2, 1, &p1);
+		rados_read_op_omap_get_vals_by_keys2(rd, bk, 2, bkl, &it1, &p2);
+		rados_read_op_exec_user_buf(rd, "hello", "say_hello", "user", 4, buf, sizeof buf, &n, &p3);
+		SHOW("read op omap_cmp2 mismatch + by_keys2 + exec_user_buf", rados_read_op_operate(rd, io, b, 0));
+		SHOW(" omap_cmp2 prval", p1);
+		SHOW(" by_keys2 prval", p2);
+		show_omap(" by_keys2", it1, 1);
+		rados_omap_get_end(it1);
+		SHOW(" exec prval", p3);
+		SHOW(" exec used", n);
+		rados_release_read_op(rd);
+		rd = rados_create_read_op();
+		p2 = p3 = SENT;
+		n = SENT;
+		rados_read_op_omap_get_vals_by_keys2(rd, bk, 2, bkl, &it1, &p2);
+		rados_read_op_exec_user_buf(rd, "hello", "say_hello", "user", 4, buf, sizeof buf, &n, &p3);
+		SHOW("read op by_keys2 + exec_user_buf", rados_read_op_operate(rd, io, b, 0));
+		SHOW(" by_keys2 prval", p2);
+		show_omap(" by_keys2", it1, 1);
+		rados_omap_get_end(it1);
+		SHOW(" exec prval", p3);
+		show_bytes(" exec out", buf, n);
+		rados_release_read_op(rd);
+		rd = rados_create_read_op();
+		p3 = SENT;
+		n = SENT;
+		rados_read_op_exec_user_buf(rd, "hello", "say_hello", "user", 4, buf, 5, &n, &p3);
+		SHOW("read op exec_user_buf, small buffer", rados_read_op_operate(rd, io, b, 0));
+		SHOW(" exec prval", p3);
+		SHOW(" exec used", n);
+		rados_release_read_op(rd);
+		memset(sum, 0, sizeof sum);
+		SHOW("rados_checksum", rados_checksum(io, b, LIBRADOS_CHECKSUM_TYPE_CRC32C, seed, 4, 8, 0, 4, sum, sizeof sum));
+		show_bytes(" sums", sum, 12);
+		SHOW("rados_checksum small buffer", rados_checksum(io, b, LIBRADOS_CHECKSUM_TYPE_CRC32C, seed, 4, 8, 0, 4, sum, 8));
+		SHOW("rados_checksum on a missing object", rados_checksum(io, m, LIBRADOS_CHECKSUM_TYPE_CRC32C, seed, 4, 8, 0, 0, sum, sizeof sum));
+	}
+	{
+		rados_completion_t cs[4], f;
+		int i, done = 1;
+		for (i = 0; i < 4; i++) {
+			rados_aio_create_completion2(NULL, NULL, &cs[i]);
+			rados_aio_append(io, b, cs[i], "+", 1);
+		}
+		rados_aio_create_completion2(NULL, on_complete, &f);
+		SHOW("aio_flush_async", rados_aio_flush_async(io, f));
+		rados_aio_wait_for_complete_and_cb(f);
+		SHOW(" rv", rados_aio_get_return_value(f));
+		for (i = 0; i < 4; i++) {
+			done &= rados_aio_is_complete(cs[i]);
+			rados_aio_release(cs[i]);
+		}
+		SHOW(" earlier writes complete", done);
+		rados_aio_release(f);
+		show_obj(io, "after the appends", b);
+	}
 
 	/* clean up */
 	SHOW("remove a", rados_remove(io, a));
