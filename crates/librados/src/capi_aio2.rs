@@ -65,7 +65,12 @@ unsafe fn exec_result(res: &OpResults, out: *mut c_char, out_len: usize) -> c_in
     if r < 0 {
         return r;
     }
-    let data = res.reply().ops.first().map(|o| o.outdata.clone()).unwrap_or_default();
+    let data = res
+        .reply()
+        .ops
+        .first()
+        .map(|o| o.outdata.clone())
+        .unwrap_or_default();
     if data.is_empty() {
         return r;
     }
@@ -149,7 +154,12 @@ pub unsafe extern "C" fn rados_cmpext(
 
 /// A WRITESAME op: -E2BIG past UINT_MAX/2 bytes, -EINVAL for no data or
 /// a length not a multiple of it. Safety: `buf` has `data_len` bytes.
-unsafe fn writesame_op(buf: *const c_char, data_len: usize, write_len: usize, off: u64) -> Result<WriteOp, c_int> {
+unsafe fn writesame_op(
+    buf: *const c_char,
+    data_len: usize,
+    write_len: usize,
+    off: u64,
+) -> Result<WriteOp, c_int> {
     if data_len > MAX_LEN || write_len > MAX_LEN {
         return Err(-libc::E2BIG);
     }

@@ -193,7 +193,11 @@ pub unsafe extern "C" fn rados_omap_get_end(iter: IterT) {
 /// # Safety
 /// `io` a live context; `oid` a C string; `iter` writable.
 #[no_mangle]
-pub unsafe extern "C" fn rados_getxattrs(io: IoctxT, oid: *const c_char, iter: *mut IterT) -> c_int {
+pub unsafe extern "C" fn rados_getxattrs(
+    io: IoctxT,
+    oid: *const c_char,
+    iter: *mut IterT,
+) -> c_int {
     // SAFETY: per the contract above.
     let (io, name) = unsafe { (c_try!(self::io(io)), c_try!(bytes_of(oid)).to_vec()) };
     if iter.is_null() {

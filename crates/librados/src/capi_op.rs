@@ -72,7 +72,11 @@ enum Out {
     /// `*prval`.
     Rval(CPtr),
     /// STAT: `*prval`, size and mtime (seconds).
-    Stat { prval: CPtr, size: CPtr, mtime: CPtr },
+    Stat {
+        prval: CPtr,
+        size: CPtr,
+        mtime: CPtr,
+    },
     /// READ (`bytes_read` may be NULL), CHECKSUM (`bytes_read` NULL): the
     /// output into a caller's buffer of `len` bytes (-ERANGE into
     /// `prval` if longer).
@@ -265,14 +269,16 @@ unsafe fn lossy_n(p: *const c_char, len: usize) -> Option<String> {
 /// `len` bytes at `p`, copied. Safety: `p` has `len` bytes.
 unsafe fn data(p: *const c_char, len: usize) -> Option<Bytes> {
     // SAFETY: forwarded contract.
-    unsafe { slice_of(p, len) }
-        .ok()
-        .map(Bytes::copy_from_slice)
+    unsafe { slice_of(p, len) }.ok().map(Bytes::copy_from_slice)
 }
 
 /// `num` C strings at `keys`, each of `lens[i]` bytes if `lens` is given.
 /// Safety: `keys` has `num` C strings (or `lens[i]`-byte strings).
-unsafe fn strings(keys: *const *const c_char, lens: *const usize, num: usize) -> Option<Vec<String>> {
+unsafe fn strings(
+    keys: *const *const c_char,
+    lens: *const usize,
+    num: usize,
+) -> Option<Vec<String>> {
     if num > 0 && keys.is_null() {
         return None;
     }
@@ -339,7 +345,13 @@ fn cmpxattr_op(name: &str, op: u8, value: &[u8]) -> Option<Op> {
 /// A CHECKSUM op of type `kind` seeded with `init` as given.
 pub(crate) fn checksum_op(kind: u8, init: Bytes, offset: u64, len: u64, chunk: u32) -> Option<Op> {
     let mut r = ReadOp::new();
-    r.checksum(msgr_rados::compound::ChecksumType::XxHash32, 0, offset, len, chunk);
+    r.checksum(
+        msgr_rados::compound::ChecksumType::XxHash32,
+        0,
+        offset,
+        len,
+        chunk,
+    );
     let mut o = r.ops().first().cloned()?;
     if let Some(b) = o.op.args.get_mut(20) {
         *b = kind;
@@ -614,7 +626,11 @@ pub unsafe extern "C" fn rados_write_op_write(
 /// # Safety
 /// `write_op` NULL or live; `buffer` has `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rados_write_op_write_full(write_op: OpT, buffer: *const c_char, len: usize) {
+pub unsafe extern "C" fn rados_write_op_write_full(
+    write_op: OpT,
+    buffer: *const c_char,
+    len: usize,
+) {
     wop!(write_op, Out::None, |o| {
         // SAFETY: len bytes.
         o.write_full(unsafe { data(buffer, len) }?);
@@ -899,14 +915,22 @@ pub unsafe extern "C" fn rados_write_op_set_alloc_hint2(
     flags: u32,
 ) {
     wop!(write_op, Out::None, |o| {
-        o.add_op::<()>(alloc_hint_op(expected_object_size, expected_write_size, flags)?);
+        o.add_op::<()>(alloc_hint_op(
+            expected_object_size,
+            expected_write_size,
+            flags,
+        )?);
         Some(())
     });
 }
 
 /// What a write op run needs: a copy of its ops with the run's flags and
 /// mtime, and its outputs. Safety: `write_op` NULL or live.
-unsafe fn write_run(write_op: OpT, mtime: Option<UTime>, flags: c_int) -> Result<(WriteOp, Vec<Out>), c_int> {
+unsafe fn write_run(
+    write_op: OpT,
+    mtime: Option<UTime>,
+    flags: c_int,
+) -> Result<(WriteOp, Vec<Out>), c_int> {
     // SAFETY: NULL or live.
     let w = unsafe { op_of::<WriteOpC>(write_op) }.ok_or(-libc::EINVAL)?;
     // The run takes the ops (librados's Objecter moves them out): run
@@ -1357,17 +1381,28 @@ unsafe fn new_iter(iter: *mut IterT) -> Arc<Iter> {
 /// `read_op` NULL or live; `iter` writable; `prval` NULL or writable
 /// until the operation completes.
 #[no_mangle]
-pub unsafe extern "C" fn rados_read_op_getxattrs(read_op: OpT, iter: *mut IterT, prval: *mut c_int) {
+pub unsafe extern "C" fn rados_read_op_getxattrs(
+    read_op: OpT,
+    iter: *mut IterT,
+    prval: *mut c_int,
+) {
     // SAFETY: NULL or live.
     if unsafe { op_of::<ReadOpC>(read_op) }.is_none() {
         return;
     }
     // SAFETY: writable.
     let it = unsafe { new_iter(iter) };
-    rop!(read_op, Out::Map { prval: CPtr(prval.cast()), iter: it }, |o| {
-        o.getxattrs();
-        Some(())
-    });
+    rop!(
+        read_op,
+        Out::Map {
+            prval: CPtr(prval.cast()),
+            iter: it
+        },
+        |o| {
+            o.getxattrs();
+            Some(())
+        }
+    );
 }
 
 /// The omap keys or entries ops. Safety: as the C functions'.
@@ -1395,15 +1430,31 @@ unsafe fn omap_get(
         Some(prefix) => {
             // SAFETY: NULL or a C string.
             let prefix = unsafe { lossy(prefix) }.unwrap_or_default();
-            rop!(read_op, Out::Vals { prval, pmore, iter: it }, |o| {
-                o.omap_get_vals(&start, &prefix, max_return);
-                Some(())
-            });
+            rop!(
+                read_op,
+                Out::Vals {
+                    prval,
+                    pmore,
+                    iter: it
+                },
+                |o| {
+                    o.omap_get_vals(&start, &prefix, max_return);
+                    Some(())
+                }
+            );
         }
-        None => rop!(read_op, Out::Keys { prval, pmore, iter: it }, |o| {
-            o.omap_get_keys(&start, max_return);
-            Some(())
-        }),
+        None => rop!(
+            read_op,
+            Out::Keys {
+                prval,
+                pmore,
+                iter: it
+            },
+            |o| {
+                o.omap_get_keys(&start, max_return);
+                Some(())
+            }
+        ),
     }
 }
 
@@ -1428,7 +1479,17 @@ pub unsafe extern "C" fn rados_read_op_omap_get_vals2(
     prval: *mut c_int,
 ) {
     // SAFETY: forwarded contract.
-    unsafe { omap_get(read_op, start_after, Some(filter_prefix), max_return, iter, pmore, prval) }
+    unsafe {
+        omap_get(
+            read_op,
+            start_after,
+            Some(filter_prefix),
+            max_return,
+            iter,
+            pmore,
+            prval,
+        )
+    }
 }
 
 /// `rados_read_op_omap_get_vals`: `rados_read_op_omap_get_vals2` without
@@ -1526,14 +1587,21 @@ pub unsafe extern "C" fn rados_read_op_omap_get_vals_by_keys(
     }
     // SAFETY: writable.
     let it = unsafe { new_iter(iter) };
-    rop!(read_op, Out::Map { prval: CPtr(prval.cast()), iter: it }, |o| {
-        // SAFETY: keys_len C strings.
-        let keys: BTreeSet<String> = unsafe { strings(keys, std::ptr::null(), keys_len) }?
-            .into_iter()
-            .collect();
-        o.omap_get_vals_by_keys(&keys);
-        Some(())
-    });
+    rop!(
+        read_op,
+        Out::Map {
+            prval: CPtr(prval.cast()),
+            iter: it
+        },
+        |o| {
+            // SAFETY: keys_len C strings.
+            let keys: BTreeSet<String> = unsafe { strings(keys, std::ptr::null(), keys_len) }?
+                .into_iter()
+                .collect();
+            o.omap_get_vals_by_keys(&keys);
+            Some(())
+        }
+    );
 }
 
 /// `rados_read_op_omap_get_vals_by_keys2`: as
@@ -1558,17 +1626,24 @@ pub unsafe extern "C" fn rados_read_op_omap_get_vals_by_keys2(
     }
     // SAFETY: writable.
     let it = unsafe { new_iter(iter) };
-    rop!(read_op, Out::Map { prval: CPtr(prval.cast()), iter: it }, |o| {
-        if num_keys > 0 && key_lens.is_null() {
-            return None;
+    rop!(
+        read_op,
+        Out::Map {
+            prval: CPtr(prval.cast()),
+            iter: it
+        },
+        |o| {
+            if num_keys > 0 && key_lens.is_null() {
+                return None;
+            }
+            // SAFETY: num_keys entries.
+            let keys: BTreeSet<String> = unsafe { strings(keys, key_lens, num_keys) }?
+                .into_iter()
+                .collect();
+            o.omap_get_vals_by_keys(&keys);
+            Some(())
         }
-        // SAFETY: num_keys entries.
-        let keys: BTreeSet<String> = unsafe { strings(keys, key_lens, num_keys) }?
-            .into_iter()
-            .collect();
-        o.omap_get_vals_by_keys(&keys);
-        Some(())
-    });
+    );
 }
 
 /// What a read op run needs. Safety: `read_op` NULL or live.

@@ -67,7 +67,13 @@ extern "C" {
         buf: *mut c_char,
         out_len: usize,
     ) -> i32;
-    fn rados_cmpext(io: IoctxT, oid: *const c_char, buf: *const c_char, len: usize, off: u64) -> i32;
+    fn rados_cmpext(
+        io: IoctxT,
+        oid: *const c_char,
+        buf: *const c_char,
+        len: usize,
+        off: u64,
+    ) -> i32;
     fn rados_writesame(
         io: IoctxT,
         oid: *const c_char,
@@ -135,7 +141,10 @@ fn op_objects_live_and_die() {
         rados_write_op_cmpext(w, c"d".as_ptr(), 1, 0, &mut prval);
         assert_eq!(prval, 777, "prval is written when the op completes");
         // No context: nothing runs.
-        assert_eq!(rados_write_op_operate(w, ptr::null_mut(), OID, ptr::null_mut(), 0), EINVAL);
+        assert_eq!(
+            rados_write_op_operate(w, ptr::null_mut(), OID, ptr::null_mut(), 0),
+            EINVAL
+        );
         rados_release_write_op(w);
 
         // Builders and release on NULL do nothing.
@@ -147,7 +156,11 @@ fn op_objects_live_and_die() {
         let r = rados_create_read_op();
         let (mut size, mut mtime, mut prval) = (5u64, 6 as libc::time_t, 7);
         rados_read_op_stat(r, &mut size, &mut mtime, &mut prval);
-        assert_eq!((size, mtime, prval), (5, 6, 7), "written at completion only");
+        assert_eq!(
+            (size, mtime, prval),
+            (5, 6, 7),
+            "written at completion only"
+        );
         assert_eq!(rados_read_op_operate(r, ptr::null_mut(), OID, 0), EINVAL);
         rados_release_read_op(r);
         assert_eq!(
@@ -165,14 +178,25 @@ fn an_iterator_exists_empty_from_the_builder_on() {
         let mut it: IterT = ptr::null_mut();
         let mut more = 7u8;
         let mut prval = 777;
-        rados_read_op_omap_get_vals2(r, ptr::null(), ptr::null(), 10, &mut it, &mut more, &mut prval);
+        rados_read_op_omap_get_vals2(
+            r,
+            ptr::null(),
+            ptr::null(),
+            10,
+            &mut it,
+            &mut more,
+            &mut prval,
+        );
         assert!(!it.is_null(), "the iterator is handed out by the builder");
         assert_eq!(more, 0, "*pmore is cleared by the builder, as librados's");
         assert_eq!(prval, 777);
         assert_eq!(rados_omap_iter_size(it), 0);
         let (mut k, mut v) = (1usize as *mut c_char, 1usize as *mut c_char);
         let (mut kl, mut vl) = (9usize, 9usize);
-        assert_eq!(rados_omap_get_next2(it, &mut k, &mut v, &mut kl, &mut vl), 0);
+        assert_eq!(
+            rados_omap_get_next2(it, &mut k, &mut v, &mut kl, &mut vl),
+            0
+        );
         assert!(k.is_null() && v.is_null() && kl == 0 && vl == 0, "the end");
         // The op object may go first: the iterator is the caller's.
         rados_release_read_op(r);
@@ -196,7 +220,10 @@ fn an_iterator_exists_empty_from_the_builder_on() {
         );
         assert_eq!(rados_omap_iter_size(ptr::null_mut()), 0);
         rados_omap_get_end(ptr::null_mut());
-        assert_eq!(rados_getxattrs_next(ptr::null_mut(), &mut n, &mut val, &mut len), EINVAL);
+        assert_eq!(
+            rados_getxattrs_next(ptr::null_mut(), &mut n, &mut val, &mut len),
+            EINVAL
+        );
         rados_getxattrs_end(ptr::null_mut());
     }
 }
@@ -222,8 +249,14 @@ fn object_calls_without_a_context() {
             ),
             EINVAL
         );
-        assert_eq!(rados_cmpext(ptr::null_mut(), OID, c"a".as_ptr(), 1, 0), EINVAL);
-        assert_eq!(rados_writesame(ptr::null_mut(), OID, c"ab".as_ptr(), 2, 4, 0), EINVAL);
+        assert_eq!(
+            rados_cmpext(ptr::null_mut(), OID, c"a".as_ptr(), 1, 0),
+            EINVAL
+        );
+        assert_eq!(
+            rados_writesame(ptr::null_mut(), OID, c"ab".as_ptr(), 2, 4, 0),
+            EINVAL
+        );
         assert_eq!(rados_get_last_version(ptr::null_mut()), 0);
     }
 }
@@ -233,7 +266,10 @@ fn the_and_cb_checks() {
     // SAFETY: a completion from this library, released once.
     unsafe {
         let mut c: CompletionT = ptr::null_mut();
-        assert_eq!(rados_aio_create_completion2(ptr::null_mut(), None, &mut c), 0);
+        assert_eq!(
+            rados_aio_create_completion2(ptr::null_mut(), None, &mut c),
+            0
+        );
         assert_eq!(rados_aio_is_complete_and_cb(c), 0, "no op yet");
         assert_eq!(rados_aio_is_safe_and_cb(c), 0);
         // Ops that cannot be submitted: no context.
@@ -252,7 +288,10 @@ fn the_and_cb_checks() {
         );
         rados_release_write_op(w);
         let r = rados_create_read_op();
-        assert_eq!(rados_aio_read_op_operate(r, ptr::null_mut(), c, OID, 0), EINVAL);
+        assert_eq!(
+            rados_aio_read_op_operate(r, ptr::null_mut(), c, OID, 0),
+            EINVAL
+        );
         rados_release_read_op(r);
         assert_eq!(rados_aio_is_complete_and_cb(c), 0);
         rados_aio_release(c);
