@@ -68,7 +68,7 @@ unsafe fn str_of<'a>(p: *const c_char) -> Result<&'a str, c_int> {
 
 /// A C string, lossily as UTF-8, "" if NULL (a namespace, a locator key:
 /// NULL means the default, as librados takes it). Safety: as [`bytes_of`].
-pub(crate) unsafe fn string_or_empty(p: *const c_char) -> String {
+unsafe fn string_or_empty(p: *const c_char) -> String {
     // SAFETY: forwarded contract.
     match unsafe { bytes_of(p) } {
         Ok(b) => String::from_utf8_lossy(b).into_owned(),
