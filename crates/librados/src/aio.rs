@@ -92,6 +92,13 @@ impl Completion {
         self.lock().complete
     }
 
+    /// Whether the op has ended and its callbacks have returned
+    /// (`rados_aio_is_complete_and_cb`).
+    pub fn is_complete_and_cb(&self) -> bool {
+        let st = self.lock();
+        st.complete && !st.callbacks_pending
+    }
+
     /// The op's result: 0 or a length (a read's), or a negative errno;
     /// 0 before it ends.
     pub fn return_value(&self) -> i32 {
@@ -236,6 +243,20 @@ impl Writes {
     pub(crate) fn end(&self, seq: u64) {
         self.lock().1.remove(&seq);
         self.cond.notify_all();
+    }
+
+    /// The submission number the next mutation gets (what a later
+    /// [`Writes::wait_before`] waits for).
+    pub(crate) fn mark(&self) -> u64 {
+        self.lock().0
+    }
+
+    /// Waits until every mutation numbered below `upto` is complete.
+    pub(crate) fn wait_before(&self, upto: u64) {
+        let mut st = self.lock();
+        while st.1.first().is_some_and(|&s| s < upto) {
+            st = self.cond.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     /// Waits until every mutation submitted before the call is complete.

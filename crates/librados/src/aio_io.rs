@@ -88,6 +88,23 @@ impl Io {
         drop(task);
     }
 
+    /// Completes `c` (result 0) once the mutations submitted on this
+    /// context so far are complete (`rados_aio_flush_async`), waiting on
+    /// a thread of its own (neither a runtime worker nor the finisher);
+    /// -EAGAIN if that thread cannot start.
+    pub fn flush_async(&self, c: Arc<Completion>) -> Result<(), i32> {
+        let (writes, finisher) = (Arc::clone(&self.writes), Arc::clone(&self.finisher));
+        let upto = writes.mark();
+        std::thread::Builder::new()
+            .name("msgr-rados-flush".to_string())
+            .spawn(move || {
+                writes.wait_before(upto);
+                c.finish(0, &finisher);
+            })
+            .map(drop)
+            .map_err(|_| -libc::EAGAIN)
+    }
+
     /// Waits for the mutations submitted on this context so far
     /// (`rados_aio_flush`).
     pub fn flush(&self) {

@@ -78,7 +78,7 @@ unsafe fn string_or_empty(p: *const c_char) -> String {
 
 /// The `len` bytes at `p` (empty if `len` is 0). Safety: `p` points to
 /// `len` readable bytes when `len` > 0.
-unsafe fn slice_of<'a>(p: *const c_char, len: usize) -> Result<&'a [u8], c_int> {
+pub(crate) unsafe fn slice_of<'a>(p: *const c_char, len: usize) -> Result<&'a [u8], c_int> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -127,7 +127,7 @@ pub(crate) unsafe fn set<T>(p: *mut T, v: T) {
 
 /// A malloc'd copy of `data` (NULL if empty), for the caller to release
 /// with `rados_buffer_free`, as librados's do_out_buffer.
-fn malloc_copy(data: &[u8]) -> *mut c_char {
+pub(crate) fn malloc_copy(data: &[u8]) -> *mut c_char {
     if data.is_empty() {
         return std::ptr::null_mut();
     }

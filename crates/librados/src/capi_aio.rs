@@ -32,14 +32,14 @@ macro_rules! c_try {
 }
 
 /// The completion behind `p`. Safety: `p` is NULL or a live completion.
-unsafe fn completion<'a>(p: CompletionT) -> Result<&'a Completion, c_int> {
+pub(crate) unsafe fn completion<'a>(p: CompletionT) -> Result<&'a Completion, c_int> {
     // SAFETY: a live completion is an Arc<Completion> from into_raw.
     unsafe { (p as *const Completion).as_ref() }.ok_or(-libc::EINVAL)
 }
 
 /// A new reference to the completion behind `p`, for an op. Safety: as
 /// [`completion`].
-unsafe fn op_ref(p: CompletionT) -> Result<Arc<Completion>, c_int> {
+pub(crate) unsafe fn op_ref(p: CompletionT) -> Result<Arc<Completion>, c_int> {
     if p.is_null() {
         return Err(-libc::EINVAL);
     }

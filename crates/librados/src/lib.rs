@@ -37,7 +37,50 @@
 //!   `rados_aio_is_complete`, `rados_aio_is_safe`,
 //!   `rados_aio_get_return_value`, `rados_aio_write`,
 //!   `rados_aio_write_full`, `rados_aio_append`, `rados_aio_read`,
-//!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`.
+//!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`;
+//! - compound ops, iterators and the other object calls (`capi_op.rs`,
+//!   `capi_iter.rs`, `capi_aio2.rs`): `rados_create_write_op`,
+//!   `rados_release_write_op`, `rados_write_op_set_flags`,
+//!   `rados_write_op_assert_exists`, `rados_write_op_assert_version`,
+//!   `rados_write_op_cmpext`, `rados_write_op_cmpxattr`,
+//!   `rados_write_op_omap_cmp`, `rados_write_op_omap_cmp2`,
+//!   `rados_write_op_setxattr`, `rados_write_op_rmxattr`,
+//!   `rados_write_op_create`, `rados_write_op_write`,
+//!   `rados_write_op_write_full`, `rados_write_op_writesame`,
+//!   `rados_write_op_append`, `rados_write_op_remove`,
+//!   `rados_write_op_truncate`, `rados_write_op_zero`,
+//!   `rados_write_op_exec`, `rados_write_op_omap_set`,
+//!   `rados_write_op_omap_set2`, `rados_write_op_omap_rm_keys`,
+//!   `rados_write_op_omap_rm_keys2`, `rados_write_op_omap_rm_range2`,
+//!   `rados_write_op_omap_clear`, `rados_write_op_set_alloc_hint`,
+//!   `rados_write_op_set_alloc_hint2`, `rados_write_op_operate`,
+//!   `rados_write_op_operate2`, `rados_aio_write_op_operate`,
+//!   `rados_create_read_op`, `rados_release_read_op`,
+//!   `rados_read_op_set_flags`, `rados_read_op_assert_exists`,
+//!   `rados_read_op_assert_version`, `rados_read_op_cmpext`,
+//!   `rados_read_op_cmpxattr`, `rados_read_op_omap_cmp`,
+//!   `rados_read_op_omap_cmp2`, `rados_read_op_stat`,
+//!   `rados_read_op_read`, `rados_read_op_checksum`,
+//!   `rados_read_op_exec`, `rados_read_op_exec_user_buf`,
+//!   `rados_read_op_getxattrs`, `rados_read_op_omap_get_vals`,
+//!   `rados_read_op_omap_get_vals2`, `rados_read_op_omap_get_keys`,
+//!   `rados_read_op_omap_get_keys2`,
+//!   `rados_read_op_omap_get_vals_by_keys`,
+//!   `rados_read_op_omap_get_vals_by_keys2`, `rados_read_op_operate`,
+//!   `rados_aio_read_op_operate`, `rados_omap_get_next`,
+//!   `rados_omap_get_next2`, `rados_omap_iter_size`,
+//!   `rados_omap_get_end`, `rados_getxattrs`, `rados_getxattrs_next`,
+//!   `rados_getxattrs_end`, `rados_exec`, `rados_cmpext`,
+//!   `rados_writesame`, `rados_checksum`, `rados_get_last_version`,
+//!   `rados_aio_cmpext`, `rados_aio_exec`, `rados_aio_writesame`,
+//!   `rados_aio_setxattr`, `rados_aio_rmxattr`, `rados_aio_getxattr`,
+//!   `rados_aio_getxattrs`, `rados_aio_flush_async`,
+//!   `rados_aio_wait_for_complete_and_cb`,
+//!   `rados_aio_wait_for_safe_and_cb`, `rados_aio_is_complete_and_cb`,
+//!   `rados_aio_is_safe_and_cb`. An op's outputs (`prval`, buffers,
+//!   iterators, `pmore`) are written when its operation completes, as
+//!   librados's Objecter writes them (see `capi_op.rs`); a run takes the
+//!   op object's ops, as librados's does.
 //!
 //! An aio call returns 0 once its op is submitted; the op's result is the
 //! completion's return value. A write's data is copied at submission
@@ -80,11 +123,20 @@
 //! number of threads at once, as librados documents.
 //!
 //! # What is missing
-//! - The rest of the 153 functions Python's `rados` module imports (the
-//!   other aio calls, e.g. `rados_aio_cancel`, `_and_cb` waits, aio
-//!   xattrs and exec; watch/notify, the read/write op builders, listing,
-//!   snapshots, locks, the other commands): `import rados` needs all of
-//!   them, so it does not load this library yet.
+//! - The rest of the 153 functions Python's `rados` module imports
+//!   (watch/notify, listing, snapshots, locks, the other commands):
+//!   `import rados` needs all of them, so it does not load this library
+//!   yet.
+//! - `rados_aio_cancel` and `rados_aio_get_version` are not provided.
+//! - `rados_aio_exec` given an output longer than `out_len` completes
+//!   with -ERANGE (librados copies it past the buffer and returns its
+//!   length).
+//! - An op builder given a NULL buffer with a non-zero length (librados
+//!   crashes) adds nothing and makes its operation fail with -EINVAL.
+//! - A write op (or `rados_writesame`) on a context reading a snapshot
+//!   is sent (librados answers -EROFS).
+//! - Omap keys and xattr names that are not UTF-8 are taken lossily (the
+//!   Rust client's keys are `String`s).
 //! - `rados_ioctx_pool_stat`'s older "Base" binding (a shorter struct, for
 //!   binaries linked before Nautilus) is not provided.
 //! - `rados_conf_set` takes any option name (librados answers -ENOENT
@@ -109,6 +161,9 @@ mod aio;
 mod aio_io;
 mod capi;
 mod capi_aio;
+mod capi_aio2;
+mod capi_iter;
+mod capi_op;
 mod capi_stat;
 mod cluster;
 mod errno;
@@ -116,6 +171,8 @@ mod errno;
 pub use aio::{Callback, Completion, Finisher, Writes};
 pub use capi::{IoctxT, RadosT, VERSION};
 pub use capi_aio::CompletionT;
+pub use capi_iter::{Iter, IterT};
+pub use capi_op::{OpT, ReadOpC, WriteOpC};
 pub use capi_stat::{RadosClusterStatT, RadosPoolStatT};
 pub use cluster::{
     block_on, Cluster, CommandOutput, Io, BLOCKING_THREADS, MON_COMMAND_TIMEOUT, WORKER_THREADS,

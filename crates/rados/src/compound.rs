@@ -304,6 +304,21 @@ impl WriteOp {
         self.b.set_op_flags(flags);
     }
 
+    /// Replaces the per-op flags of the op added last with `flags`
+    /// (librados's `set_last_op_flags`, which `rados_write_op_set_flags`
+    /// calls: an assignment, where [`WriteOp::set_op_flags`] adds bits).
+    pub fn set_last_op_flags(&mut self, flags: u32) {
+        if let Some(o) = self.b.ops.last_mut() {
+            o.op.flags = flags;
+        }
+    }
+
+    /// Adds `op` as it is (a class call, [`Op::call`]; an op built
+    /// elsewhere); its output is read as `T`.
+    pub fn add_op<T>(&mut self, op: Op) -> Handle<T> {
+        self.b.push(op)
+    }
+
     /// The modification time the write records (default: now).
     pub fn set_mtime(&mut self, mtime: UTime) {
         self.mtime = Some(mtime);
@@ -498,6 +513,20 @@ impl ReadOp {
     /// Per-op flags ([`op_flag`]) on the op added last.
     pub fn set_op_flags(&mut self, flags: u32) {
         self.b.set_op_flags(flags);
+    }
+
+    /// Replaces the per-op flags of the op added last with `flags`
+    /// (`rados_read_op_set_flags`).
+    pub fn set_last_op_flags(&mut self, flags: u32) {
+        if let Some(o) = self.b.ops.last_mut() {
+            o.op.flags = flags;
+        }
+    }
+
+    /// Adds `op` as it is (a class call, [`Op::call`]); its output is
+    /// read as `T`.
+    pub fn add_op<T>(&mut self, op: Op) -> Handle<T> {
+        self.b.push(op)
     }
 
     /// Fails with ENOENT unless the object exists.
