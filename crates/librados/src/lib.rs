@@ -139,16 +139,18 @@
 //!   Rust client's keys are `String`s).
 //! - `rados_ioctx_pool_stat`'s older "Base" binding (a shorter struct, for
 //!   binaries linked before Nautilus) is not provided.
-//! - `rados_conf_set` takes any option name (librados answers -ENOENT
-//!   for an option it does not know); `rados_conf_get` answers -ENOENT for
-//!   an option nothing sets, where librados returns Ceph's default (only
-//!   a few defaults are known here), nor does it see the options the
-//!   monitors' configuration database sets (MConfig) once connected.
-//! - `rados_conf_parse_argv*` takes every `--name value` as an option, as
-//!   [`msgr_rados::RadosConfig::conf_parse_args`] does, where librados
-//!   leaves the ones it does not know (`--format json`) in the remainder.
-//! - `CEPH_ARGS` is read at `rados_connect` even without
-//!   `rados_conf_parse_env`.
+//! - Options are Ceph 16's (`msgr_config::schema`, captured from
+//!   Debian's librados): `rados_conf_set` and `rados_conf_parse_argv*`
+//!   check names and values against it and `rados_conf_get` gives its
+//!   defaults, as librados does; but the values the monitors'
+//!   configuration database sends (MConfig) once connected are not seen,
+//!   a change after `rados_connect` is taken (librados refuses one to an
+//!   option it cannot change at run time, -EPERM), metavariables other than
+//!   `$cluster`, `$type`, `$id`, `$name`, `$host`, `$home` are not
+//!   expanded, and an option missing its value on the command line is
+//!   -EINVAL (librados exits the process for `-m` and `-k`).
+//! - `CEPH_ARGS` is read, as librados reads it at `rados_create`, but
+//!   its `--id`/`--name` name the client (librados leaves them).
 //! - `rados_get_instance_id` is 0 on a cluster with auth none (the global
 //!   id is kept from cephx only).
 //! - Namespaces and locator keys that are not UTF-8 are taken lossily.
