@@ -12,13 +12,15 @@
 #   librados-dev gcc               Ceph's librados.h and a C compiler: C programs built
 #                                  against Ceph's header run on Ceph's librados and ours
 #                                  (scripts/interop/librados-c.sh, scripts/bench/)
+#   python3-rados gdb              Ceph's Python rados module, run on ours and Ceph's, gdb
+#                                  counting its calls (scripts/interop/librados-python.sh)
 #
 # Idempotent: if every package is already installed it does nothing (no
 # apt-get update), so re-runs take well under a second. It starts no
 # daemons (the Debian ceph packages' systemd units are not used by our scripts).
 set -euo pipefail
 
-PKGS=(ceph-mon ceph-osd ceph-mgr ceph-common uuid-runtime tcpdump debootstrap librados-dev gcc)
+PKGS=(ceph-mon ceph-osd ceph-mgr ceph-common uuid-runtime tcpdump debootstrap librados-dev gcc python3-rados gdb)
 
 [[ $EUID -eq 0 ]] || { echo "install-deps.sh: must run as root" >&2; exit 1; }
 

@@ -611,6 +611,19 @@ librados_c() {
   fi
 }
 
+# librados_python RELEASE: Ceph's Python rados module and ceph CLI on our
+# librados.so.2 against Ceph's librados on that release's cluster, with
+# aio writes under an OSD restart (scripts/interop/librados-python.sh).
+librados_python() {
+  local r=$1 c; c=$(conf "$r")
+  if CEPH_CONF=$c MSGR_TEST_RELEASE=$r MSGR_TEST_OSD_RESTART=$(restart_osd_cmd "$r") \
+      "$HERE/librados-python.sh" > "$OUT/librados-python-$r.out" 2>&1; then
+    log "ok: $r: Python's rados module and the ceph CLI on our librados.so.2: $(grep -E '^(same results|[0-9]+ of [0-9]+ imported|ceph CLI:|ceph -s on)' "$OUT/librados-python-$r.out" | tr '\n' ' ')"
+  else
+    fail "$r: Python's rados module on our librados.so.2:"; tail -30 "$OUT/librados-python-$r.out" >&2
+  fi
+}
+
 # The model workload (tests/live_model.rs): 100000 operations with
 # self-managed snapshots (rollbacks, reads at snapshots) while osd.1 is
 # stopped and started again (memstore: it comes back with what it had and
@@ -677,6 +690,7 @@ for r in pacific tentacle; do
   byhost_pool "$r"
   live "$r"
   librados_c "$r"
+  librados_python "$r"
   example "$r"
   model_restart "$r"
   for mode in crc secure; do data "$r" "$mode" test; done
