@@ -39,7 +39,7 @@ unsafe fn completion<'a>(p: CompletionT) -> Result<&'a Completion, c_int> {
 
 /// A new reference to the completion behind `p`, for an op. Safety: as
 /// [`completion`].
-unsafe fn op_ref(p: CompletionT) -> Result<Arc<Completion>, c_int> {
+pub(crate) unsafe fn op_ref(p: CompletionT) -> Result<Arc<Completion>, c_int> {
     if p.is_null() {
         return Err(-libc::EINVAL);
     }

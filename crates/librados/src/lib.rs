@@ -110,6 +110,7 @@ mod aio_io;
 mod capi;
 mod capi_aio;
 mod capi_stat;
+mod capi_watch;
 mod cluster;
 mod errno;
 
@@ -117,6 +118,9 @@ pub use aio::{Callback, Completion, Finisher, Writes};
 pub use capi::{IoctxT, RadosT, VERSION};
 pub use capi_aio::CompletionT;
 pub use capi_stat::{RadosClusterStatT, RadosPoolStatT};
+pub use capi_watch::{
+    decode_notify_reply, NotifyAckT, NotifyTimeoutT, WatchCb, WatchCb2, WatchErrCb, NOTIFY_TIMEOUT,
+};
 pub use cluster::{
     block_on, Cluster, CommandOutput, Io, BLOCKING_THREADS, MON_COMMAND_TIMEOUT, WORKER_THREADS,
 };
