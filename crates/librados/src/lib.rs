@@ -109,6 +109,7 @@ mod aio;
 mod aio_io;
 mod capi;
 mod capi_aio;
+mod capi_list;
 mod capi_lock;
 mod capi_stat;
 mod capi_watch;

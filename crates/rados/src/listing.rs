@@ -54,6 +54,28 @@ impl IoCtx {
 }
 
 impl ObjectList {
+    /// The hash the listing is at: its cursor's (0 at the start and once
+    /// at the end), `rados_nobjects_list_get_pg_hash_position`.
+    pub fn hash_position(&self) -> u32 {
+        match self.cursor.done() {
+            true => 0,
+            false => self.cursor.at().hash,
+        }
+    }
+
+    /// Goes on from the first object of hash `hash` (0: from the start),
+    /// dropping what was fetched and not taken
+    /// (`rados_nobjects_list_seek`).
+    pub fn seek(&mut self, hash: u32) {
+        self.page = None;
+        self.ready.clear();
+        self.ended = false;
+        self.cursor.seek(HObject {
+            hash,
+            ..HObject::default()
+        });
+    }
+
     /// The next object, `None` at the end.
     pub async fn next(&mut self) -> Option<Result<Listed, RadosError>> {
         std::future::poll_fn(|cx| self.poll_entry(cx)).await
