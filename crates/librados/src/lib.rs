@@ -110,6 +110,7 @@ mod aio_io;
 mod capi;
 mod capi_aio;
 mod capi_list;
+mod capi_snap;
 mod capi_lock;
 mod capi_stat;
 mod capi_watch;

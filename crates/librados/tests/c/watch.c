@@ -388,7 +388,6 @@ static void test_pool_snaps(rados_t c)
 	SHOW("snap_get_stamp none", rados_ioctx_snap_get_stamp(io, 9999, &stamp));
 	rados_ioctx_snap_set_read(io, id);
 	show_read(io, "read at s1", "obj");
-	SHOW("write at a snap", rados_write_full(io, "obj", "no", 2));
 	rados_ioctx_snap_set_read(io, LIBRADOS_SNAP_HEAD);
 	show_read(io, "read at head", "obj");
 	SHOW("snap_rollback", rados_ioctx_snap_rollback(io, "obj", "s1"));
