@@ -16,6 +16,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include <pthread.h>
+/* rados_watch and rados_unwatch (version 1) are deprecated; they are part
+ * of what is checked. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include <rados/librados.h>
 
 static int failures = 0;
@@ -70,6 +73,24 @@ static void watch_err(void *arg, uint64_t handle, int err)
 	(void)handle;
 	(void)err;
 	w->errors++;
+}
+
+/* A version 1 watch's callback: librados acknowledges for it. */
+struct v1 {
+	int calls;
+	int opcode;
+	int ver;
+	int on_main;
+};
+
+static void watch_v1_cb(uint8_t opcode, uint64_t ver, void *arg)
+{
+	struct v1 *v = arg;
+	if (pthread_equal(pthread_self(), main_thread))
+		v->on_main++;
+	v->opcode = opcode;
+	v->ver = (int)ver;
+	v->calls++;
 }
 
 /* The acks and timeouts of a notify's reply, in the reply's order. */
@@ -153,6 +174,53 @@ static void test_watch(rados_t c1, rados_ioctx_t io1, rados_t c2, rados_ioctx_t 
 	SHOW("watch_flush", rados_watch_flush(c1));
 	printf("self-unwatch: called %d result %d\n", w2.self_unwatched, w2.unwatch_self);
 
+	/* version 1: rados_watch, its callback, librados's empty ack */
+	{
+		struct v1 v = {0};
+		uint64_t h1 = 0;
+		SHOW("watch (v1)", rados_watch(io1, oid2, 0, &h1, watch_v1_cb, &v));
+		r = rados_notify2(io2, oid2, "v1", 2, 10000, &reply, &reply_len);
+		SHOW("notify2 to a v1 watch", r);
+		show_reply("v1", reply, reply_len, gid, h1);
+		rados_buffer_free(reply);
+		reply = NULL;
+		SHOW("watch_flush", rados_watch_flush(c1));
+		printf("v1 callbacks: %d opcode %d ver %d\n", v.calls, v.opcode, v.ver);
+		CHECK("v1 callback not on the caller's thread", v.on_main == 0);
+		SHOW("unwatch (v1)", rados_unwatch(io1, oid2, h1));
+	}
+
+	/* aio_watch2 and aio_unwatch */
+	{
+		struct watcher wa = {0};
+		rados_completion_t ca;
+		wa.io = io1;
+		wa.oid = oid2;
+		SHOW("aio_create_completion", rados_aio_create_completion2(NULL, NULL, &ca));
+		SHOW("aio_watch2", rados_aio_watch2(io1, oid2, ca, &wa.handle, watch_cb, watch_err,
+						    30, &wa));
+		SHOW("aio_wait_for_complete", rados_aio_wait_for_complete(ca));
+		SHOW("aio_watch2 result", rados_aio_get_return_value(ca));
+		rados_aio_release(ca);
+		CHECK("aio_watch2 watch_check", rados_watch_check(io1, wa.handle) > 0);
+		r = rados_notify2(io2, oid2, "aio", 3, 10000, &reply, &reply_len);
+		SHOW("notify2 to an aio watch", r);
+		show_reply("aio watch", reply, reply_len, gid, wa.handle);
+		rados_buffer_free(reply);
+		reply = NULL;
+		SHOW("aio_create_completion", rados_aio_create_completion2(NULL, NULL, &ca));
+		SHOW("aio_unwatch", rados_aio_unwatch(io1, wa.handle, ca));
+		SHOW("aio_wait_for_complete", rados_aio_wait_for_complete(ca));
+		SHOW("aio_unwatch result", rados_aio_get_return_value(ca));
+		rados_aio_release(ca);
+		r = rados_notify2(io2, oid2, "gone", 4, 10000, &reply, &reply_len);
+		SHOW("notify2 after aio_unwatch", r);
+		show_reply("aio unwatched", reply, reply_len, gid, wa.handle);
+		rados_buffer_free(reply);
+		reply = NULL;
+		printf("aio watch callbacks: %d last: %s\n", wa.notifies, wa.last);
+	}
+
 	/* unwatch, then a notify sees no watcher */
 	SHOW("unwatch2", rados_unwatch2(io1, w.handle));
 	r = rados_notify2(io2, oid, "anyone", 6, 10000, &reply, &reply_len);
@@ -161,6 +229,23 @@ static void test_watch(rados_t c1, rados_ioctx_t io1, rados_t c2, rados_ioctx_t 
 	rados_buffer_free(reply);
 	printf("callbacks: %d errors: %d\n", w.notifies, w.errors);
 	SHOW("watch_flush c2", rados_watch_flush(c2));
+	/* a watch of c2's left registered through its shutdown */
+	{
+		static struct watcher wl = {0};
+		rados_completion_t cl;
+		wl.io = io2;
+		wl.oid = oid2;
+		SHOW("aio_create_completion", rados_aio_create_completion2(NULL, NULL, &cl));
+		SHOW("aio_watch", rados_aio_watch(io2, oid2, cl, &wl.handle, watch_cb, watch_err, &wl));
+		SHOW("aio_wait_for_complete", rados_aio_wait_for_complete(cl));
+		SHOW("aio_watch result", rados_aio_get_return_value(cl));
+		rados_aio_release(cl);
+		r = rados_notify2(io1, oid2, "left", 4, 10000, &reply, &reply_len);
+		SHOW("notify2 to the watch left", r);
+		show_reply("left", reply, reply_len, rados_get_instance_id(c2), wl.handle);
+		rados_buffer_free(reply);
+		reply = NULL;
+	}
 	SHOW("remove watched", rados_remove(io1, oid));
 	SHOW("remove watched2", rados_remove(io1, oid2));
 }
