@@ -64,9 +64,8 @@ unsafe fn lock(
     if let Some(tv) = unsafe { duration.as_ref() } {
         let secs = u64::try_from(tv.tv_sec).unwrap_or(0);
         let micros = u64::try_from(tv.tv_usec).unwrap_or(0);
-        lock = lock.duration(
-            Duration::from_secs(secs).saturating_add(Duration::from_micros(micros)),
-        );
+        lock =
+            lock.duration(Duration::from_secs(secs).saturating_add(Duration::from_micros(micros)));
     }
     // LIBRADOS_LOCK_FLAG_RENEW / MUST_RENEW are cls_lock's flags.
     lock.flags = flags;
@@ -244,8 +243,7 @@ pub unsafe extern "C" fn rados_list_lockers(
         (Ok(io), Ok(obj), Ok(name)) => (io, obj.to_vec(), name),
         _ => return r(-libc::EINVAL),
     };
-    if tag_len.is_null() || clients_len.is_null() || cookies_len.is_null() || addrs_len.is_null()
-    {
+    if tag_len.is_null() || clients_len.is_null() || cookies_len.is_null() || addrs_len.is_null() {
         return r(-libc::EINVAL);
     }
     let info = match io.run(|ctx| async move { ctx.lock_info(&obj, &name).await }) {
@@ -270,10 +268,15 @@ pub unsafe extern "C" fn rados_list_lockers(
             .map(|h| f(h).saturating_add(1))
             .fold(0usize, usize::saturating_add)
     };
-    let (cl, ck, ad) = (total(|h| h.0.len()), total(|h| h.1.len()), total(|h| h.2.len()));
+    let (cl, ck, ad) = (
+        total(|h| h.0.len()),
+        total(|h| h.1.len()),
+        total(|h| h.2.len()),
+    );
     let tl = info.tag.len().saturating_add(1);
     // SAFETY: the length pointers are non-NULL and readable.
-    let too_short = unsafe { cl > *clients_len || ck > *cookies_len || ad > *addrs_len || tl > *tag_len };
+    let too_short =
+        unsafe { cl > *clients_len || ck > *cookies_len || ad > *addrs_len || tl > *tag_len };
     // SAFETY: non-NULL and writable.
     unsafe {
         clients_len.write(cl);
@@ -284,7 +287,9 @@ pub unsafe extern "C" fn rados_list_lockers(
     if too_short {
         return r(-libc::ERANGE);
     }
-    if tag.is_null() || (!held.is_empty() && (clients.is_null() || cookies.is_null() || addrs.is_null())) {
+    if tag.is_null()
+        || (!held.is_empty() && (clients.is_null() || cookies.is_null() || addrs.is_null()))
+    {
         return r(-libc::EINVAL);
     }
     // SAFETY: each buffer has room for what it gets (checked above).

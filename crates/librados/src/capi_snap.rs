@@ -47,8 +47,10 @@ pub unsafe extern "C" fn rados_ioctx_snap_create(io: IoctxT, snapname: *const c_
     // SAFETY: per the contract above.
     let (io, name) = unsafe { (c_try!(self::io(io)), c_try!(str_of(snapname)).to_string()) };
     let (rados, ctx) = (c_try!(io.rados()), io.ctx());
-    c_try!(c_try!(io.block(async move { rados.snap_create(&ctx, &name).await }))
-        .map_err(|e| errno_of(&e)));
+    c_try!(
+        c_try!(io.block(async move { rados.snap_create(&ctx, &name).await }))
+            .map_err(|e| errno_of(&e))
+    );
     0
 }
 
@@ -62,8 +64,10 @@ pub unsafe extern "C" fn rados_ioctx_snap_remove(io: IoctxT, snapname: *const c_
     // SAFETY: per the contract above.
     let (io, name) = unsafe { (c_try!(self::io(io)), c_try!(str_of(snapname)).to_string()) };
     let (rados, ctx) = (c_try!(io.rados()), io.ctx());
-    c_try!(c_try!(io.block(async move { rados.snap_remove(&ctx, &name).await }))
-        .map_err(|e| errno_of(&e)));
+    c_try!(
+        c_try!(io.block(async move { rados.snap_remove(&ctx, &name).await }))
+            .map_err(|e| errno_of(&e))
+    );
     0
 }
 

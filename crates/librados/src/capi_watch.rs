@@ -244,7 +244,16 @@ fn deliver(
                         };
                         // SAFETY: a function of librados.h's type, given
                         // the payload for the call (never written).
-                        unsafe { cb(arg.get(), notify_id, cookie, notifier_gid, data, payload.len()) };
+                        unsafe {
+                            cb(
+                                arg.get(),
+                                notify_id,
+                                cookie,
+                                notifier_gid,
+                                data,
+                                payload.len(),
+                            )
+                        };
                     }
                     Callbacks::V1 { cb: Some(cb) } => {
                         // SAFETY: a function of librados.h's type.

@@ -37,7 +37,31 @@
 //!   `rados_aio_is_complete`, `rados_aio_is_safe`,
 //!   `rados_aio_get_return_value`, `rados_aio_write`,
 //!   `rados_aio_write_full`, `rados_aio_append`, `rados_aio_read`,
-//!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`.
+//!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`;
+//! - watch/notify, locks, listing, snapshots (`capi_watch.rs`,
+//!   `capi_lock.rs`, `capi_list.rs`, `capi_snap.rs`): `rados_watch`,
+//!   `rados_watch2`, `rados_watch3`, `rados_aio_watch`, `rados_aio_watch2`,
+//!   `rados_unwatch`, `rados_unwatch2`, `rados_aio_unwatch`,
+//!   `rados_watch_check`, `rados_watch_flush`, `rados_notify2`,
+//!   `rados_aio_notify`, `rados_notify_ack`, `rados_decode_notify_response`,
+//!   `rados_free_notify_response`; `rados_lock_exclusive`,
+//!   `rados_lock_shared`, `rados_unlock`, `rados_break_lock`,
+//!   `rados_list_lockers`; `rados_nobjects_list_open`,
+//!   `rados_nobjects_list_next`, `rados_nobjects_list_next2`,
+//!   `rados_nobjects_list_close`, `rados_nobjects_list_seek`,
+//!   `rados_nobjects_list_get_pg_hash_position`; `rados_ioctx_snap_create`,
+//!   `rados_ioctx_snap_remove`, `rados_ioctx_snap_rollback`,
+//!   `rados_rollback`, `rados_ioctx_snap_list`, `rados_ioctx_snap_lookup`,
+//!   `rados_ioctx_snap_get_name`, `rados_ioctx_snap_get_stamp`,
+//!   `rados_ioctx_snap_set_read`, `rados_ioctx_selfmanaged_snap_create`,
+//!   `rados_ioctx_selfmanaged_snap_remove`,
+//!   `rados_ioctx_selfmanaged_snap_rollback`,
+//!   `rados_ioctx_selfmanaged_snap_set_write_ctx`,
+//!   `rados_aio_ioctx_selfmanaged_snap_create`,
+//!   `rados_aio_ioctx_selfmanaged_snap_remove`. A watch's callbacks run on
+//!   the handle's finisher thread; `rados_unwatch2` returns once none of
+//!   the watch's is running on another thread (librados 16 returns while
+//!   one still runs) and does not wait when called from a callback.
 //!
 //! An aio call returns 0 once its op is submitted; the op's result is the
 //! completion's return value. A write's data is copied at submission
@@ -82,9 +106,21 @@
 //! # What is missing
 //! - The rest of the 153 functions Python's `rados` module imports (the
 //!   other aio calls, e.g. `rados_aio_cancel`, `_and_cb` waits, aio
-//!   xattrs and exec; watch/notify, the read/write op builders, listing,
-//!   snapshots, locks, the other commands): `import rados` needs all of
-//!   them, so it does not load this library yet.
+//!   xattrs and exec; the read/write op builders, the other commands):
+//!   `import rados` needs all of them, so it does not load this library
+//!   yet.
+//! - `rados_nobjects_list_get_cursor` and `rados_nobjects_list_seek_cursor`
+//!   (and the `rados_object_list_*` cursors they use) are not provided.
+//!   `rados_nobjects_list_get_pg_hash_position` is the hash of the
+//!   listing's cursor (0 at its start and its end, as librados 16 answers
+//!   there).
+//! - A write while the context reads at a snapshot
+//!   (`rados_ioctx_snap_set_read`) is sent, and the OSD answers -EINVAL;
+//!   librados refuses it with -EROFS without sending it.
+//! - A watch handle this library did not give (or already unwatched) is
+//!   -ENOTCONN for `rados_watch_check` and `rados_unwatch2` (librados
+//!   takes it as a pointer). A watch still registered at `rados_shutdown`
+//!   keeps a small record for the rest of the process.
 //! - `rados_ioctx_pool_stat`'s older "Base" binding (a shorter struct, for
 //!   binaries linked before Nautilus) is not provided.
 //! - `rados_conf_set` takes any option name (librados answers -ENOENT
@@ -110,8 +146,8 @@ mod aio_io;
 mod capi;
 mod capi_aio;
 mod capi_list;
-mod capi_snap;
 mod capi_lock;
+mod capi_snap;
 mod capi_stat;
 mod capi_watch;
 mod cluster;

@@ -109,10 +109,21 @@ fn io_calls_with_a_null_context_are_einval() {
         assert_eq!(rados_watch_check(null, 1), -libc::EINVAL);
         assert_eq!(rados_unwatch2(null, 1), -libc::EINVAL);
         assert_eq!(
-            rados_notify2(null, OBJ, ptr::null(), 0, 0, ptr::null_mut(), ptr::null_mut()),
+            rados_notify2(
+                null,
+                OBJ,
+                ptr::null(),
+                0,
+                0,
+                ptr::null_mut(),
+                ptr::null_mut()
+            ),
             -libc::EINVAL
         );
-        assert_eq!(rados_notify_ack(null, OBJ, 1, 1, ptr::null(), 0), -libc::EINVAL);
+        assert_eq!(
+            rados_notify_ack(null, OBJ, 1, 1, ptr::null(), 0),
+            -libc::EINVAL
+        );
         let n = c"lk".as_ptr();
         assert_eq!(
             rados_lock_exclusive(null, OBJ, n, n, ptr::null(), ptr::null_mut(), 0),
@@ -124,7 +135,10 @@ fn io_calls_with_a_null_context_are_einval() {
         assert_eq!(rados_ioctx_snap_list(null, &mut id, 1), -libc::EINVAL);
         assert_eq!(rados_ioctx_snap_lookup(null, n, &mut id), -libc::EINVAL);
         rados_ioctx_snap_set_read(null, 1);
-        assert_eq!(rados_ioctx_selfmanaged_snap_create(null, &mut id), -libc::EINVAL);
+        assert_eq!(
+            rados_ioctx_selfmanaged_snap_create(null, &mut id),
+            -libc::EINVAL
+        );
         assert_eq!(
             rados_ioctx_selfmanaged_snap_set_write_ctx(null, 1, ptr::null_mut(), 0),
             -libc::EINVAL
@@ -193,9 +207,18 @@ fn decode_notify_response_gives_the_acks_and_timeouts() {
         assert_eq!(r, 0);
         assert_eq!((na, nt), (2, 1));
         let a = std::slice::from_raw_parts(acks, na);
-        assert_eq!((a[0].notifier_id, a[0].cookie, a[0].payload_len), (4100, 7, 4));
-        assert_eq!(std::slice::from_raw_parts(a[0].payload.cast::<u8>(), 4), b"pong");
-        assert_eq!((a[1].notifier_id, a[1].cookie, a[1].payload_len), (4200, 9, 0));
+        assert_eq!(
+            (a[0].notifier_id, a[0].cookie, a[0].payload_len),
+            (4100, 7, 4)
+        );
+        assert_eq!(
+            std::slice::from_raw_parts(a[0].payload.cast::<u8>(), 4),
+            b"pong"
+        );
+        assert_eq!(
+            (a[1].notifier_id, a[1].cookie, a[1].payload_len),
+            (4200, 9, 0)
+        );
         assert!(a[1].payload.is_null());
         assert_eq!(
             *timeouts,
