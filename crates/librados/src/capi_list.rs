@@ -169,8 +169,9 @@ pub unsafe extern "C" fn rados_nobjects_list_close(ctx: ListCtxT) {
     }
 }
 
-/// `rados_nobjects_list_get_pg_hash_position`: the hash the listing is
-/// at (0 at the start and at the end).
+/// `rados_nobjects_list_get_pg_hash_position`: the hash the listing's
+/// cursor is at (where its next page starts: 0 at the start and at the
+/// end, `pos` after a seek to `pos`), as librados 16 answers.
 ///
 /// # Safety
 /// `ctx` a live list context.
@@ -184,7 +185,8 @@ pub unsafe extern "C" fn rados_nobjects_list_get_pg_hash_position(ctx: ListCtxT)
 }
 
 /// `rados_nobjects_list_seek`: goes on from hash position `pos` (0: from
-/// the start); returns `pos`.
+/// the start; what was fetched and not returned is dropped); returns
+/// `pos`.
 ///
 /// # Safety
 /// `ctx` a live list context.

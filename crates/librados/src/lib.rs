@@ -111,9 +111,6 @@
 //!   yet.
 //! - `rados_nobjects_list_get_cursor` and `rados_nobjects_list_seek_cursor`
 //!   (and the `rados_object_list_*` cursors they use) are not provided.
-//!   `rados_nobjects_list_get_pg_hash_position` is the hash of the
-//!   listing's cursor (0 at its start and its end, as librados 16 answers
-//!   there).
 //! - A write while the context reads at a snapshot
 //!   (`rados_ioctx_snap_set_read`) is sent, and the OSD answers -EINVAL;
 //!   librados refuses it with -EROFS without sending it.

@@ -54,8 +54,9 @@ impl IoCtx {
 }
 
 impl ObjectList {
-    /// The hash the listing is at: its cursor's (0 at the start and once
-    /// at the end), `rados_nobjects_list_get_pg_hash_position`.
+    /// The hash the listing's cursor is at (where its next page starts; 0
+    /// at the start and once at the end), as librados's
+    /// `rados_nobjects_list_get_pg_hash_position` answers.
     pub fn hash_position(&self) -> u32 {
         match self.cursor.done() {
             true => 0,
@@ -63,8 +64,8 @@ impl ObjectList {
         }
     }
 
-    /// Goes on from the first object of hash `hash` (0: from the start),
-    /// dropping what was fetched and not taken
+    /// Goes on from the first position of hash `hash` in the pool (0: from
+    /// the start), dropping what was fetched and not taken
     /// (`rados_nobjects_list_seek`).
     pub fn seek(&mut self, hash: u32) {
         self.page = None;
@@ -72,6 +73,7 @@ impl ObjectList {
         self.ended = false;
         self.cursor.seek(HObject {
             hash,
+            pool: self.io.pool,
             ..HObject::default()
         });
     }

@@ -417,6 +417,14 @@ static void test_listing(rados_ioctx_t io)
 		while (rados_nobjects_list_next(ctx, &entry, NULL, NULL) == 0)
 			n2++;
 		printf("entries after seek: %d\n", n2);
+		SHOW("list_seek 1000", rados_nobjects_list_seek(ctx, 1000));
+		SHOW("pg_hash_position after it", rados_nobjects_list_get_pg_hash_position(ctx));
+		SHOW("list_seek 5", rados_nobjects_list_seek(ctx, 5));
+		SHOW("pg_hash_position after it", rados_nobjects_list_get_pg_hash_position(ctx));
+		while ((r = rados_nobjects_list_next(ctx, &entry, NULL, NULL)) == 0)
+			;
+		SHOW("list_next end after a seek", r);
+		SHOW("pg_hash_position at the end", rados_nobjects_list_get_pg_hash_position(ctx));
 		rados_nobjects_list_close(ctx);
 	}
 
