@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
+use std::future::Future;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -284,7 +285,9 @@ fn deliver(
     }
 }
 
-/// Sends a NOTIFY_ACK without waiting for it (librados's notify_ack).
+/// Sends a NOTIFY_ACK without waiting for its reply (librados's
+/// notify_ack), but once it is queued to its OSD: what the caller does next
+/// (an unwatch) goes after it, as librados's objecter keeps its order.
 fn send_ack(
     rt: &tokio::runtime::Handle,
     io: IoCtx,
@@ -294,9 +297,21 @@ fn send_ack(
     reply: Vec<u8>,
 ) {
     let op = notify_ack_op(notify_id, cookie, &reply);
+    let (queued, wait) = std::sync::mpsc::sync_channel::<()>(1);
     drop(rt.spawn(async move {
-        let _ = io.operate(&name, Ops(vec![op])).await;
+        let mut ack = std::pin::pin!(async move { io.operate(&name, Ops(vec![op])).await });
+        let mut queued = Some(queued);
+        // The first poll submits the request to the objecter.
+        let _ = std::future::poll_fn(|cx| {
+            let r = ack.as_mut().poll(cx);
+            if let Some(q) = queued.take() {
+                let _ = q.send(());
+            }
+            r
+        })
+        .await;
     }));
+    let _ = wait.recv();
 }
 
 /// Takes watch `cookie` of `io`'s handle out of the registry and

@@ -45,6 +45,8 @@ struct watcher {
 	int handle_ok;
 	int unwatch_self; /* unwatch from the callback: its result */
 	int self_unwatched;
+	int no_ack;       /* do not acknowledge */
+	int last_err;     /* what the error callback got */
 	char last[64];
 };
 
@@ -60,7 +62,8 @@ static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle,
 	snprintf(w->last, sizeof(w->last), "%.*s", (int)len, data ? (char *)data : "");
 	w->notifies++;
 	snprintf(reply, sizeof(reply), "ack-%d:%s", w->notifies, w->last);
-	rados_notify_ack(w->io, w->oid, notify_id, handle, reply, strlen(reply));
+	if (!w->no_ack)
+		rados_notify_ack(w->io, w->oid, notify_id, handle, reply, strlen(reply));
 	if (w->unwatch_self == 1) {
 		w->unwatch_self = rados_unwatch2(w->io, handle);
 		w->self_unwatched = 1;
@@ -70,9 +73,11 @@ static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle,
 static void watch_err(void *arg, uint64_t handle, int err)
 {
 	struct watcher *w = arg;
-	(void)handle;
-	(void)err;
-	w->errors++;
+	if (pthread_equal(pthread_self(), main_thread))
+		w->on_main++;
+	w->handle_ok = (handle == w->handle);
+	w->last_err = err;
+	__atomic_add_fetch(&w->errors, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A version 1 watch's callback: librados acknowledges for it. */
@@ -228,6 +233,42 @@ static void test_watch(rados_t c1, rados_ioctx_t io1, rados_t c2, rados_ioctx_t 
 	show_reply("unwatched", reply, reply_len, gid, w.handle);
 	rados_buffer_free(reply);
 	printf("callbacks: %d errors: %d\n", w.notifies, w.errors);
+	/* a watcher that does not acknowledge: the notify times out */
+	{
+		struct watcher wt = {0};
+		struct notify_ack_t *acks = NULL;
+		struct notify_timeout_t *timeouts = NULL;
+		size_t na = 0, nt = 0;
+		wt.io = io1;
+		wt.oid = oid;
+		wt.no_ack = 1;
+		SHOW("watch3 silent", rados_watch3(io1, oid, &wt.handle, watch_cb, watch_err, 30, &wt));
+		r = rados_notify2(io2, oid, "hush", 4, 1500, &reply, &reply_len);
+		SHOW("notify2 to a silent watcher", r);
+		CHECK("notify2 timed out: a reply", reply != NULL && reply_len > 0);
+		show_reply("silent", reply, reply_len, gid, wt.handle);
+		SHOW("decode", rados_decode_notify_response(reply, reply_len, &acks, &na, &timeouts, &nt));
+		CHECK("the timeout names the watcher",
+		      nt == 1 && timeouts[0].notifier_id == gid && timeouts[0].cookie == wt.handle);
+		rados_free_notify_response(acks, na, timeouts);
+		rados_buffer_free(reply);
+		reply = NULL;
+		SHOW("watch_flush", rados_watch_flush(c1));
+		printf("silent callbacks: %d last: %s\n", wt.notifies, wt.last);
+
+		/* the watched object removed: the error callback, then
+		 * watch_check says the watch is gone */
+		SHOW("remove the watched", rados_remove(io2, oid));
+		for (int i = 0; i < 100 && !__atomic_load_n(&wt.errors, __ATOMIC_SEQ_CST); i++)
+			usleep(100000);
+		SHOW("watch_flush", rados_watch_flush(c1));
+		printf("errors: %d err: %d\n", wt.errors, wt.last_err);
+		CHECK("error callback on the handle's handle, not the caller's thread",
+		      wt.handle_ok && wt.on_main == 0);
+		SHOW("watch_check after the removal", rados_watch_check(io1, wt.handle));
+		SHOW("unwatch2 after the removal", rados_unwatch2(io1, wt.handle));
+		SHOW("write_full watched", rados_write_full(io1, oid, "x", 1));
+	}
 	SHOW("watch_flush c2", rados_watch_flush(c2));
 	/* a watch of c2's left registered through its shutdown */
 	{
