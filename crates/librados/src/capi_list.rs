@@ -11,7 +11,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use msgr_rados::ObjectList;
+use msgr_rados::{HObject, Listed, ObjectList};
 use tokio::runtime::Handle;
 
 use crate::capi::{io, set, IoctxT};
@@ -41,7 +41,15 @@ struct ListCtx {
     key: Vec<u8>,
     nspace: Vec<u8>,
     has_key: bool,
+    /// The entry last returned (librados keeps it at the front of its
+    /// list until the next call: `rados_nobjects_list_get_cursor` names
+    /// it); None before the first, after the end and after a seek.
+    current: Option<Listed>,
 }
+
+/// librados.h's `rados_object_list_cursor`: a position in a pool's
+/// listing (Ceph's `hobject_t *`), here a `Box<HObject>`.
+pub type ObjectListCursorT = *mut c_void;
 
 /// The listing behind `p`. Safety: NULL or a live list context.
 unsafe fn list_ctx<'a>(p: ListCtxT) -> Result<&'a mut ListCtx, c_int> {
@@ -77,6 +85,7 @@ pub unsafe extern "C" fn rados_nobjects_list_open(io: IoctxT, ctx: *mut ListCtxT
         key: vec![0],
         nspace: vec![0],
         has_key: false,
+        current: None,
     };
     // SAFETY: checked non-NULL; writable.
     unsafe { ctx.write(Box::into_raw(Box::new(l)).cast::<c_void>()) };
@@ -85,6 +94,7 @@ pub unsafe extern "C" fn rados_nobjects_list_open(io: IoctxT, ctx: *mut ListCtxT
 
 /// Takes the next entry into `l`'s strings: -ENOENT at the end.
 fn advance(l: &mut ListCtx) -> Result<(), c_int> {
+    l.current = None;
     let mut list = l.list.take().ok_or(-libc::ENOTCONN)?;
     let (list, item) = block_on(&l.rt, async move {
         let item = list.next().await;
@@ -96,6 +106,7 @@ fn advance(l: &mut ListCtx) -> Result<(), c_int> {
     l.key = with_nul(e.locator.as_bytes());
     l.nspace = with_nul(e.nspace.as_bytes());
     l.has_key = !e.locator.is_empty();
+    l.current = Some(e);
     Ok(())
 }
 
@@ -194,9 +205,75 @@ pub unsafe extern "C" fn rados_nobjects_list_get_pg_hash_position(ctx: ListCtxT)
 pub unsafe extern "C" fn rados_nobjects_list_seek(ctx: ListCtxT, pos: u32) -> u32 {
     // SAFETY: a live list context.
     if let Ok(l) = unsafe { list_ctx(ctx) } {
+        l.current = None;
         if let Some(list) = l.list.as_mut() {
             list.seek(pos);
         }
     }
     pos
+}
+
+/// `rados_nobjects_list_get_cursor`: a new cursor at the entry last
+/// returned (before the first: the start; after the end: the end), to
+/// free with `rados_object_list_cursor_free`; 0.
+///
+/// # Safety
+/// `ctx` a live list context; `cursor` writable.
+#[no_mangle]
+pub unsafe extern "C" fn rados_nobjects_list_get_cursor(
+    ctx: ListCtxT,
+    cursor: *mut ObjectListCursorT,
+) -> c_int {
+    // SAFETY: a live list context.
+    let l = c_try!(unsafe { list_ctx(ctx) });
+    if cursor.is_null() {
+        return -libc::EINVAL;
+    }
+    let Some(list) = l.list.as_ref() else {
+        return -libc::ENOTCONN;
+    };
+    let at = l
+        .current
+        .as_ref()
+        .and_then(|e| list.position_of(e))
+        .unwrap_or_else(|| list.cursor());
+    // SAFETY: checked non-NULL; writable.
+    unsafe { cursor.write(Box::into_raw(Box::new(at)).cast::<c_void>()) };
+    0
+}
+
+/// `rados_nobjects_list_seek_cursor`: goes on from `cursor` (the object
+/// there is returned next); returns the placement group it falls in (its
+/// seed).
+///
+/// # Safety
+/// `ctx` a live list context; `cursor` a live cursor of this library.
+#[no_mangle]
+pub unsafe extern "C" fn rados_nobjects_list_seek_cursor(
+    ctx: ListCtxT,
+    cursor: ObjectListCursorT,
+) -> u32 {
+    // SAFETY: a live list context; a live cursor (a Box<HObject>) or NULL.
+    let (Ok(l), Some(at)) = (unsafe { list_ctx(ctx) }, unsafe {
+        cursor.cast::<HObject>().as_ref()
+    }) else {
+        return 0;
+    };
+    l.current = None;
+    l.list
+        .as_mut()
+        .map_or(0, |list| list.seek_cursor(at.clone()))
+}
+
+/// `rados_object_list_cursor_free`: frees a cursor; `io` is unused, as in
+/// librados.
+///
+/// # Safety
+/// `cursor` NULL or a cursor of this library, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn rados_object_list_cursor_free(_io: IoctxT, cursor: ObjectListCursorT) {
+    if !cursor.is_null() {
+        // SAFETY: a Box<HObject> from get_cursor, given back once.
+        drop(unsafe { Box::from_raw(cursor.cast::<HObject>()) });
+    }
 }

@@ -49,7 +49,10 @@
 //!   `rados_list_lockers`; `rados_nobjects_list_open`,
 //!   `rados_nobjects_list_next`, `rados_nobjects_list_next2`,
 //!   `rados_nobjects_list_close`, `rados_nobjects_list_seek`,
-//!   `rados_nobjects_list_get_pg_hash_position`; `rados_ioctx_snap_create`,
+//!   `rados_nobjects_list_get_pg_hash_position`,
+//!   `rados_nobjects_list_get_cursor`, `rados_nobjects_list_seek_cursor`,
+//!   `rados_object_list_cursor_free` (a `rados_object_list_cursor` is a
+//!   boxed [`msgr_rados::HObject`]); `rados_ioctx_snap_create`,
 //!   `rados_ioctx_snap_remove`, `rados_ioctx_snap_rollback`,
 //!   `rados_rollback`, `rados_ioctx_snap_list`, `rados_ioctx_snap_lookup`,
 //!   `rados_ioctx_snap_get_name`, `rados_ioctx_snap_get_stamp`,
@@ -109,8 +112,9 @@
 //!   xattrs and exec; the read/write op builders, the other commands):
 //!   `import rados` needs all of them, so it does not load this library
 //!   yet.
-//! - `rados_nobjects_list_get_cursor` and `rados_nobjects_list_seek_cursor`
-//!   (and the `rados_object_list_*` cursors they use) are not provided.
+//! - Of the `rados_object_list_*` enumeration, only
+//!   `rados_object_list_cursor_free` is provided (for the cursors of
+//!   `rados_nobjects_list_get_cursor`).
 //! - A write while the context reads at a snapshot
 //!   (`rados_ioctx_snap_set_read`) is sent, and the OSD answers -EINVAL;
 //!   librados refuses it with -EROFS without sending it.

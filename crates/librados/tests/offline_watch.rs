@@ -80,6 +80,9 @@ extern "C" {
     fn rados_nobjects_list_close(ctx: *mut c_void);
     fn rados_nobjects_list_get_pg_hash_position(ctx: *mut c_void) -> u32;
     fn rados_nobjects_list_seek(ctx: *mut c_void, pos: u32) -> u32;
+    fn rados_nobjects_list_get_cursor(ctx: *mut c_void, cursor: *mut *mut c_void) -> c_int;
+    fn rados_nobjects_list_seek_cursor(ctx: *mut c_void, cursor: *mut c_void) -> u32;
+    fn rados_object_list_cursor_free(io: IoctxT, cursor: *mut c_void);
     fn rados_ioctx_snap_create(io: IoctxT, name: *const c_char) -> c_int;
     fn rados_ioctx_snap_list(io: IoctxT, snaps: *mut u64, maxlen: c_int) -> c_int;
     fn rados_ioctx_snap_lookup(io: IoctxT, name: *const c_char, id: *mut u64) -> c_int;
@@ -157,6 +160,13 @@ fn a_null_list_context() {
         );
         assert_eq!(rados_nobjects_list_get_pg_hash_position(null), 0);
         assert_eq!(rados_nobjects_list_seek(null, 7), 7);
+        let mut cursor: *mut c_void = null;
+        assert_eq!(
+            rados_nobjects_list_get_cursor(null, &mut cursor),
+            -libc::EINVAL
+        );
+        assert_eq!(rados_nobjects_list_seek_cursor(null, null), 0);
+        rados_object_list_cursor_free(null, null);
         rados_nobjects_list_close(null);
     }
 }

@@ -469,6 +469,40 @@ static void test_listing(rados_ioctx_t io)
 		rados_nobjects_list_close(ctx);
 	}
 
+	/* cursors: the start, an entry, the end */
+	{
+		rados_list_ctx_t ctx;
+		rados_object_list_cursor start, second, end;
+		const char *entry;
+		char name2[128];
+		int r, n = 0;
+		rados_ioctx_set_namespace(io, ns1);
+		SHOW("list_open", rados_nobjects_list_open(io, &ctx));
+		SHOW("get_cursor at the start", rados_nobjects_list_get_cursor(ctx, &start));
+		SHOW("list_next", rados_nobjects_list_next(ctx, &entry, NULL, NULL));
+		SHOW("list_next", rados_nobjects_list_next(ctx, &entry, NULL, NULL));
+		snprintf(name2, sizeof(name2), "%s", entry);
+		SHOW("get_cursor at the second", rados_nobjects_list_get_cursor(ctx, &second));
+		while ((r = rados_nobjects_list_next(ctx, &entry, NULL, NULL)) == 0)
+			;
+		SHOW("list_next end", r);
+		SHOW("get_cursor at the end", rados_nobjects_list_get_cursor(ctx, &end));
+		SHOW("seek_cursor to the end", rados_nobjects_list_seek_cursor(ctx, end));
+		SHOW("list_next after it", rados_nobjects_list_next(ctx, &entry, NULL, NULL));
+		r = (int)rados_nobjects_list_seek_cursor(ctx, second);
+		CHECK("seek_cursor to the second: a placement group", r >= 0 && r < 4096);
+		SHOW("list_next after it", rados_nobjects_list_next(ctx, &entry, NULL, NULL));
+		CHECK("the second again", strcmp(entry, name2) == 0);
+		SHOW("seek_cursor to the start", rados_nobjects_list_seek_cursor(ctx, start));
+		while (rados_nobjects_list_next(ctx, &entry, NULL, NULL) == 0)
+			n++;
+		printf("entries after it: %d\n", n);
+		rados_object_list_cursor_free(io, start);
+		rados_object_list_cursor_free(io, second);
+		rados_object_list_cursor_free(io, end);
+		rados_nobjects_list_close(ctx);
+	}
+
 	rados_ioctx_set_namespace(io, ns1);
 	for (int i = 0; i < 3; i++) {
 		snprintf(oid, sizeof(oid), "%s-%s", prefix, names[i]);
