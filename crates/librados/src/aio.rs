@@ -205,6 +205,19 @@ impl Finisher {
         }
     }
 
+    /// Queues `f` to run on the finisher thread after what is queued
+    /// (watch callbacks, `rados_watch_flush`'s marker); false if the
+    /// finisher is closed (the handle shut down), `f` then dropped unrun.
+    pub(crate) fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
+        self.submit(Box::new(f)).is_ok()
+    }
+
+    /// Whether the calling thread is a finisher thread (waiting there for
+    /// what the finisher runs would wait for itself).
+    pub(crate) fn on_finisher() -> bool {
+        ON_FINISHER.with(Cell::get)
+    }
+
     /// Runs what is queued, then ends the thread (`rados_shutdown`). From
     /// the finisher thread itself (a callback shutting the handle down),
     /// the thread ends after that callback, unjoined.

@@ -61,14 +61,14 @@ pub(crate) unsafe fn bytes_of<'a>(p: *const c_char) -> Result<&'a [u8], c_int> {
 
 /// A C string as UTF-8 (option names, pool names, xattr names): -EINVAL
 /// if NULL or not UTF-8. Safety: as [`bytes_of`].
-unsafe fn str_of<'a>(p: *const c_char) -> Result<&'a str, c_int> {
+pub(crate) unsafe fn str_of<'a>(p: *const c_char) -> Result<&'a str, c_int> {
     // SAFETY: forwarded contract.
     std::str::from_utf8(unsafe { bytes_of(p) }?).map_err(|_| -libc::EINVAL)
 }
 
 /// A C string, lossily as UTF-8, "" if NULL (a namespace, a locator key:
 /// NULL means the default, as librados takes it). Safety: as [`bytes_of`].
-unsafe fn string_or_empty(p: *const c_char) -> String {
+pub(crate) unsafe fn string_or_empty(p: *const c_char) -> String {
     // SAFETY: forwarded contract.
     match unsafe { bytes_of(p) } {
         Ok(b) => String::from_utf8_lossy(b).into_owned(),
@@ -102,7 +102,7 @@ pub(crate) unsafe fn copy_to(buf: *mut c_char, data: &[u8]) {
 /// Copies `s` and a NUL to `buf` of `maxlen` bytes and returns its length,
 /// or -ERANGE if it does not fit (librados's strcpy into a caller's
 /// buffer). Safety: `buf` is NULL or has `maxlen` writable bytes.
-unsafe fn put_cstr(buf: *mut c_char, maxlen: usize, s: &str) -> c_int {
+pub(crate) unsafe fn put_cstr(buf: *mut c_char, maxlen: usize, s: &str) -> c_int {
     if s.len() >= maxlen {
         return -libc::ERANGE;
     }

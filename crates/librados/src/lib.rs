@@ -80,7 +80,34 @@
 //!   `rados_aio_is_safe_and_cb`. An op's outputs (`prval`, buffers,
 //!   iterators, `pmore`) are written when its operation completes, as
 //!   librados's Objecter writes them (see `capi_op.rs`); a run takes the
-//!   op object's ops, as librados's does.
+//!   op object's ops, as librados's does;
+//! - watch/notify, locks, listing, snapshots (`capi_watch.rs`,
+//!   `capi_lock.rs`, `capi_list.rs`, `capi_snap.rs`): `rados_watch`,
+//!   `rados_watch2`, `rados_watch3`, `rados_aio_watch`, `rados_aio_watch2`,
+//!   `rados_unwatch`, `rados_unwatch2`, `rados_aio_unwatch`,
+//!   `rados_watch_check`, `rados_watch_flush`, `rados_notify2`,
+//!   `rados_aio_notify`, `rados_notify_ack`, `rados_decode_notify_response`,
+//!   `rados_free_notify_response`; `rados_lock_exclusive`,
+//!   `rados_lock_shared`, `rados_unlock`, `rados_break_lock`,
+//!   `rados_list_lockers`; `rados_nobjects_list_open`,
+//!   `rados_nobjects_list_next`, `rados_nobjects_list_next2`,
+//!   `rados_nobjects_list_close`, `rados_nobjects_list_seek`,
+//!   `rados_nobjects_list_get_pg_hash_position`,
+//!   `rados_nobjects_list_get_cursor`, `rados_nobjects_list_seek_cursor`,
+//!   `rados_object_list_cursor_free` (a `rados_object_list_cursor` is a
+//!   boxed [`msgr_rados::HObject`]); `rados_ioctx_snap_create`,
+//!   `rados_ioctx_snap_remove`, `rados_ioctx_snap_rollback`,
+//!   `rados_rollback`, `rados_ioctx_snap_list`, `rados_ioctx_snap_lookup`,
+//!   `rados_ioctx_snap_get_name`, `rados_ioctx_snap_get_stamp`,
+//!   `rados_ioctx_snap_set_read`, `rados_ioctx_selfmanaged_snap_create`,
+//!   `rados_ioctx_selfmanaged_snap_remove`,
+//!   `rados_ioctx_selfmanaged_snap_rollback`,
+//!   `rados_ioctx_selfmanaged_snap_set_write_ctx`,
+//!   `rados_aio_ioctx_selfmanaged_snap_create`,
+//!   `rados_aio_ioctx_selfmanaged_snap_remove`. A watch's callbacks run on
+//!   the handle's finisher thread; `rados_unwatch2` returns once none of
+//!   the watch's is running on another thread (librados 16 returns while
+//!   one still runs) and does not wait when called from a callback.
 //!
 //! An aio call returns 0 once its op is submitted; the op's result is the
 //! completion's return value. A write's data is copied at submission
@@ -123,18 +150,25 @@
 //! number of threads at once, as librados documents.
 //!
 //! # What is missing
-//! - The rest of the 153 functions Python's `rados` module imports
-//!   (watch/notify, listing, snapshots, locks, the other commands):
-//!   `import rados` needs all of them, so it does not load this library
-//!   yet.
+//! - The rest of the 153 functions Python's `rados` module imports (the
+//!   other commands, pools and services): `import rados` needs all of
+//!   them, so it does not load this library yet.
+//! - Of the `rados_object_list_*` enumeration, only
+//!   `rados_object_list_cursor_free` is provided (for the cursors of
+//!   `rados_nobjects_list_get_cursor`).
+//! - A write (or a write op, `rados_writesame`) while the context reads
+//!   at a snapshot (`rados_ioctx_snap_set_read`) is sent, and the OSD
+//!   answers -EINVAL; librados refuses it with -EROFS without sending it.
+//! - A watch handle this library did not give (or already unwatched) is
+//!   -ENOTCONN for `rados_watch_check` and `rados_unwatch2` (librados
+//!   takes it as a pointer). A watch still registered at `rados_shutdown`
+//!   keeps a small record for the rest of the process.
 //! - `rados_aio_cancel` and `rados_aio_get_version` are not provided.
 //! - `rados_aio_exec` given an output longer than `out_len` completes
 //!   with -ERANGE (librados copies it past the buffer and returns its
 //!   length).
 //! - An op builder given a NULL buffer with a non-zero length (librados
 //!   crashes) adds nothing and makes its operation fail with -EINVAL.
-//! - A write op (or `rados_writesame`) on a context reading a snapshot
-//!   is sent (librados answers -EROFS).
 //! - Omap keys and xattr names that are not UTF-8 are taken lossily (the
 //!   Rust client's keys are `String`s).
 //! - `rados_ioctx_pool_stat`'s older "Base" binding (a shorter struct, for
@@ -166,7 +200,11 @@ mod capi_aio;
 mod capi_aio2;
 mod capi_iter;
 mod capi_op;
+mod capi_list;
+mod capi_lock;
+mod capi_snap;
 mod capi_stat;
+mod capi_watch;
 mod cluster;
 mod errno;
 
@@ -176,6 +214,9 @@ pub use capi_aio::CompletionT;
 pub use capi_iter::{Iter, IterT};
 pub use capi_op::{OpT, ReadOpC, WriteOpC};
 pub use capi_stat::{RadosClusterStatT, RadosPoolStatT};
+pub use capi_watch::{
+    decode_notify_reply, NotifyAckT, NotifyTimeoutT, WatchCb, WatchCb2, WatchErrCb, NOTIFY_TIMEOUT,
+};
 pub use cluster::{
     block_on, Cluster, CommandOutput, Io, BLOCKING_THREADS, MON_COMMAND_TIMEOUT, WORKER_THREADS,
 };

@@ -41,7 +41,7 @@ pub use error::{errno_name, RadosError};
 pub use ioctx::{IoCtx, ALL_NAMESPACES, OMAP_BATCH, OP_SIZE};
 pub use listing::ObjectList;
 /// An object's clones (LIST_SNAPS: [`IoCtx::list_snaps`]).
-pub use msgr_messages::{CloneInfo, SnapSet};
+pub use msgr_messages::{CloneInfo, HObject, SnapSet};
 pub use object::{io_error, ObjectHandle, OBJECT_CHUNK, OBJECT_WINDOW};
 pub use objecter::{Limits, Object, Objecter, Request};
 pub use pool::POOL_OP_TIMEOUT;

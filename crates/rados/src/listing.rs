@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
+use bytes::Bytes;
 use futures_core::Stream;
 use msgr_messages::HObject;
 
@@ -54,6 +55,71 @@ impl IoCtx {
 }
 
 impl ObjectList {
+    /// The hash the listing's cursor is at (where its next page starts; 0
+    /// at the start and once at the end), as librados's
+    /// `rados_nobjects_list_get_pg_hash_position` answers.
+    pub fn hash_position(&self) -> u32 {
+        match self.cursor.done() {
+            true => 0,
+            false => self.cursor.at().hash,
+        }
+    }
+
+    /// The listing's cursor: where its next page starts
+    /// ([`HObject::default`] before the first, [`HObject::max`] at the end).
+    pub fn cursor(&self) -> HObject {
+        self.cursor.at()
+    }
+
+    /// Where `entry` (an object of this listing's pool) sits in it:
+    /// librados's cursor of an entry, with its name's (or locator key's)
+    /// hash in the pool. None if the pool is gone from the map.
+    pub fn position_of(&self, entry: &Listed) -> Option<HObject> {
+        let key = match entry.locator.is_empty() {
+            true => entry.name.clone(),
+            false => Bytes::copy_from_slice(entry.locator.as_bytes()),
+        };
+        let nspace = Bytes::copy_from_slice(entry.nspace.as_bytes());
+        let hash = self.io.with_pool(|p| p.hash_key(&key, &nspace)).ok()?;
+        Some(HObject::head(
+            self.io.pool,
+            entry.name.clone(),
+            Bytes::copy_from_slice(entry.locator.as_bytes()),
+            nspace,
+            hash,
+        ))
+    }
+
+    /// Goes on from `at` (a cursor from [`ObjectList::cursor`] or
+    /// [`ObjectList::position_of`]; the object there is listed next),
+    /// dropping what was fetched and not taken
+    /// (`rados_nobjects_list_seek_cursor`); the placement group it falls
+    /// in (its seed; 0 if the pool is gone).
+    pub fn seek_cursor(&mut self, at: HObject) -> u32 {
+        let hash = at.hash;
+        self.page = None;
+        self.ready.clear();
+        self.ended = false;
+        self.cursor.seek(at);
+        self.io
+            .with_pool(|p| msgr_osdmap::hash::stable_mod(hash, p.pg_num, p.pg_num_mask))
+            .unwrap_or(0)
+    }
+
+    /// Goes on from the first position of hash `hash` in the pool (0: from
+    /// the start), dropping what was fetched and not taken
+    /// (`rados_nobjects_list_seek`).
+    pub fn seek(&mut self, hash: u32) {
+        self.page = None;
+        self.ready.clear();
+        self.ended = false;
+        self.cursor.seek(HObject {
+            hash,
+            pool: self.io.pool,
+            ..HObject::default()
+        });
+    }
+
     /// The next object, `None` at the end.
     pub async fn next(&mut self) -> Option<Result<Listed, RadosError>> {
         std::future::poll_fn(|cx| self.poll_entry(cx)).await

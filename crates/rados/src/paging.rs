@@ -61,6 +61,11 @@ impl ListCursor {
         self.cursor.clone()
     }
 
+    /// Moves the cursor to `at` (a seek: the listing goes on from there).
+    pub(crate) fn seek(&mut self, at: HObject) {
+        self.cursor = at;
+    }
+
     /// Whether the listing reached the end.
     pub(crate) fn done(&self) -> bool {
         self.cursor.max

@@ -322,6 +322,26 @@ impl IoCtx {
         payload: &[u8],
         timeout: Duration,
     ) -> Result<NotifyReply, RadosError> {
+        let what = format!("notify {}", String::from_utf8_lossy(name));
+        let (_, data) = self.notify_raw(name, payload, timeout).await?;
+        let r = NotifyResponse::decode(&data)
+            .map_err(|e| RadosError::BadReply(format!("{what}: the replies do not decode: {e}")))?;
+        Ok(NotifyReply {
+            acks: r.acks.into_iter().map(|((g, c), b)| (g, c, b)).collect(),
+            timeouts: r.timeouts,
+        })
+    }
+
+    /// [`IoCtx::notify`] answering the notify's end as the OSD sent it
+    /// (`rados_notify2`'s reply buffer): its code (0, or `-ETIMEDOUT` when
+    /// a watcher did not acknowledge in time) and the encoded acks and
+    /// timeouts (`map<pair<u64,u64>,bufferlist>`, `set<pair<u64,u64>>`).
+    pub async fn notify_raw(
+        &self,
+        name: &[u8],
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<(i32, Bytes), RadosError> {
         let shared = &self.shared;
         let secs = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX);
         let (cookie, req) = lock(&shared.watch.lingers).notify(self.object_id(name), payload, secs);
@@ -346,12 +366,7 @@ impl IoCtx {
         if code < 0 && code != ETIMEDOUT {
             return Err(RadosError::Os { errno: code, what });
         }
-        let r = NotifyResponse::decode(&data)
-            .map_err(|e| RadosError::BadReply(format!("{what}: the replies do not decode: {e}")))?;
-        Ok(NotifyReply {
-            acks: r.acks.into_iter().map(|((g, c), b)| (g, c, b)).collect(),
-            timeouts: r.timeouts,
-        })
+        Ok((code, data))
     }
 
     /// The watchers of object `name` (`rados_list_watchers`).
