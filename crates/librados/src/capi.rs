@@ -61,14 +61,14 @@ pub(crate) unsafe fn bytes_of<'a>(p: *const c_char) -> Result<&'a [u8], c_int> {
 
 /// A C string as UTF-8 (option names, pool names, xattr names): -EINVAL
 /// if NULL or not UTF-8. Safety: as [`bytes_of`].
-unsafe fn str_of<'a>(p: *const c_char) -> Result<&'a str, c_int> {
+pub(crate) unsafe fn str_of<'a>(p: *const c_char) -> Result<&'a str, c_int> {
     // SAFETY: forwarded contract.
     std::str::from_utf8(unsafe { bytes_of(p) }?).map_err(|_| -libc::EINVAL)
 }
 
 /// A C string, lossily as UTF-8, "" if NULL (a namespace, a locator key:
 /// NULL means the default, as librados takes it). Safety: as [`bytes_of`].
-unsafe fn string_or_empty(p: *const c_char) -> String {
+pub(crate) unsafe fn string_or_empty(p: *const c_char) -> String {
     // SAFETY: forwarded contract.
     match unsafe { bytes_of(p) } {
         Ok(b) => String::from_utf8_lossy(b).into_owned(),
@@ -78,7 +78,7 @@ unsafe fn string_or_empty(p: *const c_char) -> String {
 
 /// The `len` bytes at `p` (empty if `len` is 0). Safety: `p` points to
 /// `len` readable bytes when `len` > 0.
-unsafe fn slice_of<'a>(p: *const c_char, len: usize) -> Result<&'a [u8], c_int> {
+pub(crate) unsafe fn slice_of<'a>(p: *const c_char, len: usize) -> Result<&'a [u8], c_int> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -102,7 +102,7 @@ pub(crate) unsafe fn copy_to(buf: *mut c_char, data: &[u8]) {
 /// Copies `s` and a NUL to `buf` of `maxlen` bytes and returns its length,
 /// or -ERANGE if it does not fit (librados's strcpy into a caller's
 /// buffer). Safety: `buf` is NULL or has `maxlen` writable bytes.
-unsafe fn put_cstr(buf: *mut c_char, maxlen: usize, s: &str) -> c_int {
+pub(crate) unsafe fn put_cstr(buf: *mut c_char, maxlen: usize, s: &str) -> c_int {
     if s.len() >= maxlen {
         return -libc::ERANGE;
     }
@@ -127,7 +127,7 @@ pub(crate) unsafe fn set<T>(p: *mut T, v: T) {
 
 /// A malloc'd copy of `data` (NULL if empty), for the caller to release
 /// with `rados_buffer_free`, as librados's do_out_buffer.
-fn malloc_copy(data: &[u8]) -> *mut c_char {
+pub(crate) fn malloc_copy(data: &[u8]) -> *mut c_char {
     if data.is_empty() {
         return std::ptr::null_mut();
     }
@@ -142,7 +142,7 @@ fn malloc_copy(data: &[u8]) -> *mut c_char {
 }
 
 /// Boxes `c` into a `rados_t` at `pcluster`. Safety: `pcluster` writable.
-unsafe fn hand_out(pcluster: *mut RadosT, config: RadosConfig) -> c_int {
+pub(crate) unsafe fn hand_out(pcluster: *mut RadosT, config: RadosConfig) -> c_int {
     if pcluster.is_null() {
         return -libc::EINVAL;
     }
