@@ -36,7 +36,7 @@ ROOT="$(cd "$HERE/../.." && pwd -P)"
 : "${CEPH_CONF:?set CEPH_CONF to the ceph.conf of the cluster}"
 CEPH_LIB=/usr/lib/x86_64-linux-gnu/librados.so.2
 SRCDIR="$ROOT/crates/librados/tests/c"
-PROGRAMS="basic aio ops watch"
+PROGRAMS="basic aio ops watch admin"
 WORK="$(mktemp -d /tmp/librados-c.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 

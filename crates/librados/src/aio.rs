@@ -153,7 +153,7 @@ impl Completion {
     }
 }
 
-type Job = Box<dyn FnOnce() + Send>;
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 enum FState {
     Idle,
@@ -182,7 +182,7 @@ impl Finisher {
 
     /// Queues `job`; gives it back if the finisher is closed (or its
     /// thread could not start).
-    fn submit(&self, job: Job) -> Result<(), Job> {
+    pub(crate) fn submit(&self, job: Job) -> Result<(), Job> {
         let mut st = self.lock();
         if matches!(*st, FState::Idle) {
             let (tx, rx) = channel::<Job>();

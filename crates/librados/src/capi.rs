@@ -142,7 +142,7 @@ pub(crate) fn malloc_copy(data: &[u8]) -> *mut c_char {
 }
 
 /// Boxes `c` into a `rados_t` at `pcluster`. Safety: `pcluster` writable.
-unsafe fn hand_out(pcluster: *mut RadosT, config: RadosConfig) -> c_int {
+pub(crate) unsafe fn hand_out(pcluster: *mut RadosT, config: RadosConfig) -> c_int {
     if pcluster.is_null() {
         return -libc::EINVAL;
     }

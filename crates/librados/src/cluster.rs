@@ -75,6 +75,8 @@ pub struct Cluster {
     rt: Runtime,
     state: Mutex<State>,
     finisher: Arc<Finisher>,
+    /// The cluster log watch and the service registration (admin.rs).
+    pub(crate) admin: crate::admin::AdminState,
 }
 
 /// A reply to a monitor command: its result, output and status line.
@@ -107,7 +109,28 @@ impl Cluster {
                 mon_timeout: MON_COMMAND_TIMEOUT,
             }),
             finisher: Arc::new(Finisher::default()),
+            admin: crate::admin::AdminState::default(),
         })
+    }
+
+    /// A copy of the configuration (`rados_create_with_context`).
+    pub fn config(&self) -> RadosConfig {
+        self.state().config.clone()
+    }
+
+    /// How long a monitor or mgr command may take (`rados_mon_op_timeout`).
+    pub fn mon_timeout(&self) -> Duration {
+        self.state().mon_timeout
+    }
+
+    /// The handle's runtime.
+    pub fn runtime(&self) -> Handle {
+        self.rt.handle().clone()
+    }
+
+    /// The handle's finisher (callbacks run there).
+    pub fn finisher(&self) -> Arc<Finisher> {
+        Arc::clone(&self.finisher)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -213,6 +236,7 @@ impl Cluster {
         let rados = self.rados()?;
         let io = rados.ioctx(name).map_err(|e| errno_of(&e))?;
         Ok(Io {
+            owner: self as *const Cluster as usize,
             rt: self.rt.handle().clone(),
             rados: Arc::downgrade(&rados),
             io: RwLock::new(io),
@@ -233,6 +257,7 @@ impl Cluster {
     /// callbacks queued (an op still in flight completes with -ENOTCONN).
     /// I/O contexts left open fail with -ENOTCONN.
     pub fn shutdown(self) {
+        self.admin.stop(self.rt.handle());
         let rados = self.state().rados.take();
         if let Some(rados) = rados.and_then(|r| Arc::try_unwrap(r).ok()) {
             let _ = block_on(self.rt.handle(), rados.shutdown());
@@ -253,6 +278,9 @@ impl Cluster {
 /// `rados_ioctx_locator_set_key` (librados: not to be changed while ops on
 /// the context are in flight in other threads; here it is safe anyway).
 pub struct Io {
+    /// The `rados_t` it was made from (`rados_ioctx_get_cluster`): the
+    /// boxed `Cluster`'s address, never dereferenced here.
+    pub(crate) owner: usize,
     pub(crate) rt: Handle,
     rados: Weak<Rados>,
     io: RwLock<IoCtx>,

@@ -193,9 +193,11 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod admin;
 mod aio;
 mod aio_io;
 mod capi;
+mod capi_admin;
 mod capi_aio;
 mod capi_aio2;
 mod capi_iter;
@@ -208,8 +210,10 @@ mod capi_watch;
 mod cluster;
 mod errno;
 
+pub use admin::{AdminState, LogLine, Service};
 pub use aio::{Callback, Completion, Finisher, Writes};
 pub use capi::{IoctxT, RadosT, VERSION};
+pub use capi_admin::{ConfigT, LogCallback, LogCallback2};
 pub use capi_aio::CompletionT;
 pub use capi_iter::{Iter, IterT};
 pub use capi_op::{OpT, ReadOpC, WriteOpC};

@@ -217,6 +217,8 @@ pub struct MonCore {
     stats: stats::Stats,
     /// The cluster log followed (log.rs).
     log: log::LogFollow,
+    /// Pings out (ping.rs).
+    pings: ping::Pings,
     last_keepalive: Option<Instant>,
     /// The newest keepalive ack stamp seen, and when it was first seen.
     last_ack: Option<(Option<UTime>, Instant)>,
@@ -263,6 +265,7 @@ impl MonCore {
             pool_ops: BTreeMap::new(),
             stats: stats::Stats::default(),
             log: log::LogFollow::default(),
+            pings: ping::Pings::default(),
             last_keepalive: None,
             last_ack: None,
             ticket_request_sent: None,
@@ -708,6 +711,7 @@ impl MonCore {
             msgr_messages::statfs::MSG_STATFS_REPLY
             | msgr_messages::statfs::MSG_GETPOOLSTATSREPLY => self.handle_stats_reply(&m),
             msgr_messages::log::MSG_LOG => self.handle_log(&m),
+            ping::MSG_PING => self.handle_ping(&m),
             msgr_messages::mgr::MSG_MGR_MAP => self.handle_mgr_map(&m),
             MSG_OSD_MAP => {
                 return Some(OsdMapWork {
@@ -1017,3 +1021,6 @@ pub mod log;
 
 #[path = "mgrmap.rs"]
 pub mod mgrmap;
+
+#[path = "ping.rs"]
+pub mod ping;

@@ -204,6 +204,12 @@ impl<T: Transport> Rados<T> {
         u64::try_from(self.messenger.name().num).unwrap_or(0)
     }
 
+    /// This client's addresses as its OSD messenger has them (learned
+    /// from its peers once connected), for `rados_getaddrs`.
+    pub fn addrs(&self) -> msgr_encoding::EntityAddrvec {
+        self.messenger.addrs()
+    }
+
     /// The monitor session.
     pub fn mon(&self) -> &MonClient<T> {
         &self.mon

@@ -65,6 +65,9 @@ pub struct IoCtx {
     pub(crate) snapc: SnapContext,
     /// The object version the last reply said (`rados_get_last_version`).
     pub(crate) last_version: Arc<AtomicU64>,
+    /// `CEPH_OSD_FLAG_*` every request of this context adds (librados's
+    /// `extra_op_flags`: `FULL_TRY`).
+    pub(crate) extra_flags: u32,
 }
 
 impl IoCtx {
@@ -78,6 +81,7 @@ impl IoCtx {
             read_snap: NOSNAP,
             snapc: SnapContext::default(),
             last_version: Arc::default(),
+            extra_flags: 0,
         }
     }
 }
@@ -170,6 +174,19 @@ impl IoCtx {
         self.snapc = snapc;
     }
 
+    /// Every request of this context carries `flags` (`CEPH_OSD_FLAG_*`)
+    /// from now on, as librados's `extra_op_flags`
+    /// (`rados_set_pool_full_try` sets [`crate::request::flag::FULL_TRY`]:
+    /// writes go to the OSDs even while the pool or cluster is full).
+    pub fn set_extra_flags(&mut self, flags: u32) {
+        self.extra_flags = flags;
+    }
+
+    /// The flags [`IoCtx::set_extra_flags`] set.
+    pub fn extra_flags(&self) -> u32 {
+        self.extra_flags
+    }
+
     /// Requests end with ETIMEDOUT after this long (`rados_osd_op_timeout`).
     pub fn set_timeout(&mut self, timeout: Option<Duration>) {
         self.timeout = timeout;
@@ -204,6 +221,7 @@ impl IoCtx {
             timeout: self.timeout,
             snapid: self.read_snap,
             snapc: self.snapc.clone(),
+            flags: self.extra_flags,
             ..Request::new(object, ops)
         };
         self.run(req).await

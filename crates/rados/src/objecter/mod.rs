@@ -532,6 +532,11 @@ impl Objecter {
         if f.req.ops.only_removes() {
             return false;
         }
+        // FULL_TRY / FULL_FORCE go to the OSDs despite a full pool or
+        // cluster (Ceph's `respects_full`), which answer or refuse them.
+        if f.req.flags & (crate::request::flag::FULL_TRY | crate::request::flag::FULL_FORCE) != 0 {
+            return false;
+        }
         let pool_full = self
             .map
             .pools
