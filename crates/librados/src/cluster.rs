@@ -197,11 +197,6 @@ impl Cluster {
         block_on(self.rt.handle(), fut)
     }
 
-    /// The handle's finisher (watch callbacks, `rados_watch_flush`).
-    pub(crate) fn finisher(&self) -> &Arc<Finisher> {
-        &self.finisher
-    }
-
     /// The client's instance id; 0 before `rados_connect`, as librados.
     pub fn instance_id(&self) -> u64 {
         self.state().rados.as_ref().map_or(0, |r| r.instance_id())
