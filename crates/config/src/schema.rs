@@ -11,8 +11,11 @@ use crate::normalize_key;
 /// An option's type, as Ceph's schema names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// Text, taken as it is (also `addr`, `addrvec`, `uuid`).
+    /// Text, taken as it is (also `addrvec`, `uuid`).
     Str,
+    /// An address, printed as Ceph prints one (`127.0.0.1` is
+    /// `v2:127.0.0.1:0/0`).
+    Addr,
     /// `true`/`false`, `1`/`0` (any integer: non-zero is true).
     Bool,
     /// A signed integer.
@@ -55,6 +58,7 @@ fn kind_of(t: &str) -> Kind {
         "secs" => Kind::Secs,
         "millisecs" => Kind::Millisecs,
         "subsys" => Kind::Subsys,
+        "addr" => Kind::Addr,
         _ => Kind::Str,
     }
 }
@@ -130,6 +134,7 @@ impl Kind {
             Kind::Size => parse_size(v).map(|n| n.to_string()),
             Kind::Secs => parse_secs(v).map(|n| n.to_string()),
             Kind::Subsys => parse_subsys(v),
+            Kind::Addr => parse_addr(v),
         }
     }
 }
@@ -195,6 +200,42 @@ fn parse_secs(v: &str) -> Result<u64, String> {
         rest = tail.trim_start();
     }
     Ok(total)
+}
+
+/// An address: `[TYPE:]IP[:PORT][/NONCE]` (IPv6 in brackets), printed
+/// `TYPE:IP:PORT/NONCE` with v2, port 0 and nonce 0 when not given; `-`
+/// (no address) as it is.
+fn parse_addr(v: &str) -> Result<String, String> {
+    if v == "-" || v.is_empty() {
+        return Ok("-".to_string());
+    }
+    let bad = || format!("{v:?} is not an address ([v1:|v2:]IP[:PORT][/NONCE])");
+    let (kind, rest) = match v.split_once(':') {
+        Some((k @ ("v1" | "v2" | "any"), r)) => (k, r),
+        _ => ("v2", v),
+    };
+    let (hostport, nonce) = match rest.split_once('/') {
+        Some((h, n)) => (h, n.parse::<u32>().map_err(|_| bad())?),
+        None => (rest, 0),
+    };
+    let (host, port) = if let Some(r) = hostport.strip_prefix('[') {
+        let (h, after) = r.split_once(']').ok_or_else(bad)?;
+        h.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse::<u16>().map_err(|_| bad())?,
+            None if after.is_empty() => 0,
+            None => return Err(bad()),
+        };
+        (format!("[{h}]"), port)
+    } else {
+        let (h, p) = match hostport.split_once(':') {
+            Some((h, p)) => (h, p.parse::<u16>().map_err(|_| bad())?),
+            None => (hostport, 0),
+        };
+        h.parse::<std::net::Ipv4Addr>().map_err(|_| bad())?;
+        (h.to_string(), p)
+    };
+    Ok(format!("{kind}:{host}:{port}/{nonce}"))
 }
 
 /// A log level: `N` (printed `N/N`) or `N/M`.
@@ -352,6 +393,7 @@ mod tests {
             (Kind::Secs, "5m", Some("300")),
             (Kind::Uint, "abc", None),
             (Kind::Subsys, "1", Some("1/1")),
+            (Kind::Addr, "127.0.0.1", Some("v2:127.0.0.1:0/0")),
         ];
         for (kind, v, want) in cases {
             assert_eq!(kind.normalize(v).ok().as_deref(), want, "{kind:?} {v}");

@@ -17,7 +17,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use msgr_rados::RadosConfig;
 
-use crate::cluster::{Cluster, Io};
+use crate::cluster::{Cluster, Io, Level};
 
 /// `rados_t`.
 pub type RadosT = *mut c_void;
@@ -117,6 +117,22 @@ pub(crate) unsafe fn put_cstr(buf: *mut c_char, maxlen: usize, s: &str) -> c_int
     c_int::try_from(s.len()).unwrap_or(c_int::MAX)
 }
 
+/// As [`put_cstr`], then NULs to the end of `buf`, as librados's
+/// strncpy leaves it (Python's module reads a snapshot's name as the
+/// whole buffer). Safety: as [`put_cstr`].
+pub(crate) unsafe fn put_cstr_padded(buf: *mut c_char, maxlen: usize, s: &str) -> c_int {
+    // SAFETY: forwarded contract.
+    let r = unsafe { put_cstr(buf, maxlen, s) };
+    if r >= 0 {
+        let from = s.len().saturating_add(1);
+        if let Some(n) = maxlen.checked_sub(from).filter(|&n| n > 0) {
+            // SAFETY: bytes from..maxlen are within the caller's buffer.
+            unsafe { std::ptr::write_bytes(buf.add(from), 0, n) };
+        }
+    }
+    r
+}
+
 /// Writes `v` to `p` unless NULL. Safety: `p` is NULL or writable.
 pub(crate) unsafe fn set<T>(p: *mut T, v: T) {
     if !p.is_null() {
@@ -177,20 +193,25 @@ unsafe fn args_of<'a>(argc: c_int, argv: *const *const c_char) -> Result<Vec<&'a
 /// Takes Ceph's options out of `args` as librados's parse_argv does
 /// (options of Ceph's schema, their values checked: -EINVAL for one
 /// librados refuses); the others, as their indices in `args`, in order.
-fn parse_args(c: &Cluster, args: &[&[u8]]) -> Result<Vec<usize>, c_int> {
+fn parse_args(c: &Cluster, args: &[&[u8]], level: Level) -> Result<Vec<usize>, c_int> {
     let strings: Vec<String> = args
         .iter()
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
     let refs: Vec<&str> = strings.iter().map(String::as_str).collect();
     let parsed = msgr_config::schema::parse_argv(&refs).map_err(|_| -libc::EINVAL)?;
-    c.configure(|config| {
-        Ok(parsed
-            .set
-            .iter()
-            .fold(config, |config, (k, v)| config.conf_set(k, v)))
-    })?;
+    for (k, v) in &parsed.set {
+        c.set_option(level, k, &normalized(k, v)?);
+    }
     Ok(parsed.rest)
+}
+
+/// `value` as option `key`'s type prints it (`5m` is `300`), which is what
+/// the client reads: -ENOENT for an option Ceph does not have, -EINVAL for
+/// a value librados would refuse.
+fn normalized(key: &str, value: &str) -> Result<String, c_int> {
+    let schema = msgr_config::schema::lookup(key).ok_or(-libc::ENOENT)?;
+    schema.kind.normalize(value).map_err(|_| -libc::EINVAL)
 }
 
 /// `rados_version`: librados's version (3.0.0, Ceph 16's).
@@ -290,7 +311,9 @@ pub unsafe extern "C" fn rados_conf_read_file(cluster: RadosT, path_list: *const
         .into_iter()
         .find(|p| std::path::Path::new(p).is_file())
     else {
-        return -libc::ENOENT;
+        // As librados: once a file has been read, a list naming none
+        // that exists leaves it in place.
+        return if c.has_conf_file() { 0 } else { -libc::ENOENT };
     };
     c_try!(c.configure(|config| config.conf_read_file(&path).map_err(|_| -libc::EINVAL)));
     0
@@ -316,13 +339,8 @@ pub unsafe extern "C" fn rados_conf_set(
             c_try!(str_of(value)),
         )
     };
-    let Some(schema) = msgr_config::schema::lookup(option) else {
-        return -libc::ENOENT;
-    };
-    if schema.kind.normalize(value).is_err() {
-        return -libc::EINVAL;
-    }
-    c_try!(c.configure(|config| Ok(config.conf_set(option, value))));
+    let value = c_try!(normalized(option, value));
+    c.set_option(Level::Override, option, &value);
     0
 }
 
@@ -372,7 +390,11 @@ pub unsafe extern "C" fn rados_conf_parse_argv(
 ) -> c_int {
     // SAFETY: per the contract above.
     let (c, args) = unsafe { (c_try!(self::cluster(cluster)), c_try!(args_of(argc, argv))) };
-    c_try!(parse_args(c, args.get(1..).unwrap_or_default()));
+    c_try!(parse_args(
+        c,
+        args.get(1..).unwrap_or_default(),
+        Level::Cmdline
+    ));
     0
 }
 
@@ -392,7 +414,7 @@ pub unsafe extern "C" fn rados_conf_parse_argv_remainder(
 ) -> c_int {
     // SAFETY: per the contract above.
     let (c, args) = unsafe { (c_try!(self::cluster(cluster)), c_try!(args_of(argc, argv))) };
-    let rest = c_try!(parse_args(c, &args));
+    let rest = c_try!(parse_args(c, &args, Level::Cmdline));
     if args.is_empty() {
         return 0;
     }
@@ -430,7 +452,7 @@ pub unsafe extern "C" fn rados_conf_parse_env(cluster: RadosT, env: *const c_cha
         return 0;
     };
     let args: Vec<&[u8]> = text.split_whitespace().map(str::as_bytes).collect();
-    c_try!(parse_args(c, &args));
+    c_try!(parse_args(c, &args, Level::Env));
     0
 }
 
@@ -543,7 +565,7 @@ pub unsafe extern "C" fn rados_pool_reverse_lookup(
     let rados = c_try!(c.rados());
     let name = c_try!(rados.pool_reverse_lookup(id).ok_or(-libc::ENOENT));
     // SAFETY: maxlen bytes.
-    unsafe { put_cstr(buf, maxlen, &name) }
+    unsafe { put_cstr_padded(buf, maxlen, &name) }
 }
 
 /// `rados_pool_list`: the pools' names, each NUL-terminated, then a NUL,

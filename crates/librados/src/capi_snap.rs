@@ -16,7 +16,7 @@ use std::ffi::{c_char, c_int};
 
 use msgr_rados::{SnapContext, NOSNAP};
 
-use crate::capi::{bytes_of, io, put_cstr, set, str_of, IoctxT};
+use crate::capi::{bytes_of, io, put_cstr_padded, set, str_of, IoctxT};
 use crate::capi_aio::{op_ref, CompletionT};
 use crate::errno::errno_of;
 
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn rados_ioctx_snap_get_name(
     let s = c_try!(io.ctx().snap_get_name(id).map_err(|e| errno_of(&e)));
     let maxlen = usize::try_from(maxlen).unwrap_or(0);
     // SAFETY: maxlen bytes.
-    let r = unsafe { put_cstr(name, maxlen, &s) };
+    let r = unsafe { put_cstr_padded(name, maxlen, &s) };
     r.min(0)
 }
 

@@ -43,7 +43,26 @@ where
     rx.recv().map_err(|_| -libc::ENOTCONN)
 }
 
+/// The levels librados sets an option at, lowest first (md_config_t's
+/// CONF_ENV, CONF_CMDLINE, CONF_OVERRIDE): a value set at a higher level
+/// wins over one set at a lower level, whichever came last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// `rados_conf_parse_env`.
+    Env = 0,
+    /// `rados_conf_parse_argv*`.
+    Cmdline = 1,
+    /// `rados_conf_set`.
+    Override = 2,
+}
+
 struct State {
+    /// The configuration files and names (`rados_create*`,
+    /// `rados_conf_read_file`), without the options set at a level.
+    base: RadosConfig,
+    /// What each [`Level`] sets, in order.
+    levels: [Vec<(String, String)>; 3],
+    /// `base` with the levels' options on top: what connects.
     config: RadosConfig,
     rados: Option<Arc<Rados>>,
     mon_timeout: Duration,
@@ -104,6 +123,8 @@ impl Cluster {
         Ok(Cluster {
             rt,
             state: Mutex::new(State {
+                base: config.clone(),
+                levels: Default::default(),
                 config,
                 rados: None,
                 mon_timeout: MON_COMMAND_TIMEOUT,
@@ -144,8 +165,33 @@ impl Cluster {
         f: impl FnOnce(RadosConfig) -> Result<RadosConfig, i32>,
     ) -> Result<(), i32> {
         let mut st = self.state();
-        st.config = f(st.config.clone())?;
+        st.base = f(st.base.clone())?;
+        Self::rebuild(&mut st);
         Ok(())
+    }
+
+    /// Sets option `key` to `value` at `level` (the caller has checked
+    /// both against Ceph's schema).
+    pub fn set_option(&self, level: Level, key: &str, value: &str) {
+        let mut st = self.state();
+        if let Some(l) = st.levels.get_mut(level as usize) {
+            l.push((key.to_string(), value.to_string()));
+        }
+        Self::rebuild(&mut st);
+    }
+
+    fn rebuild(st: &mut State) {
+        let mut config = st.base.clone();
+        for (k, v) in st.levels.iter().flatten() {
+            config = config.conf_set(k, v);
+        }
+        st.config = config;
+    }
+
+    /// Whether a configuration file has been read (librados then keeps
+    /// it when `rados_conf_read_file` finds none of the files named).
+    pub fn has_conf_file(&self) -> bool {
+        self.state().base.conf_file().is_some()
     }
 
     /// Option `key`'s value, -ENOENT if nothing sets it.

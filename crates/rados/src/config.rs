@@ -84,6 +84,11 @@ impl RadosConfig {
         Ok(self)
     }
 
+    /// The configuration file read or named, if any.
+    pub fn conf_file(&self) -> Option<&str> {
+        self.opts.conf.conf.as_deref()
+    }
+
     /// Sets option `key` (`mon_host`, `keyring`, `key`, ...), over what the
     /// file says (`rados_conf_set`). Dashes and underscores are the same,
     /// as in Ceph.
