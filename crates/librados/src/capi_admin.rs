@@ -21,10 +21,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use msgr_messages::mgr_service::MMgrOpen;
 use msgr_messages::{MCommand, MCommandReply, TypedMessage};
 use msgr_rados::request::flag;
 
-use crate::admin::{addr_string, dict_to_map, pgids_of, LogLine, Service};
+use crate::admin::{addr_string, dict_to_map, pgids_of, sys_info, LogLine, Service};
 use crate::aio::CPtr;
 use crate::capi::{
     bytes_of, cluster, copy_to, hand_out, io, malloc_copy, set, slice_of, str_of, IoctxT, RadosT,
@@ -1201,13 +1202,58 @@ unsafe fn dict_strings<'a>(p: *const c_char) -> Vec<&'a [u8]> {
     out
 }
 
-/// `rados_service_register`: checks the registration as librados does
-/// (-EINVAL for an empty service or daemon name or one of Ceph's own
-/// daemon types, -EEXIST registering twice, -EBUSY while connecting) and
-/// records it; then, where librados would open a session to the mgr as a
-/// service daemon (MMgrOpen) and report its status, this library cannot
-/// (it has no mgr session of that kind): -EOPNOTSUPP, and nothing
-/// registers in the service map.
+/// Starts the service daemon's beacons if it is registered and the
+/// handle connected (at `rados_service_register`, or at `rados_connect`
+/// after it): MMgrOpen then an MMgrReport every 5 s (`mgr_stats_period`)
+/// to the active mgr, from the handle's runtime, until `rados_shutdown`.
+pub(crate) fn start_service(c: &Cluster) {
+    let (Some(svc), Ok(rados)) = (c.admin.service(), c.rados()) else {
+        return;
+    };
+    if c.admin.beacons_running() {
+        return;
+    }
+    let weak = Arc::downgrade(&rados);
+    drop(rados);
+    let status = Arc::clone(&c.admin.status);
+    let task = c.runtime().spawn(async move {
+        let mut opened = None;
+        loop {
+            let Some(rados) = weak.upgrade() else {
+                return;
+            };
+            let (current, dirty) = {
+                let st = status.lock().unwrap_or_else(|p| p.into_inner());
+                (st.0.clone(), st.1)
+            };
+            let open = MMgrOpen {
+                daemon_name: svc.daemon.clone(),
+                service_name: svc.service.clone(),
+                service_daemon: true,
+                daemon_metadata: svc.metadata.clone(),
+                daemon_status: current.clone(),
+            };
+            let sent = rados
+                .service_beacon(&open, dirty.then_some(current), &mut opened)
+                .await;
+            drop(rados);
+            if sent && dirty {
+                status.lock().unwrap_or_else(|p| p.into_inner()).1 = false;
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    });
+    c.admin.set_service_task(task);
+}
+
+/// `rados_service_register`: registers the handle as daemon `daemon` of
+/// service `service` with the mgr, as librados: -EINVAL for an empty
+/// service or daemon name or one of Ceph's own daemon types, -EEXIST
+/// registering twice; the metadata (with this host's name, kernel and
+/// architecture added, as librados adds its system information) goes in
+/// an MMgrOpen to the active mgr, and a beacon (MMgrReport) every 5 s
+/// keeps the daemon in the service map (`ceph service dump`, `ceph -s`).
+/// Registered before `rados_connect`, it starts there.
 ///
 /// # Safety
 /// `cluster` a live handle; `service`, `daemon` C strings;
@@ -1237,27 +1283,36 @@ pub unsafe extern "C" fn rados_service_register(
     {
         return -libc::EINVAL;
     }
+    let mut all = sys_info();
+    all.extend(metadata);
     c_try!(c.admin.register(Service {
         service,
         daemon,
-        metadata,
+        metadata: all,
     }));
-    -libc::EOPNOTSUPP
+    start_service(c);
+    0
 }
 
-/// `rados_service_update_status`: -ENOTCONN before connecting, as
-/// librados; else -EOPNOTSUPP (see `rados_service_register`: there is no
-/// service session to report the status on).
+/// `rados_service_update_status`: the registered daemon's status from
+/// now on (sent with its next beacon); -ENOTCONN before connecting, as
+/// librados (0 when not registered: nothing is sent).
 ///
 /// # Safety
 /// `cluster` a live handle; `status_dict` NULL or a dict.
 #[no_mangle]
 pub unsafe extern "C" fn rados_service_update_status(
     cluster: RadosT,
-    _status_dict: *const c_char,
+    status_dict: *const c_char,
 ) -> c_int {
-    // SAFETY: a live handle.
-    let c = c_try!(unsafe { self::cluster(cluster) });
+    // SAFETY: a live handle; a dict or NULL.
+    let (c, status) = unsafe {
+        (
+            c_try!(self::cluster(cluster)),
+            dict_to_map(&dict_strings(status_dict)),
+        )
+    };
     c_try!(c.rados());
-    -libc::EOPNOTSUPP
+    *c.admin.status.lock().unwrap_or_else(|p| p.into_inner()) = (status, true);
+    0
 }
