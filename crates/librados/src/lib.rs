@@ -37,7 +37,25 @@
 //!   `rados_aio_is_complete`, `rados_aio_is_safe`,
 //!   `rados_aio_get_return_value`, `rados_aio_write`,
 //!   `rados_aio_write_full`, `rados_aio_append`, `rados_aio_read`,
-//!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`.
+//!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`;
+//! - administration (`capi_admin.rs`): `rados_mon_command_target`,
+//!   `rados_osd_command`, `rados_pg_command`, `rados_mgr_command`,
+//!   `rados_mgr_command_target`, `rados_ping_monitor`,
+//!   `rados_monitor_log`, `rados_monitor_log2` (callbacks on the
+//!   finisher thread), `rados_pool_create_with_auid`,
+//!   `rados_pool_create_with_crush_rule`, `rados_pool_create_with_all`,
+//!   `rados_pool_get_base_tier`, `rados_ioctx_pool_requires_alignment2`,
+//!   `rados_ioctx_pool_required_alignment2`, `rados_set_pool_full_try`,
+//!   `rados_unset_pool_full_try`, `rados_blocklist_add`,
+//!   `rados_getaddrs`, `rados_inconsistent_pg_list`,
+//!   `rados_ioctx_get_cluster`, `rados_cct`, `rados_create_with_context`,
+//!   `rados_application_enable`, `rados_application_list`,
+//!   `rados_application_metadata_get`, `rados_application_metadata_set`,
+//!   `rados_application_metadata_remove`,
+//!   `rados_application_metadata_list`, `rados_service_register`,
+//!   `rados_service_update_status` (the handle registers with the active
+//!   mgr as a service daemon, MMgrOpen then an MMgrReport every 5 s, and
+//!   shows in `ceph service dump` / `ceph -s`).
 //!
 //! An aio call returns 0 once its op is submitted; the op's result is the
 //! completion's return value. A write's data is copied at submission
@@ -83,8 +101,8 @@
 //! - The rest of the 153 functions Python's `rados` module imports (the
 //!   other aio calls, e.g. `rados_aio_cancel`, `_and_cb` waits, aio
 //!   xattrs and exec; watch/notify, the read/write op builders, listing,
-//!   snapshots, locks, the other commands): `import rados` needs all of
-//!   them, so it does not load this library yet.
+//!   snapshots, locks): `import rados` needs all of them, so it does not
+//!   load this library yet.
 //! - `rados_ioctx_pool_stat`'s older "Base" binding (a shorter struct, for
 //!   binaries linked before Nautilus) is not provided.
 //! - `rados_conf_set` takes any option name (librados answers -ENOENT
@@ -100,6 +118,21 @@
 //! - `rados_get_instance_id` is 0 on a cluster with auth none (the global
 //!   id is kept from cephx only).
 //! - Namespaces and locator keys that are not UTF-8 are taken lossily.
+//! - `rados_mon_command_target` and `rados_ping_monitor` reach only the
+//!   monitor the session is with (librados opens a connection to any
+//!   monitor of the map): to another one they answer -EOPNOTSUPP.
+//!   `rados_mgr_command_target` to a mgr that is not the active one is
+//!   -ENXIO at once (librados waits for a map naming it active, up to
+//!   `rados_mon_op_timeout`).
+//! - `rados_create_with_context` copies the other handle's configuration
+//!   (librados shares one context: later changes show in both).
+//! - A service daemon's metadata has the host's name, kernel and
+//!   architecture, not all of librados's system information (CPU,
+//!   memory, distribution, Ceph version); its beacons carry no perf
+//!   counters.
+//! - `rados_application_list` and `rados_application_metadata_list`
+//!   write the list's final NUL only when the buffer has room for it
+//!   (librados writes it one byte past a buffer the list fills exactly).
 //! - Unlike Ceph's, our `LIBRADOS_14.2.0` node does not name
 //!   `LIBRADOS_PRIVATE` as its parent (the loader does not read it).
 #![warn(missing_docs)]
