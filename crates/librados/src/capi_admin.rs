@@ -162,39 +162,57 @@ fn mon_target(c: &Cluster, name: &str) -> Result<(usize, String), CommandOutput>
     }
 }
 
-/// Whether the session is with monitor `rank`.
-fn is_session_mon(c: &Cluster, rank: usize) -> bool {
-    let Ok(rados) = c.rados() else {
-        return false;
-    };
-    let mons = rados.mon().monmap().addrs_by_rank();
-    let Some(session) = rados.mon().session() else {
-        return false;
-    };
-    let peer = session.peer_addrs();
-    mons.get(rank).is_some_and(|(_, addrs)| {
-        addrs
-            .0
-            .iter()
-            .any(|a| peer.0.iter().any(|p| p.addr == a.addr && a.addr.is_some()))
-    })
+/// A monitor session of its own with monitor `rank` of the map, as
+/// librados's MonClient opens one to the monitor it pings or sends a
+/// command to: the handle's identity (name, keyring), that monitor only.
+/// Runs `f` on it, then closes it.
+fn with_mon<F, Fut, T>(c: &Cluster, rank: usize, f: F) -> Result<T, i32>
+where
+    F: FnOnce(Arc<msgr_monc::MonClient>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, i32>> + Send + 'static,
+    T: Send + 'static,
+{
+    let rados = c.rados()?;
+    let addrs = rados
+        .mon()
+        .monmap()
+        .addrs_by_rank()
+        .into_iter()
+        .nth(rank)
+        .map(|(_, a)| a)
+        .ok_or(-libc::ENOENT)?;
+    let id = c.config().identity().map_err(|e| errno_of(&e))?;
+    let mut cfg = id.mon_client_config();
+    cfg.mons = vec![addrs];
+    c.block(async move {
+        let mon = Arc::new(
+            msgr_monc::MonClient::connect(cfg)
+                .await
+                .map_err(|e| mon_errno(&e))?,
+        );
+        let r = f(Arc::clone(&mon)).await;
+        if let Ok(mon) = Arc::try_unwrap(mon) {
+            mon.shutdown().await;
+        }
+        r
+    })?
 }
 
-/// A tell to the session's monitor: MCommand with the cluster's fsid, as
-/// MonClient sends a command to a given monitor (since Octopus), which
-/// the monitor runs as a command of its admin socket (`version`,
-/// `mon_status`, ...).
-fn mon_tell(c: &Cluster, parts: Vec<String>, input: Bytes) -> CommandOutput {
-    let rados = match c.rados() {
-        Ok(r) => r,
+/// A tell to monitor `rank`: MCommand with the cluster's fsid on a
+/// session of its own, as MonClient sends a command to a given monitor
+/// (since Octopus), which the monitor runs as a command of its admin
+/// socket (`version`, `mon_status`, ...).
+fn mon_tell(c: &Cluster, rank: usize, parts: Vec<String>, input: Bytes) -> CommandOutput {
+    let fsid = match c.rados() {
+        Ok(r) => r.mon().monmap().fsid,
         Err(e) => return failed(e, ""),
     };
     let timeout = c.mon_timeout();
-    let r = c.block(async move {
-        let conn = rados.mon().session().ok_or(-libc::ENOTCONN)?;
+    let r = with_mon(c, rank, move |mon| async move {
+        let conn = mon.session().ok_or(-libc::ENOTCONN)?;
         let m = MCommand {
             tid: 0,
-            fsid: rados.mon().monmap().fsid,
+            fsid,
             cmd: parts,
             input,
         };
@@ -208,21 +226,20 @@ fn mon_tell(c: &Cluster, parts: Vec<String>, input: Bytes) -> CommandOutput {
         MCommandReply::from_message(&reply).map_err(|_| -libc::EIO)
     });
     match r {
-        Ok(Ok(r)) => CommandOutput {
+        Ok(r) => CommandOutput {
             r: r.r,
             out: r.output.to_vec(),
             status: r.rs,
         },
-        Ok(Err(e)) | Err(e) => failed(e, ""),
+        Err(e) => failed(e, ""),
     }
 }
 
 /// `rados_mon_command_target`: a command to the monitor `name` names (a
 /// rank, or a name), which runs it as a tell (its admin socket's
 /// commands: `version`, `mon_status`; others are -EINVAL): -ENOENT ("mon
-/// dne", "mon rank dne") if the monmap has none. Sent on the session
-/// when it is with that monitor; to another monitor this library cannot
-/// send (it keeps one monitor session): -EOPNOTSUPP.
+/// dne", "mon rank dne") if the monmap has none. Sent, as librados, on a
+/// session of its own with that monitor.
 ///
 /// # Safety
 /// `cluster` a live handle; `name` a C string; `cmd` has `cmdlen` C
@@ -251,8 +268,7 @@ pub unsafe extern "C" fn rados_mon_command_target(
     };
     let o = match mon_target(c, name) {
         Err(o) => o,
-        Ok((rank, _)) if !is_session_mon(c, rank) => failed(-libc::EOPNOTSUPP, ""),
-        Ok(_) => mon_tell(c, parts, input),
+        Ok((rank, _)) => mon_tell(c, rank, parts, input),
     };
     // SAFETY: NULL or writable.
     unsafe { out(o, outbuf, outbuflen, outs, outslen) }
@@ -459,9 +475,8 @@ pub unsafe extern "C" fn rados_mgr_command_target(
 /// `noname-ID` as librados looks it up) and returns its reply (its health
 /// and status as JSON), malloc'd into `*outstr`. -EINVAL for a NULL or
 /// empty id, -ENOENT if the monmap has no such monitor, -ETIMEDOUT
-/// without a reply in `mon_client_ping_timeout` (30 s). The ping goes on
-/// the session when it is with that monitor; to another (librados opens
-/// a connection to it) -EOPNOTSUPP.
+/// without a reply in `mon_client_ping_timeout` (30 s). The ping goes, as
+/// librados's, on a session of its own with that monitor.
 ///
 /// # Safety
 /// `cluster` a live handle; `mon_id` NULL or a C string; the outputs NULL
@@ -489,11 +504,12 @@ pub unsafe extern "C" fn rados_ping_monitor(
     let Some(rank) = mons.iter().position(|(n, _)| *n == id) else {
         return -libc::ENOENT;
     };
-    if !is_session_mon(c, rank) {
-        return -libc::EOPNOTSUPP;
-    }
-    let r = c_try!(c.block(async move { rados.mon().ping(Duration::from_secs(30)).await }));
-    let s = c_try!(r.map_err(|e| mon_errno(&e)));
+    drop(rados);
+    let s = c_try!(with_mon(c, rank, |mon| async move {
+        mon.ping(Duration::from_secs(30))
+            .await
+            .map_err(|e| mon_errno(&e))
+    }));
     // SAFETY: NULL or writable.
     unsafe {
         set(outstr, malloc_copy(s.as_bytes()));

@@ -40,7 +40,8 @@
 //!   `rados_aio_remove`, `rados_aio_stat`, `rados_aio_flush`;
 //! - administration (`capi_admin.rs`): `rados_mon_command_target`,
 //!   `rados_osd_command`, `rados_pg_command`, `rados_mgr_command`,
-//!   `rados_mgr_command_target`, `rados_ping_monitor`,
+//!   `rados_mgr_command_target`, `rados_ping_monitor` (a monitor
+//!   session of its own with the monitor named, as librados's),
 //!   `rados_monitor_log`, `rados_monitor_log2` (callbacks on the
 //!   finisher thread), `rados_pool_create_with_auid`,
 //!   `rados_pool_create_with_crush_rule`, `rados_pool_create_with_all`,
@@ -118,10 +119,7 @@
 //! - `rados_get_instance_id` is 0 on a cluster with auth none (the global
 //!   id is kept from cephx only).
 //! - Namespaces and locator keys that are not UTF-8 are taken lossily.
-//! - `rados_mon_command_target` and `rados_ping_monitor` reach only the
-//!   monitor the session is with (librados opens a connection to any
-//!   monitor of the map): to another one they answer -EOPNOTSUPP.
-//!   `rados_mgr_command_target` to a mgr that is not the active one is
+//! - `rados_mgr_command_target` to a mgr that is not the active one is
 //!   -ENXIO at once (librados waits for a map naming it active, up to
 //!   `rados_mon_op_timeout`).
 //! - `rados_create_with_context` copies the other handle's configuration
