@@ -122,6 +122,8 @@
 //! - `rados_mgr_command_target` to a mgr that is not the active one is
 //!   -ENXIO at once (librados waits for a map naming it active, up to
 //!   `rados_mon_op_timeout`).
+//! - `rados_pg_command` for a PG past its pool's `pg_num` is -ENOENT
+//!   (librados folds it onto an existing PG and asks that one's primary).
 //! - `rados_create_with_context` copies the other handle's configuration
 //!   (librados shares one context: later changes show in both).
 //! - A service daemon's metadata has the host's name, kernel and
