@@ -4,7 +4,7 @@
 //! librados formats (log lines, addresses, `pg ls` output).
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec};
 use msgr_messages::log::{prio, LogEntry};
@@ -26,12 +26,18 @@ pub struct Service {
 struct Inner {
     log_task: Option<JoinHandle<()>>,
     service: Option<Service>,
+    service_task: Option<JoinHandle<()>>,
 }
+
+/// A service daemon's status and whether the mgr has it yet.
+pub type Status = Arc<Mutex<(BTreeMap<String, String>, bool)>>;
 
 /// Per-handle state of the administrative calls.
 #[derive(Default)]
 pub struct AdminState {
     inner: Mutex<Inner>,
+    /// The service daemon's status (`rados_service_update_status`).
+    pub status: Status,
 }
 
 impl AdminState {
@@ -51,9 +57,28 @@ impl AdminState {
         }
     }
 
-    /// Stops the log watch (`rados_shutdown`).
+    /// Stops the log watch and the service beacons (`rados_shutdown`).
     pub fn stop(&self, rt: &Handle) {
         self.set_log_task(rt, None);
+        let old = self.lock().service_task.take();
+        if let Some(t) = old {
+            t.abort();
+            let _ = crate::cluster::block_on(rt, async move {
+                let _ = t.await;
+            });
+        }
+    }
+
+    /// Whether the service beacons run.
+    pub fn beacons_running(&self) -> bool {
+        self.lock().service_task.is_some()
+    }
+
+    /// Records the task sending the service beacons.
+    pub fn set_service_task(&self, task: JoinHandle<()>) {
+        if let Some(old) = self.lock().service_task.replace(task) {
+            old.abort();
+        }
     }
 
     /// The registration, if any.
@@ -83,6 +108,32 @@ pub fn dict_to_map(bytes: &[&[u8]]) -> BTreeMap<String, String> {
                 String::from_utf8_lossy(k).into_owned(),
                 String::from_utf8_lossy(v).into_owned(),
             );
+        }
+    }
+    m
+}
+
+/// What librados's `collect_sys_info` tells of this host that this
+/// library knows: `hostname`, `arch`, `os`, `kernel_version`,
+/// `kernel_description`.
+pub fn sys_info() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    // SAFETY: uname fills the zeroed struct we own; its fields are
+    // NUL-terminated.
+    #[allow(unsafe_code)]
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) == 0 {
+            let f = |p: &[libc::c_char]| {
+                std::ffi::CStr::from_ptr(p.as_ptr())
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            m.insert("hostname".to_string(), f(&u.nodename));
+            m.insert("arch".to_string(), f(&u.machine));
+            m.insert("os".to_string(), f(&u.sysname));
+            m.insert("kernel_version".to_string(), f(&u.release));
+            m.insert("kernel_description".to_string(), f(&u.version));
         }
     }
     m

@@ -467,6 +467,8 @@ pub unsafe extern "C" fn rados_connect(cluster: RadosT) -> c_int {
     // SAFETY: a live handle.
     let c = c_try!(unsafe { self::cluster(cluster) });
     c_try!(c.connect());
+    // A service daemon registered before connecting (capi_admin.rs).
+    crate::capi_admin::start_service(c);
     0
 }
 

@@ -21,10 +21,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use msgr_messages::mgr_service::MMgrOpen;
 use msgr_messages::{MCommand, MCommandReply, TypedMessage};
 use msgr_rados::request::flag;
 
-use crate::admin::{addr_string, dict_to_map, pgids_of, LogLine, Service};
+use crate::admin::{addr_string, dict_to_map, pgids_of, sys_info, LogLine, Service};
 use crate::aio::CPtr;
 use crate::capi::{
     bytes_of, cluster, copy_to, hand_out, io, malloc_copy, set, slice_of, str_of, IoctxT, RadosT,
@@ -161,39 +162,57 @@ fn mon_target(c: &Cluster, name: &str) -> Result<(usize, String), CommandOutput>
     }
 }
 
-/// Whether the session is with monitor `rank`.
-fn is_session_mon(c: &Cluster, rank: usize) -> bool {
-    let Ok(rados) = c.rados() else {
-        return false;
-    };
-    let mons = rados.mon().monmap().addrs_by_rank();
-    let Some(session) = rados.mon().session() else {
-        return false;
-    };
-    let peer = session.peer_addrs();
-    mons.get(rank).is_some_and(|(_, addrs)| {
-        addrs
-            .0
-            .iter()
-            .any(|a| peer.0.iter().any(|p| p.addr == a.addr && a.addr.is_some()))
-    })
+/// A monitor session of its own with monitor `rank` of the map, as
+/// librados's MonClient opens one to the monitor it pings or sends a
+/// command to: the handle's identity (name, keyring), that monitor only.
+/// Runs `f` on it, then closes it.
+fn with_mon<F, Fut, T>(c: &Cluster, rank: usize, f: F) -> Result<T, i32>
+where
+    F: FnOnce(Arc<msgr_monc::MonClient>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, i32>> + Send + 'static,
+    T: Send + 'static,
+{
+    let rados = c.rados()?;
+    let addrs = rados
+        .mon()
+        .monmap()
+        .addrs_by_rank()
+        .into_iter()
+        .nth(rank)
+        .map(|(_, a)| a)
+        .ok_or(-libc::ENOENT)?;
+    let id = c.config().identity().map_err(|e| errno_of(&e))?;
+    let mut cfg = id.mon_client_config();
+    cfg.mons = vec![addrs];
+    c.block(async move {
+        let mon = Arc::new(
+            msgr_monc::MonClient::connect(cfg)
+                .await
+                .map_err(|e| mon_errno(&e))?,
+        );
+        let r = f(Arc::clone(&mon)).await;
+        if let Ok(mon) = Arc::try_unwrap(mon) {
+            mon.shutdown().await;
+        }
+        r
+    })?
 }
 
-/// A tell to the session's monitor: MCommand with the cluster's fsid, as
-/// MonClient sends a command to a given monitor (since Octopus), which
-/// the monitor runs as a command of its admin socket (`version`,
-/// `mon_status`, ...).
-fn mon_tell(c: &Cluster, parts: Vec<String>, input: Bytes) -> CommandOutput {
-    let rados = match c.rados() {
-        Ok(r) => r,
+/// A tell to monitor `rank`: MCommand with the cluster's fsid on a
+/// session of its own, as MonClient sends a command to a given monitor
+/// (since Octopus), which the monitor runs as a command of its admin
+/// socket (`version`, `mon_status`, ...).
+fn mon_tell(c: &Cluster, rank: usize, parts: Vec<String>, input: Bytes) -> CommandOutput {
+    let fsid = match c.rados() {
+        Ok(r) => r.mon().monmap().fsid,
         Err(e) => return failed(e, ""),
     };
     let timeout = c.mon_timeout();
-    let r = c.block(async move {
-        let conn = rados.mon().session().ok_or(-libc::ENOTCONN)?;
+    let r = with_mon(c, rank, move |mon| async move {
+        let conn = mon.session().ok_or(-libc::ENOTCONN)?;
         let m = MCommand {
             tid: 0,
-            fsid: rados.mon().monmap().fsid,
+            fsid,
             cmd: parts,
             input,
         };
@@ -207,21 +226,20 @@ fn mon_tell(c: &Cluster, parts: Vec<String>, input: Bytes) -> CommandOutput {
         MCommandReply::from_message(&reply).map_err(|_| -libc::EIO)
     });
     match r {
-        Ok(Ok(r)) => CommandOutput {
+        Ok(r) => CommandOutput {
             r: r.r,
             out: r.output.to_vec(),
             status: r.rs,
         },
-        Ok(Err(e)) | Err(e) => failed(e, ""),
+        Err(e) => failed(e, ""),
     }
 }
 
 /// `rados_mon_command_target`: a command to the monitor `name` names (a
 /// rank, or a name), which runs it as a tell (its admin socket's
 /// commands: `version`, `mon_status`; others are -EINVAL): -ENOENT ("mon
-/// dne", "mon rank dne") if the monmap has none. Sent on the session
-/// when it is with that monitor; to another monitor this library cannot
-/// send (it keeps one monitor session): -EOPNOTSUPP.
+/// dne", "mon rank dne") if the monmap has none. Sent, as librados, on a
+/// session of its own with that monitor.
 ///
 /// # Safety
 /// `cluster` a live handle; `name` a C string; `cmd` has `cmdlen` C
@@ -250,8 +268,7 @@ pub unsafe extern "C" fn rados_mon_command_target(
     };
     let o = match mon_target(c, name) {
         Err(o) => o,
-        Ok((rank, _)) if !is_session_mon(c, rank) => failed(-libc::EOPNOTSUPP, ""),
-        Ok(_) => mon_tell(c, parts, input),
+        Ok((rank, _)) => mon_tell(c, rank, parts, input),
     };
     // SAFETY: NULL or writable.
     unsafe { out(o, outbuf, outbuflen, outs, outslen) }
@@ -458,9 +475,8 @@ pub unsafe extern "C" fn rados_mgr_command_target(
 /// `noname-ID` as librados looks it up) and returns its reply (its health
 /// and status as JSON), malloc'd into `*outstr`. -EINVAL for a NULL or
 /// empty id, -ENOENT if the monmap has no such monitor, -ETIMEDOUT
-/// without a reply in `mon_client_ping_timeout` (30 s). The ping goes on
-/// the session when it is with that monitor; to another (librados opens
-/// a connection to it) -EOPNOTSUPP.
+/// without a reply in `mon_client_ping_timeout` (30 s). The ping goes, as
+/// librados's, on a session of its own with that monitor.
 ///
 /// # Safety
 /// `cluster` a live handle; `mon_id` NULL or a C string; the outputs NULL
@@ -488,11 +504,12 @@ pub unsafe extern "C" fn rados_ping_monitor(
     let Some(rank) = mons.iter().position(|(n, _)| *n == id) else {
         return -libc::ENOENT;
     };
-    if !is_session_mon(c, rank) {
-        return -libc::EOPNOTSUPP;
-    }
-    let r = c_try!(c.block(async move { rados.mon().ping(Duration::from_secs(30)).await }));
-    let s = c_try!(r.map_err(|e| mon_errno(&e)));
+    drop(rados);
+    let s = c_try!(with_mon(c, rank, |mon| async move {
+        mon.ping(Duration::from_secs(30))
+            .await
+            .map_err(|e| mon_errno(&e))
+    }));
     // SAFETY: NULL or writable.
     unsafe {
         set(outstr, malloc_copy(s.as_bytes()));
@@ -1201,13 +1218,58 @@ unsafe fn dict_strings<'a>(p: *const c_char) -> Vec<&'a [u8]> {
     out
 }
 
-/// `rados_service_register`: checks the registration as librados does
-/// (-EINVAL for an empty service or daemon name or one of Ceph's own
-/// daemon types, -EEXIST registering twice, -EBUSY while connecting) and
-/// records it; then, where librados would open a session to the mgr as a
-/// service daemon (MMgrOpen) and report its status, this library cannot
-/// (it has no mgr session of that kind): -EOPNOTSUPP, and nothing
-/// registers in the service map.
+/// Starts the service daemon's beacons if it is registered and the
+/// handle connected (at `rados_service_register`, or at `rados_connect`
+/// after it): MMgrOpen then an MMgrReport every 5 s (`mgr_stats_period`)
+/// to the active mgr, from the handle's runtime, until `rados_shutdown`.
+pub(crate) fn start_service(c: &Cluster) {
+    let (Some(svc), Ok(rados)) = (c.admin.service(), c.rados()) else {
+        return;
+    };
+    if c.admin.beacons_running() {
+        return;
+    }
+    let weak = Arc::downgrade(&rados);
+    drop(rados);
+    let status = Arc::clone(&c.admin.status);
+    let task = c.runtime().spawn(async move {
+        let mut opened = None;
+        loop {
+            let Some(rados) = weak.upgrade() else {
+                return;
+            };
+            let (current, dirty) = {
+                let st = status.lock().unwrap_or_else(|p| p.into_inner());
+                (st.0.clone(), st.1)
+            };
+            let open = MMgrOpen {
+                daemon_name: svc.daemon.clone(),
+                service_name: svc.service.clone(),
+                service_daemon: true,
+                daemon_metadata: svc.metadata.clone(),
+                daemon_status: current.clone(),
+            };
+            let sent = rados
+                .service_beacon(&open, dirty.then_some(current), &mut opened)
+                .await;
+            drop(rados);
+            if sent && dirty {
+                status.lock().unwrap_or_else(|p| p.into_inner()).1 = false;
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    });
+    c.admin.set_service_task(task);
+}
+
+/// `rados_service_register`: registers the handle as daemon `daemon` of
+/// service `service` with the mgr, as librados: -EINVAL for an empty
+/// service or daemon name or one of Ceph's own daemon types, -EEXIST
+/// registering twice; the metadata (with this host's name, kernel and
+/// architecture added, as librados adds its system information) goes in
+/// an MMgrOpen to the active mgr, and a beacon (MMgrReport) every 5 s
+/// keeps the daemon in the service map (`ceph service dump`, `ceph -s`).
+/// Registered before `rados_connect`, it starts there.
 ///
 /// # Safety
 /// `cluster` a live handle; `service`, `daemon` C strings;
@@ -1237,27 +1299,36 @@ pub unsafe extern "C" fn rados_service_register(
     {
         return -libc::EINVAL;
     }
+    let mut all = sys_info();
+    all.extend(metadata);
     c_try!(c.admin.register(Service {
         service,
         daemon,
-        metadata,
+        metadata: all,
     }));
-    -libc::EOPNOTSUPP
+    start_service(c);
+    0
 }
 
-/// `rados_service_update_status`: -ENOTCONN before connecting, as
-/// librados; else -EOPNOTSUPP (see `rados_service_register`: there is no
-/// service session to report the status on).
+/// `rados_service_update_status`: the registered daemon's status from
+/// now on (sent with its next beacon); -ENOTCONN before connecting, as
+/// librados (0 when not registered: nothing is sent).
 ///
 /// # Safety
 /// `cluster` a live handle; `status_dict` NULL or a dict.
 #[no_mangle]
 pub unsafe extern "C" fn rados_service_update_status(
     cluster: RadosT,
-    _status_dict: *const c_char,
+    status_dict: *const c_char,
 ) -> c_int {
-    // SAFETY: a live handle.
-    let c = c_try!(unsafe { self::cluster(cluster) });
+    // SAFETY: a live handle; a dict or NULL.
+    let (c, status) = unsafe {
+        (
+            c_try!(self::cluster(cluster)),
+            dict_to_map(&dict_strings(status_dict)),
+        )
+    };
     c_try!(c.rados());
-    -libc::EOPNOTSUPP
+    *c.admin.status.lock().unwrap_or_else(|p| p.into_inner()) = (status, true);
+    0
 }

@@ -107,7 +107,26 @@
 //!   `rados_aio_ioctx_selfmanaged_snap_remove`. A watch's callbacks run on
 //!   the handle's finisher thread; `rados_unwatch2` returns once none of
 //!   the watch's is running on another thread (librados 16 returns while
-//!   one still runs) and does not wait when called from a callback.
+//!   one still runs) and does not wait when called from a callback;
+//! - administration (`capi_admin.rs`): `rados_mon_command_target`,
+//!   `rados_osd_command`, `rados_pg_command`, `rados_mgr_command`,
+//!   `rados_mgr_command_target`, `rados_ping_monitor` (a monitor
+//!   session of its own with the monitor named, as librados's),
+//!   `rados_monitor_log`, `rados_monitor_log2` (callbacks on the
+//!   finisher thread), `rados_pool_create_with_auid`,
+//!   `rados_pool_create_with_crush_rule`, `rados_pool_create_with_all`,
+//!   `rados_pool_get_base_tier`, `rados_ioctx_pool_requires_alignment2`,
+//!   `rados_ioctx_pool_required_alignment2`, `rados_set_pool_full_try`,
+//!   `rados_unset_pool_full_try`, `rados_blocklist_add`,
+//!   `rados_getaddrs`, `rados_inconsistent_pg_list`,
+//!   `rados_ioctx_get_cluster`, `rados_cct`, `rados_create_with_context`,
+//!   `rados_application_enable`, `rados_application_list`,
+//!   `rados_application_metadata_get`, `rados_application_metadata_set`,
+//!   `rados_application_metadata_remove`,
+//!   `rados_application_metadata_list`, `rados_service_register`,
+//!   `rados_service_update_status` (the handle registers with the active
+//!   mgr as a service daemon, MMgrOpen then an MMgrReport every 5 s, and
+//!   shows in `ceph service dump` / `ceph -s`).
 //!
 //! An aio call returns 0 once its op is submitted; the op's result is the
 //! completion's return value. A write's data is copied at submission
@@ -150,9 +169,6 @@
 //! number of threads at once, as librados documents.
 //!
 //! # What is missing
-//! - The rest of the 153 functions Python's `rados` module imports (the
-//!   other commands, pools and services): `import rados` needs all of
-//!   them, so it does not load this library yet.
 //! - Of the `rados_object_list_*` enumeration, only
 //!   `rados_object_list_cursor_free` is provided (for the cursors of
 //!   `rados_nobjects_list_get_cursor`).
@@ -188,6 +204,20 @@
 //! - `rados_get_instance_id` is 0 on a cluster with auth none (the global
 //!   id is kept from cephx only).
 //! - Namespaces and locator keys that are not UTF-8 are taken lossily.
+//! - `rados_mgr_command_target` to a mgr that is not the active one is
+//!   -ENXIO at once (librados waits for a map naming it active, up to
+//!   `rados_mon_op_timeout`).
+//! - `rados_pg_command` for a PG past its pool's `pg_num` is -ENOENT
+//!   (librados folds it onto an existing PG and asks that one's primary).
+//! - `rados_create_with_context` copies the other handle's configuration
+//!   (librados shares one context: later changes show in both).
+//! - A service daemon's metadata has the host's name, kernel and
+//!   architecture, not all of librados's system information (CPU,
+//!   memory, distribution, Ceph version); its beacons carry no perf
+//!   counters.
+//! - `rados_application_list` and `rados_application_metadata_list`
+//!   write the list's final NUL only when the buffer has room for it
+//!   (librados writes it one byte past a buffer the list fills exactly).
 //! - Unlike Ceph's, our `LIBRADOS_14.2.0` node does not name
 //!   `LIBRADOS_PRIVATE` as its parent (the loader does not read it).
 #![warn(missing_docs)]

@@ -6,6 +6,7 @@
 
 pub mod log;
 pub mod mgr;
+pub mod mgr_service;
 pub mod mon;
 pub mod monmap;
 pub mod osd_backoff;

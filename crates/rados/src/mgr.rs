@@ -273,6 +273,38 @@ impl<T: Transport> Rados<T> {
     }
 }
 
+impl<T: Transport> Rados<T> {
+    /// One beacon of a service daemon to the active mgr, as MgrClient
+    /// sends them (`rados_service_register`): `open` (MMgrOpen) first
+    /// when the session with the active mgr is new (another mgr than
+    /// `*opened` names, or a connection that is not up), then an
+    /// MMgrReport with `status` (None: unchanged). Without an active mgr,
+    /// nothing is sent and `*opened` is cleared. Returns whether it sent.
+    pub async fn service_beacon(
+        &self,
+        open: &msgr_messages::mgr_service::MMgrOpen,
+        status: Option<std::collections::BTreeMap<String, String>>,
+        opened: &mut Option<u64>,
+    ) -> bool {
+        let Some(map) = self.mon.mgrmap().filter(|m| m.has_active()) else {
+            *opened = None;
+            return false;
+        };
+        let conn = self.messenger.connect(&map.active_addrs, EntityType::MGR);
+        if *opened != Some(map.active_gid) || !conn.is_connected() {
+            conn.send_nowait(open.to_message(conn.features()));
+            *opened = Some(map.active_gid);
+        }
+        let report = msgr_messages::mgr_service::MMgrReport {
+            daemon_name: open.daemon_name.clone(),
+            service_name: open.service_name.clone(),
+            daemon_status: status,
+        };
+        conn.send_nowait(report.to_message(conn.features()));
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

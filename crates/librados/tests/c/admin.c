@@ -166,6 +166,7 @@ int main(void)
 	uint64_t align = 99;
 	size_t len, klen, vlen;
 	char *addrs = NULL;
+	char svcname[64];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_thread = pthread_self();
@@ -183,6 +184,10 @@ int main(void)
 	/* -- service registration: librados's argument checks -- */
 	SHOW("service_register osd", rados_service_register(c, "osd", "x", "\0"));
 	SHOW("service_register empty daemon", rados_service_register(c, "admin-svc", "", "\0"));
+	snprintf(svcname, sizeof svcname, "d%d", getpid());
+	SHOW("service_register", rados_service_register(c, "admin-c-svc", svcname, "purpose\0test\0"));
+	SHOW("service_register again", rados_service_register(c, "admin-c-svc", svcname, "\0"));
+	SHOW("service_update_status", rados_service_update_status(c, "state\0testing\0"));
 
 	/* -- pools -- */
 	SHOW("pool_create_with_crush_rule", rados_pool_create_with_crush_rule(c, pool, 0));
@@ -264,7 +269,9 @@ int main(void)
 	/* -- commands to a named monitor -- */
 	rp = mon(c, "{\"prefix\": \"mon dump\", \"format\": \"json\"}");
 	{
-		char *s = text(rp.out, rp.outlen), *at = strstr(s, "\"name\":\"");
+		char *s = text(rp.out, rp.outlen), *at = strstr(s, "\"mons\":[");
+		if (at)
+			at = strstr(at, "\"name\":\"");
 		if (at) {
 			at += 8;
 			snprintf(monname, sizeof monname, "%.*s", (int)strcspn(at, "\""), at);
@@ -406,6 +413,27 @@ int main(void)
 	CHECK("getaddrs IP:PORT/NONCE", r == 0 && addrs && strlen(addrs) > 0 && strchr(addrs, '/') &&
 		strchr(addrs, ':'));
 	rados_buffer_free(addrs);
+
+	/* -- the service daemon in the service map (the mgr proposes it to
+	 * the monitors every few seconds) -- */
+	{
+		char want[128];
+		int found = 0, status = 0;
+		snprintf(want, sizeof want, "\"%s\"", svcname);
+		for (i = 0; i < 90 && !(found && status); i++) {
+			rp = mon(c, "{\"prefix\": \"service dump\", \"format\": \"json\"}");
+			found = rp.r == 0 && out_has(&rp, "\"admin-c-svc\"") && out_has(&rp, want) &&
+				out_has(&rp, "\"purpose\":\"test\"");
+			reply_free(&rp);
+			rp = mon(c, "{\"prefix\": \"service status\", \"format\": \"json\"}");
+			status = rp.r == 0 && out_has(&rp, "\"testing\"");
+			reply_free(&rp);
+			if (!(found && status))
+				sleep(1);
+		}
+		CHECK("service daemon in the service map", found);
+		CHECK("service daemon's status", status);
+	}
 
 	/* -- a handle from this one's configuration -- */
 	CHECK("cct", rados_cct(c) != NULL);
