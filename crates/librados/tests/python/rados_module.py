@@ -167,6 +167,17 @@ io2 = c.open_ioctx2(c.pool_lookup(pool))
 step("open_ioctx2 name", lambda: io2.get_pool_name() == pool)
 step("get_pool_id", lambda: io.get_pool_id() == c.pool_lookup(pool))
 step("alignment", io.alignment)
+# An erasure-coded pool requires aligned appends (no I/O: its PGs need not
+# be active).
+ecpool = f"py-{TAG}-ec"
+r, o, s = c.mon_command(json.dumps({"prefix": "osd pool create", "pool": ecpool, "pg_num": 1,
+                                    "pgp_num": 1, "pool_type": "erasure"}), b"")
+step("create EC pool", lambda: r)
+c.wait_for_latest_osdmap()
+ioec = c.open_ioctx(ecpool)
+step("alignment EC", ioec.alignment)
+ioec.close()
+step("delete EC pool", lambda: c.delete_pool(ecpool))
 step("application_enable", lambda: io.application_enable("msgrtest"))
 step("application_enable second", lambda: io.application_enable("other"))
 step("application_enable force", lambda: io.application_enable("other", force=True))
@@ -312,6 +323,8 @@ for comp in comps:
 step("aio_write callbacks", lambda: sorted(done))
 done.clear()
 comp = io.aio_write_full("a0", b"full", cb("aio_write_full"))
+comp.wait_for_complete()
+comp.wait_for_safe()
 comp.wait_for_safe_and_cb()
 step("aio_write_full", lambda: (done, comp.is_complete(), comp.is_safe(), comp.get_return_value()))
 done.clear()
