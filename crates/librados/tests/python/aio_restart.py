@@ -16,7 +16,10 @@ import rados
 
 conf, pool, seconds, tag = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 main = threading.get_ident()
-c = rados.Rados(name="client.admin", clustername="ceph", conffile=conf)
+# A bound on each op: one lost would otherwise hang the run (it then shows
+# as -ETIMEDOUT among the results).
+c = rados.Rados(name="client.admin", clustername="ceph", conffile=conf,
+                conf_defaults={"rados_osd_op_timeout": "120"})
 c.connect(timeout=60)
 io = c.open_ioctx(pool)
 lock = threading.Lock()
