@@ -51,7 +51,7 @@ impl AdminState {
         let old = std::mem::replace(&mut self.lock().log_task, task);
         if let Some(t) = old {
             t.abort();
-            let _ = crate::cluster::block_on(rt, async move {
+            let _ = crate::runtime::block_on(rt, async move {
                 let _ = t.await;
             });
         }
@@ -63,7 +63,7 @@ impl AdminState {
         let old = self.lock().service_task.take();
         if let Some(t) = old {
             t.abort();
-            let _ = crate::cluster::block_on(rt, async move {
+            let _ = crate::runtime::block_on(rt, async move {
                 let _ = t.await;
             });
         }

@@ -468,7 +468,7 @@ pub unsafe extern "C" fn rados_connect(cluster: RadosT) -> c_int {
     let c = c_try!(unsafe { self::cluster(cluster) });
     c_try!(c.connect());
     // A service daemon registered before connecting (capi_admin.rs).
-    crate::capi_admin::start_service(c);
+    c.start_service();
     0
 }
 

@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use msgr_messages::mgr_service::MMgrOpen;
 use msgr_messages::{MCommand, MCommandReply, TypedMessage};
 use msgr_rados::request::flag;
 
@@ -1218,50 +1217,6 @@ unsafe fn dict_strings<'a>(p: *const c_char) -> Vec<&'a [u8]> {
     out
 }
 
-/// Starts the service daemon's beacons if it is registered and the
-/// handle connected (at `rados_service_register`, or at `rados_connect`
-/// after it): MMgrOpen then an MMgrReport every 5 s (`mgr_stats_period`)
-/// to the active mgr, from the handle's runtime, until `rados_shutdown`.
-pub(crate) fn start_service(c: &Cluster) {
-    let (Some(svc), Ok(rados)) = (c.admin.service(), c.rados()) else {
-        return;
-    };
-    if c.admin.beacons_running() {
-        return;
-    }
-    let weak = Arc::downgrade(&rados);
-    drop(rados);
-    let status = Arc::clone(&c.admin.status);
-    let task = c.runtime().spawn(async move {
-        let mut opened = None;
-        loop {
-            let Some(rados) = weak.upgrade() else {
-                return;
-            };
-            let (current, dirty) = {
-                let st = status.lock().unwrap_or_else(|p| p.into_inner());
-                (st.0.clone(), st.1)
-            };
-            let open = MMgrOpen {
-                daemon_name: svc.daemon.clone(),
-                service_name: svc.service.clone(),
-                service_daemon: true,
-                daemon_metadata: svc.metadata.clone(),
-                daemon_status: current.clone(),
-            };
-            let sent = rados
-                .service_beacon(&open, dirty.then_some(current), &mut opened)
-                .await;
-            drop(rados);
-            if sent && dirty {
-                status.lock().unwrap_or_else(|p| p.into_inner()).1 = false;
-            }
-            tokio::time::sleep(Duration::from_secs(5)).await;
-        }
-    });
-    c.admin.set_service_task(task);
-}
-
 /// `rados_service_register`: registers the handle as daemon `daemon` of
 /// service `service` with the mgr, as librados: -EINVAL for an empty
 /// service or daemon name or one of Ceph's own daemon types, -EEXIST
@@ -1306,7 +1261,7 @@ pub unsafe extern "C" fn rados_service_register(
         daemon,
         metadata: all,
     }));
-    start_service(c);
+    c.start_service();
     0
 }
 

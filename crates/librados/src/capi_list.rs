@@ -15,8 +15,8 @@ use msgr_rados::{HObject, Listed, ObjectList};
 use tokio::runtime::Handle;
 
 use crate::capi::{io, set, IoctxT};
-use crate::cluster::block_on;
 use crate::errno::errno_of;
+use crate::runtime::block_on;
 
 /// librados.h's `rados_list_ctx_t`.
 pub type ListCtxT = *mut c_void;

@@ -11,6 +11,7 @@ use tokio::runtime::{Handle, Runtime};
 
 use crate::aio::{Finisher, Writes};
 use crate::errno::{errno_of, mon_errno};
+use crate::runtime::block_on;
 
 /// The tokio worker threads each cluster handle runs (the messengers'
 /// connections, the monitor session, the objecter's timers).
@@ -24,24 +25,6 @@ pub const BLOCKING_THREADS: usize = 2;
 /// How long a monitor command may take when `rados_mon_op_timeout` is not
 /// set (librados then waits as long as it takes; this bounds a lost reply).
 pub const MON_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
-
-/// Runs `fut` on the runtime behind `rt` and waits for it on the calling
-/// thread, which may be any thread, even one of another runtime: the
-/// future never runs on the caller's thread, so a caller inside a tokio
-/// runtime does not make tokio panic (it only blocks that thread, as
-/// librados's calls do). Fails with -ENOTCONN if the runtime is gone (a
-/// handle used after `rados_shutdown`).
-pub fn block_on<F>(rt: &Handle, fut: F) -> Result<F::Output, i32>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    rt.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv().map_err(|_| -libc::ENOTCONN)
-}
 
 /// The levels librados sets an option at, lowest first (md_config_t's
 /// CONF_ENV, CONF_CMDLINE, CONF_OVERRIDE): a value set at a higher level

@@ -239,6 +239,8 @@ mod capi_stat;
 mod capi_watch;
 mod cluster;
 mod errno;
+mod runtime;
+mod service;
 
 pub use admin::{AdminState, LogLine, Service};
 pub use aio::{Callback, Completion, Finisher, Writes};
@@ -252,6 +254,7 @@ pub use capi_watch::{
     decode_notify_reply, NotifyAckT, NotifyTimeoutT, WatchCb, WatchCb2, WatchErrCb, NOTIFY_TIMEOUT,
 };
 pub use cluster::{
-    block_on, Cluster, CommandOutput, Io, BLOCKING_THREADS, MON_COMMAND_TIMEOUT, WORKER_THREADS,
+    Cluster, CommandOutput, Io, BLOCKING_THREADS, MON_COMMAND_TIMEOUT, WORKER_THREADS,
 };
 pub use errno::{errno_of, mon_errno};
+pub use runtime::block_on;
