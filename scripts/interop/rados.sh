@@ -31,7 +31,9 @@
 # lifted. Cache tier: reads follow the overlay, writes the cache OSD's
 # redirect. Backoffs: OSDs re-peering block and unblock the bench's ops.
 # Library: the live_* tests of msgr-rados (each feature against librados,
-# both ways) and the msgr crate's rados_put_get example.
+# both ways) and the msgr crate's rados_put_get example. librados.so.2:
+# C programs (librados-c.sh), Python's rados module and the ceph CLI
+# (librados-python.sh) on ours and on Ceph's librados, outputs diffed.
 # Needs: scripts/ceph/install-deps.sh and scripts/ceph/tentacle.sh setup.
 set -euo pipefail
 MSGR="$(realpath "${1:?usage: rados.sh MSGR_BINARY}")"
