@@ -980,54 +980,6 @@ pub unsafe extern "C" fn rados_rmxattr(
     0
 }
 
-/// `rados_mon_command`: sends `cmdlen` command parts and `inbuf` to the
-/// monitors; the output and status line are malloc'd into `*outbuf` and
-/// `*outs` (NULL when empty; free them with `rados_buffer_free`), their
-/// lengths into `*outbuflen` and `*outslen`. Returns the monitor's result.
-///
-/// # Safety
-/// `cluster` a live handle; `cmd` has `cmdlen` C strings; `inbuf` has
-/// `inbuflen` bytes; the outputs NULL or writable.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)] // librados.h's signature
-pub unsafe extern "C" fn rados_mon_command(
-    cluster: RadosT,
-    cmd: *const *const c_char,
-    cmdlen: usize,
-    inbuf: *const c_char,
-    inbuflen: usize,
-    outbuf: *mut *mut c_char,
-    outbuflen: *mut usize,
-    outs: *mut *mut c_char,
-    outslen: *mut usize,
-) -> c_int {
-    // SAFETY: per the contract above.
-    let (c, parts, input) = unsafe {
-        let c = c_try!(self::cluster(cluster));
-        if cmdlen > 0 && cmd.is_null() {
-            return -libc::EINVAL;
-        }
-        let mut parts = Vec::with_capacity(cmdlen.min(64));
-        for i in 0..cmdlen {
-            let part = c_try!(bytes_of(*cmd.add(i)));
-            parts.push(String::from_utf8_lossy(part).into_owned());
-        }
-        (c, parts, c_try!(slice_of(inbuf, inbuflen)).to_vec())
-    };
-    let (r, out, status) = match c.mon_command(parts, input) {
-        Ok(o) => (o.r, o.out, o.status.into_bytes()),
-        Err(e) => (e, Vec::new(), Vec::new()),
-    };
-    // SAFETY: NULL or writable.
-    unsafe {
-        set(outbuf, malloc_copy(&out));
-        set(outbuflen, out.len());
-        set(outs, malloc_copy(&status));
-        set(outslen, status.len());
-    }
-    r
-}
-
 /// `rados_buffer_free`: frees a buffer this library allocated.
 ///
 /// # Safety

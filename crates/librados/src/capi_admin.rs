@@ -234,6 +234,41 @@ fn mon_tell(c: &Cluster, rank: usize, parts: Vec<String>, input: Bytes) -> Comma
     }
 }
 
+/// `rados_mon_command`: sends `cmdlen` command parts and `inbuf` to the
+/// monitors; the output and status line are malloc'd into `*outbuf` and
+/// `*outs` (NULL when empty; free them with `rados_buffer_free`), their
+/// lengths into `*outbuflen` and `*outslen`. Returns the monitor's result.
+///
+/// # Safety
+/// `cluster` a live handle; `cmd` has `cmdlen` C strings; `inbuf` has
+/// `inbuflen` bytes; the outputs NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // librados.h's signature
+pub unsafe extern "C" fn rados_mon_command(
+    cluster: RadosT,
+    cmd: *const *const c_char,
+    cmdlen: usize,
+    inbuf: *const c_char,
+    inbuflen: usize,
+    outbuf: *mut *mut c_char,
+    outbuflen: *mut usize,
+    outs: *mut *mut c_char,
+    outslen: *mut usize,
+) -> c_int {
+    // SAFETY: per the contract above.
+    let (c, (parts, input)) = unsafe {
+        (
+            c_try!(self::cluster(cluster)),
+            c_try!(command_args(cmd, cmdlen, inbuf, inbuflen)),
+        )
+    };
+    let o = c
+        .mon_command(parts, input.to_vec())
+        .unwrap_or_else(|e| failed(e, ""));
+    // SAFETY: NULL or writable.
+    unsafe { out(o, outbuf, outbuflen, outs, outslen) }
+}
+
 /// `rados_mon_command_target`: a command to the monitor `name` names (a
 /// rank, or a name), which runs it as a tell (its admin socket's
 /// commands: `version`, `mon_status`; others are -EINVAL): -ENOENT ("mon
