@@ -14,13 +14,15 @@
 #                                  (scripts/interop/librados-c.sh, scripts/bench/)
 #   python3-rados gdb              Ceph's Python rados module, run on ours and Ceph's, gdb
 #                                  counting its calls (scripts/interop/librados-python.sh)
+#   nftables iproute2 iperf3       hosts in network namespaces with partitions and shaped
+#                                  links (scripts/net/netns.sh), iperf3 the link's rate
 #
 # Idempotent: if every package is already installed it does nothing (no
 # apt-get update), so re-runs take well under a second. It starts no
 # daemons (the Debian ceph packages' systemd units are not used by our scripts).
 set -euo pipefail
 
-PKGS=(ceph-mon ceph-osd ceph-mgr ceph-common uuid-runtime tcpdump debootstrap librados-dev gcc python3-rados gdb)
+PKGS=(ceph-mon ceph-osd ceph-mgr ceph-common uuid-runtime tcpdump debootstrap librados-dev gcc python3-rados gdb nftables iproute2 iperf3)
 
 [[ $EUID -eq 0 ]] || { echo "install-deps.sh: must run as root" >&2; exit 1; }
 
