@@ -183,9 +183,11 @@ pub const READY_TIMEOUTS: usize = 4;
 pub const IDLE_TIMEOUTS: usize = 5;
 /// The index of `msgr_handshake_lat` in `msgr-sessions`.
 pub const HANDSHAKE_LAT: usize = 6;
+/// The index of `msgr_connection_path_stalls` in `msgr-sessions`.
+pub const PATH_STALLS: usize = 7;
 
 /// The counters of `msgr-sessions`.
-pub static SESSION_DESCS: [Desc; 7] = [
+pub static SESSION_DESCS: [Desc; 8] = [
     desc(
         "msgr_connection_faults",
         Kind::Counter,
@@ -226,6 +228,12 @@ pub static SESSION_DESCS: [Desc; 7] = [
         "msgr_handshake_lat",
         Kind::TimeAvg,
         "Handshake time, from a socket's first step to READY",
+        Unit::None,
+    ),
+    desc(
+        "msgr_connection_path_stalls",
+        Kind::Counter,
+        "Connections whose peer's host acknowledged nothing for the stall timeout (a partition)",
         Unit::None,
     ),
 ];

@@ -95,11 +95,11 @@ pub(crate) struct Driver<T: Transport> {
     /// fired: until it fires, the driver does not poll it again (its entry
     /// is a cache line of its own, cold when connections are many).
     timer_polled: bool,
-    /// Bytes read and written on this connection's sockets.
-    bytes: SocketBytes,
     /// We stopped reading (receive budget, the queue limit): the frame
     /// being read gets its full time again when we resume.
     paused: bool,
+    /// Bytes read and written on this connection's sockets.
+    bytes: SocketBytes,
     io: SocketIo<T>,
     budget: Budget,
     /// Commands taken from the inbox in one go, not yet handled.
@@ -724,15 +724,25 @@ impl<T: Transport> Driver<T> {
         match ev {
             // A request an adopted socket answered meanwhile is moot.
             Event::Connect { .. } if self.conn.state() != ConnState::NeedSocket => {}
-            Event::Connect { addr } => {
+            Event::Connect { addr, timeout } => {
                 let t = inner.transport.clone();
-                let timeout = inner.config.timeouts.connect;
                 self.connecting = Some(Box::pin(async move {
                     match tokio::time::timeout(timeout, t.connect(addr)).await {
                         Ok(r) => r,
                         Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
                     }
                 }));
+            }
+            Event::CheckPath { link } => {
+                let path = self.io.socket.as_ref().filter(|s| s.link == link);
+                let path = path.and_then(|s| s.reader.path()).map(|p| msgr_protocol::PathProgress {
+                    in_flight: p.in_flight,
+                    unanswered: p.unanswered,
+                    since_ack: p.since_ack,
+                });
+                tracing::debug!(target: "msgr", ?path, "path check: the peer has been silent");
+                let stamp = crate::connection::wall_clock();
+                self.conn.handle_path(link, path, stamp, self.now);
             }
             Event::CloseSocket { link } => {
                 if self.io.link() == Some(link) {
@@ -1023,12 +1033,13 @@ impl<T: Transport> Drop for Driver<T> {
 /// Counts fault `e` in the sessions' counters (crate::counters): every
 /// one, and the timeouts Ceph 20 counts apart.
 fn count_fault(sessions: &msgr_admin::perf::Logger, e: &msgr_protocol::ProtocolError) {
-    use crate::counters::{FAULTS, IDLE_TIMEOUTS, READY_TIMEOUTS};
+    use crate::counters::{FAULTS, IDLE_TIMEOUTS, PATH_STALLS, READY_TIMEOUTS};
     use msgr_protocol::ProtocolError::Timeout;
     sessions.inc(FAULTS, 1);
     match e {
         Timeout("handshake") => sessions.inc(READY_TIMEOUTS, 1),
         Timeout(what) if what.starts_with("idle connection") => sessions.inc(IDLE_TIMEOUTS, 1),
+        msgr_protocol::ProtocolError::PathStalled { .. } => sessions.inc(PATH_STALLS, 1),
         _ => {}
     }
 }

@@ -16,7 +16,7 @@ use msgr_frames::FrameLimits;
 use crate::policy::Policy;
 
 /// Timers of a connection (ms_connection_ready_timeout,
-/// ms_connection_idle_timeout, ms_initial_backoff, ms_max_backoff, and two
+/// ms_connection_idle_timeout, ms_initial_backoff, ms_max_backoff, and some
 /// of our own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
@@ -48,6 +48,25 @@ pub struct Timeouts {
     /// peer that sends and never reads holds its share of our memory no
     /// longer than this. Ceph has no such limit.
     pub unread: Duration,
+    /// A READY connection with something outstanding (messages the peer
+    /// has not acknowledged, bytes not yet written) that has heard nothing
+    /// from its peer for this long asks its transport whether the path
+    /// still works: a connection whose bytes the peer's host has
+    /// acknowledged nothing of for this long, through several
+    /// retransmissions, is a dead path, and faults (a lossless session
+    /// resumes on a new socket; TCP's own retransmission backoff would wait
+    /// up to minutes after the path heals). A peer that acknowledges at the
+    /// TCP level but does not read (its throttle is full) is alive and
+    /// kept. Ceph has no such check: it waits on TCP.
+    pub stall: Duration,
+    /// How long a TCP connect may take before it is tried again (a SYN the
+    /// path lost), and how often a peer whose path failed (a connect that
+    /// timed out, an unreachable network or host, a stalled path) is tried:
+    /// a path that heals carries traffic again within about this long,
+    /// however long it was down. Must exceed the path's round trip. A peer
+    /// that refuses (its host is up, its daemon is not) is retried with the
+    /// backoff above, as Ceph does.
+    pub probe: Duration,
 }
 
 impl Default for Timeouts {
@@ -61,6 +80,8 @@ impl Default for Timeouts {
             standby: Duration::from_secs(900),
             trim: Duration::from_secs(1),
             unread: Duration::from_secs(60),
+            stall: Duration::from_secs(2),
+            probe: Duration::from_secs(1),
         }
     }
 }

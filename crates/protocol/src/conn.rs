@@ -46,6 +46,9 @@ mod accept;
 mod bounds;
 mod gate;
 mod io;
+mod path;
+
+pub use path::PathProgress;
 
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +85,9 @@ pub enum ConnState {
 }
 
 pub(crate) enum State {
-    NeedSocket,
+    /// Waits for the socket the driver opens; `since`: when the attempt
+    /// started (Timeouts::probe).
+    NeedSocket { since: Instant },
     Backoff { until: Instant },
     Connecting(Connecting),
     Accepting(Accepting),
@@ -184,6 +189,8 @@ pub struct Conn {
     pub(crate) me: MyAddrs,
     pub(crate) backoff: Duration,
     pub(crate) handshake_deadline: Option<Instant>,
+    /// When the path was last checked in this silence (Timeouts::stall).
+    pub(crate) path_checked: Option<Instant>,
     pub(crate) peer_socket: EntityAddr,
     /// The latest fault, kept until the next: a runtime publishes it with
     /// the state it led to, so that whoever sees that state sees why.
@@ -211,6 +218,7 @@ impl Conn {
             events: VecDeque::new(),
             backoff: Duration::ZERO,
             handshake_deadline: None,
+            path_checked: None,
             last_active: now,
             known: false,
             waited: false,
@@ -319,7 +327,7 @@ impl Conn {
     /// handshake phase by Ceph's name).
     pub fn state(&self) -> ConnState {
         match self.state {
-            State::NeedSocket => ConnState::NeedSocket,
+            State::NeedSocket { .. } => ConnState::NeedSocket,
             State::Backoff { .. } => ConnState::Backoff,
             State::Connecting(_) => ConnState::Connecting,
             State::Accepting(_) => ConnState::Accepting,
@@ -334,7 +342,7 @@ impl Conn {
     /// The handshake phase, as Ceph names it (for logs and tests).
     pub fn phase(&self) -> &'static str {
         match &self.state {
-            State::NeedSocket => "START_CONNECT",
+            State::NeedSocket { .. } => "START_CONNECT",
             State::Backoff { .. } => "WAIT",
             State::Connecting(c) => c.name(),
             State::Accepting(a) => a.name(),
@@ -520,7 +528,7 @@ impl Conn {
     /// bind is advertised on this socket as that address). Returns whether
     /// the connection took it.
     pub fn socket_connected(&mut self, local: Option<SocketAddr>, now: Instant) -> bool {
-        if !matches!(self.state, State::NeedSocket) {
+        if !matches!(self.state, State::NeedSocket { .. }) {
             // Not waiting for one any more (an accepted socket was adopted
             // meanwhile, or the connection closed): the driver drops it.
             return false;
@@ -542,7 +550,7 @@ impl Conn {
 
     /// The connect after [`Event::Connect`] failed with `error`.
     pub fn socket_failed(&mut self, error: &std::io::Error, now: Instant) {
-        if !matches!(self.state, State::NeedSocket) {
+        if !matches!(self.state, State::NeedSocket { .. }) {
             return;
         }
         if error.kind() == std::io::ErrorKind::ConnectionRefused {
@@ -819,7 +827,7 @@ impl Conn {
 
     pub(crate) fn request_socket(&mut self, now: Instant) {
         self.drop_link();
-        self.state = State::NeedSocket;
+        self.state = State::NeedSocket { since: now };
         self.side = Side::Connector;
         self.stats.connect_attempts = self.stats.connect_attempts.saturating_add(1);
         if self.peer.target_addr.addr.is_none() {
@@ -848,11 +856,12 @@ impl Conn {
     /// ProtocolV2::_fault, with crimson's corrections (see the module doc of
     /// session.rs and §7/§12 of the research note).
     pub(crate) fn fault(&mut self, err: ProtocolError, now: Instant) {
+        let path_failed = err.is_path_failure();
         self.report_fault(err);
         let policy = self.peer.policy;
         let connecting = matches!(
             self.state,
-            State::NeedSocket | State::Backoff { .. } | State::Connecting(_)
+            State::NeedSocket { .. } | State::Backoff { .. } | State::Connecting(_)
         );
         // The session opened here and awaits the connector's confirmation
         // (Accepting::session_opened).
@@ -902,8 +911,12 @@ impl Conn {
             } else {
                 self.backoff.saturating_mul(2).min(t.backoff_max)
             };
+            let wait = match path_failed && !self.waited {
+                true => self.path_backoff(self.backoff, now),
+                false => self.backoff,
+            };
             self.state = State::Backoff {
-                until: later(now, self.backoff),
+                until: later(now, wait),
             };
         }
     }

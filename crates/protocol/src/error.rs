@@ -185,6 +185,15 @@ pub enum ProtocolError {
     /// No progress for too long (ms_connection_ready_timeout /
     /// ms_connection_idle_timeout).
     Timeout(&'static str),
+    /// The peer's host acknowledged nothing of what we sent, through
+    /// `unanswered` retransmissions and for `since_ack` (Timeouts::stall):
+    /// the path is down (a partition, a host gone without closing).
+    PathStalled {
+        /// Since the peer's host last acknowledged anything.
+        since_ack: std::time::Duration,
+        /// Retransmissions (or zero-window probes) in a row unanswered.
+        unanswered: u8,
+    },
     /// The socket failed or was closed: the I/O error's kind and text.
     Transport {
         /// The I/O error's kind.
@@ -262,6 +271,7 @@ impl ProtocolError {
                 Fault::PeerMisbehaved
             }
             ProtocolError::Timeout(_)
+            | ProtocolError::PathStalled { .. }
             | ProtocolError::Transport { .. }
             | ProtocolError::ClosedInHandshake { .. }
             | ProtocolError::Wait
@@ -271,6 +281,20 @@ impl ProtocolError {
 }
 
 impl ProtocolError {
+    /// Whether this says the network path failed rather than the peer: a
+    /// connect that timed out, an unreachable network or host, a stalled
+    /// path. Such a peer is tried again every Timeouts::probe.
+    pub fn is_path_failure(&self) -> bool {
+        use std::io::ErrorKind::{HostUnreachable, NetworkDown, NetworkUnreachable, TimedOut};
+        match self {
+            ProtocolError::PathStalled { .. } => true,
+            ProtocolError::Transport { kind, .. } => {
+                matches!(kind, TimedOut | NetworkUnreachable | HostUnreachable | NetworkDown)
+            }
+            _ => false,
+        }
+    }
+
     /// A socket's I/O error, kind kept.
     pub fn transport(e: &std::io::Error) -> ProtocolError {
         ProtocolError::Transport {
@@ -432,6 +456,15 @@ impl fmt::Display for ProtocolError {
                 write!(f, "the peer took {counter} to its limit (it would overflow)")
             }
             ProtocolError::Timeout(what) => write!(f, "{what} timed out"),
+            ProtocolError::PathStalled {
+                since_ack,
+                unanswered,
+            } => write!(
+                f,
+                "the path to the peer is down: its host acknowledged nothing for {:.1} s \
+                 ({unanswered} retransmissions unanswered); reconnecting once the path works",
+                since_ack.as_secs_f64()
+            ),
             ProtocolError::Transport { message, .. } => write!(f, "transport: {message}"),
             ProtocolError::ClosedInHandshake { phase, .. } => {
                 write!(f, "the peer closed the connection in {phase}")?;

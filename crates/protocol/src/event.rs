@@ -13,10 +13,20 @@ use crate::message::Message;
 #[derive(Debug)]
 pub enum Event {
     /// Open a socket to `addr`, then call `socket_connected` or
-    /// `socket_failed`.
+    /// `socket_failed` (with a `TimedOut` error if it takes longer than
+    /// `timeout`).
     Connect {
         /// The peer's socket address, from its msgr2 or msgr1 address.
         addr: SocketAddr,
+        /// How long the connect may take (Timeouts::probe).
+        timeout: std::time::Duration,
+    },
+    /// Tell `handle_path` what the transport knows of link `link`'s
+    /// path (the connection has had something outstanding and heard
+    /// nothing from its peer for Timeouts::stall).
+    CheckPath {
+        /// The link whose path is checked.
+        link: LinkId,
     },
     /// Close the socket of link `link`, if the driver still holds it.
     CloseSocket {

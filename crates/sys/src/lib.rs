@@ -365,3 +365,61 @@ mod tests {
         assert!(spent < std::time::Duration::from_secs(5), "{spent:?}");
     }
 }
+
+/// What TCP knows of a connection's path (TCP_INFO): whether bytes are in
+/// flight, how many retransmissions (or zero-window probes) in a row went
+/// unanswered, and how long since the peer's host acknowledged anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpPath {
+    /// Segments sent and not yet acknowledged (tcpi_unacked).
+    pub unacked: u32,
+    /// Retransmissions of the oldest unacknowledged segment in a row
+    /// (tcpi_retransmits).
+    pub retransmits: u8,
+    /// Zero-window probes in a row unanswered (tcpi_probes).
+    pub probes: u8,
+    /// Since the last acknowledgement arrived (tcpi_last_ack_recv).
+    pub since_ack: std::time::Duration,
+}
+
+/// The path of TCP socket `fd` (Linux's TCP_INFO; `Unsupported` elsewhere).
+pub fn tcp_path(fd: &impl std::os::fd::AsFd) -> io::Result<TcpPath> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: tcp_info is plain data (integers), valid all-zero.
+        #[allow(unsafe_code)]
+        let mut info = unsafe { std::mem::zeroed::<libc::tcp_info>() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        // SAFETY: the fd is borrowed open for the call; getsockopt writes at
+        // most `len` bytes into `info`, a live local of that size, and
+        // stores the length it wrote in `len`.
+        #[allow(unsafe_code)]
+        let r = unsafe {
+            libc::getsockopt(
+                fd.as_fd().as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                std::ptr::from_mut(&mut info).cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(TcpPath {
+            unacked: info.tcpi_unacked,
+            retransmits: info.tcpi_retransmits,
+            probes: info.tcpi_probes,
+            since_ack: std::time::Duration::from_millis(u64::from(info.tcpi_last_ack_recv)),
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = fd;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "TCP_INFO is read on Linux only",
+        ))
+    }
+}

@@ -68,6 +68,31 @@ pub mod unix;
 pub use recv::{let_go, ReadRoom, Receiver, HANDSHAKE_READ, MIN_READ};
 pub use send::{Outgoing, Sender, MAX_IOV};
 
+/// What a transport knows of the path to a connection's peer: whether
+/// bytes are in flight, retransmissions (or zero-window probes) in a row
+/// unanswered, and how long since the peer's host acknowledged anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathInfo {
+    /// Bytes sent and not yet acknowledged by the peer's host.
+    pub in_flight: bool,
+    /// Retransmissions or zero-window probes in a row unanswered.
+    pub unanswered: u8,
+    /// Since the peer's host last acknowledged anything.
+    pub since_ack: std::time::Duration,
+}
+
+impl PathInfo {
+    /// A TCP socket's, from TCP_INFO (`None` if the system cannot tell).
+    pub fn of_tcp(fd: &impl std::os::fd::AsFd) -> Option<PathInfo> {
+        let p = msgr_sys::tcp_path(fd).ok()?;
+        Some(PathInfo {
+            in_flight: p.unacked > 0,
+            unanswered: p.retransmits.max(p.probes),
+            since_ack: p.since_ack,
+        })
+    }
+}
+
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;

@@ -42,6 +42,12 @@ pub trait Receiver: Send + Unpin + 'static {
         room: ReadRoom,
     ) -> Poll<io::Result<usize>>;
 
+    /// What the transport knows of the path to the peer (for TCP, from
+    /// TCP_INFO); `None` where it cannot tell (pipes, which lose nothing).
+    fn path(&self) -> Option<crate::PathInfo> {
+        None
+    }
+
     /// [`Receiver::poll_recv`] as a future (cancel-safe: dropped before it
     /// is ready, it has taken nothing).
     fn recv<'a>(

@@ -107,6 +107,11 @@ impl TcpReader {
 }
 
 impl Receiver for TcpReader {
+    fn path(&self) -> Option<crate::PathInfo> {
+        let stream: &TcpStream = self.half.as_ref();
+        crate::PathInfo::of_tcp(stream)
+    }
+
     fn poll_recv(
         &mut self,
         cx: &mut Context<'_>,

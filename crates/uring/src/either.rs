@@ -126,6 +126,10 @@ impl Receiver for EitherReader {
     ) -> Poll<io::Result<usize>> {
         on_either!(self, EitherReader, |r| r.poll_recv(cx, buf, room))
     }
+
+    fn path(&self) -> Option<msgr_transport::PathInfo> {
+        on_either!(self, EitherReader, |r| r.path())
+    }
 }
 
 impl Sender for EitherWriter {

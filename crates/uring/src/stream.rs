@@ -178,6 +178,10 @@ pub struct UringReader {
 }
 
 impl Receiver for UringReader {
+    fn path(&self) -> Option<msgr_transport::PathInfo> {
+        msgr_transport::PathInfo::of_tcp(&*self.half.sock)
+    }
+
     fn poll_recv(
         &mut self,
         cx: &mut Context<'_>,

@@ -7,8 +7,8 @@ use super::*;
 
 impl Conn {
     /// When the driver must call [`Conn::handle_timeout`] next: the earliest
-    /// of the backoff's end and the handshake, frame, idle, unread, trim and
-    /// standby deadlines that apply in the current state; None when no timer
+    /// of the backoff's end and the handshake, frame, idle, unread, path
+    /// check, trim and standby deadlines that apply in the current state; None when no timer
     /// runs.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.poll_timeout_holding(false)
@@ -27,6 +27,7 @@ impl Conn {
                 let trim = self.trim_deadline(runtime_spare);
                 let idle = trim.map_or(idle, |d| d.min(idle));
                 let idle = self.unread_deadline().map_or(idle, |d| d.min(idle));
+                let idle = self.path_deadline().map_or(idle, |d| d.min(idle));
                 Some(self.frame_deadline().map_or(idle, |f| f.min(idle)))
             }
             State::Standby => Some(later(self.last_active, t.standby)),
@@ -94,7 +95,8 @@ impl Conn {
 
     /// Acts on the timers due at `now`: reconnects after a backoff, faults a
     /// handshake, frame or idle connection that timed out, marks down a peer
-    /// that left its queue unread too long, trims idle queues, forgets an
+    /// that left its queue unread too long, asks for a silent connection's
+    /// path to be checked (Timeouts::stall), trims idle queues, forgets an
     /// expired STANDBY session. Nothing happens before a deadline.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.link_held() {
@@ -114,6 +116,7 @@ impl Conn {
                 let max = self.config.queue_limits.soft;
                 self.fail_closed(ProtocolError::QueueOverflow { held, max })
             }
+            State::Ready if self.path_deadline().is_some_and(|d| now >= d) => self.check_path(now),
             State::Ready if self.trim_deadline(false).is_some_and(|d| now >= d) => self.trim(),
             State::Standby if now >= later(self.last_active, t.standby) => {
                 self.fail_closed(ProtocolError::Timeout("standby session"))

@@ -83,7 +83,7 @@ impl Conn {
     #[cfg(feature = "interceptor")]
     pub fn unblock(&mut self, input: &mut bytes::BytesMut, now: Instant) {
         if std::mem::take(&mut self.connect_held) {
-            if matches!(self.state, State::NeedSocket) {
+            if matches!(self.state, State::NeedSocket { .. }) {
                 self.emit_connect();
             }
             return;
@@ -131,7 +131,8 @@ impl Conn {
 
     pub(crate) fn emit_connect(&mut self) {
         if let Some(addr) = self.peer.target_addr.addr {
-            self.events.push_back(Event::Connect { addr });
+            let timeout = self.config.timeouts.probe;
+            self.events.push_back(Event::Connect { addr, timeout });
         }
     }
 }

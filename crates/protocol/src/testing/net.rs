@@ -64,6 +64,13 @@ pub(crate) struct Sock {
     /// driver's read buffer: it goes with the socket, to whichever
     /// connection adopts it).
     pub(crate) inbox: [BytesMut; 2],
+    /// What each end wrote that a partition holds (TCP retransmits it once
+    /// the path heals; it goes with the socket if that closes first).
+    pub(crate) wire: [BytesMut; 2],
+    /// When TCP retransmits what a partition held: its timeout doubled
+    /// since the partition began, so the first retransmission after the
+    /// path heals comes that much later.
+    pub(crate) release_at: Option<Instant>,
 }
 
 pub struct Net {
@@ -80,6 +87,9 @@ pub struct Net {
     /// Drop what a node's connection writes while it is in this handshake
     /// phase (to lose, e.g., its CLIENT_IDENT).
     pub drop_in_phase: Option<(usize, &'static str)>,
+    /// Since when the network between the nodes is partitioned (see
+    /// [`Net::partition`]).
+    partitioned_since: Option<Instant>,
 }
 
 impl Default for Net {
@@ -101,6 +111,60 @@ impl Net {
             drop_after_accept: None,
             dropping: Vec::new(),
             drop_in_phase: None,
+            partitioned_since: None,
+        }
+    }
+
+    /// Partitions the network as a cable pulled between the hosts would:
+    /// what the nodes write is lost, both ways; a connect fails as an
+    /// unreachable host's does; a path check reports what TCP would
+    /// (nothing acknowledged since the partition, through the
+    /// retransmissions its doubling timeout made meanwhile). Sockets stay
+    /// open: neither end hears of the partition.
+    pub fn partition(&mut self) {
+        self.partitioned_since.get_or_insert(self.now);
+    }
+
+    /// Ends the partition: connects succeed again, and what a socket wrote
+    /// meanwhile goes at its next retransmission (TCP's timeout doubles
+    /// from 200 ms while nothing is acknowledged, up to 120 s).
+    pub fn heal(&mut self) {
+        let Some(since) = self.partitioned_since.take() else {
+            return;
+        };
+        let (mut at, mut rto) = (since, Duration::from_millis(200));
+        while at <= self.now {
+            at += rto;
+            rto = (rto * 2).min(Duration::from_secs(120));
+        }
+        for s in self.socks.iter_mut().filter(|s| s.wire.iter().any(|w| !w.is_empty())) {
+            s.release_at = Some(at);
+        }
+    }
+
+    /// What TCP's path would report, partitioned or not: in-memory sockets
+    /// deliver at once, so a working path has nothing in flight.
+    fn path_progress(&self) -> crate::PathProgress {
+        let Some(since) = self.partitioned_since else {
+            return crate::PathProgress {
+                in_flight: false,
+                unanswered: 0,
+                since_ack: Duration::ZERO,
+            };
+        };
+        let since_ack = self.now.saturating_duration_since(since);
+        // Retransmissions at TCP's smallest timeout, doubling: 200 ms,
+        // 400 ms, ... after the first send.
+        let (mut unanswered, mut at, mut rto) = (0u8, Duration::ZERO, Duration::from_millis(200));
+        while at + rto <= since_ack && unanswered < u8::MAX {
+            at += rto;
+            rto *= 2;
+            unanswered += 1;
+        }
+        crate::PathProgress {
+            in_flight: true,
+            unanswered,
+            since_ack,
         }
     }
 
@@ -269,14 +333,22 @@ impl Net {
                 let now = self.now;
                 let mut q = WireQueue::new();
                 progress |= self.nodes[src.0].conns_mut()[src.1].fill_output(&mut q, now);
-                if q.is_empty() {
-                    continue;
+                if !q.is_empty() {
+                    progress = true;
                 }
                 let bytes = q.take_all();
-                progress = true;
                 if self.dropping.contains(&src.0) {
                     continue;
                 }
+                let sock = &mut self.socks[i];
+                let wire = &mut sock.wire[end];
+                wire.extend_from_slice(&bytes);
+                let held = sock.release_at.is_some_and(|t| now < t);
+                if self.partitioned_since.is_some() || held || wire.is_empty() {
+                    continue;
+                }
+                let bytes = wire.split().freeze();
+                progress = true;
                 if let Some((node, phase)) = self.drop_in_phase {
                     if node == src.0 && self.nodes[src.0].conns_mut()[src.1].phase() == phase {
                         continue;
@@ -298,7 +370,7 @@ impl Net {
     pub(crate) fn on_event(&mut self, c: ConnRef, ev: Event) {
         let now = self.now;
         match ev {
-            Event::Connect { addr } => self.open_socket(c, addr),
+            Event::Connect { addr, .. } => self.open_socket(c, addr),
             Event::CloseSocket { link } => {
                 if let Some((i, _)) = self.find_sock(c, link) {
                     self.close_sock(i);
@@ -324,6 +396,10 @@ impl Net {
             }
             Event::IdentReceived(req) => self.decide(c, req),
             Event::LearnedAddr(_) | Event::KeepaliveAck(_) => {}
+            Event::CheckPath { link } => {
+                let (path, stamp) = (self.path_progress(), self.stamp());
+                self.conn(c).handle_path(link, Some(path), stamp, now);
+            }
             Event::Fault(e) => self.nodes[c.0].faults.push((c.1, e.to_string())),
             Event::Connected => self.nodes[c.0].log.push((c.1, Ev::Connected)),
             Event::Accepted => {
@@ -349,6 +425,10 @@ impl Net {
         let now = self.now;
         if self.conn(from).state() != ConnState::NeedSocket {
             return; // it moved on (closed) before the connect completed
+        }
+        if self.partitioned_since.is_some() {
+            let e = std::io::Error::new(std::io::ErrorKind::HostUnreachable, "partitioned");
+            return self.conn(from).socket_failed(&e, now);
         }
         let target = self
             .nodes
@@ -380,6 +460,8 @@ impl Net {
             ends: [(from, from_link), ((to, acc_id), acc_link)],
             open: true,
             inbox: Default::default(),
+            wire: Default::default(),
+            release_at: None,
         });
     }
 

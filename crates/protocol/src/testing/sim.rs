@@ -125,7 +125,7 @@ impl Sim {
             self.events.push((c.0, c.1, e));
         }
         match ev {
-            Event::Connect { addr } => {
+            Event::Connect { addr, .. } => {
                 let delay = self.delay();
                 self.connects.push((self.net.now + delay, c, addr));
             }

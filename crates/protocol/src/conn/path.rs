@@ -1,0 +1,114 @@
+//! Whether the path to the peer still works: a READY connection with
+//! something outstanding that hears nothing from its peer asks its
+//! transport what became of the bytes it sent (Timeouts::stall), and a
+//! connection whose path failed is retried every Timeouts::probe rather
+//! than after the doubling backoff, so that traffic flows again as soon as
+//! a partition heals, however long it lasted.
+//!
+//! TCP alone recovers slowly: each retransmission of unacknowledged data
+//! waits twice as long as the one before, so after a partition of a
+//! minute the next retry can come a minute after the path returns, and a
+//! connect's SYN is retried at 1, 3, 7, 15 s. A peer that is slow to read
+//! (its dispatch throttle full) still has its host acknowledge what
+//! arrives (or answer zero-window probes): that is not a stall.
+
+use super::*;
+
+/// What a transport knows of the bytes a connection sent (for TCP, from
+/// TCP_INFO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathProgress {
+    /// Bytes are in flight: sent and not yet acknowledged by the peer's
+    /// host.
+    pub in_flight: bool,
+    /// Retransmissions (or zero-window probes) in a row that nothing
+    /// acknowledged.
+    pub unanswered: u8,
+    /// Since the peer's host last acknowledged anything.
+    pub since_ack: Duration,
+}
+
+impl PathProgress {
+    /// Unanswered retransmissions in a row that say the path is gone
+    /// rather than lossy: at TCP's smallest retransmission timeout
+    /// (200 ms, doubling) three take 1.4 s, and a path that delivers
+    /// anything at all answers one of them.
+    pub const STALLED_AFTER: u8 = 3;
+
+    /// Whether the path is dead: nothing acknowledged through
+    /// [`Self::STALLED_AFTER`] retransmissions and for `stall`.
+    pub fn stalled(&self, stall: Duration) -> bool {
+        self.unanswered >= Self::STALLED_AFTER && self.since_ack >= stall
+    }
+}
+
+impl Conn {
+    /// Whether the connection waits on its peer: messages it has not
+    /// acknowledged, or bytes it has not taken yet.
+    pub(crate) fn outstanding(&self) -> bool {
+        self.session.unacked() > 0 || self.untaken_bytes() > 0
+    }
+
+    /// When a READY connection with something outstanding, silent since
+    /// `last_active` (or since its last check), has its path checked.
+    pub(crate) fn path_deadline(&self) -> Option<Instant> {
+        if !matches!(self.state, State::Ready) || !self.outstanding() {
+            return None;
+        }
+        let since = self
+            .path_checked
+            .map_or(self.last_active, |c| c.max(self.last_active));
+        Some(later(since, self.config.timeouts.stall))
+    }
+
+    /// The path check is due: ask the driver what its transport knows.
+    pub(crate) fn check_path(&mut self, now: Instant) {
+        self.path_checked = Some(now);
+        if let Some(link) = self.link_id() {
+            self.events.push_back(Event::CheckPath { link });
+        }
+    }
+
+    /// What the transport knows of link `link`'s path, after
+    /// [`Event::CheckPath`] (`None`: it cannot tell, as in-memory pipes).
+    /// A stalled path faults the connection (its policy decides what
+    /// follows: a lossless session resumes on a new socket). A path with
+    /// nothing in flight while the peer has not acknowledged our messages
+    /// gets a keepalive (stamped `stamp`), so that the next check sees
+    /// whether the peer's host still answers.
+    pub fn handle_path(
+        &mut self,
+        link: LinkId,
+        path: Option<PathProgress>,
+        stamp: UTime,
+        now: Instant,
+    ) {
+        if self.link_id() != Some(link) || !matches!(self.state, State::Ready) {
+            return;
+        }
+        let Some(p) = path else { return };
+        if p.stalled(self.config.timeouts.stall) {
+            let e = ProtocolError::PathStalled {
+                since_ack: p.since_ack,
+                unanswered: p.unanswered,
+            };
+            return self.fault(e, now);
+        }
+        if !p.in_flight && self.session.unacked() > 0 && self.session.keepalive_pending.is_none() {
+            self.send_keepalive(stamp, now);
+        }
+    }
+
+    /// The wait before the next connect after a failed path (a connect
+    /// that timed out, an unreachable network or host, a stalled path):
+    /// attempts start once every Timeouts::probe, not after the doubling
+    /// `backoff` a refusing peer gets.
+    pub(crate) fn path_backoff(&self, backoff: Duration, now: Instant) -> Duration {
+        // A handshake that failed on the path has used its time already.
+        let since = match self.state {
+            State::NeedSocket { since } => now.saturating_duration_since(since),
+            _ => Duration::MAX,
+        };
+        backoff.min(self.config.timeouts.probe.saturating_sub(since))
+    }
+}

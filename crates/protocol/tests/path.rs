@@ -1,0 +1,190 @@
+//! A path that stops working: partitions shorter and longer than the stall
+//! check, both protocols, over the pair harness's partition model (bytes
+//! held while partitioned, connects failing as to an unreachable host, path
+//! checks answered as TCP would). A lossless session resumes within a probe
+//! interval of the path healing, however long the partition lasted, and
+//! loses and duplicates nothing.
+
+use std::time::Duration;
+
+use msgr_encoding::UTime;
+use msgr_protocol::testing::*;
+use msgr_protocol::{ConnState, PathProgress, Policy, ProtocolError, Timeouts};
+
+/// A lossless client (node 0) connected to a stateful server (node 1) over
+/// `proto` ("v2" or "v1").
+fn connected(proto: &str) -> (Net, usize) {
+    let mut net = Net::new();
+    net.add_node(
+        "client.1",
+        &format!("{proto}:10.0.0.1:0/11"),
+        policies(Policy::lossless_client()),
+        none(),
+    );
+    net.add_node(
+        "osd.0",
+        &format!("{proto}:10.0.0.2:6800/22"),
+        policies(Policy::stateful_server()),
+        none(),
+    );
+    let c = net.connect(0, 1);
+    net.run();
+    assert_eq!(net.state((0, c)), ConnState::Ready, "{:?}", net.nodes[0].faults);
+    (net, c)
+}
+
+/// Advances in steps of `step` until node 1 has received `n` messages;
+/// returns how long that took.
+fn until_delivered(net: &mut Net, n: usize, step: Duration, most: Duration) -> Duration {
+    let start = net.now;
+    while net.delivered(1).len() < n {
+        assert!(net.now - start <= most, "not delivered within {most:?}: {:?}", net.nodes[0].faults);
+        net.advance(step);
+    }
+    net.now - start
+}
+
+fn stalls(net: &Net) -> usize {
+    net.nodes[0]
+        .faults
+        .iter()
+        .filter(|(_, f)| f.contains("path to the peer is down"))
+        .count()
+}
+
+#[test]
+fn a_long_partition_heals_within_a_probe_interval() {
+    let t = Timeouts::default();
+    for proto in ["v2", "v1"] {
+        for partition in [2.5, 25.0, 40.0, 300.0].map(Duration::from_secs_f64) {
+            let (mut net, c) = connected(proto);
+            for tid in 1..=10 {
+                net.send((0, c), tid, 1000);
+            }
+            net.run();
+            assert_eq!(net.delivered(1).len(), 10);
+
+            net.partition();
+            for tid in 11..=42 {
+                net.send((0, c), tid, 4096);
+            }
+            net.advance(partition);
+            // The stall was seen (once: the socket it was seen on is gone)
+            // and the client kept trying.
+            assert_eq!(stalls(&net), 1, "{proto} {partition:?}: {:?}", net.nodes[0].faults);
+            assert!(net.conn((0, c)).stats().connect_attempts > 1);
+
+            net.heal();
+            let took = until_delivered(&mut net, 42, Duration::from_millis(10), t.probe * 3);
+            assert!(took <= t.probe + Duration::from_millis(20), "{proto}: resumed after {took:?}");
+            assert_eq!(net.delivered(1), (1..=42).collect::<Vec<_>>(), "{proto}: lost or duplicated");
+            assert_eq!(net.state((0, c)), ConnState::Ready);
+        }
+    }
+}
+
+#[test]
+fn a_partition_shorter_than_the_stall_check_changes_nothing() {
+    for proto in ["v2", "v1"] {
+        let (mut net, c) = connected(proto);
+        net.partition();
+        for tid in 1..=5 {
+            net.send((0, c), tid, 100);
+        }
+        net.advance(Duration::from_millis(1500));
+        net.heal();
+        // TCP's own retransmission (3 s after the partition began) carries
+        // them: within 2 s of the heal.
+        let took = until_delivered(&mut net, 5, Duration::from_millis(10), Duration::from_secs(2));
+        assert!(took <= Duration::from_millis(1510), "{proto}: {took:?}");
+        assert_eq!(net.delivered(1), vec![1, 2, 3, 4, 5], "{proto}");
+        assert_eq!(net.nodes[0].faults, Vec::new(), "{proto}");
+        assert_eq!(net.conn((0, c)).stats().connect_attempts, 1, "{proto}");
+    }
+}
+
+#[test]
+fn an_idle_connection_is_not_checked() {
+    // Nothing outstanding: a partition nobody sends into is not noticed,
+    // and nothing happens when it heals.
+    let (mut net, c) = connected("v2");
+    net.partition();
+    net.advance(Duration::from_secs(60));
+    net.heal();
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+    assert_eq!(net.nodes[0].faults, Vec::new());
+}
+
+#[test]
+fn a_peer_whose_host_acknowledges_is_kept() {
+    // A peer that does not read (its throttle full) has its host still
+    // acknowledge, or answer zero-window probes: whatever the silence, no
+    // fault; a keepalive goes out when nothing is in flight.
+    let (mut net, c) = connected("v2");
+    net.send((0, c), 1, 10);
+    let link = net.conn((0, c)).link_id().unwrap();
+    let now = net.now + Duration::from_secs(600);
+    let alive = PathProgress {
+        in_flight: false,
+        unanswered: 0,
+        since_ack: Duration::from_millis(5),
+    };
+    net.conn((0, c)).handle_path(link, Some(alive), UTime::default(), now);
+    let acked_in_flight = PathProgress {
+        in_flight: true,
+        unanswered: 200,
+        since_ack: Duration::from_millis(100),
+    };
+    net.conn((0, c)).handle_path(link, Some(acked_in_flight), UTime::default(), now);
+    let lossy = PathProgress {
+        in_flight: true,
+        unanswered: 2,
+        since_ack: Duration::from_secs(600),
+    };
+    net.conn((0, c)).handle_path(link, Some(lossy), UTime::default(), now);
+    // A transport that cannot tell changes nothing.
+    net.conn((0, c)).handle_path(link, None, UTime::default(), now);
+    assert_eq!(net.conn((0, c)).stats().faults, 0);
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    // A stale link's report is ignored.
+    let dead = PathProgress {
+        in_flight: true,
+        unanswered: 9,
+        since_ack: Duration::from_secs(60),
+    };
+    net.conn((0, c)).handle_path(link + 1, Some(dead), UTime::default(), now);
+    assert_eq!(net.conn((0, c)).stats().faults, 0);
+    net.conn((0, c)).handle_path(link, Some(dead), UTime::default(), now);
+    assert_eq!(net.conn((0, c)).stats().faults, 1);
+}
+
+#[test]
+fn path_failures_are_told_apart_from_refusals() {
+    use std::io::{Error, ErrorKind};
+    let path = [ErrorKind::TimedOut, ErrorKind::HostUnreachable, ErrorKind::NetworkUnreachable];
+    for kind in path {
+        assert!(ProtocolError::transport(&Error::from(kind)).is_path_failure(), "{kind:?}");
+    }
+    for kind in [ErrorKind::ConnectionRefused, ErrorKind::ConnectionReset, ErrorKind::UnexpectedEof] {
+        assert!(!ProtocolError::transport(&Error::from(kind)).is_path_failure(), "{kind:?}");
+    }
+}
+
+#[test]
+fn a_refusing_peer_still_backs_off_to_the_maximum() {
+    // The server's daemon is gone but its host answers (refused): the
+    // doubling backoff of Ceph, not the path's probe interval.
+    let mut net = Net::new();
+    net.add_node("client.1", "v2:10.0.0.1:0/11", policies(Policy::lossless_client()), none());
+    net.add_node("osd.0", "v2:10.0.0.2:6800/22", policies(Policy::stateful_server()), none());
+    net.nodes[1].listening = false;
+    let c = net.connect(0, 1);
+    net.advance(Duration::from_secs(60));
+    let attempts = net.conn((0, c)).stats().connect_attempts;
+    let t = Timeouts::default();
+    // 0.2 + 0.4 + ... doubling to 15 s: far fewer than one a second.
+    assert!(attempts < 12, "{attempts} attempts in 60 s");
+    assert!(t.backoff_max > t.probe * 10);
+}
