@@ -43,10 +43,13 @@ impl PathProgress {
 }
 
 impl Conn {
-    /// Whether the connection waits on its peer: messages it has not
-    /// acknowledged, or bytes it has not taken yet.
+    /// Whether the connection waits on its peer: messages sent that it
+    /// has not acknowledged, or queued that it has not taken. (Bytes the
+    /// socket has not taken yet are not counted by themselves: on a dead
+    /// path, TCP holds earlier bytes in flight too; on a working one, an
+    /// acknowledgement of ours waiting to be written waits on nobody.)
     pub(crate) fn outstanding(&self) -> bool {
-        self.session.unacked() > 0 || self.untaken_bytes() > 0
+        self.session.unacked() > 0 || self.session.queued().0 > 0
     }
 
     /// When a READY connection with something outstanding, silent since
