@@ -64,4 +64,7 @@ scripts/interop/compression.sh target/release/msgr
 step "interop: sessions through injected socket failures (Ceph's perf client, bench against serve)"
 scripts/interop/faults.sh target/release/msgr
 
+step "networks: lossless sessions between hosts in namespaces through partitions, links down and one-way loss (msgr2, msgr1)"
+scripts/interop/partitions.sh target/release/msgr
+
 step "all tests passed"

@@ -51,7 +51,14 @@ cmd_up() {
   local net=$1 n=$2 subnet=${3:-10.77.0}
   [[ $net =~ ^[a-z][a-z0-9]{0,9}$ ]] || die "NET must be a short lowercase name, not '$net'"
   [[ $n =~ ^[0-9]+$ && $n -ge 1 && $n -le 200 ]] || die "HOSTS must be 1..200, not '$n'"
-  ip netns list | grep -q "^$net-" && cmd_down "$net"
+  if ip netns list | grep -q "^$net-"; then
+    local ns busy=""
+    for ns in $(ip netns list | awk '{print $1}' | grep "^$net-\(sw\|h[0-9]*\)$" || true); do
+      [[ -z $(ip netns pids "$ns" 2>/dev/null) ]] || busy+=" $ns"
+    done
+    [[ -z $busy ]] || die "network '$net' is in use (processes in$busy): stop them, or pick another name"
+    cmd_down "$net"
+  fi
   ip netns add "$(sw "$net")"
   ip -n "$(sw "$net")" link set lo up
   ip -n "$(sw "$net")" link add br0 type bridge

@@ -169,6 +169,10 @@ pub struct BenchArgs {
     /// steady part reports
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
+    /// Give up on replies that stopped coming after this many seconds
+    /// without one (default 20; 60 with --inject-socket-failures)
+    #[arg(long, value_name = "S")]
+    pub give_up: Option<f64>,
     #[command(flatten)]
     pub security: SecurityArgs,
 }

@@ -53,6 +53,10 @@ pub struct BenchOpts {
     /// The process id of the server at `connect`: its CPU time over the
     /// steady part of the run is reported (see [`Steady`]).
     pub server_pid: Option<u32>,
+    /// How long to wait for replies that stopped coming before giving up
+    /// on them (default 20 s, 60 s with injected socket failures): a run
+    /// through a longer partition waits longer.
+    pub give_up: Option<Duration>,
 }
 
 /// The outcome of one run.
@@ -552,11 +556,9 @@ async fn run_conn(
             conn.send_nowait(msg);
         }
     }
-    let drain = Duration::from_secs(if opts.net.inject_socket_failures > 0 {
-        60
-    } else {
-        20
-    });
+    let drain = opts.give_up.unwrap_or(Duration::from_secs(
+        if opts.net.inject_socket_failures > 0 { 60 } else { 20 },
+    ));
     // The run ends when every request sent is answered (or an error stops
     // it). It gives up on replies that stop coming: `drain` without one
     // (however long the run itself takes: under valgrind, say).

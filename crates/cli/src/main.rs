@@ -166,6 +166,7 @@ fn bench(a: BenchArgs) -> Res<ExitCode> {
         name: a.name,
         vs_crc: a.vs_crc,
         verify: a.verify,
+        give_up: a.give_up.map(Duration::from_secs_f64),
         raw: a.raw,
         raw_only: a.raw_only,
         json: a.json,
