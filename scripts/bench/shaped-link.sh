@@ -8,9 +8,12 @@
 # server), msgr bench with 4 MiB messages (depth 4) and with 64 KiB
 # messages (depth 32), each SECS (5) seconds, msgr2 crc, one server shard.
 # Prints each round and the medians, msgr's rate (bytes on the wire, and
-# payload) as a ratio of iperf3's. A benchmark: nothing is asserted.
+# payload) as a ratio of iperf3's; then 1000 connections of 16 KiB
+# messages at depth 1 sharing the link, with Jain's fairness index over
+# their message counts. A benchmark: nothing is asserted.
 #
-# Env: ROUNDS SECS MSGR (default target/release/msgr).
+# Env: ROUNDS SECS FAIR_SECS (30, the 1000 connections' run) MSGR (default
+# target/release/msgr).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -75,4 +78,13 @@ rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
 ip, w4, p4, w64, p64 = (statistics.median(c) for c in zip(*rows))
 ratios = lambda col: statistics.median(r[col] / r[0] for r in rows)
 print(f"median: iperf3 {ip/1e6:.1f} MB/s; 4 MiB {w4/1e6:.1f} MB/s on the wire ({ratios(1):.2f}x iperf3), payload {ratios(2):.2f}x; 64 KiB {w64/1e6:.1f} MB/s ({ratios(3):.2f}x), payload {ratios(4):.2f}x")'
+  # 1000 connections sharing the link: how evenly it serves them.
+  "$NETNS" exec "$NET" 1 "$MSGR" bench --connect "v2:$SERVER:6800" --policy lossy-client \
+    --mode crc --size 16384 --depth 1 --conns 1000 --duration "${FAIR_SECS:-30}" --json |
+    python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read().strip().splitlines()[-1])
+rate = r["counters"]["wire_bytes"] / r["seconds"] / 1e6
+print("1000 connections, 16 KiB at depth 1: %.1f MB/s, Jain index %.3f (%d to %d messages each)"
+      % (rate, r["jain_index"], r["per_conn_min"], r["per_conn_max"]))'
 done

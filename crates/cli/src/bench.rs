@@ -86,6 +86,9 @@ pub struct BenchResult {
     pub steady: Option<Steady>,
     /// What the client messengers' perf counters say of the run.
     pub counted: Option<Counted>,
+    /// Replies each connection had (msgr runs): how fairly a shared link
+    /// or server served them.
+    pub per_conn: Vec<u64>,
 }
 
 /// A run as the client messengers' perf counters count it (the
@@ -281,6 +284,17 @@ impl BenchResult {
         self.msgs_per_sec() * self.size as f64 / 1e6
     }
 
+    /// Jain's fairness index over the connections' replies: 1 when each
+    /// had the same, 1/n when one had them all. None for one connection.
+    pub fn jain_index(&self) -> Option<f64> {
+        if self.per_conn.len() < 2 {
+            return None;
+        }
+        let sum: f64 = self.per_conn.iter().map(|&x| x as f64).sum();
+        let squares: f64 = self.per_conn.iter().map(|&x| (x as f64) * (x as f64)).sum();
+        Some(sum * sum / (self.per_conn.len() as f64 * squares.max(1.0)))
+    }
+
     fn json(&mut self, o: &mut Object, verify: bool) {
         o.set("msgs", self.completed)
             .set("seconds", self.elapsed.as_secs_f64())
@@ -291,6 +305,11 @@ impl BenchResult {
             .set("reconnects", self.reconnects)
             .set("client_cpu_seconds", self.cpu.as_secs_f64())
             .set("client_cpu_us_per_msg", self.cpu_us(self.cpu));
+        if let Some(j) = self.jain_index() {
+            o.set("jain_index", j)
+                .set("per_conn_min", self.per_conn.iter().copied().min().unwrap_or(0))
+                .set("per_conn_max", self.per_conn.iter().copied().max().unwrap_or(0));
+        }
         if let Some(s) = self.server_cpu {
             o.set("server_cpu_seconds", s.as_secs_f64())
                 .set("server_cpu_us_per_msg", self.cpu_us(s));
@@ -664,6 +683,7 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
     for h in handles {
         let r = h.await.expect("bench connection task");
         total.completed += r.completed;
+        total.per_conn.push(r.completed);
         total.latencies.merge(r.latencies);
         total.reconnects += r.reconnects;
         total.session = total.session.take().or(r.session.clone());
@@ -892,6 +912,15 @@ pub async fn run(opts: BenchOpts) -> std::io::Result<bool> {
             );
         }
         crate::outln!("reconnects {}", res.reconnects);
+        if let Some(j) = res.jain_index() {
+            crate::outln!(
+                "fairness: Jain's index {:.3} over {} connections ({} to {} replies each)",
+                j,
+                res.per_conn.len(),
+                res.per_conn.iter().min().unwrap_or(&0),
+                res.per_conn.iter().max().unwrap_or(&0),
+            );
+        }
         if let Some(c) = &res.counted {
             crate::outln!(
                 "counters: {} sent, {} received, {:.0} wire bytes/msg, {} handshake(s) of {:.0} us, send queue {:.1} us ({} samples)",
