@@ -307,8 +307,14 @@ impl BenchResult {
             .set("client_cpu_us_per_msg", self.cpu_us(self.cpu));
         if let Some(j) = self.jain_index() {
             o.set("jain_index", j)
-                .set("per_conn_min", self.per_conn.iter().copied().min().unwrap_or(0))
-                .set("per_conn_max", self.per_conn.iter().copied().max().unwrap_or(0));
+                .set(
+                    "per_conn_min",
+                    self.per_conn.iter().copied().min().unwrap_or(0),
+                )
+                .set(
+                    "per_conn_max",
+                    self.per_conn.iter().copied().max().unwrap_or(0),
+                );
         }
         if let Some(s) = self.server_cpu {
             o.set("server_cpu_seconds", s.as_secs_f64())
@@ -576,7 +582,11 @@ async fn run_conn(
         }
     }
     let drain = opts.give_up.unwrap_or(Duration::from_secs(
-        if opts.net.inject_socket_failures > 0 { 60 } else { 20 },
+        if opts.net.inject_socket_failures > 0 {
+            60
+        } else {
+            20
+        },
     ));
     // The run ends when every request sent is answered (or an error stops
     // it). It gives up on replies that stop coming: `drain` without one

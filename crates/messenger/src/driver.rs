@@ -735,11 +735,13 @@ impl<T: Transport> Driver<T> {
             }
             Event::CheckPath { link } => {
                 let path = self.io.socket.as_ref().filter(|s| s.link == link);
-                let path = path.and_then(|s| s.reader.path()).map(|p| msgr_protocol::PathProgress {
-                    in_flight: p.in_flight,
-                    unanswered: p.unanswered,
-                    since_ack: p.since_ack,
-                });
+                let path =
+                    path.and_then(|s| s.reader.path())
+                        .map(|p| msgr_protocol::PathProgress {
+                            in_flight: p.in_flight,
+                            unanswered: p.unanswered,
+                            since_ack: p.since_ack,
+                        });
                 tracing::debug!(target: "msgr", ?path, "path check: the peer has been silent");
                 let stamp = crate::connection::wall_clock();
                 self.conn.handle_path(link, path, stamp, self.now);

@@ -87,8 +87,12 @@ pub enum ConnState {
 pub(crate) enum State {
     /// Waits for the socket the driver opens; `since`: when the attempt
     /// started (Timeouts::probe).
-    NeedSocket { since: Instant },
-    Backoff { until: Instant },
+    NeedSocket {
+        since: Instant,
+    },
+    Backoff {
+        until: Instant,
+    },
     Connecting(Connecting),
     Accepting(Accepting),
     Deciding(IdentRequest),

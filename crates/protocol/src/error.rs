@@ -289,7 +289,10 @@ impl ProtocolError {
         match self {
             ProtocolError::PathStalled { .. } => true,
             ProtocolError::Transport { kind, .. } => {
-                matches!(kind, TimedOut | NetworkUnreachable | HostUnreachable | NetworkDown)
+                matches!(
+                    kind,
+                    TimedOut | NetworkUnreachable | HostUnreachable | NetworkDown
+                )
             }
             _ => false,
         }

@@ -29,7 +29,12 @@ fn connected(proto: &str) -> (Net, usize) {
     );
     let c = net.connect(0, 1);
     net.run();
-    assert_eq!(net.state((0, c)), ConnState::Ready, "{:?}", net.nodes[0].faults);
+    assert_eq!(
+        net.state((0, c)),
+        ConnState::Ready,
+        "{:?}",
+        net.nodes[0].faults
+    );
     (net, c)
 }
 
@@ -38,7 +43,11 @@ fn connected(proto: &str) -> (Net, usize) {
 fn until_delivered(net: &mut Net, n: usize, step: Duration, most: Duration) -> Duration {
     let start = net.now;
     while net.delivered(1).len() < n {
-        assert!(net.now - start <= most, "not delivered within {most:?}: {:?}", net.nodes[0].faults);
+        assert!(
+            net.now - start <= most,
+            "not delivered within {most:?}: {:?}",
+            net.nodes[0].faults
+        );
         net.advance(step);
     }
     net.now - start
@@ -71,13 +80,25 @@ fn a_long_partition_heals_within_a_probe_interval() {
             net.advance(partition);
             // The stall was seen (once: the socket it was seen on is gone)
             // and the client kept trying.
-            assert_eq!(stalls(&net), 1, "{proto} {partition:?}: {:?}", net.nodes[0].faults);
+            assert_eq!(
+                stalls(&net),
+                1,
+                "{proto} {partition:?}: {:?}",
+                net.nodes[0].faults
+            );
             assert!(net.conn((0, c)).stats().connect_attempts > 1);
 
             net.heal();
             let took = until_delivered(&mut net, 42, Duration::from_millis(10), t.probe * 3);
-            assert!(took <= t.probe + Duration::from_millis(20), "{proto}: resumed after {took:?}");
-            assert_eq!(net.delivered(1), (1..=42).collect::<Vec<_>>(), "{proto}: lost or duplicated");
+            assert!(
+                took <= t.probe + Duration::from_millis(20),
+                "{proto}: resumed after {took:?}"
+            );
+            assert_eq!(
+                net.delivered(1),
+                (1..=42).collect::<Vec<_>>(),
+                "{proto}: lost or duplicated"
+            );
             assert_eq!(net.state((0, c)), ConnState::Ready);
         }
     }
@@ -95,7 +116,12 @@ fn a_partition_shorter_than_the_stall_check_changes_nothing() {
         net.heal();
         // TCP's own retransmission (3 s after the partition began) carries
         // them: within 2 s of the heal.
-        let took = until_delivered(&mut net, 5, Duration::from_millis(10), Duration::from_secs(2));
+        let took = until_delivered(
+            &mut net,
+            5,
+            Duration::from_millis(10),
+            Duration::from_secs(2),
+        );
         assert!(took <= Duration::from_millis(1510), "{proto}: {took:?}");
         assert_eq!(net.delivered(1), vec![1, 2, 3, 4, 5], "{proto}");
         assert_eq!(net.nodes[0].faults, Vec::new(), "{proto}");
@@ -131,21 +157,25 @@ fn a_peer_whose_host_acknowledges_is_kept() {
         unanswered: 0,
         since_ack: Duration::from_millis(5),
     };
-    net.conn((0, c)).handle_path(link, Some(alive), UTime::default(), now);
+    net.conn((0, c))
+        .handle_path(link, Some(alive), UTime::default(), now);
     let acked_in_flight = PathProgress {
         in_flight: true,
         unanswered: 200,
         since_ack: Duration::from_millis(100),
     };
-    net.conn((0, c)).handle_path(link, Some(acked_in_flight), UTime::default(), now);
+    net.conn((0, c))
+        .handle_path(link, Some(acked_in_flight), UTime::default(), now);
     let lossy = PathProgress {
         in_flight: true,
         unanswered: 2,
         since_ack: Duration::from_secs(600),
     };
-    net.conn((0, c)).handle_path(link, Some(lossy), UTime::default(), now);
+    net.conn((0, c))
+        .handle_path(link, Some(lossy), UTime::default(), now);
     // A transport that cannot tell changes nothing.
-    net.conn((0, c)).handle_path(link, None, UTime::default(), now);
+    net.conn((0, c))
+        .handle_path(link, None, UTime::default(), now);
     assert_eq!(net.conn((0, c)).stats().faults, 0);
     assert_eq!(net.state((0, c)), ConnState::Ready);
     // A stale link's report is ignored.
@@ -154,21 +184,37 @@ fn a_peer_whose_host_acknowledges_is_kept() {
         unanswered: 9,
         since_ack: Duration::from_secs(60),
     };
-    net.conn((0, c)).handle_path(link + 1, Some(dead), UTime::default(), now);
+    net.conn((0, c))
+        .handle_path(link + 1, Some(dead), UTime::default(), now);
     assert_eq!(net.conn((0, c)).stats().faults, 0);
-    net.conn((0, c)).handle_path(link, Some(dead), UTime::default(), now);
+    net.conn((0, c))
+        .handle_path(link, Some(dead), UTime::default(), now);
     assert_eq!(net.conn((0, c)).stats().faults, 1);
 }
 
 #[test]
 fn path_failures_are_told_apart_from_refusals() {
     use std::io::{Error, ErrorKind};
-    let path = [ErrorKind::TimedOut, ErrorKind::HostUnreachable, ErrorKind::NetworkUnreachable];
+    let path = [
+        ErrorKind::TimedOut,
+        ErrorKind::HostUnreachable,
+        ErrorKind::NetworkUnreachable,
+    ];
     for kind in path {
-        assert!(ProtocolError::transport(&Error::from(kind)).is_path_failure(), "{kind:?}");
+        assert!(
+            ProtocolError::transport(&Error::from(kind)).is_path_failure(),
+            "{kind:?}"
+        );
     }
-    for kind in [ErrorKind::ConnectionRefused, ErrorKind::ConnectionReset, ErrorKind::UnexpectedEof] {
-        assert!(!ProtocolError::transport(&Error::from(kind)).is_path_failure(), "{kind:?}");
+    for kind in [
+        ErrorKind::ConnectionRefused,
+        ErrorKind::ConnectionReset,
+        ErrorKind::UnexpectedEof,
+    ] {
+        assert!(
+            !ProtocolError::transport(&Error::from(kind)).is_path_failure(),
+            "{kind:?}"
+        );
     }
 }
 
@@ -177,8 +223,18 @@ fn a_refusing_peer_still_backs_off_to_the_maximum() {
     // The server's daemon is gone but its host answers (refused): the
     // doubling backoff of Ceph, not the path's probe interval.
     let mut net = Net::new();
-    net.add_node("client.1", "v2:10.0.0.1:0/11", policies(Policy::lossless_client()), none());
-    net.add_node("osd.0", "v2:10.0.0.2:6800/22", policies(Policy::stateful_server()), none());
+    net.add_node(
+        "client.1",
+        "v2:10.0.0.1:0/11",
+        policies(Policy::lossless_client()),
+        none(),
+    );
+    net.add_node(
+        "osd.0",
+        "v2:10.0.0.2:6800/22",
+        policies(Policy::stateful_server()),
+        none(),
+    );
     net.nodes[1].listening = false;
     let c = net.connect(0, 1);
     net.advance(Duration::from_secs(60));

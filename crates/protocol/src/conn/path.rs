@@ -41,7 +41,7 @@ impl PathProgress {
     /// kernel's clock of the acknowledgement that came with them runs a
     /// little ahead of ours).
     pub fn stalled(&self, stall: Duration) -> bool {
-        self.unanswered >= Self::STALLED_AFTER && self.since_ack >= stall / 2
+        self.unanswered >= Self::STALLED_AFTER && self.since_ack >= stall.div_f64(2.0)
     }
 }
 

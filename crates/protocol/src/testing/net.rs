@@ -137,7 +137,11 @@ impl Net {
             at += rto;
             rto = (rto * 2).min(Duration::from_secs(120));
         }
-        for s in self.socks.iter_mut().filter(|s| s.wire.iter().any(|w| !w.is_empty())) {
+        for s in self
+            .socks
+            .iter_mut()
+            .filter(|s| s.wire.iter().any(|w| !w.is_empty()))
+        {
             s.release_at = Some(at);
         }
     }
