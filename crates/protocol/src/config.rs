@@ -59,9 +59,10 @@ pub struct Timeouts {
     /// TCP level but does not read (its throttle is full) is alive and
     /// kept. Ceph has no such check: it waits on TCP.
     pub stall: Duration,
-    /// How long a TCP connect may take before it is tried again (a SYN the
-    /// path lost), and how often a peer whose path failed (a connect that
-    /// timed out, an unreachable network or host, a stalled path) is tried:
+    /// How often a peer whose path failed (a connect that timed out, an
+    /// unreachable network or host, a stalled path) is tried, each connect
+    /// bounded by it (a SYN the path lost is sent again at once, not after
+    /// TCP's doubling 1, 2, 4 s):
     /// a path that heals carries traffic again within about this long,
     /// however long it was down. Must exceed the path's round trip. A peer
     /// that refuses (its host is up, its daemon is not) is retried with the

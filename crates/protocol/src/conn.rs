@@ -181,6 +181,10 @@ pub struct Conn {
     /// msgr1: the session was opened here (SEQ sent), the connector has
     /// not confirmed it yet (its in_seq), and it never carried a message.
     pub(crate) unconfirmed: bool,
+    /// The last fault was the path's (a stall, a connect that timed out,
+    /// an unreachable host): connects are bounded by Timeouts::probe, so
+    /// that a SYN goes out each probe interval until the path heals.
+    pub(crate) probing: bool,
     pub(crate) session: Session,
     pub(crate) link: Option<Link>,
     pub(crate) peer: PeerInfo,
@@ -239,6 +243,7 @@ impl Conn {
             unread_since: None,
             protocol: Protocol::V2,
             unconfirmed: false,
+            probing: false,
             last_fault: None,
         }
     }
@@ -861,6 +866,7 @@ impl Conn {
     /// session.rs and §7/§12 of the research note).
     pub(crate) fn fault(&mut self, err: ProtocolError, now: Instant) {
         let path_failed = err.is_path_failure();
+        self.probing = path_failed;
         self.report_fault(err);
         let policy = self.peer.policy;
         let connecting = matches!(

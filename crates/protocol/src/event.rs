@@ -18,7 +18,8 @@ pub enum Event {
     Connect {
         /// The peer's socket address, from its msgr2 or msgr1 address.
         addr: SocketAddr,
-        /// How long the connect may take (Timeouts::probe).
+        /// How long the connect may take: Timeouts::connect, or
+        /// Timeouts::probe while the path is failing.
         timeout: std::time::Duration,
     },
     /// Tell `handle_path` what the transport knows of link `link`'s

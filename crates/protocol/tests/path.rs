@@ -88,6 +88,8 @@ fn a_long_partition_heals_within_a_probe_interval() {
             );
             assert!(net.conn((0, c)).stats().connect_attempts > 1);
 
+            // Probing: each connect bounded by the probe interval.
+            assert_eq!(net.last_connect_timeout, Some(t.probe));
             net.heal();
             let took = until_delivered(&mut net, 42, Duration::from_millis(10), t.probe * 3);
             assert!(
@@ -102,6 +104,20 @@ fn a_long_partition_heals_within_a_probe_interval() {
             assert_eq!(net.state((0, c)), ConnState::Ready);
         }
     }
+}
+
+#[test]
+fn connects_are_bounded_by_the_probe_interval_only_while_the_path_fails() {
+    let t = Timeouts::default();
+    let (mut net, c) = connected("v2");
+    assert_eq!(net.last_connect_timeout, Some(t.connect));
+    // A fault that is not the path's (the server reset the socket):
+    // the reconnect gets the whole connect timeout.
+    net.send((0, c), 1, 10);
+    net.cut((0, c));
+    net.run();
+    assert_eq!(net.conn((0, c)).stats().connect_attempts, 2);
+    assert_eq!(net.last_connect_timeout, Some(t.connect));
 }
 
 #[test]

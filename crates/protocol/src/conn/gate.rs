@@ -131,7 +131,8 @@ impl Conn {
 
     pub(crate) fn emit_connect(&mut self) {
         if let Some(addr) = self.peer.target_addr.addr {
-            let timeout = self.config.timeouts.probe;
+            let t = &self.config.timeouts;
+            let timeout = if self.probing { t.probe } else { t.connect };
             self.events.push_back(Event::Connect { addr, timeout });
         }
     }

@@ -90,6 +90,8 @@ pub struct Net {
     /// Since when the network between the nodes is partitioned (see
     /// [`Net::partition`]).
     partitioned_since: Option<Instant>,
+    /// How long the latest connect was allowed to take.
+    pub last_connect_timeout: Option<Duration>,
 }
 
 impl Default for Net {
@@ -112,6 +114,7 @@ impl Net {
             dropping: Vec::new(),
             drop_in_phase: None,
             partitioned_since: None,
+            last_connect_timeout: None,
         }
     }
 
@@ -374,7 +377,10 @@ impl Net {
     pub(crate) fn on_event(&mut self, c: ConnRef, ev: Event) {
         let now = self.now;
         match ev {
-            Event::Connect { addr, .. } => self.open_socket(c, addr),
+            Event::Connect { addr, timeout } => {
+                self.last_connect_timeout = Some(timeout);
+                self.open_socket(c, addr)
+            }
             Event::CloseSocket { link } => {
                 if let Some((i, _)) = self.find_sock(c, link) {
                     self.close_sock(i);
