@@ -64,4 +64,7 @@ scripts/interop/compression.sh target/release/msgr
 step "interop: sessions through injected socket failures (Ceph's perf client, bench against serve)"
 scripts/interop/faults.sh target/release/msgr
 
+step "interop: monitor partitions and elections, OSD thrashing, a blackholed OSD on 3-mon Ceph 16 and 20 clusters of hosts in network namespaces (ours beside rados/ceph)"
+scripts/interop/network.sh all target/release/msgr
+
 step "all tests passed"

@@ -81,6 +81,8 @@ stop_clusters() {
   # the clusters are purged: no need to wait for memstore's save on SIGTERM
   export CEPH_TEST_STOP_TIMEOUT=3
   for r in "${STARTED[@]}"; do
+    # the daemons' logs, kept when a check failed (the cluster is purged)
+    ((fails)) && cp -r "$([[ $r == pacific ]] && echo "$PDIR" || echo "$TDIR")/log" "$OUT/log-$r" 2>/dev/null
     case $r in
       pacific) "$P" stop "$PDIR" --purge >/dev/null 2>>"$OUT/stop.log" || log "pacific cluster did not stop (see $OUT/stop.log)" ;;
       tentacle) TENTACLE_CLUSTER_DIR=$TDIR "$T" stop-cluster --purge >/dev/null 2>>"$OUT/stop.log" ||
@@ -98,13 +100,29 @@ use() {
   R=$1
   local env="$OUT/cluster-$R.env"
   local -a knobs=(CEPH_TEST_NUM_MONS=3 CEPH_TEST_NUM_OSDS=4 CEPH_TEST_POOL_SIZE=3 CEPH_TEST_MGR=1
-    CEPH_TEST_NETNS_CLIENTS=2 CEPH_TEST_FRESH=1)
+    CEPH_TEST_NETNS_CLIENTS=2 CEPH_TEST_FRESH=1
+    # Recovery at memory speed, so that the thrash's waits for active+clean
+    # take seconds: Ceph 20's default op queue (mclock) throttles recovery
+    # behind the benches' ops to a few KiB/s (wpq is Ceph 16's default), and
+    # memstore says it is a disk, so a degraded PG's recovery would sleep
+    # 0.1 s between objects (osd_recovery_sleep_degraded_hdd, Ceph 20 only:
+    # set below) and run 3 at a time.
+    # Memory: memstore keeps each object in pages of memstore_page_size
+    # (64 KiB): the benches' 4 KiB objects would take 16 times their size
+    # (4 OSDs reached 5 GiB each); and a deleted pool's PGs are removed
+    # without osd_delete_sleep_hdd's 5 s pauses.
+    "CEPH_TEST_EXTRA_CONF=[osd]
+osd_op_queue = wpq
+memstore_page_size = 4096
+osd_delete_sleep_hdd = 0
+osd_recovery_max_active = 8")
   if [[ ! -s $env ]]; then
     log "$R: starting the cluster (3 mons, 4 OSDs, a mgr, each on its own host)"
     local t0=$SECONDS
     case $R in
       pacific) env "${knobs[@]}" CEPH_TEST_NETNS=ncp CEPH_TEST_NETNS_SUBNET=10.71.0 "$P" start "$PDIR" ;;
-      tentacle) env "${knobs[@]}" CEPH_TEST_NETNS=nct CEPH_TEST_NETNS_SUBNET=10.72.0 \
+      tentacle) env "${knobs[@]/%osd_recovery_max_active = 8/osd_recovery_max_active = 8
+osd_recovery_sleep_degraded_hdd = 0}" CEPH_TEST_NETNS=nct CEPH_TEST_NETNS_SUBNET=10.72.0 \
         TENTACLE_CLUSTER_DIR=$TDIR "$T" start-cluster ;;
     esac >"$env" 2>"$OUT/start-$R.log" || { STARTED+=("$R"); tail -5 "$OUT/start-$R.log" >&2; return 1; }
     STARTED+=("$R")
@@ -288,7 +306,7 @@ step_thrash() {
     while [[ -e $o/running ]]; do
       n=$((n + 1)); seed=$RANDOM$RANDOM
       if inh "$CL1" env CEPH_CONF="$CONF" MSGR_TEST_RELEASE="$R" MSGR_TEST_MODEL_SEED="$seed" \
-          MSGR_TEST_MODEL_OPS=3000 MSGR_TEST_MODEL_OBJECTS=32 "$MODEL_BIN" --ignored --nocapture \
+          MSGR_TEST_MODEL_OPS=3000 MSGR_TEST_MODEL_OBJECTS=32 timeout 300 "$MODEL_BIN" --ignored --nocapture \
           >"$o/model-$n.out" 2>&1 && ! grep -q '^not run' "$o/model-$n.out"; then
         echo "ok $seed $(grep -o 'seed [0-9]*: [0-9]* ops[^,]*' "$o/model-$n.out" | head -1)" >>"$o/model.txt"
       else
