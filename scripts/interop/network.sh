@@ -115,6 +115,8 @@ use() {
 osd_op_queue = wpq
 memstore_page_size = 4096
 osd_delete_sleep_hdd = 0
+osd_snap_trim_sleep_hdd = 0
+osd_max_backfills = 8
 osd_recovery_max_active = 8")
   if [[ ! -s $env ]]; then
     log "$R: starting the cluster (3 mons, 4 OSDs, a mgr, each on its own host)"
@@ -202,12 +204,19 @@ fresh_bench_pool() {
     ceph_cmd osd pool set bench size 3 >/dev/null 2>&1 &&
     ceph_cmd osd pool application enable bench rados >/dev/null 2>&1
 }
-# wait_clean [SECS]: every PG active+clean (the mgr's pg stat)
+# wait_clean [SECS]: every PG active+clean (the mgr's pg stat), snapshot
+# trimming or scrubbing allowed ("33 pgs: 30 active+clean, 3 active+clean+snaptrim; ...")
 wait_clean() {
   local end=$((SECONDS + ${1:-120})) s
   while ((SECONDS < end)); do
     s="$(ceph_cmd pg stat 2>/dev/null || true)"
-    [[ $s =~ ^([0-9]+)\ pgs:\ ([0-9]+)\ active\+clean\; && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] && return 0
+    python3 -c '
+import re, sys
+s = sys.argv[1]
+m = re.match(r"(\d+) pgs: ([^;]*);", s)
+ok = m and sum(int(n) for n, st in re.findall(r"(\d+) ([a-z_+]+)", m.group(2))
+               if st == "active+clean" or st.startswith("active+clean+")) == int(m.group(1))
+sys.exit(0 if ok else 1)' "$s" && return 0
     sleep 1
   done
   log "$R: not active+clean after ${1:-120} s: $s"; return 1
