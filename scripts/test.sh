@@ -67,4 +67,7 @@ scripts/interop/faults.sh target/release/msgr
 step "networks: lossless sessions between hosts in namespaces through partitions, links down and one-way loss (msgr2, msgr1)"
 scripts/interop/partitions.sh target/release/msgr
 
+step "interop: monitor partitions and elections, OSD thrashing, a blackholed OSD on 3-mon Ceph 16 and 20 clusters of hosts in network namespaces (ours beside rados/ceph)"
+scripts/interop/network.sh all target/release/msgr
+
 step "all tests passed"

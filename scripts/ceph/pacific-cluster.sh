@@ -66,16 +66,93 @@
 #                             modules enabled, stats reported every second), and wait
 #                             until the monitors have it active: pool and cluster usage
 #                             (rados df, MGetPoolStats, MStatfs) and mgr commands answer
+#
+# Hosts in network namespaces (scripts/net/netns.sh): with CEPH_TEST_NETNS=NET
+# every daemon runs in a host namespace of network NET at its own address
+# (started with `nsenter --net=/run/netns/NET-hI`), on the default ports:
+#   hosts 1..M        mon.a, mon.b, ... (M = CEPH_TEST_NUM_MONS, default 1)
+#   hosts M+1..M+N    osd.0 .. osd.N-1 (N = CEPH_TEST_NUM_OSDS)
+#   host  M+N+1       mgr.x (with CEPH_TEST_MGR=1) and this script's own ceph/rados
+#                     commands (the "admin" host)
+#   hosts M+N+2 ..    CEPH_TEST_NETNS_CLIENTS (2) hosts for clients, started nowhere
+# host I is SUBNET.I (CEPH_TEST_NETNS_SUBNET, default 10.77.0). start brings the
+# network up (netns.sh up) unless NET-sw exists; stop stops the daemons, then
+# removes the namespaces (netns.sh down) only if every daemon is gone. The
+# network's name, subnet and layout are kept in DIR/netns.env (restarts without
+# the knobs use them). More export lines: CEPH_TEST_NETNS, CEPH_TEST_NETNS_SUBNET,
+# CEPH_TEST_MON_HOSTS, CEPH_TEST_OSD_HOSTS (osd.0's host first),
+# CEPH_TEST_ADMIN_HOST, CEPH_TEST_CLIENT_HOSTS (host numbers, space-separated).
+# Under tentacle.sh, tentacle.sh brings the network up on the host (`netns-up`
+# below) and binds /run/netns into the chroot (nsenter is util-linux, in the
+# chroot; ip, nft and tc are not).
+#   pacific-cluster.sh netns-up [DIR]   only bring the network up (layout from the knobs)
+#   CEPH_TEST_NUM_MONS (1)    monitors a, b, c, ... (more than 1 needs CEPH_TEST_NETNS)
 set -euo pipefail
 
 SELF="$(readlink -f "${BASH_SOURCE[0]}")"
 PROG="pacific-cluster.sh"
-MON_ID=a
+MON_ID=a      # the first monitor
+MON_IDS=(a)   # set in cmd_start from CEPH_TEST_NUM_MONS
 OSD_IDS=(0)   # set in cmd_start from CEPH_TEST_NUM_OSDS
+NETNS=""      # CEPH_TEST_NETNS: the network the daemons' hosts are in (load_netns)
+HERE="$(dirname "$SELF")"
+NETNS_SH="$HERE/../net/netns.sh"
 POOL=test
 
 log() { printf '[%s %(%H:%M:%S)T] %s\n' "$PROG" -1 "$*" >&2; }
 usage() { sed -n '2,3p' "$SELF" >&2; exit "${1:-2}"; }
+
+# ==================================================================== hosts
+# load_netns: NETNS and the hosts' layout, from DIR/netns.env when the cluster
+# has one, else from the knobs. NETNS is empty for a cluster on 127.0.0.1.
+load_netns() {
+  NETNS="${CEPH_TEST_NETNS:-}" SUBNET="${CEPH_TEST_NETNS_SUBNET:-10.77.0}"
+  NUM_MONS="${CEPH_TEST_NUM_MONS:-1}" NET_OSDS="${CEPH_TEST_NUM_OSDS:-1}"
+  NET_CLIENTS="${CEPH_TEST_NETNS_CLIENTS:-2}"
+  if [[ -n "$DIR" && -s "$DIR/netns.env" ]]; then
+    # shellcheck disable=SC1091
+    source "$DIR/netns.env"
+  fi
+  [[ "$NUM_MONS" =~ ^[1-9]$ ]] || { log "CEPH_TEST_NUM_MONS must be 1..9"; exit 2; }
+  if [[ -z "$NETNS" && "$NUM_MONS" != 1 ]]; then
+    log "CEPH_TEST_NUM_MONS=$NUM_MONS needs CEPH_TEST_NETNS (each monitor at its own address)"; exit 2
+  fi
+  MON_IDS=(); local i
+  for ((i = 0; i < NUM_MONS; i++)); do MON_IDS+=("$(printf "\\$(printf %o $((97 + i)))")"); done
+  MON_ID="${MON_IDS[0]}"
+  ADMIN_HOST=$((NUM_MONS + NET_OSDS + 1))
+  NET_HOSTS=$((ADMIN_HOST + NET_CLIENTS))
+}
+save_netns() {
+  [[ -n "$NETNS" ]] || return 0
+  printf 'NETNS=%s\nSUBNET=%s\nNUM_MONS=%s\nNET_OSDS=%s\nNET_CLIENTS=%s\n' \
+    "$NETNS" "$SUBNET" "$NUM_MONS" "$NET_OSDS" "$NET_CLIENTS" >"$DIR/netns.env"
+}
+mon_host_no() { local i; for i in "${!MON_IDS[@]}"; do [[ ${MON_IDS[$i]} == "$1" ]] && echo $((i + 1)); done; }
+osd_host_no() { echo $((NUM_MONS + 1 + $1)); }
+host_ip() { [[ -n "$NETNS" ]] && echo "$SUBNET.$1" || echo 127.0.0.1; }
+# on_host I CMD...: CMD in host I's network namespace (or here, without one)
+on_host() {
+  local i=$1; shift
+  if [[ -n "$NETNS" ]]; then nsenter --net="/run/netns/$NETNS-h$i" -- "$@"; else "$@"; fi
+}
+# netns_up: the network of this layout, made unless it is there already
+netns_up() {
+  [[ -n "$NETNS" ]] || return 0
+  [[ -e "/run/netns/$NETNS-sw" && -e "/run/netns/$NETNS-h$NET_HOSTS" ]] && return 0
+  if [[ -x "$NETNS_SH" ]] && command -v ip >/dev/null && command -v nft >/dev/null; then
+    "$NETNS_SH" up "$NETNS" "$NET_HOSTS" "$SUBNET" || { log "netns.sh up $NETNS failed"; exit 1; }
+  else
+    log "network $NETNS ($NET_HOSTS hosts) is not up and cannot be made here (no netns.sh, ip or nft: in tentacle.sh's chroot, tentacle.sh makes it)"
+    exit 1
+  fi
+}
+cmd_netns_up() {
+  DIR="${1:-/tmp/ceph-pacific}"
+  [[ -d "$DIR" ]] && DIR="$(cd "$DIR" && pwd -P)"
+  load_netns
+  netns_up
+}
 
 # ==================================================================== stop
 # stop_one PIDFILE: SIGTERM the daemon of this cluster named by PIDFILE.
@@ -137,6 +214,14 @@ cmd_stop() {
   DIR="$(cd "$DIR" && pwd -P)"
   CONF="$DIR/ceph.conf"
   stop_daemons || rc=1
+  load_netns
+  if [[ -n "$NETNS" ]]; then
+    if [[ $rc -ne 0 ]]; then
+      log "not removing network $NETNS: some daemon is still running"
+    elif [[ -e "/run/netns/$NETNS-sw" ]]; then
+      "$NETNS_SH" down "$NETNS" && log "network $NETNS removed"
+    fi
+  fi
   if [[ "$purge" == 1 ]]; then
     if [[ ! -e "$DIR/.ceph-test-cluster" ]]; then
       log "not purging $DIR: no .ceph-test-cluster marker"
@@ -169,7 +254,7 @@ own_dir() {
 }
 
 # ceph CLI wrapper: always this cluster, bounded in time.
-c() { timeout 30 ceph --conf "$CONF" --connect-timeout 10 "$@"; }
+c() { on_host "${ADMIN_HOST:-0}" timeout 30 ceph --conf "$CONF" --connect-timeout 10 "$@"; }
 
 # live_pid NAME: pid of daemon NAME of THIS cluster if it runs. The pid file
 # alone is not trusted: the process must have been started with DIR/ceph.conf.
@@ -198,9 +283,9 @@ wait_for() {  # wait_for DESCRIPTION LOGFILE COMMAND...
 osd_is_up() { c osd dump 2>/dev/null | grep -Eq "^osd\.$1 up "; }   # osd_is_up ID
 
 pool_usable() {  # an object write/stat/delete proves the PGs are active (no mgr needed)
-  timeout 20 rados --conf "$CONF" -p "$POOL" put __start_cluster_probe /etc/hostname &&
-  timeout 20 rados --conf "$CONF" -p "$POOL" stat __start_cluster_probe &&
-  timeout 20 rados --conf "$CONF" -p "$POOL" rm __start_cluster_probe
+  on_host "$ADMIN_HOST" timeout 20 rados --conf "$CONF" -p "$POOL" put __start_cluster_probe /etc/hostname &&
+  on_host "$ADMIN_HOST" timeout 20 rados --conf "$CONF" -p "$POOL" stat __start_cluster_probe &&
+  on_host "$ADMIN_HOST" timeout 20 rados --conf "$CONF" -p "$POOL" rm __start_cluster_probe
 }
 
 mgr_active() { c mgr stat --format json 2>/dev/null | grep -q '"available": *true'; }
@@ -220,7 +305,7 @@ start_mgr() {
   fi
   if ! live_pid mgr.x >/dev/null; then
     rm -f "$DIR/run/mgr.x.pid"
-    ceph-mgr --conf "$CONF" -i x --mgr_data "$mdir" --keyring "$mdir/keyring" \
+    on_host "$ADMIN_HOST" ceph-mgr --conf "$CONF" -i x --mgr_data "$mdir" --keyring "$mdir/keyring" \
       --log_file "$DIR/log/mgr.x.log" --pid_file "$DIR/run/mgr.x.pid" \
       --admin_socket "$DIR/run/ceph-mgr.x.asok" --mgr_initial_modules "" \
       >>"$DIR/log/mgr-stdout.log" 2>&1 ||
@@ -241,7 +326,7 @@ print_exports() {
   for id in "${OSD_IDS[@]}"; do osds+="${osds:+, }osd.$id"; done
   size="$(c osd pool get "$POOL" size 2>/dev/null | sed -n 's/^size: //p' || true)"
   cat <<EOT
-# Ceph test cluster in $DIR is up: mon.a at [$MON_ADDRS], $osds (memstore), pool '$POOL' (size ${size:-$POOL_SIZE})
+# Ceph test cluster in $DIR is up: mon(s) at $MON_HOST, $osds (memstore), pool '$POOL' (size ${size:-$POOL_SIZE})
 export CEPH_CONF=$CONF
 export CEPH_TEST_DIR=$DIR
 export CEPH_TEST_KEYRING=$KEYRING
@@ -250,8 +335,20 @@ export CEPH_TEST_FSID=$fsid
 export CEPH_TEST_ENTITY=client.admin
 export CEPH_TEST_KEY=$key
 export CEPH_TEST_POOL=$POOL
-# stop with: ${CEPH_TEST_STOP_HINT:-$SELF stop $DIR}
 EOT
+  if [[ -n "$NETNS" ]]; then
+    local hosts="" i
+    for id in "${OSD_IDS[@]}"; do hosts+="${hosts:+ }$(osd_host_no "$id")"; done
+    cat <<EOT
+export CEPH_TEST_NETNS=$NETNS
+export CEPH_TEST_NETNS_SUBNET=$SUBNET
+export CEPH_TEST_MON_HOSTS='$(seq -s ' ' 1 "$NUM_MONS")'
+export CEPH_TEST_OSD_HOSTS='$hosts'
+export CEPH_TEST_ADMIN_HOST=$ADMIN_HOST
+export CEPH_TEST_CLIENT_HOSTS='$(seq -s ' ' $((ADMIN_HOST + 1)) "$NET_HOSTS")'
+EOT
+  fi
+  echo "# stop with: ${CEPH_TEST_STOP_HINT:-$SELF stop $DIR}"
 }
 
 write_conf() {
@@ -260,10 +357,8 @@ write_conf() {
 # written by $PROG; throw-away test cluster
 [global]
 fsid = $fsid
-mon_host = [$MON_ADDRS]
-public_addr = 127.0.0.1
-cluster_addr = 127.0.0.1
-public_network = 127.0.0.0/8
+mon_host = $MON_HOST
+$NET_CONF
 ms_bind_msgr2 = $BIND_MSGR2
 ms_bind_msgr1 = true
 auth_cluster_required = cephx
@@ -319,6 +414,20 @@ memstore_page_set = true
 [client]
 keyring = $KEYRING
 EOT
+  if [[ -n "$NETNS" ]]; then   # each daemon at its host's address
+    local id
+    for id in "${MON_IDS[@]}"; do
+      printf '\n[mon.%s]\npublic_addr = %s\n' "$id" "$(host_ip "$(mon_host_no "$id")")" >>"$CONF"
+    done
+    for id in "${OSD_IDS[@]}"; do
+      printf '\n[osd.%s]\npublic_addr = %s\ncluster_addr = %s\n' "$id" \
+        "$(host_ip "$(osd_host_no "$id")")" "$(host_ip "$(osd_host_no "$id")")" >>"$CONF"
+      if (( ${CEPH_TEST_NUM_HOSTS:-1} > 1 )); then   # (the section exists: the OSD loop adds none)
+        printf 'crush_location = root=default host=host%s\n' "$((id % CEPH_TEST_NUM_HOSTS))" >>"$CONF"
+      fi
+    done
+    printf '\n[mgr.x]\npublic_addr = %s\n' "$(host_ip "$ADMIN_HOST")" >>"$CONF"
+  fi
   if [[ -n "${CEPH_TEST_EXTRA_CONF:-}" ]]; then
     printf '\n# CEPH_TEST_EXTRA_CONF\n%s\n' "$CEPH_TEST_EXTRA_CONF" >>"$CONF"
   fi
@@ -339,11 +448,7 @@ cmd_start() {
   own_dir "$DIR"
   V2_PORT="${CEPH_TEST_MON_V2_PORT:-3300}"
   V1_PORT="${CEPH_TEST_MON_V1_PORT:-6789}"
-  if [[ "${CEPH_TEST_MSGR1_ONLY:-0}" == 1 ]]; then
-    MON_ADDRS="v1:127.0.0.1:$V1_PORT" BIND_MSGR2=false
-  else
-    MON_ADDRS="v2:127.0.0.1:$V2_PORT,v1:127.0.0.1:$V1_PORT" BIND_MSGR2=true
-  fi
+  load_netns
   TIMEOUT="${CEPH_TEST_TIMEOUT:-90}"
   MEMSTORE_BYTES="${CEPH_TEST_MEMSTORE_BYTES:-1073741824}"
   PG_NUM="${CEPH_TEST_PG_NUM:-8}"
@@ -380,6 +485,24 @@ cmd_start() {
     elif [[ -n "$(ls -A "$DIR")" ]]; then
       die "--fresh: refusing to wipe $DIR: not empty and not made by this script (no $MARKER)"
     fi
+    load_netns   # the knobs' layout, not the wiped cluster's
+  fi
+
+  # monitors' addresses: mon.a's in MON_ADDRS, every monitor's in MON_HOST
+  local mon_addrs
+  mon_addrs() {  # mon_addrs IP
+    if [[ "${CEPH_TEST_MSGR1_ONLY:-0}" == 1 ]]; then echo "v1:$1:$V1_PORT"
+    else echo "v2:$1:$V2_PORT,v1:$1:$V1_PORT"; fi
+  }
+  BIND_MSGR2=true; [[ "${CEPH_TEST_MSGR1_ONLY:-0}" == 1 ]] && BIND_MSGR2=false
+  MON_ADDRS="$(mon_addrs "$(host_ip 1)")" MON_HOST=""
+  for id in "${MON_IDS[@]}"; do
+    MON_HOST+="${MON_HOST:+,}[$(mon_addrs "$(host_ip "$(mon_host_no "$id")")")]"
+  done
+  if [[ -n "$NETNS" ]]; then
+    NET_CONF="public_network = $SUBNET.0/24"
+  else
+    NET_CONF=$'public_addr = 127.0.0.1\ncluster_addr = 127.0.0.1\npublic_network = 127.0.0.0/8'
   fi
 
   # OSDs: osd.0 .. osd.N-1, N = CEPH_TEST_NUM_OSDS, or more if DIR already has more
@@ -387,13 +510,19 @@ cmd_start() {
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "CEPH_TEST_NUM_OSDS must be a number >= 1"
   while [[ -e "$DIR/osd/ceph-$n/.mkfs-done" ]]; do n=$((n + 1)); done
   OSD_IDS=(); for ((id = 0; id < n; id++)); do OSD_IDS+=("$id"); done
+  if [[ -n "$NETNS" ]]; then
+    (( n <= NET_OSDS )) || die "$n OSDs but network $NETNS has hosts for $NET_OSDS"
+    command -v nsenter >/dev/null || die "'nsenter' not found (util-linux)"
+    netns_up
+  fi
   [[ "$POOL_SIZE" =~ ^[1-9][0-9]*$ ]] && (( POOL_SIZE <= n )) ||
     die "CEPH_TEST_POOL_SIZE ($POOL_SIZE) must be between 1 and the number of OSDs ($n)"
 
   # --------------------------------------------------------------- already up?
   local all_up=1
   for id in "${OSD_IDS[@]}"; do live_pid "osd.$id" >/dev/null || all_up=0; done
-  if [[ -e "$MARKER" && -e "$CONF" ]] && live_pid "mon.$MON_ID" >/dev/null && (( all_up )); then
+  for id in "${MON_IDS[@]}"; do live_pid "mon.$id" >/dev/null || all_up=0; done
+  if [[ -e "$MARKER" && -e "$CONF" ]] && (( all_up )); then
     log "daemons already running for $DIR (mon pid $(live_pid mon.$MON_ID), osd pid(s) $(for id in "${OSD_IDS[@]}"; do live_pid "osd.$id"; done | paste -sd' ')); checking"
     wait_for "mon answers" "$DIR/log/mon.$MON_ID.log" c -s
     for id in "${OSD_IDS[@]}"; do
@@ -406,7 +535,7 @@ cmd_start() {
   fi
 
   # the mon binds exactly these ports: they must be free
-  if ! live_pid "mon.$MON_ID" >/dev/null; then
+  if [[ -z "$NETNS" ]] && ! live_pid "mon.$MON_ID" >/dev/null; then
     for a in "$V2_PORT" "$V1_PORT"; do
       port_busy "$a" && die "127.0.0.1:$a is already in use (another cluster?); stop it or set CEPH_TEST_MON_V2_PORT/CEPH_TEST_MON_V1_PORT"
     done
@@ -417,6 +546,7 @@ cmd_start() {
     [[ -z "$(ls -A "$DIR")" ]] || die "$DIR is not empty and was not made by this script; give an empty or new directory"
     log "creating new cluster in $DIR ($(ceph-mon --version | cut -d' ' -f1-3))"
     touch "$MARKER"
+    save_netns
     mkdir -p "$DIR"/{run,log,crash,mon,osd,tmp}
     local fsid; fsid="$(uuidgen)"
     write_conf "$fsid"
@@ -428,11 +558,14 @@ cmd_start() {
     # monmap + mon store
     monmaptool --create --fsid "$fsid" --enable-all-features \
       --set-min-mon-release "${CEPH_TEST_MIN_MON_RELEASE:-pacific}" \
-      --addv "$MON_ID" "[$MON_ADDRS]" "$DIR/tmp/monmap" >/dev/null
-    mkdir -p "$DIR/mon/ceph-$MON_ID"
-    ceph-mon --conf "$CONF" --mkfs -i "$MON_ID" --monmap "$DIR/tmp/monmap" \
-      --keyring "$DIR/tmp/mon.keyring" >"$DIR/log/mon-mkfs.log" 2>&1 ||
-      die "ceph-mon --mkfs failed; see $DIR/log/mon-mkfs.log"
+      $(for id in "${MON_IDS[@]}"; do printf -- '--addv %s [%s] ' "$id" "$(mon_addrs "$(host_ip "$(mon_host_no "$id")")")"; done) \
+      "$DIR/tmp/monmap" >/dev/null
+    for id in "${MON_IDS[@]}"; do
+      mkdir -p "$DIR/mon/ceph-$id"
+      ceph-mon --conf "$CONF" --mkfs -i "$id" --monmap "$DIR/tmp/monmap" \
+        --keyring "$DIR/tmp/mon.keyring" >>"$DIR/log/mon-mkfs.log" 2>&1 ||
+        die "ceph-mon --mkfs (mon.$id) failed; see $DIR/log/mon-mkfs.log"
+    done
     rm -f "$DIR/tmp/monmap" "$DIR/tmp/mon.keyring"
     new=1
   else
@@ -442,13 +575,14 @@ cmd_start() {
   fi
 
   # ---------------------------------------------------------------- mon
-  if ! live_pid "mon.$MON_ID" >/dev/null; then
-    rm -f "$DIR/run/mon.$MON_ID.pid"
+  for id in "${MON_IDS[@]}"; do
+    live_pid "mon.$id" >/dev/null && continue
+    rm -f "$DIR/run/mon.$id.pid"
     # daemonizes; the parent returns once the mon has initialised (or failed)
-    ceph-mon --conf "$CONF" -i "$MON_ID" >>"$DIR/log/mon-stdout.log" 2>&1 ||
-      die "ceph-mon failed to start; see $DIR/log/mon.$MON_ID.log and $DIR/log/mon-stdout.log"
-    log "ceph-mon started (pid $(cat "$DIR/run/mon.$MON_ID.pid" 2>/dev/null || echo '?'))"
-  fi
+    on_host "$(mon_host_no "$id")" ceph-mon --conf "$CONF" -i "$id" >>"$DIR/log/mon-stdout.log" 2>&1 ||
+      die "ceph-mon failed to start; see $DIR/log/mon.$id.log and $DIR/log/mon-stdout.log"
+    log "ceph-mon mon.$id started (pid $(cat "$DIR/run/mon.$id.pid" 2>/dev/null || echo '?'))"
+  done
   wait_for "mon answers 'ceph -s'" "$DIR/log/mon.$MON_ID.log" c -s
   if [[ "$new" == 1 ]]; then
     # no ceph-mgr here: keep `ceph health` at HEALTH_OK instead of "no active mgr"
@@ -470,7 +604,7 @@ cmd_start() {
       rm -f "$DIR/tmp/osd-new.json"
       [[ "$got" == "$id" ]] || die "'ceph osd new' returned id '$got', expected $id"
       ceph-authtool --create-keyring "$osd_dir/keyring" -n "osd.$id" --add-key "$osd_secret" >/dev/null
-      ceph-osd --conf "$CONF" -i "$id" --mkfs --osd-uuid "$osd_uuid" \
+      on_host "$(osd_host_no "$id")" ceph-osd --conf "$CONF" -i "$id" --mkfs --osd-uuid "$osd_uuid" \
         >"$mkfs_log" 2>&1 || die "ceph-osd --mkfs failed; see $mkfs_log"
       touch "$osd_dir/.mkfs-done"
     fi
@@ -481,7 +615,7 @@ cmd_start() {
     if ! live_pid "osd.$id" >/dev/null; then
       rm -f "$DIR/run/osd.$id.pid"
       touch "$osd_dir/.started"
-      ceph-osd --conf "$CONF" -i "$id" >>"$DIR/log/osd-stdout.log" 2>&1 ||
+      on_host "$(osd_host_no "$id")" ceph-osd --conf "$CONF" -i "$id" >>"$DIR/log/osd-stdout.log" 2>&1 ||
         die "ceph-osd failed to start; see $DIR/log/osd.$id.log and $DIR/log/osd-stdout.log"
       log "ceph-osd started (pid $(cat "$DIR/run/osd.$id.pid" 2>/dev/null || echo '?'))"
     fi
@@ -511,7 +645,8 @@ STOP_TIMEOUT="${CEPH_TEST_STOP_TIMEOUT:-20}"
 cmd="${1:-}"; [[ $# -gt 0 ]] && shift
 case "$cmd" in
   start) cmd_start "$@" ;;
+  netns-up) cmd_netns_up "$@" ;;
   stop) cmd_stop "$@" ;;
-  -h|--help|help) sed -n '2,68p' "$SELF"; exit 0 ;;
+  -h|--help|help) sed -n '2,90p' "$SELF"; exit 0 ;;
   *) usage 2 ;;
 esac

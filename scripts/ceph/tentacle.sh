@@ -48,6 +48,13 @@
 # Tentacle cephx keys are "aes256k" (base64 "Ag..."), which Pacific..Squid
 # cannot parse. TENTACLE_LEGACY_AUTH=1 also allows the old AES-128 cipher and
 # adds client.legacy with such a key (more export lines: CEPH_TEST_LEGACY_*).
+# With CEPH_TEST_NETNS=NET (pacific-cluster.sh's hosts in network namespaces),
+# start-cluster makes the network on the host (pacific-cluster.sh netns-up)
+# and binds the host's /run/netns into the chroot, where the daemons are
+# started with nsenter --net=/run/netns/NET-hI (util-linux, in the chroot):
+# the scripts run in the chroot unchanged and need no ip/nft there. Clients
+# enter a host from outside: nsenter --net=/run/netns/NET-hI tentacle.sh run CMD.
+# stop-cluster removes the network once the daemons are gone.
 set -euo pipefail
 
 SELF="$(readlink -f "${BASH_SOURCE[0]}")"
@@ -144,6 +151,12 @@ inner() {
   mount -t proc proc "$dir/proc" || die "mount proc on $dir/proc failed"
   mount -t sysfs sysfs "$dir/sys" 2>/dev/null || mount --rbind /sys "$dir/sys" || die "mount sys on $dir/sys failed"
   mount --rbind /dev "$dir/dev" || die "bind /dev on $dir/dev failed"
+  if [[ "${TENTACLE_BIND_NETNS:-0}" == 1 ]]; then
+    # the host's named network namespaces (each a mount under /run/netns,
+    # hence rbind), for pacific-cluster.sh's nsenter --net=/run/netns/NET-hI
+    mkdir -p "$dir/run/netns"
+    mount --rbind /run/netns "$dir/run/netns" || die "rbind /run/netns failed"
+  fi
   local spec src ro
   for spec in ${TENTACLE_BIND:-}; do
     src="${spec%:ro}"; ro=0; [[ "$spec" == *:ro ]] && ro=1
@@ -334,11 +347,19 @@ start_cluster() {
   local extra
   extra=$'[osd]\n# tentacle.sh: keep clear of the Pacific host cluster (OSD ports from 6800)\nms_bind_port_min = '"${TENTACLE_OSD_PORT_MIN:-6900}"
   [[ -n "${CEPH_TEST_EXTRA_CONF:-}" ]] && extra+=$'\n'"$CEPH_TEST_EXTRA_CONF"
+  local bind_netns=0
+  if [[ -n "${CEPH_TEST_NETNS:-}" || -s "$cdir/netns.env" ]]; then
+    # The daemons' hosts: made here on the host (ip, nft and tc are not in
+    # the chroot); the daemons enter them from inside with nsenter.
+    "$CLUSTER_SH" netns-up "$cdir" || die "could not bring the cluster's network up"
+    bind_netns=1
+  fi
   CEPH_TEST_MON_V2_PORT="${CEPH_TEST_MON_V2_PORT:-3301}" \
   CEPH_TEST_MON_V1_PORT="${CEPH_TEST_MON_V1_PORT:-6790}" \
   CEPH_TEST_EXTRA_CONF="$extra" \
   CEPH_TEST_MIN_MON_RELEASE="${CEPH_TEST_MIN_MON_RELEASE:-tentacle}" \
   CEPH_TEST_STOP_HINT="$SELF stop-cluster $dir" \
+  TENTACLE_BIND_NETNS=$bind_netns \
   TENTACLE_BIND="$cdir $HERE:ro ${TENTACLE_BIND:-}" \
     ns_run "$dir" "$CLUSTER_SH" start "$cdir" "$@" || return
   if [[ "${TENTACLE_LEGACY_AUTH:-0}" == 1 ]]; then
