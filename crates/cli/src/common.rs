@@ -234,17 +234,29 @@ pub fn stat_cpu(path: &str) -> std::time::Duration {
     std::time::Duration::from_millis(total * 10)
 }
 
-/// Latency samples in microseconds.
-#[derive(Debug, Default, Clone)]
-pub struct Latencies(Vec<u32>);
+/// Latencies in microseconds, as a histogram (3 significant digits): a run
+/// of any length holds the same few KiB, not a sample per message.
+#[derive(Debug, Clone)]
+pub struct Latencies(hdrhistogram::Histogram<u64>);
+
+impl Default for Latencies {
+    fn default() -> Self {
+        // An auto-resizing histogram of 3 significant digits cannot fail
+        // to be made.
+        let h = hdrhistogram::Histogram::new(3).unwrap_or_else(|_| unreachable!());
+        Latencies(h)
+    }
+}
 
 impl Latencies {
     pub fn record(&mut self, d: std::time::Duration) {
-        self.0.push(d.as_micros().min(u32::MAX as u128) as u32);
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        // Auto-resizing: only a value past u64's range fails, saturated.
+        let _ = self.0.record(us).or_else(|_| self.0.record(self.0.high()));
     }
 
     pub fn merge(&mut self, other: Latencies) {
-        self.0.extend(other.0);
+        let _ = self.0.add(&other.0);
     }
 
     /// The `p`-th percentile (0..=100), in microseconds.
@@ -252,9 +264,7 @@ impl Latencies {
         if self.0.is_empty() {
             return 0;
         }
-        self.0.sort_unstable();
-        let i = ((p / 100.0) * (self.0.len() - 1) as f64).round() as usize;
-        self.0[i.min(self.0.len() - 1)] as u64
+        self.0.value_at_quantile(p / 100.0)
     }
 }
 
