@@ -26,14 +26,7 @@ RATES=("$@")
 [[ ${#RATES[@]} -gt 0 ]] || RATES=(1gbit 10gbit)
 command -v iperf3 >/dev/null || { echo "shaped-link.sh: iperf3 not found (apt: iperf3)" >&2; exit 1; }
 
-cleanup() {
-  local p
-  for p in $(ip netns pids "$NET-h1" 2>/dev/null) $(ip netns pids "$NET-h2" 2>/dev/null); do
-    kill "$p" 2>/dev/null || true
-  done
-  sleep 0.3
-  "$NETNS" down "$NET" 2>/dev/null || true
-}
+cleanup() { "$NETNS" down "$NET" --kill 2>/dev/null || true; }
 trap cleanup EXIT
 
 "$NETNS" up "$NET" 2 10.81.0

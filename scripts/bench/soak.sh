@@ -29,15 +29,7 @@ INJECT="${SOAK_INJECT:-20000}"
 OUT="$(mktemp -d /tmp/soak.XXXXXX)"
 SECS=$((MINUTES * 60))
 
-cleanup() {
-  local p
-  for p in $(ip netns pids "$NET-h1" 2>/dev/null) $(ip netns pids "$NET-h2" 2>/dev/null) \
-    $(ip netns pids "$NET-h3" 2>/dev/null); do
-    kill "$p" 2>/dev/null || true
-  done
-  sleep 0.5
-  "$NETNS" down "$NET" 2>/dev/null || true
-}
+cleanup() { "$NETNS" down "$NET" --kill 2>/dev/null || true; }
 trap cleanup EXIT
 
 "$NETNS" up "$NET" 3 10.80.0
@@ -93,7 +85,6 @@ for ((m = 1; m <= MINUTES; m++)); do
   rate=$(grep -o '[0-9]* msgs/s' "$OUT/serve" | tail -1 | cut -d' ' -f1)
   printf '%s\t%s\t%s\t%s\n' "$m" "$(proc "$SERVE")" "$(proc "$BENCH")" "${rate:--}"
 done
-pkill -P "$FAULTS" 2>/dev/null || true
 kill "$FAULTS" 2>/dev/null || true
 "$NETNS" heal "$NET"
 wait "$SMALL_JOB" "$LARGE_JOB" 2>/dev/null || true

@@ -31,14 +31,7 @@ OUT="$(mktemp -d /tmp/partitions.XXXXXX)"
 FAILED=0
 
 log() { printf '[partitions %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-cleanup() {
-  local p
-  for p in $(ip netns pids "$NET-h1" 2>/dev/null) $(ip netns pids "$NET-h2" 2>/dev/null); do
-    kill "$p" 2>/dev/null || true
-  done
-  sleep 0.2
-  "$NETNS" down "$NET" 2>/dev/null || true
-}
+cleanup() { "$NETNS" down "$NET" --kill 2>/dev/null || true; }
 trap cleanup EXIT
 
 [[ -x $MSGR ]] || { echo "partitions.sh: $MSGR not built" >&2; exit 1; }

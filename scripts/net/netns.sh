@@ -6,7 +6,8 @@
 #
 #   netns.sh up NET HOSTS [SUBNET]   make NET-sw (a bridge) and NET-h1 .. NET-hHOSTS,
 #                                    host I at SUBNET.I/24 (SUBNET default 10.77.0)
-#   netns.sh down NET                remove every namespace of NET (and so its links)
+#   netns.sh down NET [--kill]       remove every namespace of NET (and so its links);
+#                                    --kill first stops the processes still in them
 #   netns.sh addr NET I              print host I's address
 #   netns.sh exec NET I CMD...       run CMD in host I's namespace
 #   netns.sh link NET I down|up      take host I's link down at the switch (the host
@@ -42,6 +43,9 @@ addr() {
   [[ -f $f ]] || die "network '$1' is not up"
   echo "$(cat "$f").$2"
 }
+namespaces() {  # the namespaces of NET that exist
+  ip netns list | awk '{print $1}' | grep "^$1-\(sw\|h[0-9]*\)$" || true
+}
 hosts() {  # the host numbers of NET that exist
   ip netns list | sed -n "s/^$1-h\([0-9]*\)\( .*\)\?$/\1/p" | sort -n
 }
@@ -53,7 +57,7 @@ cmd_up() {
   [[ $n =~ ^[0-9]+$ && $n -ge 1 && $n -le 200 ]] || die "HOSTS must be 1..200, not '$n'"
   if ip netns list | grep -q "^$net-"; then
     local ns busy=""
-    for ns in $(ip netns list | awk '{print $1}' | grep "^$net-\(sw\|h[0-9]*\)$" || true); do
+    for ns in $(namespaces "$net"); do
       [[ -z $(ip netns pids "$ns" 2>/dev/null) ]] || busy+=" $ns"
     done
     [[ -z $busy ]] || die "network '$net' is in use (processes in$busy): stop them, or pick another name"
@@ -84,8 +88,19 @@ EOF
 }
 
 cmd_down() {
-  local net=$1 ns
-  for ns in $(ip netns list | awk '{print $1}' | grep "^$net-\(sw\|h[0-9]*\)$" || true); do
+  local net=$1 kill=${2:-} ns
+  if [[ $kill == --kill ]]; then
+    local pids
+    pids="$(for ns in $(namespaces "$net"); do ip netns pids "$ns"; done)"
+    if [[ -n $pids ]]; then
+      # shellcheck disable=SC2086
+      kill $pids 2>/dev/null || true
+      sleep 0.3
+      # shellcheck disable=SC2086
+      kill -9 $pids 2>/dev/null || true
+    fi
+  fi
+  for ns in $(namespaces "$net"); do
     # Processes still in a namespace keep it (and its addresses) alive:
     # they are the caller's to stop; say so rather than kill them.
     local pids; pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
@@ -162,7 +177,7 @@ cmd_status() {
 cmd=$1; shift
 case $cmd in
 up) [[ $# -ge 2 ]] || usage; cmd_up "$@" ;;
-down) cmd_down "$1" ;;
+down) cmd_down "$@" ;;
 addr) [[ $# -eq 2 ]] || usage; addr "$1" "$2" ;;
 exec) [[ $# -ge 3 ]] || usage; in_host "$@" ;;
 link) [[ $# -eq 3 ]] || usage; cmd_link "$@" ;;

@@ -11,22 +11,30 @@ use msgr_encoding::UTime;
 use msgr_protocol::testing::*;
 use msgr_protocol::{ConnState, PathProgress, Policy, ProtocolError, Timeouts};
 
-/// A lossless client (node 0) connected to a stateful server (node 1) over
-/// `proto` ("v2" or "v1").
-fn connected(proto: &str) -> (Net, usize) {
+/// A lossless client (node 0) and a stateful server (node 1), both
+/// speaking `proto` ("v2" or "v1").
+fn two_nodes(proto: &str) -> Net {
     let mut net = Net::new();
+    let client = policies(Policy::lossless_client());
     net.add_node(
         "client.1",
         &format!("{proto}:10.0.0.1:0/11"),
-        policies(Policy::lossless_client()),
+        client,
         none(),
     );
+    let server = policies(Policy::stateful_server());
     net.add_node(
         "osd.0",
         &format!("{proto}:10.0.0.2:6800/22"),
-        policies(Policy::stateful_server()),
+        server,
         none(),
     );
+    net
+}
+
+/// [`two_nodes`], connected.
+fn connected(proto: &str) -> (Net, usize) {
+    let mut net = two_nodes(proto);
     let c = net.connect(0, 1);
     net.run();
     assert_eq!(
@@ -238,19 +246,7 @@ fn path_failures_are_told_apart_from_refusals() {
 fn a_refusing_peer_still_backs_off_to_the_maximum() {
     // The server's daemon is gone but its host answers (refused): the
     // doubling backoff of Ceph, not the path's probe interval.
-    let mut net = Net::new();
-    net.add_node(
-        "client.1",
-        "v2:10.0.0.1:0/11",
-        policies(Policy::lossless_client()),
-        none(),
-    );
-    net.add_node(
-        "osd.0",
-        "v2:10.0.0.2:6800/22",
-        policies(Policy::stateful_server()),
-        none(),
-    );
+    let mut net = two_nodes("v2");
     net.nodes[1].listening = false;
     let c = net.connect(0, 1);
     net.advance(Duration::from_secs(60));
