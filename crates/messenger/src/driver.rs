@@ -770,6 +770,17 @@ impl<T: Transport> Driver<T> {
             Event::Fault(e) => {
                 tracing::info!(target: "msgr", error = %e, "fault");
                 count_fault(&inner.counters.sessions, &e);
+                if e.is_path_failure() {
+                    // Before the reset that has a lossy user dial again.
+                    let key = *conn
+                        .shared
+                        .registered
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    if let Some(k) = key {
+                        inner.failed_paths().note(k, crate::now());
+                    }
+                }
                 dispatcher.ms_handle_fault(conn, &e);
                 // Connection::ready reports a refusal.
                 conn.shared.state_changed.notify_waiters();
@@ -777,6 +788,17 @@ impl<T: Transport> Driver<T> {
             Event::Connected => {
                 self.established("connect");
                 let (inner, conn) = (&self.inner, &self.handle);
+                let key = *conn
+                    .shared
+                    .registered
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if let Some(k) = key {
+                    let mut failed = inner.failed_paths();
+                    if !failed.is_empty() {
+                        failed.forget(&k);
+                    }
+                }
                 inner.dispatcher.ms_handle_connect(conn, self.prev_shard);
                 self.prev_shard = self.shard;
             }

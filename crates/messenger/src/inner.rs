@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityType};
 use msgr_protocol::registry::{PeerKey, Registry};
-use msgr_protocol::{Config, Policy, ThrottleLimits};
+use msgr_protocol::{Config, FailedPaths, Policy, ThrottleLimits};
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
 
@@ -31,6 +31,10 @@ pub(crate) struct Inner<T: Transport> {
     /// The connection that holds each peer (taken when connections open,
     /// close, or resolve an ident: never per message).
     pub registry: Mutex<Registry<Connection>>,
+    /// Peers whose path failed recently: connections dialled to them probe
+    /// from their first connect (taken at faults of the path and at
+    /// connects, never per message).
+    pub failed_paths: Mutex<FailedPaths>,
     /// Every live connection, registered or not (for shutdown).
     pub all: Mutex<HashMap<u64, Connection>>,
     pub dispatch_throttle: Arc<Throttle>,
@@ -93,6 +97,10 @@ impl<T: Transport> Inner<T> {
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(key);
         reg.register(key, conn.clone());
+    }
+
+    pub fn failed_paths(&self) -> MutexGuard<'_, FailedPaths> {
+        self.failed_paths.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn all(&self) -> MutexGuard<'_, HashMap<u64, Connection>> {

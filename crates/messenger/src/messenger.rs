@@ -468,6 +468,7 @@ impl<T: Transport> Messenger<T> {
                 my_addrs: Mutex::new(EntityAddrvec::single(blank)),
                 listening: Mutex::new(EntityAddrvec::default()),
                 registry: Mutex::new(Registry::default()),
+                failed_paths: Mutex::new(msgr_protocol::FailedPaths::default()),
                 all: Mutex::new(HashMap::new()),
                 dispatch_throttle,
                 policy_throttles: Mutex::new(HashMap::new()),
@@ -576,14 +577,18 @@ impl<T: Transport> Messenger<T> {
         // Listed before the connection exists: whoever sees it start (an
         // interceptor) finds it among `connections()`.
         let handle = self.inner.new_connection(id, shard);
-        let conn = Conn::connect(
+        let now = crate::now();
+        let mut conn = Conn::connect(
             self.inner.config.clone(),
             addrs.clone(),
             peer_type,
             self.inner.addrs(),
-            crate::now(),
+            now,
             id,
         );
+        if key.is_some_and(|k| self.inner.failed_paths().recent(&k, now)) {
+            conn.start_probing();
+        }
         if let Some(k) = key {
             // Lossy connections are registered too, so the peer's incoming
             // connection is found (and replaces this one) in a race.

@@ -48,7 +48,7 @@ mod gate;
 mod io;
 mod path;
 
-pub use path::PathProgress;
+pub use path::{FailedPaths, PathProgress};
 
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +185,10 @@ pub struct Conn {
     /// an unreachable host): connects are bounded by Timeouts::probe, so
     /// that a SYN goes out each probe interval until the path heals.
     pub(crate) probing: bool,
+    /// A lossy connector wrote messages and has read nothing since: the
+    /// peer owes it an answer (a lossy session keeps no sent messages to
+    /// count as unacknowledged), so its silence gets the path check.
+    pub(crate) awaiting_answer: bool,
     pub(crate) session: Session,
     pub(crate) link: Option<Link>,
     pub(crate) peer: PeerInfo,
@@ -244,6 +248,7 @@ impl Conn {
             protocol: Protocol::V2,
             unconfirmed: false,
             probing: false,
+            awaiting_answer: false,
             last_fault: None,
         }
     }
@@ -618,6 +623,7 @@ impl Conn {
                 }
             };
             self.last_active = now;
+            self.awaiting_answer = false;
             progressed = true;
             if let Err(e) = self.on_input(next, now) {
                 self.fault(e, now);
@@ -763,6 +769,9 @@ impl Conn {
         let room = (self.config.output_window).map(|w| w.saturating_sub(self.writer_backlog));
         if let Some(link) = self.link.as_mut() {
             let n = self.session.write_pending(link, lossy, room)?;
+            if n > 0 && lossy && self.side == Side::Connector {
+                self.awaiting_answer = true;
+            }
             self.stats.messages_out = self.stats.messages_out.saturating_add(n as u64);
         }
         Ok(())
@@ -825,6 +834,7 @@ impl Conn {
         self.next_link = self.next_link.saturating_add(1);
         self.handshake_deadline = Some(later(now, self.config.timeouts.connect));
         self.last_active = now;
+        self.awaiting_answer = false;
         let opened = match self.protocol {
             Protocol::V2 => self.open_link_v2(id),
             Protocol::V1 => self.open_link_v1(id),

@@ -16,8 +16,9 @@ use std::time::Instant;
 use msgr_encoding::{EntityAddrvec, EntityType, UTime};
 
 use crate::config::Config;
-use crate::conn::Conn;
+use crate::conn::{Conn, FailedPaths};
 use crate::decide::Protocol;
+use crate::error::ProtocolError;
 use crate::ident::IdentRequest;
 use crate::link::LinkId;
 use crate::registry::{self, Outcome, PeerKey, Registry};
@@ -52,6 +53,7 @@ pub struct Endpoint {
     id_base: u64,
     conns: Vec<Conn>,
     registry: Registry<ConnId>,
+    failed_paths: FailedPaths,
 }
 
 impl Endpoint {
@@ -64,6 +66,7 @@ impl Endpoint {
             id_base,
             conns: Vec::new(),
             registry: Registry::default(),
+            failed_paths: FailedPaths::default(),
         }
     }
 
@@ -116,7 +119,7 @@ impl Endpoint {
         now: Instant,
     ) -> ConnId {
         let id = self.conns.len();
-        let conn = Conn::connect(
+        let mut conn = Conn::connect(
             self.config.clone(),
             target.clone(),
             peer_type,
@@ -124,6 +127,9 @@ impl Endpoint {
             now,
             self.next_id(),
         );
+        if PeerKey::of(&target).is_some_and(|k| self.failed_paths.recent(&k, now)) {
+            conn.start_probing();
+        }
         self.conns.push(conn);
         if let Some(k) = PeerKey::of(&target) {
             self.registry.register(k, id);
@@ -211,6 +217,28 @@ impl Endpoint {
                 }
             }
             _ => Resolved::Unchanged,
+        }
+    }
+
+    /// Connection `id` faulted with `err`: a path that failed is
+    /// remembered for the next connection to its peer ([`FailedPaths`]).
+    pub fn faulted(&mut self, id: ConnId, err: &ProtocolError, now: Instant) {
+        let Some(c) = self.conns.get(id).filter(|_| err.is_path_failure()) else {
+            return;
+        };
+        if let Some(k) = PeerKey::of(&c.peer().addrs) {
+            self.failed_paths.note(k, now);
+        }
+    }
+
+    /// Connection `id` established a session with its peer.
+    pub fn connected(&mut self, id: ConnId) {
+        if let Some(k) = self
+            .conns
+            .get(id)
+            .and_then(|c| PeerKey::of(&c.peer().addrs))
+        {
+            self.failed_paths.forget(&k);
         }
     }
 

@@ -14,15 +14,20 @@ use msgr_protocol::{ConnState, PathProgress, Policy, ProtocolError, Timeouts};
 /// A lossless client (node 0) and a stateful server (node 1), both
 /// speaking `proto` ("v2" or "v1").
 fn two_nodes(proto: &str) -> Net {
+    nodes(proto, Policy::lossless_client(), Policy::stateful_server())
+}
+
+/// A client with `client` (node 0) and a server with `server` (node 1).
+fn nodes(proto: &str, client: Policy, server: Policy) -> Net {
     let mut net = Net::new();
-    let client = policies(Policy::lossless_client());
+    let client = policies(client);
     net.add_node(
         "client.1",
         &format!("{proto}:10.0.0.1:0/11"),
         client,
         none(),
     );
-    let server = policies(Policy::stateful_server());
+    let server = policies(server);
     net.add_node(
         "osd.0",
         &format!("{proto}:10.0.0.2:6800/22"),
@@ -30,6 +35,12 @@ fn two_nodes(proto: &str) -> Net {
         none(),
     );
     net
+}
+
+/// A lossy client and a server that keeps no state for it (an OSD's
+/// policy for clients).
+fn lossy(proto: &str) -> Net {
+    nodes(proto, Policy::lossy_client(), Policy::stateless_server())
 }
 
 /// [`two_nodes`], connected.
@@ -255,4 +266,94 @@ fn a_refusing_peer_still_backs_off_to_the_maximum() {
     // 0.2 + 0.4 + ... doubling to 15 s: far fewer than one a second.
     assert!(attempts < 12, "{attempts} attempts in 60 s");
     assert!(t.backoff_max > t.probe * 10);
+}
+
+#[test]
+fn a_lossy_client_is_reset_by_a_stalled_path_and_dials_again_probing() {
+    // A lossy session keeps no sent messages to be acknowledged: a request
+    // written with nothing read since is what the peer owes. Its path
+    // stalls; the connection closes with a reset (the objecter's cue to
+    // resend on a new one), and the new one probes from its first connect,
+    // so that it gets through within a probe interval of the heal.
+    let t = Timeouts::default();
+    for proto in ["v2", "v1"] {
+        let mut net = lossy(proto);
+        let c = net.connect(0, 1);
+        net.run();
+        assert_eq!(net.state((0, c)), ConnState::Ready, "{proto}");
+        assert_eq!(net.last_connect_timeout, Some(t.connect));
+        net.partition();
+        net.send((0, c), 1, 4096);
+        net.advance(t.stall * 2);
+        assert_eq!(stalls(&net), 1, "{proto}: {:?}", net.nodes[0].faults);
+        assert_eq!(
+            net.state((0, c)),
+            ConnState::Closed,
+            "{proto}: {:?} {:?}",
+            net.nodes[0].faults,
+            net.log(0, c)
+        );
+        assert!(net.log(0, c).contains(&Ev::Reset), "{proto}");
+
+        let again = net.connect(0, 1);
+        net.advance(Duration::from_millis(10));
+        assert_eq!(net.last_connect_timeout, Some(t.probe), "{proto}");
+        net.advance(Duration::from_secs(20));
+        net.heal();
+        let start = net.now;
+        while net.state((0, again)) != ConnState::Ready {
+            assert!(net.now - start <= t.probe * 2, "{proto}: not connected");
+            net.advance(Duration::from_millis(10));
+        }
+        assert!(
+            net.now - start <= t.probe + Duration::from_millis(20),
+            "{proto}"
+        );
+        net.send((0, again), 2, 10);
+        net.run();
+        assert_eq!(net.delivered(1), vec![2], "{proto}");
+
+        // Established: the peer is forgotten, the next dial gets the
+        // whole connect timeout.
+        net.conn((0, again)).mark_down();
+        net.run();
+        net.connect(0, 1);
+        net.advance(Duration::from_millis(10));
+        assert_eq!(net.last_connect_timeout, Some(t.connect), "{proto}");
+    }
+}
+
+#[test]
+fn a_lossy_client_answered_by_its_peer_is_not_checked() {
+    // Requests answered keep the connection out of the path check; a
+    // request the peer's host took but its daemon has not answered gets a
+    // keepalive, whose ack answers it.
+    let (mut net, c) = {
+        let mut net = lossy("v2");
+        let c = net.connect(0, 1);
+        net.run();
+        (net, c)
+    };
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+    // Delivered, and nothing came back: the peer still owes an answer.
+    assert_eq!(net.conn((0, c)).last_keepalive_ack(), None);
+    let link = net.conn((0, c)).link_id().unwrap();
+    let alive = PathProgress {
+        in_flight: false,
+        unanswered: 0,
+        since_ack: Duration::from_millis(5),
+    };
+    let now = net.now + Duration::from_secs(3);
+    let stamp = UTime { sec: 7, nsec: 0 };
+    net.conn((0, c)).handle_path(link, Some(alive), stamp, now);
+    net.run();
+    assert_eq!(net.conn((0, c)).last_keepalive_ack(), Some(stamp));
+    assert_eq!(net.nodes[0].faults, Vec::<(usize, String)>::new());
+    assert_eq!(net.state((0, c)), ConnState::Ready);
+    // Answered: a minute of silence is not checked.
+    net.partition();
+    net.advance(Duration::from_secs(60));
+    assert_eq!(net.nodes[0].faults, Vec::<(usize, String)>::new());
 }

@@ -5,6 +5,10 @@
 //! than after the doubling backoff, so that traffic flows again as soon as
 //! a partition heals, however long it lasted.
 //!
+//! A lossy connection is closed by a stalled path, and its user dials
+//! again: [`FailedPaths`] remembers the peer, so that the new connection
+//! probes from its first connect.
+//!
 //! TCP alone recovers slowly: each retransmission of unacknowledged data
 //! waits twice as long as the one before, so after a partition of a
 //! minute the next retry can come a minute after the path returns, and a
@@ -13,6 +17,7 @@
 //! arrives (or answer zero-window probes): that is not a stall.
 
 use super::*;
+use crate::registry::PeerKey;
 
 /// What a transport knows of the bytes a connection sent (for TCP, from
 /// TCP_INFO).
@@ -47,12 +52,39 @@ impl PathProgress {
 
 impl Conn {
     /// Whether the connection waits on its peer: messages sent that it
-    /// has not acknowledged, or queued that it has not taken. (Bytes the
+    /// has not acknowledged, or queued that it has not taken, or (lossy,
+    /// where nothing is acknowledged) written with nothing read since.
+    /// (Bytes the
     /// socket has not taken yet are not counted by themselves: on a dead
     /// path, TCP holds earlier bytes in flight too; on a working one, an
     /// acknowledgement of ours waiting to be written waits on nobody.)
     pub(crate) fn outstanding(&self) -> bool {
-        self.session.unacked() > 0 || self.session.queued().0 > 0
+        self.owed() || self.session.queued().0 > 0
+    }
+
+    /// Whether the peer owes us something: acknowledgements of messages
+    /// sent, or a lossy connector's answer to what it wrote.
+    fn owed(&self) -> bool {
+        self.session.unacked() > 0 || self.awaiting_answer
+    }
+
+    /// Whether the last fault was the path's: a user dialling the peer
+    /// again notes it in [`FailedPaths`].
+    pub fn path_failed(&self) -> bool {
+        self.probing
+    }
+
+    /// The path to this peer failed recently (for another connection to
+    /// it, [`FailedPaths::recent`]): connects are bounded by
+    /// Timeouts::probe from the first, the one already asked for too.
+    pub fn start_probing(&mut self) {
+        self.probing = true;
+        let probe = self.config.timeouts.probe;
+        for e in self.events.iter_mut() {
+            if let Event::Connect { timeout, .. } = e {
+                *timeout = (*timeout).min(probe);
+            }
+        }
     }
 
     /// When a READY connection with something outstanding, silent since
@@ -79,8 +111,8 @@ impl Conn {
     /// [`Event::CheckPath`] (`None`: it cannot tell, as in-memory pipes).
     /// A stalled path faults the connection (its policy decides what
     /// follows: a lossless session resumes on a new socket). A path with
-    /// nothing in flight while the peer has not acknowledged our messages
-    /// gets a keepalive (stamped `stamp`), so that the next check sees
+    /// nothing in flight while the peer owes us acknowledgements or an
+    /// answer gets a keepalive (stamped `stamp`), so that the next check sees
     /// whether the peer's host still answers.
     pub fn handle_path(
         &mut self,
@@ -100,7 +132,7 @@ impl Conn {
             };
             return self.fault(e, now);
         }
-        if !p.in_flight && self.session.unacked() > 0 && self.session.keepalive_pending.is_none() {
+        if !p.in_flight && self.owed() && self.session.keepalive_pending.is_none() {
             self.send_keepalive(stamp, now);
         }
     }
@@ -116,5 +148,56 @@ impl Conn {
             _ => Duration::MAX,
         };
         backoff.min(self.config.timeouts.probe.saturating_sub(since))
+    }
+}
+
+/// Peers whose connection failed on its path, recently: a user that dials
+/// one again (a lossy client after the reset) gets a connection that
+/// probes from its first connect ([`Conn::start_probing`]) instead of
+/// waiting out a whole connect timeout on a path that may have healed.
+/// Noted at the fault, before the reset that makes the user dial again;
+/// forgotten when a connection to the peer is established. Bounded: the
+/// oldest is forgotten first.
+#[derive(Debug, Default)]
+pub struct FailedPaths {
+    recent: VecDeque<(PeerKey, Instant)>,
+}
+
+impl FailedPaths {
+    /// Peers remembered at most.
+    pub const CAPACITY: usize = 64;
+    /// How long a failed path is remembered: a peer dialled again later
+    /// gets the whole connect timeout.
+    pub const REMEMBERED: Duration = Duration::from_secs(60);
+
+    /// The path to `key` failed at `now`.
+    pub fn note(&mut self, key: PeerKey, now: Instant) {
+        self.forget(&key);
+        if self.recent.len() >= Self::CAPACITY {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((key, now));
+    }
+
+    /// A connection to `key` was established.
+    pub fn forget(&mut self, key: &PeerKey) {
+        self.recent.retain(|(k, _)| k != key);
+    }
+
+    /// Whether the path to `key` failed within [`Self::REMEMBERED`].
+    pub fn recent(&self, key: &PeerKey, now: Instant) -> bool {
+        self.recent
+            .iter()
+            .any(|(k, t)| k == key && now.saturating_duration_since(*t) < Self::REMEMBERED)
+    }
+
+    /// How many peers are remembered.
+    pub fn len(&self) -> usize {
+        self.recent.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.recent.is_empty()
     }
 }

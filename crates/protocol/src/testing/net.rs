@@ -410,8 +410,16 @@ impl Net {
                 let (path, stamp) = (self.path_progress(), self.stamp());
                 self.conn(c).handle_path(link, Some(path), stamp, now);
             }
-            Event::Fault(e) => self.nodes[c.0].faults.push((c.1, e.to_string())),
-            Event::Connected => self.nodes[c.0].log.push((c.1, Ev::Connected)),
+            Event::Fault(e) => {
+                let node = &mut self.nodes[c.0];
+                node.endpoint.faulted(c.1, &e, now);
+                node.faults.push((c.1, e.to_string()));
+            }
+            Event::Connected => {
+                let node = &mut self.nodes[c.0];
+                node.endpoint.connected(c.1);
+                node.log.push((c.1, Ev::Connected));
+            }
             Event::Accepted => {
                 self.nodes[c.0].log.push((c.1, Ev::Accepted));
                 if self.drop_after_accept == Some(c.0) {
