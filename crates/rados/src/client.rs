@@ -76,8 +76,7 @@ impl Dispatcher for OsdDispatch {
         // A resend the reply asked for (EAGAIN, a redirect) is placed off
         // this callback.
         if lock(&self.0.objecter).placements_waiting() {
-            let shared = self.0.clone();
-            tokio::task::spawn_blocking(move || shared.place());
+            self.0.place_soon();
         }
     }
 
@@ -161,6 +160,7 @@ impl<T: Transport> Rados<T> {
             messenger: Mutex::new(None),
             timer: Notify::new(),
             watch: Default::default(),
+            placer: Default::default(),
         });
         let mut options = id.client_options(PolicySet::new(PolicyName::LossyClient.policy()));
         // One shard, in the caller's runtime: a request, its message and

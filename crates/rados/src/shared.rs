@@ -5,6 +5,7 @@
 //! out what it finished).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use msgr_encoding::EntityType;
@@ -30,6 +31,18 @@ pub(crate) struct Shared {
     pub(crate) timer: Notify,
     /// Watches and notifies (`crate::watch_state`, worked by `crate::watch`).
     pub(crate) watch: crate::watch_state::WatchState,
+    /// One placer at a time on the blocking pool ([`Shared::placer`]): a
+    /// map, reset or reply that calls for placement while one runs asks
+    /// it to look again, rather than taking a thread of its own (under an
+    /// OSD thrash, tens of them at once).
+    pub(crate) placer: Placer,
+}
+
+/// Whether a placer runs, and whether it was asked to look again.
+#[derive(Default)]
+pub(crate) struct Placer {
+    running: AtomicBool,
+    again: AtomicBool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,20 +81,49 @@ impl Shared {
 
     /// [`Shared::place`] on tokio's blocking pool, off the runtime's
     /// workers, for placements a map, a reset, a timeout or a reply called
-    /// for.
+    /// for; returns once they are placed (by this call's placer, or by the
+    /// one already running, which looks again before it stops).
     pub(crate) async fn place_aside(self: &Arc<Self>) {
-        let shared = self.clone();
-        let _ = tokio::task::spawn_blocking(move || shared.place()).await;
+        if let Some(placer) = self.placer(&tokio::runtime::Handle::current()) {
+            let _ = placer.await;
+        }
     }
 
     /// [`Shared::place`] on tokio's blocking pool without waiting for it,
-    /// from code that cannot wait (a dropped future); nothing outside a
-    /// runtime (the next request or timer places what is left).
+    /// from code that cannot wait (a dropped future, the dispatcher);
+    /// nothing outside a runtime (the next request or timer places what
+    /// is left).
     pub(crate) fn place_soon(self: &Arc<Self>) {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let shared = self.clone();
-            rt.spawn_blocking(move || shared.place());
+            self.placer(&rt);
         }
+    }
+
+    /// Starts the placer on `rt`'s blocking pool unless it runs; asks a
+    /// running one to look again. The request is made before the check,
+    /// and the placer clears it before it looks: whichever way the two
+    /// interleave, what was asked for is placed.
+    fn placer(
+        self: &Arc<Self>,
+        rt: &tokio::runtime::Handle,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let p = &self.placer;
+        p.again.store(true, SeqCst);
+        if p.running.swap(true, SeqCst) {
+            return None;
+        }
+        let shared = self.clone();
+        Some(rt.spawn_blocking(move || {
+            let p = &shared.placer;
+            loop {
+                p.again.store(false, SeqCst);
+                shared.place();
+                p.running.store(false, SeqCst);
+                if !p.again.load(SeqCst) || p.running.swap(true, SeqCst) {
+                    break;
+                }
+            }
+        }))
     }
 
     /// Sends what the objecter queued and hands out what it finished.
