@@ -107,9 +107,12 @@ use() {
     # Recovery at memory speed, so that the thrash's waits for active+clean
     # take seconds: Ceph 20's default op queue (mclock) throttles recovery
     # behind the benches' ops to a few KiB/s (wpq is Ceph 16's default), and
-    # memstore says it is a disk, so a degraded PG's recovery would sleep
-    # 0.1 s between objects (osd_recovery_sleep_degraded_hdd, Ceph 20 only:
-    # set below) and run 3 at a time.
+    # memstore says it is a disk, so recovery would sleep 0.1 s between
+    # batches (osd_recovery_sleep_hdd; a degraded PG's
+    # osd_recovery_sleep_degraded_hdd is Ceph 20 only: set below) and run 3
+    # at a time, and under wpq a client op outranks a recovery op 63 to 3:
+    # with the benches and the model writing, a restarted (empty) OSD's
+    # recovery crawled at 150 objects/s on 2 cores.
     # Memory: memstore keeps each object in pages of memstore_page_size
     # (64 KiB): the benches' 4 KiB objects would take 16 times their size
     # (4 OSDs reached 5 GiB each); and a deleted pool's PGs are removed
@@ -119,6 +122,9 @@ osd_op_queue = wpq
 memstore_page_size = 4096
 osd_delete_sleep_hdd = 0
 osd_snap_trim_sleep_hdd = 0
+osd_recovery_sleep_hdd = 0
+osd_recovery_op_priority = 63
+osd_recovery_max_single_start = 8
 osd_max_backfills = 8
 osd_recovery_max_active = 8")
   if [[ ! -s $env ]]; then
@@ -223,7 +229,7 @@ fresh_bench_pool() {
 # wait_clean [SECS]: every PG active+clean (the mgr's pg stat), snapshot
 # trimming or scrubbing allowed ("33 pgs: 30 active+clean, 3 active+clean+snaptrim; ...")
 wait_clean() {
-  local end=$((SECONDS + ${1:-120})) s
+  local start=$SECONDS end=$((SECONDS + ${1:-120})) s
   while ((SECONDS < end)); do
     s="$(ceph_cmd pg stat 2>/dev/null || true)"
     python3 -c '
@@ -232,7 +238,7 @@ s = sys.argv[1]
 m = re.match(r"(\d+) pgs: ([^;]*);", s)
 ok = m and sum(int(n) for n, st in re.findall(r"(\d+) ([a-z_+]+)", m.group(2))
                if st == "active+clean" or st.startswith("active+clean+")) == int(m.group(1))
-sys.exit(0 if ok else 1)' "$s" && return 0
+sys.exit(0 if ok else 1)' "$s" && { log "$R: active+clean after $((SECONDS - start)) s"; return 0; }
     sleep 1
   done
   log "$R: not active+clean after ${1:-120} s: $s"; return 1
@@ -361,7 +367,7 @@ step_thrash() {
          actions+=("pg_num $pg") ;;
     esac
     k=$((k + 1))
-    wait_clean 120 || { fail "$R: thrash: not active+clean after ${actions[-1]}"; break; }
+    wait_clean 300 || { fail "$R: thrash: not active+clean after ${actions[-1]}"; break; }
     [[ -e /proc/$pid_o ]] && st1="$(proc_stat $pid_o) (after ${#actions[@]} actions)"
   done
   log "$R: thrash: done: ${actions[*]}"
