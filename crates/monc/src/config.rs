@@ -44,6 +44,9 @@ pub struct MonClientConfig {
     /// Who we say we are to a monitor over msgr1 with auth none (cephx
     /// names its client's entity).
     pub name: msgr_encoding::AuthName,
+    /// The messenger's timers (ceph.conf's ms_* options: see
+    /// [`crate::Identity::timeouts`]).
+    pub timeouts: msgr_protocol::Timeouts,
 }
 
 impl MonClientConfig {
@@ -63,6 +66,7 @@ impl MonClientConfig {
             none_fallback: false,
             msgr2: true,
             name: msgr_encoding::AuthName::new(EntityType::CLIENT, "admin"),
+            timeouts: msgr_protocol::Timeouts::default(),
         }
     }
 }

@@ -11,7 +11,7 @@ use msgr_auth::{AuthProvider, ConMode, NoneProvider, SystemRandom};
 use msgr_config::{Config, ConfigOptions, Env};
 use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
 use msgr_messenger::Options;
-use msgr_protocol::PolicySet;
+use msgr_protocol::{PolicySet, Timeouts};
 
 /// The options a cluster command takes, before resolution.
 #[derive(Debug, Clone, Default)]
@@ -212,6 +212,48 @@ pub struct Identity {
     /// the first maps) may take before it fails. [`DEFAULT_MOUNT_TIMEOUT`]
     /// unless ceph.conf or an option sets it.
     pub mount_timeout: std::time::Duration,
+    /// The messenger's timers, from Ceph's ms_connection_ready_timeout,
+    /// ms_connection_idle_timeout, ms_initial_backoff and ms_max_backoff,
+    /// and our ms_path_stall_timeout and ms_path_probe_interval (the path
+    /// check, [`Timeouts::stall`] and [`Timeouts::probe`]; Ceph ignores
+    /// options it does not know, so one ceph.conf serves both).
+    pub timeouts: Timeouts,
+}
+
+/// The ceph.conf options that set [`Timeouts`], in seconds, and where each
+/// goes.
+const TIMEOUT_OPTIONS: [(&str, fn(&mut Timeouts) -> &mut std::time::Duration); 6] = [
+    ("ms_connection_ready_timeout", |t| &mut t.connect),
+    ("ms_connection_idle_timeout", |t| &mut t.idle),
+    ("ms_initial_backoff", |t| &mut t.backoff_initial),
+    ("ms_max_backoff", |t| &mut t.backoff_max),
+    ("ms_path_stall_timeout", |t| &mut t.stall),
+    ("ms_path_probe_interval", |t| &mut t.probe),
+];
+
+/// A positive number of seconds (Ceph's float and secs options), as
+/// option `option` gives it.
+fn seconds(option: &str, v: String) -> Result<std::time::Duration, IdentityError> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or(IdentityError::BadOption {
+            option: option.into(),
+            value: v,
+        })
+}
+
+/// [`Timeouts`] as ceph.conf sets them, the defaults where it does not.
+fn timeouts(config: &Config) -> Result<Timeouts, IdentityError> {
+    let mut t = Timeouts::default();
+    for (option, field) in TIMEOUT_OPTIONS {
+        if let Some(v) = config.get(option) {
+            *field(&mut t) = seconds(option, v)?;
+        }
+    }
+    Ok(t)
 }
 
 /// How long a library client waits to connect when `client_mount_timeout`
@@ -280,17 +322,9 @@ impl Identity {
             },
             mount_timeout: match config.get("client_mount_timeout") {
                 None => DEFAULT_MOUNT_TIMEOUT,
-                Some(v) => v
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-                    .map(std::time::Duration::from_secs_f64)
-                    .ok_or(IdentityError::BadOption {
-                        option: "client_mount_timeout".into(),
-                        value: v,
-                    })?,
+                Some(v) => seconds("client_mount_timeout", v)?,
             },
+            timeouts: timeouts(&config)?,
             none_fallback: opts.auth_none_fallback && methods.iter().any(|m| m == "none"),
             config,
             mons,
@@ -338,6 +372,7 @@ impl Identity {
         // second client in the process with the same nonce would replace
         // the first one's sessions.
         o.message_types = crate::CEPH_MESSAGE_TYPES;
+        o.timeouts = self.timeouts;
         o
     }
 
@@ -353,6 +388,7 @@ impl Identity {
         cfg.name = self.config.name.clone();
         cfg.none_fallback = self.cephx.is_some() && self.none_fallback;
         cfg.connect_timeout = self.mount_timeout;
+        cfg.timeouts = self.timeouts;
         cfg
     }
 }
@@ -400,6 +436,35 @@ fn find_key(config: &Config) -> Result<Option<CryptoKey>, IdentityError> {
 mod tests {
     use super::*;
     use msgr_auth::cephx::{KeyKind, KeyringEntry};
+
+    #[test]
+    fn the_messengers_timers_come_from_ceph_conf() {
+        let conf = |text: &str| {
+            let name = msgr_encoding::AuthName::new(EntityType::CLIENT, "admin");
+            Config::from_text(name, text, Env::default()).unwrap()
+        };
+        assert_eq!(timeouts(&conf("[global]\n")), Ok(Timeouts::default()));
+        let t = timeouts(&conf(
+            "[global]\nms connection ready timeout = 4\nms_max_backoff = 2.5\n\
+             [client]\nms_path_stall_timeout = 0.5\nms_path_probe_interval = 0.25\n",
+        ))
+        .unwrap();
+        assert_eq!(t.connect, std::time::Duration::from_secs(4));
+        assert_eq!(t.backoff_max, std::time::Duration::from_millis(2500));
+        assert_eq!(t.stall, std::time::Duration::from_millis(500));
+        assert_eq!(t.probe, std::time::Duration::from_millis(250));
+        assert_eq!(t.idle, Timeouts::default().idle);
+        for bad in ["0", "-1", "soon", "inf"] {
+            let e = timeouts(&conf(&format!("[global]\nms_path_stall_timeout = {bad}\n")));
+            assert_eq!(
+                e,
+                Err(IdentityError::BadOption {
+                    option: "ms_path_stall_timeout".into(),
+                    value: bad.into()
+                })
+            );
+        }
+    }
 
     #[test]
     fn an_unknown_cluster_option_is_an_error() {

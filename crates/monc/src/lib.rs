@@ -135,6 +135,7 @@ impl<T: Transport> MonClient<T> {
         o.rev1 = cfg.rev1;
         o.msgr2 = cfg.msgr2;
         o.message_types = CEPH_MESSAGE_TYPES;
+        o.timeouts = cfg.timeouts;
         let shared = Arc::new(Shared::new(crate::core::MonCore::new(cfg, mons)));
         let messenger = Messenger::new(transport, o, Arc::new(Dispatch(shared.clone())));
         shared.set_messenger(messenger.clone());
