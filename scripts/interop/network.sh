@@ -246,7 +246,7 @@ sys.exit(0 if ok else 1)' "$s" && { log "$R: active+clean after $((SECONDS - sta
 
 # ------------------------------------------------------------------ mon
 step_mon() {
-  local o="$OUT/$R-mon" dur=30
+  local o="$OUT/$R-mon" dur=$((MON_CUT + 15))
   mkdir -p "$o"
   fresh_bench_pool || { fail "$R: mon: could not make pool bench"; return; }
   log "$R: mon: benches for $dur s; cut each client from its monitor for $MON_CUT s, then kill -9 the leader"

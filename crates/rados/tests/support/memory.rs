@@ -158,6 +158,7 @@ impl Cluster {
             sign_messages: false,
             cephx_require_version: 2,
             mount_timeout: DEFAULT_MOUNT_TIMEOUT,
+            timeouts: Default::default(),
         };
         let rados = Rados::connect_over(net.clone(), &id, Limits::default())
             .await
