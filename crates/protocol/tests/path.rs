@@ -357,3 +357,38 @@ fn a_lossy_client_answered_by_its_peer_is_not_checked() {
     net.advance(Duration::from_secs(60));
     assert_eq!(net.nodes[0].faults, Vec::<(usize, String)>::new());
 }
+
+#[test]
+fn an_idle_connection_to_a_vanished_peer_faults_at_the_idle_timeout() {
+    // A peer gone without closing, with nothing outstanding: no path
+    // check, and the idle timeout (ms_connection_idle_timeout) finds it,
+    // as Ceph's does: not earlier, and not never.
+    let idle = Duration::from_secs(30);
+    let mut net = Net::new();
+    for (name, addr, policy) in [
+        ("client.1", "v2:10.0.0.1:0/11", Policy::lossless_client()),
+        ("osd.0", "v2:10.0.0.2:6800/22", Policy::stateful_server()),
+    ] {
+        let mut config =
+            msgr_protocol::Config::new(name.parse().unwrap(), none(), policies(policy));
+        config.timeouts.idle = idle;
+        net.add_node_with(config, addr);
+    }
+    let c = net.connect(0, 1);
+    net.run();
+    net.send((0, c), 1, 10);
+    net.run();
+    assert_eq!(net.delivered(1), vec![1]);
+    let quiet = net.now;
+    net.partition();
+    net.advance(idle - Duration::from_secs(1));
+    assert_eq!(net.nodes[0].faults, Vec::<(usize, String)>::new());
+    net.advance(Duration::from_secs(2));
+    let f = &net.nodes[0].faults;
+    assert!(
+        f.first().is_some_and(|(_, e)| e.contains("idle")),
+        "{f:?} after {:?}",
+        net.now - quiet
+    );
+    assert_eq!(stalls(&net), 0);
+}
