@@ -144,25 +144,7 @@ pub fn process_cpu_time() -> io::Result<std::time::Duration> {
 pub fn set_recv_lowat(fd: &impl std::os::fd::AsFd, bytes: usize) -> io::Result<()> {
     #[cfg(unix)]
     {
-        use std::os::fd::AsRawFd;
-        let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-        // SAFETY: the fd is borrowed open for the call; setsockopt reads
-        // `optlen` bytes from a pointer to a live, aligned c_int local, as
-        // SO_RCVLOWAT takes.
-        #[allow(unsafe_code)]
-        let r = unsafe {
-            libc::setsockopt(
-                fd.as_fd().as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVLOWAT,
-                std::ptr::from_ref(&v).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
     }
     #[cfg(not(unix))]
     {
@@ -172,6 +154,57 @@ pub fn set_recv_lowat(fd: &impl std::os::fd::AsFd, bytes: usize) -> io::Result<(
             "SO_RCVLOWAT is set on Unix only",
         ))
     }
+}
+
+/// Sets a TCP socket's unsent low-water mark (TCP_NOTSENT_LOWAT): the
+/// kernel takes writes, and reports the socket writable, only while fewer
+/// than `bytes` written bytes wait unsent (those in flight, sent and not
+/// acknowledged, are not counted). What the kernel has taken goes out in
+/// order whatever comes later; bytes kept in user space can still be
+/// passed by a message of higher priority. Linux only (`Unsupported`
+/// elsewhere).
+pub fn set_unsent_lowat(fd: &impl std::os::fd::AsFd, bytes: usize) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (fd, bytes);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "TCP_NOTSENT_LOWAT is set on Linux only",
+        ))
+    }
+}
+
+/// setsockopt of an int option, `v` saturated to c_int's range.
+#[cfg(unix)]
+fn setsockopt_int(
+    fd: &impl std::os::fd::AsFd,
+    level: libc::c_int,
+    option: libc::c_int,
+    v: usize,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v = libc::c_int::try_from(v).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the fd is borrowed open for the call; setsockopt reads
+    // `optlen` bytes from a pointer to a live, aligned c_int local, as the
+    // int options this is called with take.
+    #[allow(unsafe_code)]
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_fd().as_raw_fd(),
+            level,
+            option,
+            std::ptr::from_ref(&v).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]
