@@ -173,6 +173,15 @@ pub struct BenchArgs {
     /// without one (default 20; 60 with --inject-socket-failures)
     #[arg(long, value_name = "S")]
     pub give_up: Option<f64>,
+    /// Beside the stream, send a 64-byte request every MS milliseconds on
+    /// the first connection and report its latency apart (how long a
+    /// small message waits behind large ones)
+    #[arg(long, value_name = "MS")]
+    pub probe: Option<f64>,
+    /// The probes' message priority (Ceph's 127 default, 196 high, 255
+    /// highest); the stream's go at 127
+    #[arg(long, value_name = "P", default_value_t = 196)]
+    pub probe_priority: u16,
     #[command(flatten)]
     pub security: SecurityArgs,
 }

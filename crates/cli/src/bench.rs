@@ -57,6 +57,27 @@ pub struct BenchOpts {
     /// on them (default 20 s, 60 s with injected socket failures): a run
     /// through a longer partition waits longer.
     pub give_up: Option<Duration>,
+    /// Beside the stream, on the first connection: a small request every
+    /// `interval` at `priority`, whose latency is reported apart (how long
+    /// a small message waits behind large ones on the same connection).
+    pub probe: Option<Probe>,
+}
+
+/// `--probe`: small requests sent beside the stream, on its connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Probe {
+    pub interval: Duration,
+    /// The message priority (Ceph's CEPH_MSG_PRIO_*: 127 default, 196
+    /// high); the stream's requests go at the default.
+    pub priority: u16,
+}
+
+impl Probe {
+    /// A probe's payload: small enough that its own transmission is
+    /// nothing beside a large request's.
+    const SIZE: usize = 64;
+    /// Probes' tids have this bit set: the stream's count up from 1.
+    const TID_BIT: u64 = 1 << 62;
 }
 
 /// The outcome of one run.
@@ -89,6 +110,9 @@ pub struct BenchResult {
     /// Replies each connection had (msgr runs): how fairly a shared link
     /// or server served them.
     pub per_conn: Vec<u64>,
+    /// With `--probe`: the probes' latencies, and how many went
+    /// unanswered.
+    pub probes: Option<(Latencies, u64)>,
 }
 
 /// A run as the client messengers' perf counters count it (the
@@ -336,6 +360,13 @@ impl BenchResult {
         }
         // Requests never answered are counted whether or not we verify.
         o.set("lost", self.lost);
+        if let Some((l, lost)) = &mut self.probes {
+            o.set("probe_msgs", l.len())
+                .set("probe_p50_us", l.percentile(50.0))
+                .set("probe_p99_us", l.percentile(99.0))
+                .set("probe_max_us", l.percentile(100.0))
+                .set("probe_lost", *lost);
+        }
         if verify {
             o.set("duplicated", self.duplicated)
                 .set("reordered", self.reordered)
@@ -394,6 +425,8 @@ struct LoopState {
     /// time), so that a request costs no allocation of its own.
     request: Option<MOSDOp>,
     next_tid: u64,
+    /// Probes sent and not yet answered (tid: when sent).
+    probes: TidMap<Instant>,
     last_reply: u64,
     stopped: bool,
     refusals: crate::common::RefusalWatch,
@@ -449,6 +482,13 @@ impl Loop {
 
     fn on_reply(&self, tid: u64, checksum: u64, at: Instant, conn: &Connection) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if tid & Probe::TID_BIT != 0 {
+            if let Some(sent_at) = st.probes.remove(&tid) {
+                let (l, _) = st.res.probes.get_or_insert_with(Default::default);
+                l.record(at - sent_at);
+            }
+            return;
+        }
         match st.inflight.remove(&tid) {
             Some((sent_at, sum)) => {
                 st.res.latencies.record(at - sent_at);
@@ -574,6 +614,10 @@ async fn run_conn(
         });
         *l.foreign.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
     }
+    let prober = match opts.probe {
+        Some(p) if i == 0 => Some(tokio::spawn(send_probes(l.clone(), conn.clone(), p))),
+        _ => None,
+    };
     // The first window; replies refill it from the dispatcher.
     {
         let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -612,11 +656,17 @@ async fn run_conn(
         // Look again at least every 50 ms: the end of a timed run, a stall.
         let _ = tokio::time::timeout(Duration::from_millis(50), done).await;
     }
+    if let Some(p) = prober {
+        p.abort();
+    }
     let mut res = {
         let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
         st.stopped = true;
         let mut res = std::mem::take(&mut st.res);
         res.lost = st.inflight.len() as u64;
+        if opts.probe.is_some() && i == 0 {
+            res.probes.get_or_insert_with(Default::default).1 = st.probes.len() as u64;
+        }
         res
     };
     res.size = opts.size;
@@ -635,6 +685,35 @@ async fn run_conn(
     l.foreign.lock().unwrap_or_else(|e| e.into_inner()).take();
     m.shutdown().await;
     res
+}
+
+/// Sends a probe every `p.interval` while the stream runs (from its first
+/// request to its last), each a write of [`Probe::SIZE`] bytes at
+/// `p.priority`, answered as the stream's are.
+async fn send_probes(l: Arc<Loop>, conn: Connection, p: Probe) {
+    let data = Bytes::from(vec![0x5a; Probe::SIZE]);
+    let mut tick = tokio::time::interval(p.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for n in 1u64.. {
+        tick.tick().await;
+        if l.connected_at.get().is_none() {
+            continue;
+        }
+        let now = Instant::now();
+        let tid = Probe::TID_BIT | n;
+        {
+            let mut st = l.state.lock().unwrap_or_else(|e| e.into_inner());
+            if st.stopped || !l.more(st.next_tid, now) {
+                return;
+            }
+            st.probes.insert(tid, now);
+        }
+        let mut op = MOSDOp::write(0, 1, "bench-probe", 0, data.clone(), false);
+        op.tid = tid;
+        let mut msg = op.to_message(conn.features());
+        msg.priority = p.priority;
+        conn.send_nowait(msg);
+    }
 }
 
 fn progress_line(p: &Progress, start: Instant, size: usize) {
@@ -700,6 +779,11 @@ pub async fn run_msgr(server: EntityAddrvec, opts: Arc<BenchOpts>) -> BenchResul
         total.error = total.error.take().or(r.error.clone());
         total.handshake = total.handshake.take().or(r.handshake);
         total.lost += r.lost;
+        if let Some((l, lost)) = r.probes {
+            let (t, tl) = total.probes.get_or_insert_with(Default::default);
+            t.merge(l);
+            *tl += lost;
+        }
         total.duplicated += r.duplicated;
         total.reordered += r.reordered;
         total.corrupted += r.corrupted;
@@ -991,5 +1075,14 @@ fn print_line(label: &str, r: &mut BenchResult) {
         r.latencies.percentile(50.0),
         r.latencies.percentile(99.0),
         r.cpu_us(r.cpu),
-    )
+    );
+    if let Some((l, lost)) = &mut r.probes {
+        crate::outln!(
+            "probe {:>10} msgs (at priority, beside the stream)  p50 {:6} us  p99 {:6} us  max {:6} us  unanswered {lost}",
+            l.len(),
+            l.percentile(50.0),
+            l.percentile(99.0),
+            l.percentile(100.0),
+        );
+    }
 }

@@ -259,6 +259,16 @@ impl Latencies {
         let _ = self.0.add(&other.0);
     }
 
+    /// How many were recorded.
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The `p`-th percentile (0..=100), in microseconds.
     pub fn percentile(&mut self, p: f64) -> u64 {
         if self.0.is_empty() {

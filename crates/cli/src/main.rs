@@ -167,6 +167,13 @@ fn bench(a: BenchArgs) -> Res<ExitCode> {
         vs_crc: a.vs_crc,
         verify: a.verify,
         give_up: a.give_up.map(Duration::from_secs_f64),
+        probe: a
+            .probe
+            .filter(|ms| ms.is_finite() && *ms > 0.0)
+            .map(|ms| msgr_cli::bench::Probe {
+                interval: Duration::from_secs_f64(ms / 1000.0),
+                priority: a.probe_priority,
+            }),
         raw: a.raw,
         raw_only: a.raw_only,
         json: a.json,
