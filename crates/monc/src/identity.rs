@@ -220,9 +220,12 @@ pub struct Identity {
     pub timeouts: Timeouts,
 }
 
+/// Where in [`Timeouts`] an option's value goes.
+type TimeoutField = fn(&mut Timeouts) -> &mut std::time::Duration;
+
 /// The ceph.conf options that set [`Timeouts`], in seconds, and where each
 /// goes.
-const TIMEOUT_OPTIONS: [(&str, fn(&mut Timeouts) -> &mut std::time::Duration); 6] = [
+const TIMEOUT_OPTIONS: [(&str, TimeoutField); 6] = [
     ("ms_connection_ready_timeout", |t| &mut t.connect),
     ("ms_connection_idle_timeout", |t| &mut t.idle),
     ("ms_initial_backoff", |t| &mut t.backoff_initial),
