@@ -20,8 +20,11 @@
 # Prints each round and the medians: msgr's rate (bytes on the wire, and
 # payload) and the Ceph pair's payload rate, as ratios of iperf3's; then
 # 1000 connections of 16 KiB messages at depth 1 sharing the link, with
-# Jain's fairness index over their message counts. A benchmark: nothing is
-# asserted.
+# Jain's fairness index over their message counts; then, 3 rounds
+# interleaved, a 64-byte probe every 20 ms on the connection of a 4 MiB
+# stream (depth 4), at high priority (196) and at the stream's own (127):
+# how long a small message waits behind large ones, in ms and in 4 MiB
+# frames at the stream's rate. A benchmark: nothing is asserted.
 #
 # Env: ROUNDS SECS FAIR_SECS (30, the 1000 connections' run) MSGR (default
 # target/release/msgr) TENTACLE_CHROOT. Needs: iperf3, scripts/ceph/tentacle.sh
@@ -77,6 +80,14 @@ import json, sys
 r = json.loads(sys.stdin.read().strip().splitlines()[-1])
 secs = r["seconds"]
 print(r["counters"]["wire_bytes"] / secs, r["msgs"] * r["size"] / secs)'
+}
+probe() {  # probe PRIORITY -> "payload_bytes_per_s p50_us p99_us max_us"
+  "$NETNS" exec "$NET" 1 "$MSGR" bench --connect "v2:$SERVER:6800" --policy lossy-client \
+    --mode crc --size 4194304 --depth 4 --duration "$SECS" --probe 20 --probe-priority "$1" --json |
+    python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read().strip().splitlines()[-1])
+print(r["msgs"] * r["size"] / r["seconds"], r["probe_p50_us"], r["probe_p99_us"], r["probe_max_us"])'
 }
 # Messages ceph_perf_msgr_server received so far, over its workers.
 ceph_recv() {
@@ -154,4 +165,16 @@ r = json.loads(sys.stdin.read().strip().splitlines()[-1])
 rate = r["counters"]["wire_bytes"] / r["seconds"] / 1e6
 print("1000 connections, 16 KiB at depth 1: %.1f MB/s, Jain index %.3f (%d to %d messages each)"
       % (rate, r["jain_index"], r["per_conn_min"], r["per_conn_max"]))'
+  # Small messages behind large ones on one connection.
+  for ((r = 1; r <= 3; r++)); do
+    for prio in 196 127; do
+      read -r rate_p p50 p99 pmax < <(probe "$prio")
+      python3 -c 'import sys; r, prio, rate, *l = sys.argv[1:]
+frame = 4194304 / float(rate) * 1e3
+p50, p99, pmax = (float(x) / 1e3 for x in l)
+print(f"round {r}: probe at priority {prio} beside 4 MiB x 4: p50 {p50:.1f} p99 {p99:.1f} max {pmax:.1f} ms"
+      f" = {p50 / frame:.2f} / {p99 / frame:.2f} / {pmax / frame:.2f} frames of {frame:.1f} ms")' \
+        "$r" "$prio" "$rate_p" "$p50" "$p99" "$pmax"
+    done
+  done
 done
