@@ -841,22 +841,23 @@ impl MonCore {
     }
 
     /// A keepalive every PING_INTERVAL; a session whose acks stopped
-    /// for PING_TIMEOUT is dropped (the next timeout hunts).
+    /// for PING_TIMEOUT is dropped (the next timeout hunts), checked at
+    /// every tick as MonClient::tick does (not only when a keepalive is
+    /// due, which would find it up to a PING_INTERVAL late).
     fn keep_alive(&mut self, now: Instant) {
         let Some(conn) = self.active() else {
             return;
         };
-        let due = self
-            .last_keepalive
-            .is_none_or(|t| now.saturating_duration_since(t) >= PING_INTERVAL);
-        if !due {
-            return;
-        }
         let since = self.last_ack.map_or(now, |(_, at)| at);
         if now.saturating_duration_since(since) > PING_TIMEOUT {
             self.transmits.push_back(Transmit::MarkDown { conn });
             self.handle_reset(conn);
-        } else {
+            return;
+        }
+        let due = self
+            .last_keepalive
+            .is_none_or(|t| now.saturating_duration_since(t) >= PING_INTERVAL);
+        if due {
             self.transmits.push_back(Transmit::Keepalive { conn });
             self.last_keepalive = Some(now);
         }

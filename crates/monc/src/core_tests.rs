@@ -338,10 +338,14 @@ fn a_session_whose_keepalives_go_unanswered_is_dropped() {
         core.handle_keepalive_ack(conn, Some(UTime::new(1, 0)), secs(t0, s));
     }
     assert_eq!(core.active(), Some(conn));
-    core.handle_timeout(secs(t0, 50));
+    core.handle_timeout(secs(t0, 45));
+    assert_eq!(core.active(), Some(conn), "30 s after the ack: not yet");
+    // Found at the first tick past the timeout (MonClient::tick, every
+    // second), not at the next keepalive 10 s on.
+    core.handle_timeout(secs(t0, 46));
     assert_eq!(marked_down(&drain(&mut core)), vec![conn]);
     assert_eq!(core.active(), None);
-    core.handle_timeout(secs(t0, 51));
+    core.handle_timeout(secs(t0, 47));
     assert_eq!(dialled(&drain(&mut core)).len(), 2);
 }
 
