@@ -127,6 +127,11 @@ impl Shared {
             false => self.view.state(),
         }
     }
+
+    /// The key this connection was last registered under.
+    pub fn registered_key(&self) -> Option<msgr_protocol::registry::PeerKey> {
+        *self.registered.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The waker of the connection's timer (the driver polls the timer with

@@ -772,12 +772,7 @@ impl<T: Transport> Driver<T> {
                 count_fault(&inner.counters.sessions, &e);
                 if e.is_path_failure() {
                     // Before the reset that has a lossy user dial again.
-                    let key = *conn
-                        .shared
-                        .registered
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner());
-                    if let Some(k) = key {
+                    if let Some(k) = conn.shared.registered_key() {
                         inner.failed_paths().note(k, crate::now());
                     }
                 }
@@ -788,12 +783,7 @@ impl<T: Transport> Driver<T> {
             Event::Connected => {
                 self.established("connect");
                 let (inner, conn) = (&self.inner, &self.handle);
-                let key = *conn
-                    .shared
-                    .registered
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                if let Some(k) = key {
+                if let Some(k) = conn.shared.registered_key() {
                     let mut failed = inner.failed_paths();
                     if !failed.is_empty() {
                         failed.forget(&k);
