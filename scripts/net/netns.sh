@@ -22,8 +22,11 @@
 #   netns.sh status NET              links, cuts and shaping of NET
 #
 # The switch namespace is NET-sw with bridge br0; host I's end of its veth pair
-# is eth0 in NET-hI, the switch's end is hI in NET-sw. This kernel has no netem:
-# where a test needs delay it runs a relay in user space.
+# is eth0 in NET-hI, the switch's end is hI in NET-sw. This kernel has no netem,
+# so links add no delay, and no test here needs one: the failures tested are
+# losses (cuts, one way or both, links down), which the path check sees in
+# TCP's own retransmission state whatever the round trip; the one timer that
+# must exceed the round trip (Timeouts::probe, 1 s) is far above any LAN's.
 set -euo pipefail
 
 SELF="$(readlink -f "${BASH_SOURCE[0]}")"
