@@ -117,7 +117,16 @@ use() {
     # (64 KiB): the benches' 4 KiB objects would take 16 times their size
     # (4 OSDs reached 5 GiB each); and a deleted pool's PGs are removed
     # without osd_delete_sleep_hdd's 5 s pauses.
-    "CEPH_TEST_EXTRA_CONF=[osd]
+    # Pools: the cluster script's default is size 1, which a kill -9 of a
+    # memstore OSD would empty for good (the mgr's pool went stale); every
+    # pool here gets 3 copies. Memstore's device size is what it reports
+    # for fullness, not what it allocates: 4 GiB, so that a long thrash
+    # (THRASH_SECS=300 wrote 1.1 GiB, 3 copies) does not fill it.
+    CEPH_TEST_MEMSTORE_BYTES=4294967296
+    "CEPH_TEST_EXTRA_CONF=[mon]
+osd_pool_default_size = 3
+osd_pool_default_min_size = 2
+[osd]
 osd_op_queue = wpq
 memstore_page_size = 4096
 osd_delete_sleep_hdd = 0
