@@ -54,10 +54,10 @@ impl Conn {
     /// Whether the connection waits on its peer: messages sent that it
     /// has not acknowledged, or queued that it has not taken, or (lossy,
     /// where nothing is acknowledged) written with nothing read since.
-    /// (Bytes the
-    /// socket has not taken yet are not counted by themselves: on a dead
-    /// path, TCP holds earlier bytes in flight too; on a working one, an
-    /// acknowledgement of ours waiting to be written waits on nobody.)
+    /// (Bytes the socket has not taken yet are not counted by themselves:
+    /// on a dead path, TCP holds earlier bytes in flight too; on a working
+    /// one, an acknowledgement of ours waiting to be written waits on
+    /// nobody.)
     pub(crate) fn outstanding(&self) -> bool {
         self.owed() || self.session.queued().0 > 0
     }
@@ -112,8 +112,8 @@ impl Conn {
     /// A stalled path faults the connection (its policy decides what
     /// follows: a lossless session resumes on a new socket). A path with
     /// nothing in flight while the peer owes us acknowledgements or an
-    /// answer gets a keepalive (stamped `stamp`), so that the next check sees
-    /// whether the peer's host still answers.
+    /// answer gets a keepalive (stamped `stamp`), so that the next check
+    /// sees whether the peer's host still answers.
     pub fn handle_path(
         &mut self,
         link: LinkId,
