@@ -81,8 +81,9 @@ impl Shared {
 
     /// [`Shared::place`] on tokio's blocking pool, off the runtime's
     /// workers, for placements a map, a reset, a timeout or a reply called
-    /// for; returns once they are placed (by this call's placer, or by the
-    /// one already running, which looks again before it stops).
+    /// for; returns once this call's placer has run, or at once when one
+    /// already runs (that one looks again before it stops, and places
+    /// what was asked for).
     pub(crate) async fn place_aside(self: &Arc<Self>) {
         if let Some(placer) = self.placer(&tokio::runtime::Handle::current()) {
             let _ = placer.await;
