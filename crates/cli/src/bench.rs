@@ -632,16 +632,17 @@ async fn run_conn(
             20
         },
     ));
-    // The run ends when every request sent is answered (or an error stops
-    // it). It gives up on replies that stop coming: `drain` without one
+    // The run ends when every request sent is answered, probes too (or an
+    // error stops it). It gives up on replies that stop coming: `drain` without one
     // (however long the run itself takes: under valgrind, say).
     let mut progress = (0u64, Instant::now());
     loop {
         let done = l.done.notified();
         let (finished, completed) = {
             let st = l.state.lock().unwrap_or_else(|e| e.into_inner());
-            let finished = (st.inflight.is_empty() && !l.more(st.next_tid, Instant::now()))
-                || st.res.error.is_some();
+            let answered = st.inflight.is_empty() && st.probes.is_empty();
+            let finished =
+                (answered && !l.more(st.next_tid, Instant::now())) || st.res.error.is_some();
             (finished, st.res.completed)
         };
         if finished {
