@@ -68,12 +68,6 @@ impl Conn {
         self.session.unacked() > 0 || self.awaiting_answer
     }
 
-    /// Whether the last fault was the path's: a user dialling the peer
-    /// again notes it in [`FailedPaths`].
-    pub fn path_failed(&self) -> bool {
-        self.probing
-    }
-
     /// The path to this peer failed recently (for another connection to
     /// it, [`FailedPaths::recent`]): connects are bounded by
     /// Timeouts::probe from the first, the one already asked for too.
@@ -189,11 +183,6 @@ impl FailedPaths {
         self.recent
             .iter()
             .any(|(k, t)| k == key && now.saturating_duration_since(*t) < Self::REMEMBERED)
-    }
-
-    /// How many peers are remembered.
-    pub fn len(&self) -> usize {
-        self.recent.len()
     }
 
     /// Whether none is.
