@@ -100,6 +100,10 @@ pub(crate) struct Driver<T: Transport> {
     paused: bool,
     /// Bytes read and written on this connection's sockets.
     bytes: SocketBytes,
+    /// When this connection's reads were last noted in the messenger's
+    /// HostsHeard: milliseconds past the messenger's epoch, wrapping
+    /// (4 bytes, not an Instant's 16: see the size test below); 0: never.
+    host_noted: u32,
     io: SocketIo<T>,
     budget: Budget,
     /// Commands taken from the inbox in one go, not yet handled.
@@ -127,7 +131,8 @@ pub(crate) struct Driver<T: Transport> {
     /// Where the connection ran before it last moved, and whether its
     /// accept replaced a lossy connection: ms_handle_accept and
     /// ms_handle_connect say so (crimson's prv_shard and is_replace).
-    prev_shard: usize,
+    /// A u32, as `host_noted`, to keep the driver within its size class.
+    prev_shard: u32,
     replaced: bool,
     /// The shard whose `msgr_active_connections` counts this connection.
     active_on: Option<usize>,
@@ -157,6 +162,11 @@ impl Move {
     fn asked(to: u32) -> Option<Move> {
         Some(Move { to, placed: false })
     }
+}
+
+/// A shard's index as the driver keeps it (shards number in the tens).
+fn shard_u32(shard: usize) -> u32 {
+    u32::try_from(shard).unwrap_or(u32::MAX)
 }
 
 /// Which way bytes went on a socket (Driver::count_bytes).
@@ -229,10 +239,11 @@ impl<T: Transport> Driver<T> {
             move_to: None,
             before_move: 0,
             then_move: None,
-            prev_shard: shard,
+            prev_shard: shard_u32(shard),
             replaced: false,
             active_on: None,
             bytes: SocketBytes::default(),
+            host_noted: 0,
             span: crate::log::conn_span(handle_id, shard),
         }
     }
@@ -263,11 +274,35 @@ impl<T: Transport> Driver<T> {
             Direction::Write => (&mut self.bytes.written, SEND_BYTES, SEND_ENCRYPTED_BYTES),
         };
         *total = total.wrapping_add(n);
+        if matches!(dir, Direction::Read) {
+            self.note_host_heard();
+        }
         let logger = self.logger();
         logger.inc(plain, n);
         if self.conn.wire_format().is_some_and(|f| f.secure) {
             logger.inc(encrypted, n);
         }
+    }
+
+    /// Notes that the peer's host was heard from, a few times per stall
+    /// check at most (HostsHeard::NOTE_EVERY).
+    fn note_host_heard(&mut self) {
+        let every = msgr_protocol::HostsHeard::note_every(self.inner.config.timeouts.stall);
+        let ms = (self.inner.idle_clock.nanos(self.now) / 1_000_000) as u32 | 1;
+        let since = ms.wrapping_sub(self.host_noted);
+        if self.host_noted != 0 && u128::from(since) < every.as_millis() {
+            return;
+        }
+        if let Some(host) = self.peer_host() {
+            self.host_noted = ms;
+            self.inner.hosts_heard().note(host, self.now);
+        }
+    }
+
+    /// The peer's host, as the registry keys it.
+    fn peer_host(&self) -> Option<std::net::IpAddr> {
+        let k = msgr_protocol::registry::PeerKey::of(&self.conn.peer().addrs)?;
+        Some(k.addr.ip())
     }
 
     /// The session is established (`how`: by our connect or an accept):
@@ -442,7 +477,7 @@ impl<T: Transport> Driver<T> {
         self.timer_polled = false;
         self.timer_deadline = None;
         if shard != self.shard {
-            self.prev_shard = self.shard;
+            self.prev_shard = shard_u32(self.shard);
             self.shard = shard;
             if let Some(s) = self.io.socket.take() {
                 let link = s.link;
@@ -735,12 +770,15 @@ impl<T: Transport> Driver<T> {
             }
             Event::CheckPath { link } => {
                 let path = self.io.socket.as_ref().filter(|s| s.link == link);
+                let host = self.peer_host();
+                let host_heard = host.and_then(|h| inner.hosts_heard().since(h, self.now));
                 let path =
                     path.and_then(|s| s.reader.path())
                         .map(|p| msgr_protocol::PathProgress {
                             in_flight: p.in_flight,
                             unanswered: p.unanswered,
                             since_ack: p.since_ack,
+                            host_heard,
                         });
                 tracing::debug!(target: "msgr", ?path, "path check: the peer has been silent");
                 let stamp = crate::connection::wall_clock();
@@ -789,8 +827,10 @@ impl<T: Transport> Driver<T> {
                         failed.forget(&k);
                     }
                 }
-                inner.dispatcher.ms_handle_connect(conn, self.prev_shard);
-                self.prev_shard = self.shard;
+                inner
+                    .dispatcher
+                    .ms_handle_connect(conn, self.prev_shard as usize);
+                self.prev_shard = shard_u32(self.shard);
             }
             Event::Accepted => {
                 self.established("accept");
@@ -801,8 +841,8 @@ impl<T: Transport> Driver<T> {
                 }
                 inner
                     .dispatcher
-                    .ms_handle_accept(conn, self.prev_shard, replaced);
-                self.prev_shard = self.shard;
+                    .ms_handle_accept(conn, self.prev_shard as usize, replaced);
+                self.prev_shard = shard_u32(self.shard);
             }
             Event::Message(_) => unreachable!("dispatched by dispatch"),
             // A reset queued before the user's mark_down is not reported

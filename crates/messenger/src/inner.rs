@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityType};
 use msgr_protocol::registry::{PeerKey, Registry};
-use msgr_protocol::{Config, FailedPaths, Policy, ThrottleLimits};
+use msgr_protocol::{Config, FailedPaths, HostsHeard, Policy, ThrottleLimits};
 use msgr_transport::Transport;
 use tokio::sync::{watch, Notify};
 
@@ -35,6 +35,10 @@ pub(crate) struct Inner<T: Transport> {
     /// from their first connect (taken at faults of the path and at
     /// connects, never per message).
     pub failed_paths: Mutex<FailedPaths>,
+    /// When connections last read from each peer host: the evidence that
+    /// a silent connection's path is congested, not cut (taken a few times
+    /// a second per busy connection, and at path checks).
+    pub hosts_heard: Mutex<HostsHeard>,
     /// Every live connection, registered or not (for shutdown).
     pub all: Mutex<HashMap<u64, Connection>>,
     pub dispatch_throttle: Arc<Throttle>,
@@ -101,6 +105,10 @@ impl<T: Transport> Inner<T> {
 
     pub fn failed_paths(&self) -> MutexGuard<'_, FailedPaths> {
         self.failed_paths.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn hosts_heard(&self) -> MutexGuard<'_, HostsHeard> {
+        self.hosts_heard.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn all(&self) -> MutexGuard<'_, HashMap<u64, Connection>> {

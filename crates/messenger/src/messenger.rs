@@ -469,6 +469,7 @@ impl<T: Transport> Messenger<T> {
                 listening: Mutex::new(EntityAddrvec::default()),
                 registry: Mutex::new(Registry::default()),
                 failed_paths: Mutex::new(msgr_protocol::FailedPaths::default()),
+                hosts_heard: Mutex::new(msgr_protocol::HostsHeard::default()),
                 all: Mutex::new(HashMap::new()),
                 dispatch_throttle,
                 policy_throttles: Mutex::new(HashMap::new()),
@@ -687,5 +688,48 @@ impl<T: Transport> Messenger<T> {
         }
         self.inner.tasks_ended().await;
         self.inner.shards.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use msgr_auth::NoneProvider;
+    use msgr_encoding::{EntityAddrvec, EntityType};
+    use msgr_protocol::{Policy, PolicySet};
+    use msgr_transport::memory::MemoryNet;
+
+    use crate::{dispatch, Messenger, Options};
+
+    /// What a connection reads is noted for its peer's host (the path
+    /// check's evidence that the host is reachable), and nothing for
+    /// another host.
+    #[tokio::test]
+    async fn reads_are_noted_for_the_peer_host() {
+        let net = MemoryNet::new();
+        let opts = |name: &str, policy| {
+            Options::new(
+                name.parse().unwrap(),
+                PolicySet::new(policy),
+                Arc::new(NoneProvider),
+            )
+        };
+        let (d, _server_events) = dispatch::events();
+        let server = Messenger::new(net.clone(), opts("osd.0", Policy::stateless_server()), d);
+        let bind: EntityAddrvec = "v2:10.0.0.2:6800/7".parse().unwrap();
+        let addrs = server.bind(&bind).await.unwrap();
+        let (d, _client_events) = dispatch::events();
+        let client = Messenger::new(net.clone(), opts("client.1", Policy::lossy_client()), d);
+        let conn = client.connect(&addrs, EntityType::OSD);
+        conn.ready().await.unwrap();
+        let now = crate::now();
+        let heard = client.inner.hosts_heard();
+        let host = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert!(heard.since(host("10.0.0.2"), now).is_some());
+        assert_eq!(heard.since(host("10.0.0.3"), now), None);
+        drop(heard);
+        client.shutdown().await;
+        server.shutdown().await;
     }
 }

@@ -48,7 +48,7 @@ mod gate;
 mod io;
 mod path;
 
-pub use path::{FailedPaths, PathProgress};
+pub use path::{FailedPaths, HostsHeard, PathProgress};
 
 /// Which side opened the current socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

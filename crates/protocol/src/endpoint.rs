@@ -16,7 +16,7 @@ use std::time::Instant;
 use msgr_encoding::{EntityAddrvec, EntityType, UTime};
 
 use crate::config::Config;
-use crate::conn::{Conn, FailedPaths};
+use crate::conn::{Conn, FailedPaths, HostsHeard};
 use crate::decide::Protocol;
 use crate::error::ProtocolError;
 use crate::ident::IdentRequest;
@@ -54,6 +54,7 @@ pub struct Endpoint {
     conns: Vec<Conn>,
     registry: Registry<ConnId>,
     failed_paths: FailedPaths,
+    hosts_heard: HostsHeard,
 }
 
 impl Endpoint {
@@ -67,6 +68,7 @@ impl Endpoint {
             conns: Vec::new(),
             registry: Registry::default(),
             failed_paths: FailedPaths::default(),
+            hosts_heard: HostsHeard::default(),
         }
     }
 
@@ -229,6 +231,25 @@ impl Endpoint {
         if let Some(k) = PeerKey::of(&c.peer().addrs) {
             self.failed_paths.note(k, now);
         }
+    }
+
+    /// Connection `id` read something from its peer ([`HostsHeard`]; the
+    /// harness notes every read).
+    pub fn heard(&mut self, id: ConnId, now: Instant) {
+        if let Some(host) = self.host(id) {
+            self.hosts_heard.note(host, now);
+        }
+    }
+
+    /// Since a connection to connection `id`'s peer host last read
+    /// anything ([`crate::PathProgress::host_heard`]).
+    pub fn host_heard(&self, id: ConnId, now: Instant) -> Option<std::time::Duration> {
+        self.hosts_heard.since(self.host(id)?, now)
+    }
+
+    fn host(&self, id: ConnId) -> Option<std::net::IpAddr> {
+        let c = self.conns.get(id)?;
+        PeerKey::of(&c.peer().addrs).map(|k| k.addr.ip())
     }
 
     /// Connection `id` established a session with its peer.

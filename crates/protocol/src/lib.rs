@@ -52,7 +52,7 @@ mod v2;
 pub use config::{
     later, CompressionConfig, Config, GlobalSeq, Policies, PolicySet, QueueLimits, Timeouts,
 };
-pub use conn::{Conn, ConnState, ConnStats, FailedPaths, PathProgress, Reuse, Side};
+pub use conn::{Conn, ConnState, ConnStats, FailedPaths, HostsHeard, PathProgress, Reuse, Side};
 pub use cx::MAX_AUTH_ROUNDS;
 pub use decide::{Decision, ExistingInfo, Owner, Protocol};
 pub use endpoint::{ConnId, Endpoint, Resolved};

@@ -191,6 +191,7 @@ fn a_peer_whose_host_acknowledges_is_kept() {
         in_flight: false,
         unanswered: 0,
         since_ack: Duration::from_millis(5),
+        host_heard: None,
     };
     net.conn((0, c))
         .handle_path(link, Some(alive), UTime::default(), now);
@@ -198,6 +199,7 @@ fn a_peer_whose_host_acknowledges_is_kept() {
         in_flight: true,
         unanswered: 200,
         since_ack: Duration::from_millis(100),
+        host_heard: None,
     };
     net.conn((0, c))
         .handle_path(link, Some(acked_in_flight), UTime::default(), now);
@@ -205,6 +207,7 @@ fn a_peer_whose_host_acknowledges_is_kept() {
         in_flight: true,
         unanswered: 2,
         since_ack: Duration::from_secs(600),
+        host_heard: None,
     };
     net.conn((0, c))
         .handle_path(link, Some(lossy), UTime::default(), now);
@@ -218,6 +221,7 @@ fn a_peer_whose_host_acknowledges_is_kept() {
         in_flight: true,
         unanswered: 9,
         since_ack: Duration::from_secs(60),
+        host_heard: None,
     };
     net.conn((0, c))
         .handle_path(link + 1, Some(dead), UTime::default(), now);
@@ -284,6 +288,9 @@ fn a_lossy_client_is_reset_by_a_stalled_path_and_dials_again_probing() {
         assert_eq!(net.last_connect_timeout, Some(t.connect));
         net.partition();
         net.send((0, c), 1, 4096);
+        // Not before its longer silence (PathProgress::LOSSY_CHECKS).
+        net.advance(t.stall * (PathProgress::LOSSY_CHECKS - 1));
+        assert_eq!(stalls(&net), 0, "{proto}: {:?}", net.nodes[0].faults);
         net.advance(t.stall * 2);
         assert_eq!(stalls(&net), 1, "{proto}: {:?}", net.nodes[0].faults);
         assert_eq!(
@@ -344,6 +351,7 @@ fn a_lossy_client_answered_by_its_peer_is_not_checked() {
         in_flight: false,
         unanswered: 0,
         since_ack: Duration::from_millis(5),
+        host_heard: None,
     };
     let now = net.now + Duration::from_secs(3);
     let stamp = UTime { sec: 7, nsec: 0 };
@@ -391,4 +399,54 @@ fn an_idle_connection_to_a_vanished_peer_faults_at_the_idle_timeout() {
         net.now - quiet
     );
     assert_eq!(stalls(&net), 0);
+}
+
+#[test]
+fn a_starved_flow_to_a_host_that_answers_others_is_not_reset() {
+    // A congested link drops one flow's segments and retransmissions while
+    // another flow to the same host gets through: the host is reachable,
+    // TCP recovers the starved flow, and resetting it would lose its
+    // request. Once nothing is heard from the host either, the same
+    // silence is a stalled path again.
+    let t = Timeouts::default();
+    for proto in ["v2", "v1"] {
+        let mut net = Net::new();
+        net.add_node(
+            "client.1",
+            &format!("{proto}:10.0.0.1:0/11"),
+            policies(Policy::lossy_client()),
+            none(),
+        );
+        for (name, addr) in [("osd.0", "10.0.0.2:6800/22"), ("osd.1", "10.0.0.2:6801/33")] {
+            let server = policies(Policy::stateless_server());
+            net.add_node(name, &format!("{proto}:{addr}"), server, none());
+        }
+        let starved = net.connect(0, 1);
+        let other = net.connect(0, 2);
+        net.run();
+        for c in [starved, other] {
+            assert_eq!(net.state((0, c)), ConnState::Ready, "{proto}");
+        }
+        net.starve((0, starved));
+        net.send((0, starved), 1, 4096);
+        // osd.1 answers on the other connection four times a second.
+        let (mut tid, begin) = (100, net.now);
+        while net.now - begin < t.stall * 6 {
+            tid += 1;
+            net.send((2, 0), tid, 10);
+            net.advance(Duration::from_millis(250));
+        }
+        assert_eq!(stalls(&net), 0, "{proto}: {:?}", net.nodes[0].faults);
+        assert_eq!(net.state((0, starved)), ConnState::Ready, "{proto}");
+        net.unstarve((0, starved));
+        net.run();
+        assert_eq!(net.delivered(1), vec![1], "{proto}");
+
+        // The host falls silent too: the starved flow's path fails.
+        net.starve((0, starved));
+        net.send((0, starved), 2, 4096);
+        net.advance(t.stall * (PathProgress::LOSSY_CHECKS + 1));
+        assert_eq!(stalls(&net), 1, "{proto}: {:?}", net.nodes[0].faults);
+        assert_eq!(net.state((0, starved)), ConnState::Closed, "{proto}");
+    }
 }

@@ -73,7 +73,8 @@ pub use send::{Outgoing, Sender, MAX_IOV};
 /// unanswered, and how long since the peer's host acknowledged anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathInfo {
-    /// Bytes sent and not yet acknowledged by the peer's host.
+    /// Bytes sent and not yet acknowledged by the peer's host, or held by
+    /// its zero window (and probed).
     pub in_flight: bool,
     /// Retransmissions or zero-window probes in a row unanswered.
     pub unanswered: u8,
@@ -86,7 +87,7 @@ impl PathInfo {
     pub fn of_tcp(fd: &impl std::os::fd::AsFd) -> Option<PathInfo> {
         let p = msgr_sys::tcp_path(fd).ok()?;
         Some(PathInfo {
-            in_flight: p.unacked > 0,
+            in_flight: p.unacked > 0 || p.probes > 0,
             unanswered: p.retransmits.max(p.probes),
             since_ack: p.since_ack,
         })

@@ -92,6 +92,9 @@ pub struct Net {
     partitioned_since: Option<Instant>,
     /// How long the latest connect was allowed to take.
     pub last_connect_timeout: Option<Duration>,
+    /// Connections whose writes a congested link drops, and since when
+    /// (see [`Net::starve`]).
+    starved: Vec<(ConnRef, Instant)>,
 }
 
 impl Default for Net {
@@ -115,6 +118,7 @@ impl Net {
             drop_in_phase: None,
             partitioned_since: None,
             last_connect_timeout: None,
+            starved: Vec::new(),
         }
     }
 
@@ -149,14 +153,34 @@ impl Net {
         }
     }
 
-    /// What TCP's path would report, partitioned or not: in-memory sockets
-    /// deliver at once, so a working path has nothing in flight.
-    fn path_progress(&self) -> crate::PathProgress {
-        let Some(since) = self.partitioned_since else {
+    /// Drops what connection `c` writes, as a congested link drops one
+    /// flow's segments and their retransmissions while other flows to the
+    /// same host get through: TCP retransmits it once [`Net::unstarve`]d,
+    /// and a path check reports what TCP would.
+    pub fn starve(&mut self, c: ConnRef) {
+        if !self.starved.iter().any(|(s, _)| *s == c) {
+            self.starved.push((c, self.now));
+        }
+    }
+
+    /// Connection `c`'s segments get through again.
+    pub fn unstarve(&mut self, c: ConnRef) {
+        self.starved.retain(|(s, _)| *s != c);
+    }
+
+    /// What TCP's path would report for connection `c`, partitioned,
+    /// starved or not: in-memory sockets deliver at once, so a working
+    /// path has nothing in flight. Its host was heard from as its
+    /// endpoint noted.
+    fn path_progress(&self, c: ConnRef) -> crate::PathProgress {
+        let host_heard = self.nodes[c.0].endpoint.host_heard(c.1, self.now);
+        let starved = self.starved.iter().find(|(s, _)| *s == c).map(|(_, t)| *t);
+        let Some(since) = self.partitioned_since.or(starved) else {
             return crate::PathProgress {
                 in_flight: false,
                 unanswered: 0,
                 since_ack: Duration::ZERO,
+                host_heard,
             };
         };
         let since_ack = self.now.saturating_duration_since(since);
@@ -172,6 +196,7 @@ impl Net {
             in_flight: true,
             unanswered,
             since_ack,
+            host_heard,
         }
     }
 
@@ -350,7 +375,8 @@ impl Net {
                 let sock = &mut self.socks[i];
                 let wire = &mut sock.wire[end];
                 wire.extend_from_slice(&bytes);
-                let held = sock.release_at.is_some_and(|t| now < t);
+                let held = sock.release_at.is_some_and(|t| now < t)
+                    || self.starved.iter().any(|(s, _)| *s == src);
                 if self.partitioned_since.is_some() || held || wire.is_empty() {
                     continue;
                 }
@@ -369,6 +395,7 @@ impl Net {
                 inbox.extend_from_slice(&bytes);
                 d.handle_input(inbox, now);
                 d.flush_acks(now);
+                self.nodes[dst.0].endpoint.heard(dst.1, now);
             }
         }
         progress
@@ -407,7 +434,7 @@ impl Net {
             Event::IdentReceived(req) => self.decide(c, req),
             Event::LearnedAddr(_) | Event::KeepaliveAck(_) => {}
             Event::CheckPath { link } => {
-                let (path, stamp) = (self.path_progress(), self.stamp());
+                let (path, stamp) = (self.path_progress(c), self.stamp());
                 self.conn(c).handle_path(link, Some(path), stamp, now);
             }
             Event::Fault(e) => {
