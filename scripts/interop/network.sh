@@ -32,12 +32,18 @@
 #         ways) from osd.0's host for BLACKHOLE_CUT (15) s: prints how long
 #         each bench stalled and how long after the heal it ran again.
 #         Measured only: no timing assertions.
+#  oneway  The same, with only osd.0's packets to CLIENT1 and CLIENT2 dropped
+#         (the requests arrive and are applied; their replies and TCP's
+#         acknowledgements are lost): the objecter resends on a new session
+#         once the path works, and the OSD answers the resent writes it
+#         already applied. Checks as blackhole's (everything acknowledged is
+#         read back).
 #
 # Every pool gets size 3, min_size 2 (the mgr's too). The OSDs recover at
 # memory speed (CEPH_TEST_EXTRA_CONF below: wpq, no recovery, deletion or
 # snapshot-trim sleeps, 4 KiB memstore pages). Runs about 6 min a release.
 # Knobs: MON_CUT (15) THRASH_SECS (60) BLACKHOLE_CUT (15); NETWORK_STEPS
-# ("mon thrash blackhole") to run only some; NETWORK_KEEP=1 leaves the
+# ("mon thrash blackhole oneway") to run only some; NETWORK_KEEP=1 leaves the
 # clusters running (stop: pacific-cluster.sh stop /tmp/netcluster-pacific,
 # tentacle.sh stop-cluster with TENTACLE_CLUSTER_DIR=/var/tmp/ceph-tentacle/netcluster).
 # Networks: Ceph 16 "ncp" on 10.71.0.0/24, Ceph 20 "nct" on 10.72.0.0/24 (names
@@ -52,7 +58,7 @@ NETNS_SH="$HERE/../net/netns.sh"
 which="${1:-all}"
 MSGR="$(readlink -f "${2:-$ROOT/target/release/msgr}")"
 MON_CUT="${MON_CUT:-15}" THRASH_SECS="${THRASH_SECS:-60}" BLACKHOLE_CUT="${BLACKHOLE_CUT:-15}"
-STEPS="${NETWORK_STEPS:-mon thrash blackhole}"
+STEPS="${NETWORK_STEPS:-mon thrash blackhole oneway}"
 OUT="$(mktemp -d /tmp/network.XXXXXX)"
 fails=0
 
@@ -409,12 +415,19 @@ step_thrash() {
 }
 
 # ------------------------------------------------------------------ blackhole
-step_blackhole() {
-  local o="$OUT/$R-blackhole" dur=35 osdh=${OSDH[0]}
+step_blackhole() { cut_osd0 blackhole both; }
+step_oneway() { cut_osd0 oneway oneway; }
+
+# cut_osd0 NAME MODE: both benches while osd.0's host is cut from the client
+# hosts, both ways (MODE both) or only its packets to them (oneway).
+cut_osd0() {
+  local name=$1 mode=$2
+  local o="$OUT/$R-$name" dur=35 osdh=${OSDH[0]} h how="both client hosts cut from osd.0's host"
+  [[ $mode == oneway ]] && how="osd.0's packets to both client hosts dropped"
   mkdir -p "$o"
-  fresh_bench_pool || { fail "$R: blackhole: could not make pool bench"; return; }
+  fresh_bench_pool || { fail "$R: $name: could not make pool bench"; return; }
   wait_clean 60 || true
-  log "$R: blackhole: benches for $dur s; both client hosts cut from osd.0's host for $BLACKHOLE_CUT s"
+  log "$R: $name: benches for $dur s; $how for $BLACKHOLE_CUT s"
   nsenter --net="/run/netns/$NET-h$CL1" -- "$MSGR" rados -c "$CONF" -p bench -N ours bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ours.out") 2>&1 &
   local pid_o=$!
   nsenter --net="/run/netns/$NET-h$CL2" -- "${CR[@]}" rados -c "$CONF" -p bench -N ceph bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ceph.out") 2>&1 &
@@ -422,7 +435,12 @@ step_blackhole() {
   sleep 6
   local t_cut t_heal
   t_cut=$(now)
-  "$NETNS_SH" cut "$NET" "$CL1" "$osdh"; "$NETNS_SH" cut "$NET" "$CL2" "$osdh"
+  for h in "$CL1" "$CL2"; do
+    case $mode in
+      both) "$NETNS_SH" cut "$NET" "$h" "$osdh" ;;
+      oneway) "$NETNS_SH" cut "$NET" "$osdh" "$h" oneway ;;
+    esac
+  done
   sleep "$BLACKHOLE_CUT"
   "$NETNS_SH" heal "$NET"
   t_heal=$(now)
@@ -430,13 +448,13 @@ step_blackhole() {
   wait $pid_o || rc_o=$?
   wait $pid_c || rc_c=$?
   sleep 0.5
-  ((rc_o == 0)) && bench_ok "$o/ours.out" || fail "$R: blackhole: our bench (rc $rc_o): $(grep -iE 'error|fail|panick' "$o/ours.out" | head -3)"
-  ((rc_c == 0)) && bench_ok "$o/ceph.out" || fail "$R: blackhole: rados bench (rc $rc_c): $(grep -iE 'error|fail|panick' "$o/ceph.out" | head -3)"
+  ((rc_o == 0)) && bench_ok "$o/ours.out" || fail "$R: $name: our bench (rc $rc_o): $(grep -iE 'error|fail|panick' "$o/ours.out" | head -3)"
+  ((rc_c == 0)) && bench_ok "$o/ceph.out" || fail "$R: $name: rados bench (rc $rc_c): $(grep -iE 'error|fail|panick' "$o/ceph.out" | head -3)"
   local who
   for who in ours ceph; do
-    python3 - "$o/$who.out" "$t_cut" "$t_heal" "$who" "$R" "$BLACKHOLE_CUT" <<'EOF' >>"$o/summary.txt"
+    python3 - "$o/$who.out" "$t_cut" "$t_heal" "$who" "$R" "$BLACKHOLE_CUT" "$name" "$how" <<'EOF' >>"$o/summary.txt"
 import sys
-f, cut, heal, who, rel, secs = sys.argv[1:7]
+f, cut, heal, who, rel, secs, name, how = sys.argv[1:9]
 cut, heal = float(cut), float(heal)
 # per-second lines: STAMP sec cur-ops started finished ...
 rows = []
@@ -448,7 +466,7 @@ stall = next((t for (t, n), (t0, n0) in zip(rows[1:], rows) if t > cut and n == 
 resume = next((t for (t, n), (t0, n0) in zip(rows[1:], rows) if t > heal and n > n0), None)
 s = f"{stall - cut:.1f} s after the cut" if stall else "never"
 r = f"{resume - heal:.1f} s after the heal" if resume else "not within the run"
-print(f"{rel} blackhole {who}: cut {secs} s from osd.0's host: completions stopped {s}; ran again {r} (per-second lines, 1 s resolution)")
+print(f"{rel} {name} {who}: {how} for {secs} s: completions stopped {s}; ran again {r} (per-second lines, 1 s resolution)")
 EOF
   done
   while read -r line; do measured "$line"; done <"$o/summary.txt"
