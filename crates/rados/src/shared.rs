@@ -45,6 +45,38 @@ pub(crate) struct Placer {
     again: AtomicBool,
 }
 
+impl Placer {
+    /// Marks a placer running unless one is, after asking for a look: true
+    /// if the caller is to run it ([`Placer::run`]).
+    fn start(&self) -> bool {
+        self.again.store(true, SeqCst);
+        !self.running.swap(true, SeqCst)
+    }
+
+    /// The started placer: `place` until nobody asked for another look
+    /// meanwhile. The request is made before the check, and the placer
+    /// clears it before it looks: whichever way the two interleave, what
+    /// was asked for is placed. `running` is cleared however `place`
+    /// returns, a panic included, so that later requests start a placer.
+    fn run(&self, place: impl Fn()) {
+        struct Stopped<'a>(&'a AtomicBool);
+        impl Drop for Stopped<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, SeqCst);
+            }
+        }
+        loop {
+            self.again.store(false, SeqCst);
+            let stopped = Stopped(&self.running);
+            place();
+            drop(stopped);
+            if !self.again.load(SeqCst) || self.running.swap(true, SeqCst) {
+                break;
+            }
+        }
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -101,30 +133,16 @@ impl Shared {
     }
 
     /// Starts the placer on `rt`'s blocking pool unless it runs; asks a
-    /// running one to look again. The request is made before the check,
-    /// and the placer clears it before it looks: whichever way the two
-    /// interleave, what was asked for is placed.
+    /// running one to look again ([`Placer`]).
     fn placer(
         self: &Arc<Self>,
         rt: &tokio::runtime::Handle,
     ) -> Option<tokio::task::JoinHandle<()>> {
-        let p = &self.placer;
-        p.again.store(true, SeqCst);
-        if p.running.swap(true, SeqCst) {
+        if !self.placer.start() {
             return None;
         }
         let shared = self.clone();
-        Some(rt.spawn_blocking(move || {
-            let p = &shared.placer;
-            loop {
-                p.again.store(false, SeqCst);
-                shared.place();
-                p.running.store(false, SeqCst);
-                if !p.again.load(SeqCst) || p.running.swap(true, SeqCst) {
-                    break;
-                }
-            }
-        }))
+        Some(rt.spawn_blocking(move || shared.placer.run(|| shared.place())))
     }
 
     /// Sends what the objecter queued and hands out what it finished.
@@ -172,5 +190,43 @@ impl Shared {
             .iter()
             .find(|(_, (_, c))| c == conn)
             .map(|(o, _)| *o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+
+    use super::Placer;
+
+    #[test]
+    fn a_placer_that_panicked_does_not_stop_later_ones() {
+        let p = Placer::default();
+        assert!(p.start());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.run(|| panic!("a placement panicked"))
+        }));
+        assert!(r.is_err());
+        // The next request starts a placer again, and it places.
+        let placed = AtomicU32::new(0);
+        assert!(p.start());
+        p.run(|| {
+            placed.fetch_add(1, SeqCst);
+        });
+        assert_eq!(placed.load(SeqCst), 1);
+    }
+
+    #[test]
+    fn a_request_while_a_placer_runs_has_it_look_again() {
+        let p = Placer::default();
+        assert!(p.start());
+        let looks = AtomicU32::new(0);
+        p.run(|| {
+            // The first look: another request comes meanwhile.
+            if looks.fetch_add(1, SeqCst) == 0 {
+                assert!(!p.start());
+            }
+        });
+        assert_eq!(looks.load(SeqCst), 2);
     }
 }
