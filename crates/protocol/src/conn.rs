@@ -766,7 +766,10 @@ impl Conn {
             return Ok(());
         }
         let lossy = self.peer.policy.lossy;
-        let room = (self.config.output_window).map(|w| w.saturating_sub(self.writer_backlog));
+        let room = (self.config.output_window).map(|window| crate::session::Room {
+            window,
+            left: window.saturating_sub(self.writer_backlog),
+        });
         if let Some(link) = self.link.as_mut() {
             let n = self.session.write_pending(link, lossy, room)?;
             if n > 0 && lossy && self.side == Side::Connector {

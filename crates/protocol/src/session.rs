@@ -88,6 +88,14 @@ impl Session {
     }
 }
 
+/// The output window (Config::output_window) and what the runtime's
+/// unwritten bytes leave of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Room {
+    pub window: usize,
+    pub left: usize,
+}
+
 /// What became of a received message's sequence number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
@@ -235,7 +243,7 @@ impl Session {
         &mut self,
         link: &mut Link,
         lossy: bool,
-        room: Option<usize>,
+        room: Option<Room>,
     ) -> Result<usize, ProtocolError> {
         if let Some(stamp) = self.keepalive_pending.take() {
             link.write_keepalive(stamp)?;
@@ -252,16 +260,31 @@ impl Session {
     }
 
     /// Numbers and writes queued messages, in priority order,
-    /// all of them or, with a `room` in bytes, while the link's output is
-    /// shorter than that; returns how many were written.
+    /// all of them or, with a `room` in bytes, while the next one's payload
+    /// fits in what the link's output leaves of it. One that does not fit (a
+    /// message larger than the room) is framed only once nothing is
+    /// unwritten (the link's output empty and the runtime's too, whose
+    /// room is then the whole window): a message queued meanwhile at a
+    /// higher priority goes before it, instead of waiting behind a large
+    /// frame framed while the last one was still being written. Returns
+    /// how many were written.
     fn write_messages(
         &mut self,
         link: &mut Link,
         lossy: bool,
-        room: Option<usize>,
+        room: Option<Room>,
     ) -> Result<usize, ProtocolError> {
         let mut n: usize = 0;
-        while room.is_none_or(|r| link.output_len() < r) && self.queued_messages > 0 {
+        while self.queued_messages > 0 {
+            if let Some(r) = room {
+                let out = link.output_len();
+                let next = self.queue.front().map_or(0, |q| q.msg.payload_len());
+                let fits = out.checked_add(next).is_some_and(|end| end <= r.left) && out < r.left;
+                let nothing_unwritten = r.left == r.window && out == 0;
+                if !(fits || nothing_unwritten) {
+                    break;
+                }
+            }
             // A peer may have raised out_seq (SESSION_RECONNECT's msg_seq):
             // at its limit the session ends, the message stays queued.
             self.out_seq = self
@@ -467,6 +490,22 @@ mod tests {
         assert_eq!(w.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3]);
     }
 
+    /// The messages in the link's output, by (seq, tid), its banner taken
+    /// out of it before.
+    fn written_after_banner(l: &mut Link) -> Vec<(u64, u64)> {
+        let bytes = l.output.take_all();
+        let mut peer = link();
+        let mut input = bytes::BytesMut::from(&bytes[..]);
+        let mut out = Vec::new();
+        while let Some(Input::V2(link2::Input::Frame(f))) = peer.poll_input(&mut input).unwrap() {
+            if f.tag == Tag::MESSAGE {
+                let m = MessageFrame::from_received(&f).unwrap();
+                out.push((m.header.seq, m.header.tid));
+            }
+        }
+        out
+    }
+
     #[test]
     fn room_limits_what_is_framed_and_the_rest_waits_its_turn() {
         let mut s = Session::default();
@@ -474,19 +513,62 @@ mod tests {
             s.enqueue(msg(t, 127));
         }
         let mut l = link();
-        // Room for one frame: each takes more than the link's banner-less
-        // queue had, so one is framed per call, in order, numbered in turn.
-        for t in 1..=5 {
-            let before = l.output_len();
-            assert_eq!(s.write_pending(&mut l, false, Some(before + 1)).unwrap(), 1);
-            assert_eq!(s.queued().0, 5 - t as usize);
-        }
-        assert_eq!(s.write_pending(&mut l, false, Some(0)).unwrap(), 0);
-        let w = written(&mut l);
-        assert_eq!(
-            w.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
-            (1..=5).map(|t| (t, t)).collect::<Vec<_>>()
-        );
+        // One such frame's size on the wire.
+        let frame = {
+            let mut one = Session::default();
+            one.enqueue(msg(9, 127));
+            let mut l = link();
+            l.output.take_all();
+            one.write_pending(&mut l, false, None).unwrap();
+            l.output_len()
+        };
+        // The runtime holds all but 1 byte of the window: nothing fits.
+        let window = 2 * frame;
+        let full = Room { window, left: 1 };
+        assert_eq!(s.write_pending(&mut l, false, Some(full)).unwrap(), 0);
+        // Room for two: two are framed, in order, numbered in turn.
+        let room = Room {
+            window,
+            left: window,
+        };
+        l.output.take_all();
+        assert_eq!(s.write_pending(&mut l, false, Some(room)).unwrap(), 2);
+        assert_eq!(s.queued().0, 3);
+        s.write_pending(&mut l, false, None).unwrap();
+        let w = written_after_banner(&mut l);
+        assert_eq!(w, (1..=5).map(|t| (t, t)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_message_larger_than_the_room_waits_until_nothing_is_unwritten() {
+        let mut s = Session::default();
+        let mut big = Message::new(42, Bytes::from(vec![1u8; 4096]));
+        big.tid = 1;
+        big.priority = 127;
+        s.enqueue(Box::new(big));
+        let mut l = link();
+        l.output.take_all();
+        let window = 1024;
+        // The runtime still holds bytes: the large one waits.
+        let held = Room {
+            window,
+            left: window - 1,
+        };
+        assert_eq!(s.write_pending(&mut l, false, Some(held)).unwrap(), 0);
+        // A small one queued meanwhile at a higher priority goes first.
+        s.enqueue(msg(2, 196));
+        assert_eq!(s.write_pending(&mut l, false, Some(held)).unwrap(), 1);
+        // The link's output is not empty: still waiting.
+        let room = Room {
+            window,
+            left: window,
+        };
+        assert_eq!(s.write_pending(&mut l, false, Some(room)).unwrap(), 0);
+        // Nothing unwritten: it is framed, alone.
+        let w = written_after_banner(&mut l);
+        assert_eq!(w, vec![(1, 2)]);
+        assert_eq!(s.write_pending(&mut l, false, Some(room)).unwrap(), 1);
+        assert_eq!(written_after_banner(&mut l), vec![(2, 1)]);
     }
 
     #[test]

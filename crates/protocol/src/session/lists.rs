@@ -78,6 +78,11 @@ impl<T> Lists<T> {
         self.head.iter().chain(&self.rest).map(|(_, l)| l)
     }
 
+    /// What [`Lists::pop_front`] would take next.
+    pub fn front(&self) -> Option<&T> {
+        self.iter().find_map(|l| l.front())
+    }
+
     /// The front of the highest priority's list that holds any (a list
     /// emptied lets go of a small buffer: msgr_frames::let_go_if_small).
     pub fn pop_front(&mut self) -> Option<T> {
