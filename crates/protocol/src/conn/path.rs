@@ -58,10 +58,9 @@ impl PathProgress {
     /// dead: its fault drops what it sent (its user resends on a new
     /// connection), so a flow starved on a congested link, whose
     /// retransmissions are dropped several in a row and then get through,
-    /// must not be taken for a cut one. (On a shaped 1 Gbit/s link shared
-    /// by 1000 connections, such flows went 2 s without an
-    /// acknowledgement; a lossless session's fault loses nothing, and it
-    /// resumes on a new socket after one check.)
+    /// must not be taken for a cut one (BENCHMARKS.md, "1000 connections
+    /// on 1 Gbit/s"). A lossless session's fault loses nothing: it resumes
+    /// on a new socket after one check.
     pub const LOSSY_CHECKS: u32 = 3;
 
     /// Whether the path is dead after `silence` (a multiple of
