@@ -293,16 +293,10 @@ impl<T: Transport> Driver<T> {
         if self.host_noted != 0 && u128::from(since) < every.as_millis() {
             return;
         }
-        if let Some(host) = self.peer_host() {
+        if let Some(host) = self.conn.peer_host() {
             self.host_noted = ms;
             self.inner.hosts_heard().note(host, self.now);
         }
-    }
-
-    /// The peer's host, as the registry keys it.
-    fn peer_host(&self) -> Option<std::net::IpAddr> {
-        let k = msgr_protocol::registry::PeerKey::of(&self.conn.peer().addrs)?;
-        Some(k.addr.ip())
     }
 
     /// The session is established (`how`: by our connect or an accept):
@@ -770,7 +764,7 @@ impl<T: Transport> Driver<T> {
             }
             Event::CheckPath { link } => {
                 let path = self.io.socket.as_ref().filter(|s| s.link == link);
-                let host = self.peer_host();
+                let host = self.conn.peer_host();
                 let host_heard = host.and_then(|h| inner.hosts_heard().since(h, self.now));
                 let path =
                     path.and_then(|s| s.reader.path())

@@ -248,8 +248,7 @@ impl Endpoint {
     }
 
     fn host(&self, id: ConnId) -> Option<std::net::IpAddr> {
-        let c = self.conns.get(id)?;
-        PeerKey::of(&c.peer().addrs).map(|k| k.addr.ip())
+        self.conns.get(id)?.peer_host()
     }
 
     /// Connection `id` established a session with its peer.

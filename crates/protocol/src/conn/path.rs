@@ -100,6 +100,12 @@ impl Conn {
         self.session.unacked() > 0 || self.awaiting_answer
     }
 
+    /// The peer's host, as the registry keys the peer
+    /// ([`HostsHeard`]'s key).
+    pub fn peer_host(&self) -> Option<IpAddr> {
+        PeerKey::of(&self.peer().addrs).map(|k| k.addr.ip())
+    }
+
     /// The path to this peer failed recently (for another connection to
     /// it, [`FailedPaths::recent`]): connects are bounded by
     /// Timeouts::probe from the first, the one already asked for too.
