@@ -464,9 +464,13 @@ mod tests {
 
     /// The (seq, tid, ack_seq) of every MESSAGE written to `l`.
     fn written(l: &mut Link) -> Vec<(u64, u64, u64)> {
-        let bytes = l.output.take_all();
+        messages_in(&l.output.take_all()[26..]) // skip our banner
+    }
+
+    /// The (seq, tid, ack_seq) of every MESSAGE frame in `bytes`.
+    fn messages_in(bytes: &[u8]) -> Vec<(u64, u64, u64)> {
         let mut peer = link();
-        let mut input = bytes::BytesMut::from(&bytes[26..]); // skip our banner
+        let mut input = bytes::BytesMut::from(bytes);
         let mut out = Vec::new();
         while let Some(Input::V2(link2::Input::Frame(f))) = peer.poll_input(&mut input).unwrap() {
             if f.tag == Tag::MESSAGE {
@@ -490,20 +494,11 @@ mod tests {
         assert_eq!(w.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3]);
     }
 
-    /// The messages in the link's output, by (seq, tid), its banner taken
-    /// out of it before.
+    /// The (seq, tid) of the messages in the link's output, its banner
+    /// taken out of it before.
     fn written_after_banner(l: &mut Link) -> Vec<(u64, u64)> {
-        let bytes = l.output.take_all();
-        let mut peer = link();
-        let mut input = bytes::BytesMut::from(&bytes[..]);
-        let mut out = Vec::new();
-        while let Some(Input::V2(link2::Input::Frame(f))) = peer.poll_input(&mut input).unwrap() {
-            if f.tag == Tag::MESSAGE {
-                let m = MessageFrame::from_received(&f).unwrap();
-                out.push((m.header.seq, m.header.tid));
-            }
-        }
-        out
+        let m = messages_in(&l.output.take_all());
+        m.into_iter().map(|(seq, tid, _)| (seq, tid)).collect()
     }
 
     #[test]
