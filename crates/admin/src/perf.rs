@@ -91,12 +91,42 @@ pub struct Logger {
     name: String,
     descs: &'static [Desc],
     /// A plain counter's value, or an average's sum.
-    values: Box<[AtomicU64]>,
+    values: Cells,
     /// An average's count.
-    counts: Box<[AtomicU64]>,
+    counts: Cells,
     /// Sets the gauges read from elsewhere (a throttle's level), before
     /// each dump: they cost nothing between dumps.
     refresh: Option<Refresh>,
+}
+
+/// A logger's counters, on cache lines no other allocation shares: a
+/// messenger's shards each count into a logger of their own, allocated one
+/// after another on one thread, and counters packed into small
+/// allocations would share lines across shards (every message's count a
+/// transfer between cores).
+struct Cells(Box<[Line]>);
+
+/// 128 bytes: adjacent-line prefetchers pull lines in pairs.
+#[repr(align(128))]
+#[derive(Default)]
+struct Line([AtomicU64; Line::CELLS]);
+
+impl Line {
+    const CELLS: usize = 16;
+}
+
+impl Cells {
+    fn new(n: usize) -> Cells {
+        Cells(
+            (0..n.div_ceil(Line::CELLS))
+                .map(|_| Line::default())
+                .collect(),
+        )
+    }
+
+    fn get(&self, i: usize) -> Option<&AtomicU64> {
+        self.0.get(i / Line::CELLS)?.0.get(i % Line::CELLS)
+    }
 }
 
 /// A logger's refresh (Logger::refreshed_by).
@@ -105,7 +135,7 @@ pub type Refresh = Box<dyn Fn(&Logger) + Send + Sync>;
 impl Logger {
     /// A logger named `name` (a section of `perf dump`) with `descs`' counters.
     pub fn new(name: impl Into<String>, descs: &'static [Desc]) -> Logger {
-        let zeros = || descs.iter().map(|_| AtomicU64::new(0)).collect();
+        let zeros = || Cells::new(descs.len());
         Logger {
             name: name.into(),
             descs,
@@ -405,6 +435,31 @@ mod tests {
             unit: Unit::None,
         },
     ];
+
+    #[test]
+    fn loggers_made_one_after_another_share_no_cache_line() {
+        let loggers: Vec<Logger> = (0..4)
+            .map(|i| Logger::new(format!("w{i}"), &DESCS))
+            .collect();
+        let lines = |l: &Logger| {
+            let cells =
+                [&l.values, &l.counts].map(|c| c.get(0).map(|a| std::ptr::from_ref(a) as usize));
+            cells.map(|a| a.unwrap() / 128)
+        };
+        let mut seen = std::collections::HashSet::new();
+        for l in &loggers {
+            for line in lines(l) {
+                assert!(seen.insert(line), "line {line:#x} shared");
+            }
+            l.inc(2, 1);
+            assert_eq!(l.get(2), 1);
+        }
+        // Past the first line's 16 counters, the next line.
+        let many: &'static [Desc] = Box::leak(vec![DESCS[0]; 17].into_boxed_slice());
+        let l = Logger::new("many", many);
+        l.inc(16, 5);
+        assert_eq!((l.get(16), l.get(15), l.get(17)), (5, 0, 0));
+    }
 
     #[test]
     fn dump_and_schema_as_ceph_renders_them() {

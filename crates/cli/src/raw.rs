@@ -73,8 +73,7 @@ async fn serve_conn(mut s: TcpStream, stats: Arc<ServeStats>) {
             }
             let tid = (&buf[4..12]).get_u64_le();
             buf.advance(HEADER + len);
-            stats.ops.fetch_add(1, Ordering::Relaxed);
-            stats.bytes.fetch_add(len as u64, Ordering::Relaxed);
+            stats.op(0, len as u64);
             out.put_u32_le(0);
             out.put_u64_le(tid);
         }

@@ -23,10 +23,7 @@ impl Dispatcher for OsdLike {
     fn ms_dispatch(&self, conn: &Connection, msg: IncomingMessage) {
         match msg.msg_type {
             msgr_messages::MSG_OSD_OP => {
-                self.stats.ops.fetch_add(1, Ordering::Relaxed);
-                self.stats
-                    .bytes
-                    .fetch_add(msg.data.len() as u64, Ordering::Relaxed);
+                self.stats.op(conn.shard(), msg.data.len() as u64);
                 let reply = match MOSDOp::from_message(&msg) {
                     Ok(op) => {
                         let checksum = op
@@ -45,12 +42,10 @@ impl Dispatcher for OsdLike {
                 conn.send_nowait(reply.to_message(conn.features()));
             }
             msgr_messages::simple::MSG_PING => {
-                self.stats.pings.fetch_add(1, Ordering::Relaxed);
+                self.stats.ping(conn.shard());
                 conn.send_nowait(MPing.to_message(conn.features()));
             }
-            _ => {
-                self.stats.other.fetch_add(1, Ordering::Relaxed);
-            }
+            _ => self.stats.other(conn.shard()),
         }
     }
 
@@ -149,7 +144,9 @@ pub async fn start(
     nonce: u32,
     net: &NetOpts,
 ) -> std::io::Result<(Messenger<TcpOrUring>, EntityAddrvec, Arc<ServeStats>)> {
-    let stats = Arc::new(ServeStats::default());
+    // As many slots as the messenger will have shards (Options::shards).
+    let shards = net.shards.unwrap_or_else(|| msgr_sys::allowed_cpus().len());
+    let stats = Arc::new(ServeStats::new(shards));
     let m = messenger(
         name,
         nonce,
@@ -197,8 +194,8 @@ pub async fn run(
             messages: m.counter(RECV_MESSAGES),
             bytes: m.counter(RECV_BYTES),
             connections: m.counter(ACTIVE_CONNECTIONS),
-            pings: stats.pings.load(Ordering::Relaxed),
-            ops: stats.ops.load(Ordering::Relaxed),
+            pings: stats.pings(),
+            ops: stats.ops(),
         }
     };
     report(figures, interval, duration).await;
@@ -262,11 +259,11 @@ pub async fn run_raw(
     let addr = crate::raw::start_server_on(addr, stats.clone()).await?;
     crate::outln!("msgr serve: raw TCP listening on {addr}");
     let figures = move || Figures {
-        messages: stats.ops.load(Ordering::Relaxed),
-        bytes: stats.bytes.load(Ordering::Relaxed),
+        messages: stats.ops(),
+        bytes: stats.bytes(),
         connections: stats.connections.load(Ordering::Relaxed),
-        pings: stats.pings.load(Ordering::Relaxed),
-        ops: stats.ops.load(Ordering::Relaxed),
+        pings: stats.pings(),
+        ops: stats.ops(),
     };
     report(figures, interval, duration).await;
     Ok(())
