@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::throttle::{Permit, Throttle};
+use crate::throttle::{Permit, Taker, Throttle};
 
 /// Budget held for one message, in both throttles.
 pub(crate) type Permits = (Permit, Permit);
@@ -27,12 +27,13 @@ pub(crate) struct Granted {
     pub dispatch_wait: Option<std::time::Duration>,
 }
 
-/// The two throttles a connection's messages take budget from.
+/// The two throttles a connection's messages take budget from, each
+/// through the lease of the shard the connection runs on.
 pub(crate) struct Budget {
-    dispatch: Arc<Throttle>,
+    dispatch: Taker,
     /// The policy throttle of the peer's type (None: the policy has none);
     /// known once the peer said HELLO, which comes before any message.
-    policy: Option<Option<Arc<Throttle>>>,
+    policy: Option<Option<Taker>>,
     /// Taken for the message being read (or the one waiting to be
     /// dispatched): its size, and the permits.
     reserved: Option<(u64, Permits)>,
@@ -41,23 +42,34 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    pub fn new(dispatch: Arc<Throttle>) -> Budget {
+    /// Takes from `dispatch` through shard `shard`'s lease.
+    pub fn new(dispatch: &Arc<Throttle>, shard: usize) -> Budget {
         Budget {
-            dispatch,
+            dispatch: dispatch.taker(shard),
             policy: None,
             reserved: None,
             wait: None,
         }
     }
 
-    /// Sets the policy throttle, once the peer's type is known.
-    pub fn policy(&mut self, throttle: impl FnOnce() -> Option<Arc<Throttle>>) {
+    /// Sets the policy throttle, once the peer's type is known, taken
+    /// through shard `shard`'s lease.
+    pub fn policy(&mut self, shard: usize, throttle: impl FnOnce() -> Option<Arc<Throttle>>) {
         if self.policy.is_none() {
-            self.policy = Some(throttle());
+            self.policy = Some(throttle().map(|t| t.taker(shard)));
         }
     }
 
-    fn policy_throttle(&self) -> Option<&Arc<Throttle>> {
+    /// The connection moved to `shard`: budget is taken through its
+    /// leases from now on (what is held goes back where it was taken).
+    pub fn rehome(&mut self, shard: usize) {
+        self.dispatch = self.dispatch.throttle().taker(shard);
+        if let Some(Some(p)) = &mut self.policy {
+            *p = p.throttle().taker(shard);
+        }
+    }
+
+    fn policy_throttle(&self) -> Option<&Taker> {
         self.policy.as_ref().and_then(Option::as_ref)
     }
 
@@ -171,8 +183,8 @@ mod tests {
     #[tokio::test]
     async fn a_reservation_serves_its_message_and_a_full_budget_waits() {
         let dispatch = Throttle::new(10, 1000);
-        let mut b = Budget::new(dispatch.clone());
-        b.policy(|| Some(Throttle::new(10, 600)));
+        let mut b = Budget::new(&dispatch, 0);
+        b.policy(0, || Some(Throttle::new(10, 600)));
         assert!(b.reserve(500));
         assert!(b.reserved_for(500));
         let first = b.take(500).expect("reserved");

@@ -208,7 +208,7 @@ impl<T: Transport> Driver<T> {
         shard: usize,
         socket: Option<Socket<T>>,
     ) -> Driver<T> {
-        let budget = Budget::new(inner.dispatch_throttle.clone());
+        let budget = Budget::new(&inner.dispatch_throttle, shard);
         let handle_id = handle.id();
         let mut io = SocketIo::new();
         if let Some(s) = socket {
@@ -473,6 +473,7 @@ impl<T: Transport> Driver<T> {
         if shard != self.shard {
             self.prev_shard = shard_u32(self.shard);
             self.shard = shard;
+            self.budget.rehome(shard);
             if let Some(s) = self.io.socket.take() {
                 let link = s.link;
                 match s.rehome() {
@@ -708,8 +709,9 @@ impl<T: Transport> Driver<T> {
     /// its preamble came alone or with the whole message.
     fn take_policy_throttle(&mut self) {
         let (inner, peer) = (&self.inner, self.conn.peer());
-        self.budget
-            .policy(|| inner.policy_throttle(peer.entity_type, peer.policy));
+        self.budget.policy(self.shard, || {
+            inner.policy_throttle(peer.entity_type, peer.policy)
+        });
     }
 
     /// Dispatches `msg` with its receive budget, or holds it until the

@@ -130,9 +130,11 @@ impl<T: Transport> Inner<T> {
             .policy_throttles
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let t = all
-            .entry((peer_type, limits))
-            .or_insert_with(|| Throttle::new(limits.messages, limits.bytes));
+        let t = all.entry((peer_type, limits)).or_insert_with(|| {
+            let shards = self.shards.len();
+            let leases = if shards > 1 { shards } else { 0 };
+            Throttle::with_shards(limits.messages, limits.bytes, leases)
+        });
         Some(t.clone())
     }
 

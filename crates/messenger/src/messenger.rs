@@ -446,7 +446,11 @@ impl<T: Transport> Messenger<T> {
         let (shutdown, _) = watch::channel(false);
         // Threads that cannot be made leave every shard in the caller's
         // runtime: the messenger still works, on fewer cores.
-        let dispatch_throttle = Throttle::new(u64::MAX, opts.dispatch_throttle_bytes);
+        // A lease per shard when there are several (one shard has nothing
+        // to share).
+        let leases = if opts.shards > 1 { opts.shards } else { 0 };
+        let dispatch_throttle =
+            Throttle::with_shards(u64::MAX, opts.dispatch_throttle_bytes, leases);
         let counters = crate::counters::Counters::new(
             &opts.name.to_string(),
             opts.shards.max(1),

@@ -569,6 +569,59 @@ async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
     s.shutdown().await;
 }
 
+/// Two shards, four connections flooding a 16 KiB dispatch budget while
+/// the user holds every message: the shards take the budget through
+/// leases of their own, and still never more is held than the budget, to
+/// the byte (what the user holds is what the throttle says is held). Let
+/// go, every message is dispatched and the budget returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_shards_hold_no_more_than_the_dispatch_budget() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let budget = 16 << 10;
+    let holder = Arc::new(Holder::default());
+    let mut o = Options::new(
+        "osd.0".parse().unwrap(),
+        PolicySet::new(Policy::stateless_server()),
+        Arc::new(NoneProvider),
+    );
+    o.nonce = 0;
+    o.shards = 2;
+    o.dispatch_throttle_bytes = budget;
+    let s = Messenger::new(Tcp::default(), o, holder.clone());
+    let addrs = s.bind(&"v2:127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (conns, n) = (4, 200);
+    let data = Bytes::from(vec![7u8; 100]);
+    let mut peers = Vec::new();
+    for nonce in 1..=conns {
+        let mut p = RawPeer::connect(addrs.msgr2().unwrap().addr.unwrap())
+            .await
+            .unwrap();
+        p.session(nonce, true).await.unwrap();
+        let frames = raw_peer::messages(&mut p.enc, 1, n, 42, &data).unwrap();
+        p.s.write_all(&frames).await.unwrap();
+        peers.push(p);
+    }
+    let cost = Session::cost(100) as u64;
+    let most = budget / cost;
+    assert!(poll::until(|| holder.held.lock().unwrap().len() as u64 >= most).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let held = holder.held.lock().unwrap().len() as u64;
+    assert_eq!(held, most, "held past the budget");
+    assert_eq!(s.dispatch_budget_held(), (most, most * cost));
+    holder.let_go.store(true, Ordering::Release);
+    holder.held.lock().unwrap().clear();
+    let all = u64::from(conns) * n;
+    let dispatched = || holder.received.load(Ordering::Relaxed) == all;
+    assert!(
+        poll::until(|| dispatched() && s.dispatch_budget_held() == (0, 0)).await,
+        "{} of {all} dispatched, budget held {:?}",
+        holder.received.load(Ordering::Relaxed),
+        s.dispatch_budget_held()
+    );
+    drop(peers);
+    s.shutdown().await;
+}
+
 /// What a message counts for beyond its payload (Session::cost).
 const OVERHEAD: usize = Session::MESSAGE_OVERHEAD;
 
