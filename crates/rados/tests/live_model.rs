@@ -143,7 +143,15 @@ fn choose(rng: &mut Rng, model: &Option<Contents>) -> Step {
                 let len = 1 + rng.below(64 << 10) as usize;
                 Step::Write(rng.below(MAX), rng.bytes(len))
             }
-            2 => Step::WriteFull(rng.data(0, 32 << 10)),
+            // Not an empty one on an absent object: when the head is a
+            // whiteout (removed while clones keep it), Ceph 20's OSD answers
+            // it but does not record it, so the next remove answers ENOENT,
+            // for Ceph's rados tool too (`rados put` of an empty file after
+            // `rm` of a snapshotted object; its `stat` then fails as well):
+            // WRITEFULL of 0 bytes clears the whiteout in memory only, its
+            // transaction is empty, and PrimaryLogPG logs it as a no-op. An
+            // empty write_full on an object that exists stays.
+            2 => Step::WriteFull(rng.data(u64::from(model.is_none()), 32 << 10)),
             3 => Step::Append(rng.data(1, 16 << 10)),
             4 if model.is_some() => Step::Truncate(rng.below(size.saturating_mul(2).max(1))),
             5 if size > 0 => {
