@@ -228,7 +228,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport, action = clap::ArgAction::Set)]
     pub transport: bool,
     /// Serve bench's raw TCP pattern instead, on one thread (the baseline
-    /// for msgr bench --raw-only --connect)
+    /// for msgr bench --raw-only --connect); with --transport uring, one
+    /// thread driving an io_uring of its own
     #[arg(long)]
     pub raw: bool,
     /// Answer Ceph's admin socket protocol at PATH (ceph --admin-daemon

@@ -271,7 +271,12 @@ fn serve(a: ServeArgs, ms: MsOptions) -> Res<ExitCode> {
             .first()
             .and_then(|a| a.addr)
             .ok_or("serve --raw needs an IP address")?;
-        rt.block_on(msgr_cli::serve::run_raw(addr, interval, duration))?;
+        rt.block_on(msgr_cli::serve::run_raw(
+            addr,
+            a.transport,
+            interval,
+            duration,
+        ))?;
     } else {
         rt.block_on(msgr_cli::serve::run(
             bind, a.name, a.nonce, net, interval, duration, admin,

@@ -250,14 +250,38 @@ struct Figures {
 
 /// `msgr serve --raw`: the raw TCP pattern of `msgr bench --raw` (the
 /// physical baseline) on `addr`, with the same statistics.
+///
+/// Over io_uring (`uring`), a thread of its own drives a ring for every
+/// connection (msgr_uring::raw): the measure of a ring-driven loop against
+/// epoll's.
 pub async fn run_raw(
     addr: std::net::SocketAddr,
+    uring: bool,
     interval: Option<Duration>,
     duration: Option<Duration>,
 ) -> std::io::Result<()> {
     let stats = Arc::new(ServeStats::default());
-    let addr = crate::raw::start_server_on(addr, stats.clone()).await?;
-    crate::outln!("msgr serve: raw TCP listening on {addr}");
+    let addr = match uring {
+        false => crate::raw::start_server_on(addr, stats.clone()).await?,
+        true => {
+            let l = std::net::TcpListener::bind(addr)?;
+            let addr = l.local_addr()?;
+            let s = stats.clone();
+            std::thread::Builder::new()
+                .name("msgr-raw-uring".into())
+                .spawn(move || {
+                    let on_conn = || {
+                        s.connections.fetch_add(1, Ordering::Relaxed);
+                    };
+                    if let Err(e) = msgr_uring::raw::serve_raw(l, on_conn, |len| s.op(0, len)) {
+                        eprintln!("msgr serve: the raw io_uring loop failed: {e}");
+                    }
+                })?;
+            addr
+        }
+    };
+    let how = if uring { "io_uring" } else { "epoll" };
+    crate::outln!("msgr serve: raw TCP ({how}) listening on {addr}");
     let figures = move || Figures {
         messages: stats.ops(),
         bytes: stats.bytes(),

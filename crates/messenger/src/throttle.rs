@@ -85,7 +85,10 @@ impl Throttle {
             max_bytes.min(MAX_COUNTED_BYTES),
         );
         let parts = LEASE_SHARE.saturating_mul(shards as u64).max(1);
-        let chunk = (max_messages / parts, max_bytes / parts);
+        let chunk = (
+            max_messages.checked_div(parts).unwrap_or(0),
+            max_bytes.checked_div(parts).unwrap_or(0),
+        );
         let shards = if chunk.0 >= 2 && chunk.1 > 0 {
             shards
         } else {
@@ -164,7 +167,8 @@ impl Throttle {
         let _ = l.0.fetch_update(SeqCst, SeqCst, |a| {
             let (m, b) = unpack(a);
             let keep = pack(m.min(messages), b.min(bytes));
-            excess = a - keep;
+            // Each count of `keep` is at most a's: no borrow between them.
+            excess = a.saturating_sub(keep);
             Some(keep)
         });
         self.give_shared(excess);
@@ -178,14 +182,15 @@ impl Throttle {
         if let Some(l) = lease.and_then(|i| self.leases.get(i)) {
             let own = l.0.fetch_update(SeqCst, SeqCst, |a| {
                 let (m, b) = unpack(a);
-                (m >= 1 && b >= bytes).then(|| a - need)
+                (m >= 1 && b >= bytes).then(|| a.saturating_sub(need))
             });
             if own.is_ok() {
                 return true;
             }
             let chunk = (self.chunk.0, self.chunk.1.max(bytes));
             if !self.waited_for() && self.take_shared(chunk.0, chunk.1) {
-                l.0.fetch_add(pack(chunk.0, chunk.1) - need, SeqCst);
+                // The chunk holds at least two messages and `bytes`.
+                l.0.fetch_add(pack(chunk.0, chunk.1).saturating_sub(need), SeqCst);
                 // A waiter that came meanwhile may have looked at the
                 // lease before it was filled: it goes back.
                 if self.waited_for() {
@@ -219,7 +224,7 @@ impl Throttle {
         let (m, b) = unpack(l.0.fetch_add(give, SeqCst).wrapping_add(give));
         if self.waited_for() {
             self.trim_lease(l, 0, 0);
-        } else if m > 2 * self.chunk.0 || b > 2 * self.chunk.1 {
+        } else if m > self.chunk.0.saturating_mul(2) || b > self.chunk.1.saturating_mul(2) {
             self.trim_lease(l, self.chunk.0, self.chunk.1);
         }
     }

@@ -40,6 +40,7 @@
 mod either;
 mod op;
 mod pool;
+pub mod raw;
 mod ring;
 mod stream;
 
