@@ -16,7 +16,8 @@
 # Connection counts and servers are interleaved, ROUNDS (3) times, SECONDS
 # (12) each (a raw server takes about 10 s to accept 10000: give it 20); a
 # run with no steady second is skipped with a warning; it prints each run, then per server the medians and their
-# ratios against 100 connections. No assertions: a benchmark, for
+# ratios against 100 connections, then per connection count each server's
+# medians against the first server's. No assertions: a benchmark, for
 # BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -88,7 +89,22 @@ for server in dict.fromkeys(r["server"] for r in all_runs):
         txt = " ".join(f"{r['server_cpu_us_per_msg']:.2f}" for r in rs)
         print(f"  {c:6} conns, depth {rs[0]['depth']:3}: msgs/s {rate:8.0f}  "
               f"server cpu {cpu:5.2f} us/msg  (runs: {txt})")
-    base = med[100][1]
-    for c, (rate, cpu) in med.items():
-        print(f"  {c:6} conns: server cpu/msg x{cpu / base:.3f} against 100 connections")
+    if 100 in med:
+        base = med[100][1]
+        for c, (rate, cpu) in med.items():
+            print(f"  {c:6} conns: server cpu/msg x{cpu / base:.3f} against 100 connections")
+# Each server against the first, per workload.
+servers = list(dict.fromkeys(r["server"] for r in all_runs))
+for c in dict.fromkeys(r["conns"] for r in all_runs):
+    med = {}
+    for server in servers:
+        rs = [r for r in all_runs if r["server"] == server and r["conns"] == c]
+        if rs:
+            med[server] = (st.median(r["msgs_per_sec"] for r in rs),
+                           st.median(r["server_cpu_us_per_msg"] for r in rs))
+    first = servers[0]
+    for server, (rate, cpu) in med.items():
+        if server != first and first in med:
+            print(f"{c:6} conns: {server} vs {first}: msgs/s x{rate / med[first][0]:.3f}, "
+                  f"server cpu/msg x{cpu / med[first][1]:.3f}")
 PY
