@@ -59,6 +59,9 @@ struct Conn {
 impl Conn {
     /// Takes in received bytes: each complete request is counted and
     /// answered once its payload has come.
+    /// The peer's lengths are only counted down: each subtraction and
+    /// index here is bounded by the `min` before it (`have` < HEADER,
+    /// `n` ≤ `skip`).
     fn feed(&mut self, mut data: &[u8], on_request: &mut impl FnMut(u64)) {
         while !data.is_empty() {
             if self.skip > 0 {
