@@ -536,6 +536,22 @@ async fn waiting_for_budget_stops_reading_only() {
 async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let budget = 8 << 10;
+    let (s, addrs, holder) = holding_server(budget, 1).await;
+    let n = 1000;
+    let _p = flood(&addrs, 1, n).await;
+    // The budget is full: the next message waits.
+    let next = Session::cost(100) as u64;
+    assert!(poll::until(|| s.dispatch_budget_held().1 + next > budget).await);
+    let_go(&s, &holder, n).await;
+    s.shutdown().await;
+}
+
+/// A stateless server of `shards` shards with a dispatch budget of
+/// `budget` bytes, whose user holds every message until let go.
+async fn holding_server(
+    budget: u64,
+    shards: usize,
+) -> (Messenger<Tcp>, EntityAddrvec, Arc<Holder>) {
     let holder = Arc::new(Holder::default());
     let mut o = Options::new(
         "osd.0".parse().unwrap(),
@@ -543,20 +559,29 @@ async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
         Arc::new(NoneProvider),
     );
     o.nonce = 0;
+    o.shards = shards;
     o.dispatch_throttle_bytes = budget;
     let s = Messenger::new(Tcp::default(), o, holder.clone());
     let addrs = s.bind(&"v2:127.0.0.1:0".parse().unwrap()).await.unwrap();
+    (s, addrs, holder)
+}
+
+/// A raw peer (address nonce `nonce`) that wrote `n` messages of 100
+/// bytes in one go.
+async fn flood(addrs: &EntityAddrvec, nonce: u32, n: u64) -> RawPeer {
     let mut p = RawPeer::connect(addrs.msgr2().unwrap().addr.unwrap())
         .await
         .unwrap();
-    p.session(1, true).await.unwrap();
-    let n = 1000;
+    p.session(nonce, true).await.unwrap();
     let data = Bytes::from(vec![7u8; 100]);
     let frames = raw_peer::messages(&mut p.enc, 1, n, 42, &data).unwrap();
     p.s.write_all(&frames).await.unwrap();
-    // The budget is full: the next message waits.
-    let next = Session::cost(100) as u64;
-    assert!(poll::until(|| s.dispatch_budget_held().1 + next > budget).await);
+    p
+}
+
+/// The user lets go of what it holds: all `n` messages are dispatched and
+/// the budget returns.
+async fn let_go(s: &Messenger<Tcp>, holder: &Holder, n: u64) {
     holder.let_go.store(true, Ordering::Release);
     holder.held.lock().unwrap().clear();
     let dispatched = || holder.received.load(Ordering::Relaxed) == n;
@@ -566,7 +591,6 @@ async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
         holder.received.load(Ordering::Relaxed),
         s.dispatch_budget_held()
     );
-    s.shutdown().await;
 }
 
 /// Two shards, four connections flooding a 16 KiB dispatch budget while
@@ -578,28 +602,11 @@ async fn a_message_waiting_for_budget_with_more_read_behind_it_waits() {
 async fn two_shards_hold_no_more_than_the_dispatch_budget() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let budget = 16 << 10;
-    let holder = Arc::new(Holder::default());
-    let mut o = Options::new(
-        "osd.0".parse().unwrap(),
-        PolicySet::new(Policy::stateless_server()),
-        Arc::new(NoneProvider),
-    );
-    o.nonce = 0;
-    o.shards = 2;
-    o.dispatch_throttle_bytes = budget;
-    let s = Messenger::new(Tcp::default(), o, holder.clone());
-    let addrs = s.bind(&"v2:127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (s, addrs, holder) = holding_server(budget, 2).await;
     let (conns, n) = (4, 200);
-    let data = Bytes::from(vec![7u8; 100]);
     let mut peers = Vec::new();
     for nonce in 1..=conns {
-        let mut p = RawPeer::connect(addrs.msgr2().unwrap().addr.unwrap())
-            .await
-            .unwrap();
-        p.session(nonce, true).await.unwrap();
-        let frames = raw_peer::messages(&mut p.enc, 1, n, 42, &data).unwrap();
-        p.s.write_all(&frames).await.unwrap();
-        peers.push(p);
+        peers.push(flood(&addrs, nonce, n).await);
     }
     let cost = Session::cost(100) as u64;
     let most = budget / cost;
@@ -608,16 +615,7 @@ async fn two_shards_hold_no_more_than_the_dispatch_budget() {
     let held = holder.held.lock().unwrap().len() as u64;
     assert_eq!(held, most, "held past the budget");
     assert_eq!(s.dispatch_budget_held(), (most, most * cost));
-    holder.let_go.store(true, Ordering::Release);
-    holder.held.lock().unwrap().clear();
-    let all = u64::from(conns) * n;
-    let dispatched = || holder.received.load(Ordering::Relaxed) == all;
-    assert!(
-        poll::until(|| dispatched() && s.dispatch_budget_held() == (0, 0)).await,
-        "{} of {all} dispatched, budget held {:?}",
-        holder.received.load(Ordering::Relaxed),
-        s.dispatch_budget_held()
-    );
+    let_go(&s, &holder, u64::from(conns) * n).await;
     drop(peers);
     s.shutdown().await;
 }

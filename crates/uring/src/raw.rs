@@ -57,6 +57,22 @@ struct Conn {
 }
 
 impl Conn {
+    fn new(sock: std::net::TcpStream) -> Conn {
+        Conn {
+            sock,
+            header: [0; HEADER],
+            have: 0,
+            skip: 0,
+            tid: None,
+            out: Vec::new(),
+            sending: Vec::new(),
+            sent: 0,
+            recv_armed: false,
+            send_armed: false,
+            dead: false,
+        }
+    }
+
     /// Takes in received bytes: each complete request is counted and
     /// answered once its payload has come.
     /// The peer's lengths are only counted down: each subtraction and
@@ -188,19 +204,8 @@ pub fn serve_raw(
                         let sock = std::net::TcpStream::from(fd);
                         let _ = sock.set_nodelay(true);
                         on_connection();
-                        let c = Conn {
-                            sock,
-                            header: [0; HEADER],
-                            have: 0,
-                            skip: 0,
-                            tid: None,
-                            out: Vec::new(),
-                            sending: Vec::new(),
-                            sent: 0,
-                            recv_armed: true,
-                            send_armed: false,
-                            dead: false,
-                        };
+                        let mut c = Conn::new(sock);
+                        c.recv_armed = true;
                         let fd = types::Fd(c.sock.as_raw_fd());
                         let at = match free.pop() {
                             Some(at) => {
@@ -323,19 +328,7 @@ mod tests {
 
     fn conn() -> Conn {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        Conn {
-            sock: std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap(),
-            header: [0; HEADER],
-            have: 0,
-            skip: 0,
-            tid: None,
-            out: Vec::new(),
-            sending: Vec::new(),
-            sent: 0,
-            recv_armed: false,
-            send_armed: false,
-            dead: false,
-        }
+        Conn::new(std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap())
     }
 
     fn request(len: u32, tid: u64) -> Vec<u8> {
