@@ -232,7 +232,10 @@ impl Throttle {
     /// Waits until one message of `bytes` fits, taking back the leases'
     /// unused budget each time it looks.
     async fn wait_take(&self, bytes: u64) {
-        self.waiters.0.fetch_add(1, SeqCst);
+        // Counted until it returns or is dropped (a connection that closes
+        // while it waits): a waiter counted forever would keep every lease
+        // empty.
+        let _waiting = Waiting::new(&self.waiters.0);
         loop {
             // Made before looking: a release after the look wakes it.
             let notified = self.released.notified();
@@ -242,7 +245,22 @@ impl Throttle {
             }
             notified.await;
         }
-        self.waiters.0.fetch_sub(1, SeqCst);
+    }
+}
+
+/// One waiter counted while it lives.
+struct Waiting<'a>(&'a AtomicU64);
+
+impl<'a> Waiting<'a> {
+    fn new(waiters: &'a AtomicU64) -> Waiting<'a> {
+        waiters.fetch_add(1, SeqCst);
+        Waiting(waiters)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
     }
 }
 
@@ -424,6 +442,37 @@ mod tests {
         let p = p.expect("it passes alone");
         assert_eq!(t.current(), (1, 5000));
         drop(p);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_dropped_while_it_waits_is_no_longer_counted() {
+        // Chunks of (2, 200).
+        let t = Throttle::with_shards(16, 1600, 2);
+        let s0 = t.taker(0);
+        let all = s0.take(1600).await;
+        let mut wait = Box::pin(s0.take(100));
+        let polled = futures_poll(&mut wait);
+        assert!(polled.is_none() && t.waited_for(), "it waits");
+        drop(wait);
+        assert!(!t.waited_for(), "a dropped wait is not a waiter");
+        drop(all);
+        // Leases work again: the shared count moves per chunk.
+        let mut held: Vec<_> = (0..2).map(|_| s0.try_take_permit(10).unwrap()).collect();
+        let before = t.shared();
+        held.push(s0.try_take_permit(10).unwrap());
+        assert_eq!(t.shared(), before, "served from the lease");
+        drop(held);
+        assert_eq!(t.current(), (0, 0));
+    }
+
+    /// Polls a future once.
+    fn futures_poll<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        match std::pin::Pin::new(f).poll(&mut cx) {
+            std::task::Poll::Ready(v) => Some(v),
+            std::task::Poll::Pending => None,
+        }
     }
 
     /// A permit the test counts while it is held.
