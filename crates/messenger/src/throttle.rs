@@ -476,14 +476,18 @@ mod tests {
     }
 
     /// A permit the test counts while it is held.
-    struct Counted(Permit, u64, Arc<(AtomicU64, AtomicU64)>);
+    struct Counted {
+        _permit: Permit,
+        bytes: u64,
+        inside: Arc<(AtomicU64, AtomicU64)>,
+    }
 
     impl Drop for Counted {
         fn drop(&mut self) {
             // Uncounted before it is released: the count never exceeds
             // what the throttle holds.
-            self.2 .0.fetch_sub(1, SeqCst);
-            self.2 .1.fetch_sub(self.1, SeqCst);
+            self.inside.0.fetch_sub(1, SeqCst);
+            self.inside.1.fetch_sub(self.bytes, SeqCst);
         }
     }
 
@@ -514,7 +518,11 @@ mod tests {
                         let m = inside.0.fetch_add(1, SeqCst) + 1;
                         let b = inside.1.fetch_add(bytes, SeqCst) + bytes;
                         assert!(m <= 64 && b <= 64 * 1000, "held {m} messages, {b} bytes");
-                        let p = Counted(p, bytes, inside.clone());
+                        let p = Counted {
+                            _permit: p,
+                            bytes,
+                            inside: inside.clone(),
+                        };
                         match seed % 7 {
                             0 => tx.send(p).unwrap(),
                             1..=3 => mine.push(p),
