@@ -121,6 +121,9 @@ impl Conn {
 const ENTRIES: u32 = 4096;
 const POOL_BUFFERS: u16 = 256;
 const BUFFER_SIZE: u32 = 64 << 10;
+/// Replies a connection may have waiting behind its send in flight: what a
+/// peer that does not read can make us hold.
+const MAX_UNSENT: usize = 1 << 20;
 
 /// Serves the raw pattern on `listener` from this thread, forever (or
 /// until the ring fails), calling `on_connection` for each accepted
@@ -139,13 +142,13 @@ pub fn serve_raw(
         .setup_cqsize(ENTRIES.saturating_mul(4))
         .build(ENTRIES)?;
     let (addr, count) = pool.ring();
-    // SAFETY: the descriptor ring is `count` entries of page-aligned memory
-    // owned by `pool`, which outlives `ring` (dropped after it).
     // Incremental consumption (IOU_PBUF_RING_INC, Linux 6.12): a receive
     // takes only the bytes it needs from a buffer, so small receives of
     // many connections share buffers (few lines touched) while a stream
     // still gets large ones. A completion without BUF_MORE retires its
     // buffer.
+    // SAFETY: the descriptor ring is `count` entries of page-aligned memory
+    // owned by `pool`, which outlives `ring` (dropped after it).
     #[allow(unsafe_code)]
     unsafe {
         ring.submitter().register_buf_ring_with_flags(
@@ -242,7 +245,12 @@ pub fn serve_raw(
                                 }
                             }
                         }
-                        if !c.out.is_empty() {
+                        if c.out.len() > MAX_UNSENT {
+                            // A peer that sends without reading its replies
+                            // is cut off, not buffered for.
+                            c.dead = true;
+                            let _ = c.sock.shutdown(std::net::Shutdown::Both);
+                        } else if !c.out.is_empty() {
                             dirty.push(slot);
                         }
                     } else if res != -libc::ENOBUFS {
@@ -390,5 +398,21 @@ mod tests {
         let lens: Vec<u64> = rx.try_iter().collect();
         assert_eq!(lens.len(), 200);
         assert!(lens.iter().all(|&l| (4096..4100).contains(&l)));
+    }
+
+    /// A peer that sends requests and never reads the replies is cut off
+    /// once more than MAX_UNSENT of them wait: its writes then fail.
+    #[test]
+    fn a_peer_that_never_reads_its_replies_is_cut_off() {
+        use std::io::Write;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || serve_raw(l, || {}, |_| {}));
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        // 64 MiB of empty requests: 64 MiB of replies, more than the
+        // kernel's buffers and MAX_UNSENT together.
+        let batch: Vec<u8> = (0..1u64 << 16).flat_map(|tid| request(0, tid)).collect();
+        let cut = (0..85).any(|_| s.write_all(&batch).is_err());
+        assert!(cut, "64 MiB of replies never read, and still connected");
     }
 }
