@@ -55,7 +55,11 @@ fn put_header(b: &mut [u8], index: u64) -> usize {
 fn is_contents(got: &[u8], op_size: usize, index: u64) -> bool {
     let mut head = [b'z'; 40];
     let n = put_header(&mut head[..op_size.min(40)], index);
-    got.len() == op_size && got[..n] == head[..n] && got[n..].iter().all(|&c| c == b'z')
+    // The filler compared a block at a time (memcmp), not a byte at a time.
+    const FILL: [u8; 256] = [b'z'; 256];
+    got.len() == op_size
+        && got[..n] == head[..n]
+        && got[n..].chunks(FILL.len()).all(|c| c == &FILL[..c.len()])
 }
 
 /// Write buffers, reused once nothing else holds them, as rados bench
@@ -392,6 +396,12 @@ mod tests {
         }
         assert!(!is_contents(&contents(4096, 7), 4096, 8));
         assert!(!is_contents(&contents(4096, 7), 4095, 7));
+        // One wrong byte anywhere in the filler, a partial last block too.
+        for (size, at) in [(4096, 40), (4096, 4095), (1000, 999), (1000, 300)] {
+            let mut bad = contents(size, 7).to_vec();
+            bad[at] = b'y';
+            assert!(!is_contents(&bad, size, 7), "{size} {at}");
+        }
         let r = Recycler::default();
         r.give_back(r.contents(4096, 1));
         let b = r.contents(4096, 123);

@@ -577,7 +577,8 @@ fn outgoing(
 /// A watch's target in `map` (`_calc_target` of a linger op, which writes),
 /// for [`Lingers::handle_target`]; CRUSH runs here: call it off any lock.
 pub fn watch_target(map: &msgr_osdmap::OsdMap, object: &Object) -> Option<Target> {
-    target_of(map, object, false, true).ok().flatten()
+    let up_acting = |pg| map.pg_to_up_acting(pg);
+    target_of(map, up_acting, object, false, true).ok().flatten()
 }
 
 #[cfg(test)]

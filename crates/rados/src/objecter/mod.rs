@@ -25,8 +25,10 @@ use msgr_messages::{HObject, MOSDBackoff, MOSDOp, MOSDOpReply, RequestRedirect};
 use msgr_osdmap::OsdMap;
 
 use crate::request::{flag, split_outdata, Ops, Reply, SnapContext};
+use mappings::PgMappings;
 
 pub mod linger;
+mod mappings;
 
 /// `-EAGAIN`: the OSD asks for the request again.
 const EAGAIN: i32 = -11;
@@ -154,6 +156,8 @@ pub struct Transmit {
 pub struct Placements {
     map: Arc<OsdMap>,
     items: Vec<ToPlace>,
+    /// The PGs already mapped in `map` (lent by the objecter).
+    mappings: PgMappings,
     /// Where this client is in the CRUSH hierarchy (localized reads).
     location: Arc<Vec<(String, String)>>,
 }
@@ -174,6 +178,7 @@ struct ToPlace {
 pub struct Placed {
     map: Arc<OsdMap>,
     items: Vec<(ToPlace, Result<Option<Target>, i32>)>,
+    mappings: PgMappings,
 }
 
 impl Placements {
@@ -189,11 +194,14 @@ impl Placements {
 
     /// Computes each request's target in the map they were taken with.
     pub fn run(self) -> Placed {
+        let mut mappings = self.mappings;
         let items = self
             .items
             .into_iter()
             .map(|p| {
-                let t = target_of(&self.map, &p.object, p.ignores_overlay, p.writes).map(|t| {
+                let up_acting = |pg| mappings.up_acting(&self.map, pg);
+                let t = target_of(&self.map, up_acting, &p.object, p.ignores_overlay, p.writes);
+                let t = t.map(|t| {
                     t.map(|mut t| {
                         let read = ReadFrom {
                             writes: p.writes,
@@ -212,6 +220,7 @@ impl Placements {
         Placed {
             map: self.map,
             items,
+            mappings,
         }
     }
 }
@@ -273,6 +282,8 @@ pub struct Objecter {
     /// A batch of placements is out with the driver: no other is handed
     /// out until it comes back (so that results are never overtaken).
     placing: bool,
+    /// The PGs mapped in the current map, lent to each batch.
+    mappings: PgMappings,
 }
 
 /// A BLOCK from an OSD, until its UNBLOCK or the connection's reset.
@@ -311,6 +322,7 @@ impl Objecter {
             backoffs: Vec::new(),
             to_place: BTreeMap::new(),
             placing: false,
+            mappings: PgMappings::default(),
         }
     }
 
@@ -459,6 +471,7 @@ impl Objecter {
         Some(Placements {
             map: self.map.clone(),
             items,
+            mappings: std::mem::take(&mut self.mappings),
             location: self.location.clone(),
         })
     }
@@ -468,6 +481,7 @@ impl Objecter {
     /// OSD redirected meanwhile, is queued again.
     pub fn finish_placements(&mut self, placed: Placed) {
         self.placing = false;
+        self.mappings = placed.mappings;
         let current = Arc::ptr_eq(&placed.map, &self.map);
         for (p, target) in placed.items {
             let Some(f) = self.inflight.get(&p.tid) else {
@@ -737,10 +751,11 @@ impl Objecter {
 
 /// `_calc_target`: the request's pool (its own, or the cache tier
 /// its pool's overlay sends reads or writes to), PG and acting primary
-/// in `map`. `Err(ENOENT)` when the pool is gone; `Ok(None)` when the
-/// PG has no usable primary yet.
+/// in `map`, whose PGs `up_acting` maps. `Err(ENOENT)` when the pool is
+/// gone; `Ok(None)` when the PG has no usable primary yet.
 fn target_of(
     map: &OsdMap,
+    mut up_acting: impl FnMut(PgId) -> Option<msgr_osdmap::UpActing>,
     object: &Object,
     ignores_overlay: bool,
     writes: bool,
@@ -768,7 +783,7 @@ fn target_of(
             .ok_or(ENOENT)?,
     };
     let pg = pool.raw_pg_to_pg(raw);
-    let Some(ua) = map.pg_to_up_acting(pg) else {
+    let Some(ua) = up_acting(pg) else {
         return Ok(None);
     };
     let osd = ua.acting_primary;
