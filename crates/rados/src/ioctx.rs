@@ -112,6 +112,16 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// What an error about a request names: its object, or the listing of a
+/// PG; made only when an error needs it (not per request).
+fn what_of(object: &Object) -> impl Fn() -> String {
+    let name = object.pg.is_none().then(|| object.name.clone());
+    move || match &name {
+        None => "listing".to_string(),
+        Some(n) => String::from_utf8_lossy(n).into_owned(),
+    }
+}
+
 /// The first op's output of a reply.
 pub(crate) fn first_out(r: &Reply) -> Bytes {
     r.ops.first().map(|o| o.outdata.clone()).unwrap_or_default()
@@ -229,15 +239,11 @@ impl IoCtx {
 
     /// Sends `req` and waits for its reply; dropping the future cancels it.
     pub(crate) async fn run(&self, req: Request) -> Result<Reply, RadosError> {
-        // What an error names: the object, or the listing of a PG.
-        let what = match req.object.pg {
-            Some(_) => "listing".to_string(),
-            None => String::from_utf8_lossy(&req.object.name).into_owned(),
-        };
+        let what = what_of(&req.object);
         match self.run_reply(req).await {
             Ok(r) if r.result < 0 => Err(RadosError::Os {
                 errno: r.result,
-                what,
+                what: what(),
             }),
             other => other,
         }
@@ -246,10 +252,7 @@ impl IoCtx {
     /// [`IoCtx::run`], returning the OSD's reply even when its result is
     /// an error (each op's rval); records the object's version.
     pub(crate) async fn run_reply(&self, req: Request) -> Result<Reply, RadosError> {
-        let what = match req.object.pg {
-            Some(_) => "listing".to_string(),
-            None => String::from_utf8_lossy(&req.object.name).into_owned(),
-        };
+        let what = what_of(&req.object);
         // A ZERO of no bytes aborts a Ceph 16 OSD (`ceph_assert(
         // op.extent.length)` in do_osd_ops): never sent.
         if let Some(i) = req
@@ -261,7 +264,8 @@ impl IoCtx {
             return Err(RadosError::Os {
                 errno: -22,
                 what: format!(
-                    "{what}: op {i} (zero) of 0 bytes, which Ceph 16 OSDs abort on: leave it out"
+                    "{}: op {i} (zero) of 0 bytes, which Ceph 16 OSDs abort on: leave it out",
+                    what()
                 ),
             });
         }
@@ -294,8 +298,8 @@ impl IoCtx {
             Ok(Err(errno)) => Err(RadosError::Os {
                 errno,
                 what: match errno {
-                    ETIMEDOUT => format!("{what} (no reply in time)"),
-                    _ => what,
+                    ETIMEDOUT => format!("{} (no reply in time)", what()),
+                    _ => what(),
                 },
             }),
             Err(_) => Err(RadosError::Shutdown),

@@ -41,6 +41,15 @@ impl PgMappings {
         computed
     }
 
+    /// `pg`'s up and acting sets in `map` if they were computed already
+    /// (`Some(None)`: its pool is gone), without computing them.
+    pub(super) fn known(&self, map: &Arc<OsdMap>, pg: PgId) -> Option<Option<UpActing>> {
+        if !std::ptr::eq(self.map.as_ptr(), Arc::as_ptr(map)) {
+            return None;
+        }
+        self.by_pg.get(&pg).cloned()
+    }
+
     /// How many PGs are kept (tests).
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {

@@ -381,8 +381,41 @@ impl Objecter {
                     redirected: false,
                 },
             );
-            self.retarget(tid, true);
+            match self.known_target(tid) {
+                Some(target) => self.apply_target(tid, true, Ok(target)),
+                None => self.retarget(tid, true),
+            }
         }
+    }
+
+    /// A new request's target when it costs no CRUSH: its PG already
+    /// mapped in the current map, nothing older waiting to be placed (it
+    /// must not overtake them) and no batch out with the driver, and no
+    /// walk of the CRUSH hierarchy to choose its OSD (LOCALIZE_READS).
+    /// `None` sends it the way of every placement (and an error too, which
+    /// that way ends it).
+    fn known_target(&self, tid: u64) -> Option<Option<Target>> {
+        if self.placing || !self.to_place.is_empty() {
+            return None;
+        }
+        let f = self.inflight.get(&tid)?;
+        if f.req.flags & flag::LOCALIZE_READS != 0 {
+            return None;
+        }
+        let writes = f.req.writes();
+        let at = pg_of(&self.map, &f.req.object, f.ignores_overlay(), writes).ok()?;
+        let ua = self.mappings.known(&self.map, at.pg)?;
+        let Some(mut t) = ua.and_then(|ua| target_in(&self.map, &at, ua)) else {
+            return Some(None);
+        };
+        let read = ReadFrom {
+            writes,
+            flags: f.req.flags,
+            tid,
+            location: &self.location,
+        };
+        t.osd = read.choose(&self.map, at.pool, t.hash, t.osd, &t.acting);
+        Some(Some(t))
     }
 
     /// The next message to send.
@@ -760,6 +793,21 @@ fn target_of(
     ignores_overlay: bool,
     writes: bool,
 ) -> Result<Option<Target>, i32> {
+    let at = pg_of(map, object, ignores_overlay, writes)?;
+    Ok(up_acting(at.pg).and_then(|ua| target_in(map, &at, ua)))
+}
+
+/// Where a request's object hashes: the pool it goes to, its raw pg and
+/// its PG.
+struct PgOf {
+    pool: i64,
+    raw: PgId,
+    pg: PgId,
+}
+
+/// The first half of `_calc_target`, without CRUSH: the pool (overlay
+/// followed) and the PG. `Err(ENOENT)` when a pool is gone.
+fn pg_of(map: &OsdMap, object: &Object, ignores_overlay: bool, writes: bool) -> Result<PgOf, i32> {
     let base = map.pools.get(&object.pool).ok_or(ENOENT)?;
     let tier = match (ignores_overlay, writes) {
         (true, _) => -1,
@@ -782,13 +830,20 @@ fn target_of(
             )
             .ok_or(ENOENT)?,
     };
-    let pg = pool.raw_pg_to_pg(raw);
-    let Some(ua) = up_acting(pg) else {
-        return Ok(None);
-    };
+    Ok(PgOf {
+        pool: pool_id,
+        raw,
+        pg: pool.raw_pg_to_pg(raw),
+    })
+}
+
+/// The second half: the target in the PG's up and acting sets `ua`, or
+/// `None` when it has no usable primary.
+fn target_in(map: &OsdMap, at: &PgOf, ua: msgr_osdmap::UpActing) -> Option<Target> {
+    let pool = map.pools.get(&at.pool)?;
     let osd = ua.acting_primary;
     if osd < 0 || !map.is_up(osd) {
-        return Ok(None);
+        return None;
     }
     // An EC PG's shard is the primary's position in the acting set.
     let shard = match pool.is_erasure() {
@@ -800,17 +855,20 @@ fn target_of(
             .unwrap_or(-1),
         false => -1,
     };
-    Ok(Some(Target {
+    Some(Target {
         osd,
-        pgid: SpgId { pgid: pg, shard },
-        hash: raw.seed,
+        pgid: SpgId {
+            pgid: at.pg,
+            shard,
+        },
+        hash: at.raw.seed,
         up: ua.up,
         acting: ua.acting,
         up_primary: ua.up_primary,
         pg_num: pool.pg_num,
         size: pool.size,
         min_size: pool.min_size,
-    }))
+    })
 }
 
 /// The MOSDOp of one send of a request, as librados builds it.

@@ -543,3 +543,54 @@ fn a_class_call_marked_a_write_goes_as_a_write() {
     o.submit(req("a", call()), Instant::now());
     assert_eq!(drain(&mut o).len(), 1, "a read call goes");
 }
+
+/// An object name whose PG in `m` is not `a`'s.
+fn elsewhere(m: &OsdMap) -> &'static str {
+    let pg = |n: &str| m.place(1, n.as_bytes(), b"").expect("placed").pg;
+    ["b", "c", "d", "e", "f", "g", "h"]
+        .into_iter()
+        .find(|n| pg(n) != pg("a"))
+        .expect("another PG")
+}
+
+/// A request to a PG already mapped in the current map goes at once, with
+/// no placement round (no CRUSH); one to a PG not mapped yet is left to
+/// the driver, and a later request never overtakes it.
+#[test]
+fn a_request_to_a_mapped_pg_goes_at_once_but_never_before_older_ones() {
+    let m = map();
+    let mut o = Objecter::new(m.clone(), Limits::default());
+    let first = o.submit(req("a", Ops::new().read(0, 1)), Instant::now());
+    assert!(o.poll_transmit().is_none(), "its PG not mapped yet");
+    let t = drain(&mut o).pop().expect("sent");
+    assert_eq!(t.msg.tid, first);
+    // The same PG again: sent from submit, to the same OSD and PG.
+    let again = o.submit(req("a", Ops::new().read(0, 1)), Instant::now());
+    assert!(!o.placements_waiting());
+    let fast = o.poll_transmit().expect("sent at once");
+    assert_eq!((fast.msg.tid, fast.osd), (again, t.osd));
+    assert_eq!((fast.msg.pgid, fast.msg.hash), (t.msg.pgid, t.msg.hash));
+    // Another PG waits for the driver; "a" behind it waits too.
+    let other = o.submit(req(elsewhere(&m), Ops::new().read(0, 1)), Instant::now());
+    let behind = o.submit(req("a", Ops::new().read(0, 1)), Instant::now());
+    assert!(o.poll_transmit().is_none(), "nothing overtakes the unplaced");
+    let tids: Vec<u64> = drain(&mut o).iter().map(|t| t.msg.tid).collect();
+    assert_eq!(tids, [other, behind]);
+    // A new map, with nothing in flight to place in it: what was mapped
+    // in the old one is not used.
+    for tid in [first, again, other, behind] {
+        o.cancel(tid);
+    }
+    let down = next_map(&m, |m| {
+        if let Some(s) = m.osd_state.get_mut(t.osd as usize) {
+            *s &= !msgr_osdmap::state::UP;
+        }
+    });
+    o.handle_map(down.clone());
+    let moved = o.submit(req("a", Ops::new().read(0, 1)), Instant::now());
+    assert!(o.poll_transmit().is_none(), "the old map's mapping unused");
+    let sent = drain(&mut o).pop().expect("sent");
+    assert_eq!(sent.msg.tid, moved);
+    assert_ne!(sent.osd, t.osd, "placed in the new map");
+    assert_eq!(sent.msg.osdmap_epoch, down.epoch);
+}
