@@ -26,8 +26,11 @@ MSGR=$PWD/target/perf/msgr
 DIR=$(mktemp -d /tmp/msgr-bench-rados.XXXXXX)
 OUT=$(mktemp -d)
 trap 'scripts/ceph/pacific-cluster.sh stop "$DIR" --purge >/dev/null 2>&1 || true; rmdir "$DIR" 2>/dev/null || true; rm -rf "$OUT"' EXIT
+# memstore's page sets take 64 KiB pages by default: a 4 KiB object held
+# 64 KiB, and the OSDs grew to 6-10 GiB each over a run (out of memory).
 CEPH_TEST_NUM_OSDS=3 CEPH_TEST_NUM_HOSTS=2 CEPH_TEST_POOL_SIZE=2 CEPH_TEST_PG_NUM=32 \
   CEPH_TEST_MEMSTORE_BYTES=$((${MEMSTORE_GIB:-3} << 30)) \
+  CEPH_TEST_EXTRA_CONF=$'[osd]\nmemstore_page_size = 4096' \
   scripts/ceph/pacific-cluster.sh start "$DIR" --fresh > "$OUT/env" 2>/dev/null
 CONF=$DIR/ceph.conf
 
