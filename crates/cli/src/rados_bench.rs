@@ -112,62 +112,119 @@ impl Recycler {
 /// checks its data against, and the write buffer to take back after.
 type Next = Option<(String, Ops, Option<u64>, Option<Bytes>)>;
 
-/// The one-op-at-a-time engine: keeps `concurrency` ops going until the
-/// time is up or `next` has no more, printing a row a second.
-async fn run_ops(
+/// What a bench's workers share: the op source, and what they did.
+struct Progress<N> {
+    next: N,
+    started: u64,
+    finished: u64,
+    lat: Vec<f64>,
+    /// The first op that failed ends the run.
+    failed: Option<RadosError>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One of the bench's `concurrency` slots: starts the next op as its last
+/// one completes (as rados bench's completions do), until the time is up,
+/// the source has no more or an op failed. A task per slot, not per op:
+/// an op's completion then wakes only its slot, not the loop that prints.
+async fn worker<N>(
+    io: IoCtx,
+    progress: Arc<Mutex<Progress<N>>>,
+    recycler: Arc<Recycler>,
+    end: Instant,
+    op_size: usize,
+) where
+    N: FnMut(u64, &Recycler) -> Next,
+{
+    loop {
+        let (name, ops, verify, keep) = {
+            let mut p = lock(&progress);
+            if p.failed.is_some() || Instant::now() >= end {
+                return;
+            }
+            let index = p.started;
+            let Some(op) = (p.next)(index, &recycler) else {
+                return;
+            };
+            p.started += 1;
+            op
+        };
+        let at = Instant::now();
+        let r = io.operate(name.as_bytes(), ops).await;
+        let lat = at.elapsed().as_secs_f64();
+        if let Some(b) = keep {
+            recycler.give_back(b);
+        }
+        // Reads check what they got against the op index it was written by.
+        let r = r.and_then(|reply| {
+            let Some(index) = verify else { return Ok(()) };
+            let got = reply
+                .ops
+                .first()
+                .map(|o| &o.outdata[..])
+                .unwrap_or_default();
+            if is_contents(got, op_size, index) {
+                Ok(())
+            } else {
+                eprintln!("{name} is not correct!");
+                Err(RadosError::Os {
+                    errno: -5,
+                    what: name.clone(),
+                })
+            }
+        });
+        let mut p = lock(&progress);
+        match r {
+            Ok(()) => {
+                p.finished += 1;
+                p.lat.push(lat);
+            }
+            Err(e) => {
+                p.failed.get_or_insert(e);
+                return;
+            }
+        }
+    }
+}
+
+/// The engine: keeps `concurrency` ops going until the time is up or
+/// `next` has no more, printing a row a second.
+async fn run_ops<N>(
     args: &BenchArgs,
     io: &IoCtx,
-    mut next: impl FnMut(u64, &Recycler) -> Next,
+    next: N,
     out: &mut impl FnMut(&str),
-) -> Result<Totals, RadosError> {
+) -> Result<Totals, RadosError>
+where
+    N: FnMut(u64, &Recycler) -> Next + Send + 'static,
+{
     let start = Instant::now();
     let end = start + Duration::from_secs(args.seconds);
-    let mut set: JoinSet<(Result<(), RadosError>, f64)> = JoinSet::new();
-    let mut started = 0u64;
     let mut t = Totals::default();
     let recycler = Arc::new(Recycler::default());
-    let op_size = args.op_size;
-    let spawn =
-        |set: &mut JoinSet<_>,
-         (name, ops, verify, keep): (String, Ops, Option<u64>, Option<Bytes>)| {
-            let io = io.clone();
-            let recycler = recycler.clone();
-            set.spawn(async move {
-                let at = Instant::now();
-                let r = io.operate(name.as_bytes(), ops).await;
-                let lat = at.elapsed().as_secs_f64();
-                if let Some(b) = keep {
-                    recycler.give_back(b);
-                }
-                // Reads check what they got against the op index it was
-                // written by.
-                let r = r.and_then(|reply| {
-                    let Some(index) = verify else { return Ok(()) };
-                    let got = reply
-                        .ops
-                        .first()
-                        .map(|o| &o.outdata[..])
-                        .unwrap_or_default();
-                    if is_contents(got, op_size, index) {
-                        Ok(())
-                    } else {
-                        eprintln!("{name} is not correct!");
-                        Err(RadosError::Os {
-                            errno: -5,
-                            what: name.clone(),
-                        })
-                    }
-                });
-                (r, lat)
-            });
-        };
-    while (set.len() < args.concurrency) && Instant::now() < end {
-        let Some(op) = next(started, &recycler) else {
-            break;
-        };
-        spawn(&mut set, op);
-        started += 1;
+    let progress = Arc::new(Mutex::new(Progress {
+        next,
+        started: 0,
+        finished: 0,
+        lat: Vec::new(),
+        failed: None,
+    }));
+    let mut set = JoinSet::new();
+    for _ in 0..args.concurrency {
+        let slot = worker(
+            io.clone(),
+            progress.clone(),
+            recycler.clone(),
+            end,
+            args.op_size,
+        );
+        set.spawn(slot);
     }
+    // Let the slots start their first ops before the first row.
+    tokio::task::yield_now().await;
     let mut tick = tokio::time::interval_at(
         (start + Duration::from_secs(1)).into(),
         Duration::from_secs(1),
@@ -182,61 +239,67 @@ async fn run_ops(
     if !args.json {
         out(&header());
     }
-    let first = Second {
-        sec: 0,
-        cur_ops: set.len(),
-        started,
-        finished: 0,
-        avg_bw: 0.0,
-        cur_bw: 0.0,
-        last_lat: None,
-        avg_lat: 0.0,
+    let first = {
+        let p = lock(&progress);
+        Second {
+            sec: 0,
+            cur_ops: (p.started - p.finished) as usize,
+            started: p.started,
+            finished: 0,
+            avg_bw: 0.0,
+            cur_bw: 0.0,
+            last_lat: None,
+            avg_lat: 0.0,
+        }
     };
     row(&mut t, first, out);
     while !set.is_empty() {
         tokio::select! {
-            done = set.join_next() => {
-                let Some(Ok((r, lat))) = done else { break };
-                r?;
-                t.ops += 1;
-                t.lat.push(lat);
-                if Instant::now() < end {
-                    if let Some(op) = next(started, &recycler) {
-                        spawn(&mut set, op);
-                        started += 1;
-                    }
+            _ = set.join_next() => {
+                // A slot stopped: the time is up, the ops ran out, or one
+                // failed, which ends the run (the other slots' ops dropped).
+                if let Some(e) = lock(&progress).failed.take() {
+                    return Err(e);
                 }
             }
             _ = tick.tick() => {
                 sec += 1;
+                let p = lock(&progress);
                 if sec % 20 == 0 && !args.json {
-                    out(&format!("min lat: {} max lat: {} avg lat: {}\n", g(min(&t.lat)), g(max(&t.lat)), g(mean(&t.lat))));
+                    out(&format!("min lat: {} max lat: {} avg lat: {}\n", g(min(&p.lat)), g(max(&p.lat)), g(mean(&p.lat))));
                     out(&header());
                 }
                 let elapsed = start.elapsed().as_secs_f64();
+                let ops = p.finished;
                 let mut r = Second {
                     sec,
-                    cur_ops: set.len(),
-                    started,
-                    finished: t.ops,
-                    avg_bw: t.ops as f64 * args.op_size as f64 / elapsed / MIB,
+                    cur_ops: (p.started - ops) as usize,
+                    started: p.started,
+                    finished: ops,
+                    avg_bw: ops as f64 * args.op_size as f64 / elapsed / MIB,
                     cur_bw: 0.0,
                     last_lat: None,
-                    avg_lat: mean(&t.lat),
+                    avg_lat: mean(&p.lat),
                 };
-                if t.ops != prev_finished {
-                    r.cur_bw = (t.ops - prev_finished) as f64 * args.op_size as f64 / MIB / cycles as f64;
-                    r.last_lat = Some(t.lat.last().copied().unwrap_or(0.0));
+                if ops != prev_finished {
+                    r.cur_bw = (ops - prev_finished) as f64 * args.op_size as f64 / MIB / cycles as f64;
+                    r.last_lat = Some(p.lat.last().copied().unwrap_or(0.0));
                     t.bw_samples.push(r.cur_bw);
-                    t.iops_samples.push((t.ops - prev_finished) as f64 / cycles as f64);
-                    prev_finished = t.ops;
+                    t.iops_samples.push((ops - prev_finished) as f64 / cycles as f64);
+                    prev_finished = ops;
                     cycles = 1;
                 } else {
                     cycles += 1;
                 }
+                drop(p);
                 row(&mut t, r, out);
             }
         }
+    }
+    {
+        let mut p = lock(&progress);
+        t.ops = p.finished;
+        t.lat = std::mem::take(&mut p.lat);
     }
     t.seconds = start.elapsed().as_secs_f64();
     if t.iops_samples.is_empty() {
@@ -279,15 +342,16 @@ pub async fn run(
                 out(&format!("Object prefix: {prefix}\n"));
             }
             let size = args.op_size;
+            let names = prefix.clone();
             let t = run_ops(
                 args,
                 io,
-                |i, buffers| {
+                move |i, buffers| {
                     let data = buffers.contents(size, i);
                     let ops = Ops::new()
                         .alloc_hint(size as u64, size as u64, HINT_FLAGS)
                         .write(0, data.clone());
-                    Some((object_name(&prefix, i), ops, None, Some(data)))
+                    Some((object_name(&names, i), ops, None, Some(data)))
                 },
                 out,
             )
@@ -350,10 +414,11 @@ pub async fn run(
                 .map_or(1, |d| d.as_nanos() as u64)
                 | 1;
             let mode = args.mode;
+            let names = prefix.clone();
             let t = run_ops(
                 &args,
                 io,
-                |i, _| {
+                move |i, _| {
                     let index = match mode {
                         Mode::Seq if i >= num_ops => return None,
                         Mode::Seq => i,
@@ -367,7 +432,7 @@ pub async fn run(
                     let off = op_size as u64 * (index % per_object);
                     let ops = Ops::new().read(off, op_size as u64);
                     Some((
-                        object_name(&prefix, index / per_object),
+                        object_name(&names, index / per_object),
                         ops,
                         Some(index),
                         None,

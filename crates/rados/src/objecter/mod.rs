@@ -857,10 +857,7 @@ fn target_in(map: &OsdMap, at: &PgOf, ua: msgr_osdmap::UpActing) -> Option<Targe
     };
     Some(Target {
         osd,
-        pgid: SpgId {
-            pgid: at.pg,
-            shard,
-        },
+        pgid: SpgId { pgid: at.pg, shard },
         hash: at.raw.seed,
         up: ua.up,
         acting: ua.acting,

@@ -573,7 +573,10 @@ fn a_request_to_a_mapped_pg_goes_at_once_but_never_before_older_ones() {
     // Another PG waits for the driver; "a" behind it waits too.
     let other = o.submit(req(elsewhere(&m), Ops::new().read(0, 1)), Instant::now());
     let behind = o.submit(req("a", Ops::new().read(0, 1)), Instant::now());
-    assert!(o.poll_transmit().is_none(), "nothing overtakes the unplaced");
+    assert!(
+        o.poll_transmit().is_none(),
+        "nothing overtakes the unplaced"
+    );
     let tids: Vec<u64> = drain(&mut o).iter().map(|t| t.msg.tid).collect();
     assert_eq!(tids, [other, behind]);
     // A new map, with nothing in flight to place in it: what was mapped
