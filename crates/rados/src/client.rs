@@ -84,7 +84,7 @@ impl Dispatcher for OsdDispatch {
         let Some(osd) = self.0.osd_of(conn) else {
             return;
         };
-        lock(&self.0.conns).retain(|_, (_, c)| c != conn);
+        lock(&self.0.conns).remove(conn);
         let shared = self.0.clone();
         tokio::spawn(async move {
             tokio::time::sleep(RESET_DELAY).await;
@@ -156,7 +156,7 @@ impl<T: Transport> Rados<T> {
         let shared = Arc::new(Shared {
             objecter: Mutex::new(Objecter::new(map, limits)),
             waiters: Mutex::new(HashMap::new()),
-            conns: Mutex::new(HashMap::new()),
+            conns: Mutex::default(),
             messenger: Mutex::new(None),
             timer: Notify::new(),
             watch: Default::default(),

@@ -21,9 +21,8 @@ use crate::request::Reply;
 pub(crate) struct Shared {
     pub(crate) objecter: Mutex<Objecter>,
     pub(crate) waiters: Mutex<HashMap<u64, oneshot::Sender<Result<Reply, i32>>>>,
-    /// The connection to each OSD we talk to, and the addresses (as the
-    /// map gave them) it was opened to.
-    pub(crate) conns: Mutex<HashMap<i32, (msgr_encoding::EntityAddrvec, Connection)>>,
+    /// The connection to each OSD we talk to.
+    pub(crate) conns: Mutex<OsdConns>,
     /// The messenger to the OSDs, whatever its transport (`None` once
     /// shut down).
     pub(crate) messenger: Mutex<Option<Arc<dyn Dial>>>,
@@ -36,6 +35,51 @@ pub(crate) struct Shared {
     /// it to look again, rather than taking a thread of its own (under an
     /// OSD thrash, tens of them at once).
     pub(crate) placer: Placer,
+}
+
+/// The connection to each OSD we talk to, the addresses (as the map gave
+/// them) it was opened to, and which OSD each connection is to: a reply
+/// finds its OSD by its connection's id, not by a scan over every OSD's
+/// connection (linear in the cluster's size, per reply).
+#[derive(Default)]
+pub(crate) struct OsdConns {
+    by_osd: HashMap<i32, (msgr_encoding::EntityAddrvec, Connection)>,
+    /// `Connection::id` (unique in the OSD messenger) → OSD.
+    by_id: HashMap<u64, i32>,
+}
+
+impl OsdConns {
+    /// The OSD `conn` is the current connection to.
+    pub(crate) fn osd_of(&self, conn: &Connection) -> Option<i32> {
+        let osd = *self.by_id.get(&conn.id())?;
+        let (_, current) = self.by_osd.get(&osd)?;
+        (current == conn).then_some(osd)
+    }
+
+    /// `osd`'s connection, and the addresses it was opened to.
+    fn get(&self, osd: i32) -> Option<&(msgr_encoding::EntityAddrvec, Connection)> {
+        self.by_osd.get(&osd)
+    }
+
+    /// `conn`, opened to `addrs`, is now `osd`'s connection (replacing any
+    /// other, which is forgotten).
+    fn insert(&mut self, osd: i32, addrs: msgr_encoding::EntityAddrvec, conn: Connection) {
+        let id = conn.id();
+        if let Some((_, old)) = self.by_osd.insert(osd, (addrs, conn)) {
+            if old.id() != id && self.by_id.get(&old.id()) == Some(&osd) {
+                self.by_id.remove(&old.id());
+            }
+        }
+        self.by_id.insert(id, osd);
+    }
+
+    /// Forgets `conn` (reset) if it is an OSD's current connection.
+    pub(crate) fn remove(&mut self, conn: &Connection) {
+        if let Some(osd) = self.osd_of(conn) {
+            self.by_osd.remove(&osd);
+            self.by_id.remove(&conn.id());
+        }
+    }
 }
 
 /// Whether a placer runs, and whether it was asked to look again.
@@ -173,31 +217,85 @@ impl Shared {
     fn conn_to(&self, osd: i32, addrs: &msgr_encoding::EntityAddrvec) -> Option<Connection> {
         let messenger = lock(&self.messenger).clone()?;
         let mut conns = lock(&self.conns);
-        if let Some((at, c)) = conns.get(&osd) {
+        if let Some((at, c)) = conns.get(osd) {
             if at == addrs {
                 return Some(c.clone());
             }
             c.mark_down();
         }
         let c = messenger.dial(addrs);
-        conns.insert(osd, (addrs.clone(), c.clone()));
+        conns.insert(osd, addrs.clone(), c.clone());
         Some(c)
     }
 
     /// The OSD a connection is to.
     pub(crate) fn osd_of(&self, conn: &Connection) -> Option<i32> {
-        lock(&self.conns)
-            .iter()
-            .find(|(_, (_, c))| c == conn)
-            .map(|(o, _)| *o)
+        lock(&self.conns).osd_of(conn)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+    use std::sync::Arc;
 
-    use super::Placer;
+    use msgr_encoding::{EntityAddrvec, EntityName, EntityType};
+    use msgr_messenger::{Connection, Dispatcher, IncomingMessage, Messenger, Options};
+    use msgr_protocol::{PolicyName, PolicySet};
+    use msgr_transport::memory::MemoryNet;
+
+    use super::{OsdConns, Placer};
+
+    struct Nothing;
+    impl Dispatcher for Nothing {
+        fn ms_dispatch(&self, _: &Connection, _: IncomingMessage) {}
+    }
+
+    /// A reply finds its OSD by its connection; a connection replaced (the
+    /// OSD moved) or reset is nobody's, and forgetting a stale one leaves
+    /// the OSD's current connection alone.
+    #[tokio::test]
+    async fn a_connection_is_its_osds_until_replaced_or_reset() {
+        let m = Messenger::new(
+            MemoryNet::new(),
+            Options::new(
+                EntityName::new(EntityType::CLIENT, 1),
+                PolicySet::new(PolicyName::LossyClient.policy()),
+                Arc::new(msgr_auth::NoneProvider),
+            ),
+            Arc::new(Nothing),
+        );
+        let at = |s: &str| -> EntityAddrvec { s.parse().expect("an address") };
+        let (a, b, moved) = (
+            at("v2:10.0.0.2:6800/1"),
+            at("v2:10.0.0.3:6800/2"),
+            at("v2:10.0.0.4:6800/3"),
+        );
+        let (c1, c2, c3) = (
+            m.connect(&a, EntityType::OSD),
+            m.connect(&b, EntityType::OSD),
+            m.connect(&moved, EntityType::OSD),
+        );
+        let mut k = OsdConns::default();
+        k.insert(1, a, c1.clone());
+        k.insert(2, b, c2.clone());
+        assert_eq!(
+            (k.osd_of(&c1), k.osd_of(&c2), k.osd_of(&c3)),
+            (Some(1), Some(2), None)
+        );
+        // osd.1 moved: its old connection answers for nobody.
+        k.insert(1, moved.clone(), c3.clone());
+        assert_eq!((k.osd_of(&c1), k.osd_of(&c3)), (None, Some(1)));
+        assert_eq!(k.get(1).map(|(at, _)| at), Some(&moved));
+        assert_eq!(k.by_id.len(), 2, "the replaced connection is forgotten");
+        // A reset of the stale one changes nothing; of a current one, forgets it.
+        k.remove(&c1);
+        assert_eq!(k.osd_of(&c3), Some(1));
+        k.remove(&c2);
+        assert_eq!((k.osd_of(&c2), k.get(2).is_some()), (None, false));
+        assert_eq!(k.by_id.len(), 1);
+        m.shutdown().await;
+    }
 
     #[test]
     fn a_placer_that_panicked_does_not_stop_later_ones() {
