@@ -77,7 +77,7 @@ const RECYCLED: usize = 1024;
 
 impl Recycler {
     fn buffers(&self) -> std::sync::MutexGuard<'_, Vec<Bytes>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.0)
     }
 
     /// Op `index`'s buffer: a returned one nothing else holds, with its

@@ -578,7 +578,13 @@ fn outgoing(
 /// for [`Lingers::handle_target`]; CRUSH runs here: call it off any lock.
 pub fn watch_target(map: &msgr_osdmap::OsdMap, object: &Object) -> Option<Target> {
     let up_acting = |pg| map.pg_to_up_acting(pg);
-    target_of(map, up_acting, object, false, true)
+    let write = super::ReadFrom {
+        writes: true,
+        flags: 0,
+        tid: 0,
+        location: &[],
+    };
+    target_of(map, up_acting, object, false, &write)
         .ok()
         .flatten()
 }

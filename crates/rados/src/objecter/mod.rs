@@ -200,20 +200,13 @@ impl Placements {
             .into_iter()
             .map(|p| {
                 let up_acting = |pg| mappings.up_acting(&self.map, pg);
-                let t = target_of(&self.map, up_acting, &p.object, p.ignores_overlay, p.writes);
-                let t = t.map(|t| {
-                    t.map(|mut t| {
-                        let read = ReadFrom {
-                            writes: p.writes,
-                            flags: p.flags,
-                            tid: p.tid,
-                            location: &self.location,
-                        };
-                        let pool = t.pgid.pgid.pool as i64;
-                        t.osd = read.choose(&self.map, pool, t.hash, t.osd, &t.acting);
-                        t
-                    })
-                });
+                let read = ReadFrom {
+                    writes: p.writes,
+                    flags: p.flags,
+                    tid: p.tid,
+                    location: &self.location,
+                };
+                let t = target_of(&self.map, up_acting, &p.object, p.ignores_overlay, &read);
                 (p, t)
             })
             .collect();
@@ -402,20 +395,15 @@ impl Objecter {
         if f.req.flags & flag::LOCALIZE_READS != 0 {
             return None;
         }
-        let writes = f.req.writes();
-        let at = pg_of(&self.map, &f.req.object, f.ignores_overlay(), writes).ok()?;
-        let ua = self.mappings.known(&self.map, at.pg)?;
-        let Some(mut t) = ua.and_then(|ua| target_in(&self.map, &at, ua)) else {
-            return Some(None);
-        };
         let read = ReadFrom {
-            writes,
+            writes: f.req.writes(),
             flags: f.req.flags,
             tid,
             location: &self.location,
         };
-        t.osd = read.choose(&self.map, at.pool, t.hash, t.osd, &t.acting);
-        Some(Some(t))
+        let at = pg_of(&self.map, &f.req.object, f.ignores_overlay(), read.writes).ok()?;
+        let ua = self.mappings.known(&self.map, at.pg)?;
+        Some(ua.and_then(|ua| target_in(&self.map, &at, ua, &read)))
     }
 
     /// The next message to send.
@@ -784,17 +772,18 @@ impl Objecter {
 
 /// `_calc_target`: the request's pool (its own, or the cache tier
 /// its pool's overlay sends reads or writes to), PG and acting primary
-/// in `map`, whose PGs `up_acting` maps. `Err(ENOENT)` when the pool is
-/// gone; `Ok(None)` when the PG has no usable primary yet.
+/// in `map`, whose PGs `up_acting` maps, and the OSD `read` picks among
+/// the acting set. `Err(ENOENT)` when the pool is gone; `Ok(None)` when
+/// the PG has no usable primary yet.
 fn target_of(
     map: &OsdMap,
     mut up_acting: impl FnMut(PgId) -> Option<msgr_osdmap::UpActing>,
     object: &Object,
     ignores_overlay: bool,
-    writes: bool,
+    read: &ReadFrom,
 ) -> Result<Option<Target>, i32> {
-    let at = pg_of(map, object, ignores_overlay, writes)?;
-    Ok(up_acting(at.pg).and_then(|ua| target_in(map, &at, ua)))
+    let at = pg_of(map, object, ignores_overlay, read.writes)?;
+    Ok(up_acting(at.pg).and_then(|ua| target_in(map, &at, ua, read)))
 }
 
 /// Where a request's object hashes: the pool it goes to, its raw pg and
@@ -837,9 +826,15 @@ fn pg_of(map: &OsdMap, object: &Object, ignores_overlay: bool, writes: bool) -> 
     })
 }
 
-/// The second half: the target in the PG's up and acting sets `ua`, or
-/// `None` when it has no usable primary.
-fn target_in(map: &OsdMap, at: &PgOf, ua: msgr_osdmap::UpActing) -> Option<Target> {
+/// The second half: the target in the PG's up and acting sets `ua` (the
+/// acting primary, or the replica `read` picks), or `None` when it has no
+/// usable primary.
+fn target_in(
+    map: &OsdMap,
+    at: &PgOf,
+    ua: msgr_osdmap::UpActing,
+    read: &ReadFrom,
+) -> Option<Target> {
     let pool = map.pools.get(&at.pool)?;
     let osd = ua.acting_primary;
     if osd < 0 || !map.is_up(osd) {
@@ -856,7 +851,7 @@ fn target_in(map: &OsdMap, at: &PgOf, ua: msgr_osdmap::UpActing) -> Option<Targe
         false => -1,
     };
     Some(Target {
-        osd,
+        osd: read.choose(map, at.pg.pool as i64, at.raw.seed, osd, &ua.acting),
         pgid: SpgId { pgid: at.pg, shard },
         hash: at.raw.seed,
         up: ua.up,
