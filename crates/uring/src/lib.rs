@@ -38,6 +38,7 @@
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod either;
+pub mod exec;
 mod op;
 mod pool;
 pub mod raw;

@@ -1,0 +1,837 @@
+//! A thread's event loop driven by its own io_uring: the executor a
+//! ring-driven shard runs its tasks on, where tokio's would wait in
+//! epoll.
+//!
+//! - **One system call per turn.** A turn runs the tasks that were woken,
+//!   fires the timers that are due, then enters the kernel once: to submit
+//!   what the turn queued on the ring and, when nothing is left to run,
+//!   to wait for the next completion or the next timer (the wait's
+//!   timeout, `IORING_ENTER_EXT_ARG`; no timer SQEs).
+//! - **The ring is this thread's.** `SINGLE_ISSUER` and `DEFER_TASKRUN`:
+//!   the kernel runs completions' task work only when this thread enters,
+//!   never interrupting it, and `TASKRUN_FLAG` says when such work waits
+//!   so that a turn with tasks still to run enters only then.
+//! - **Wakes from other threads** (a task spawned, or a waker used, on
+//!   another thread) go through a queue under a lock and, only when the
+//!   loop waits or is about to, a write to an eventfd whose read is always
+//!   posted on the ring. A wake on the loop's own thread is a push on its
+//!   local queue.
+//! - **Timers** are a heap of deadlines on the loop; a [`Sleep`] is
+//!   registered while it waits and forgotten when dropped.
+//!
+//! Tasks are `Send` (they are spawned from other threads, as a
+//! messenger's shards are); a task that ends is dropped on the loop, and
+//! the tasks left when the executor is dropped are dropped with it.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, types, IoUring};
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The user_data of the eventfd's read and of its cancel; the loop posts
+/// nothing else yet.
+const WAKEUP: u64 = 1;
+const CANCEL: u64 = 2;
+/// Tasks run per turn before the loop looks at the ring again (a task
+/// that keeps waking itself cannot starve completions and timers).
+const BUDGET: usize = 256;
+
+/// A spawned future and whether it waits in a run queue.
+struct Task {
+    future: Mutex<Option<BoxFuture>>,
+    /// In a run queue (set by a wake, cleared just before a poll): a task
+    /// is queued once however often it is woken meanwhile.
+    scheduled: AtomicBool,
+    home: Arc<Shared>,
+}
+
+impl Wake for Task {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.scheduled.swap(true, Ordering::AcqRel) {
+            self.home.schedule(self.clone());
+        }
+    }
+}
+
+/// What other threads reach: the injection queue and the eventfd.
+struct Shared {
+    injected: Mutex<Vec<Arc<Task>>>,
+    /// The loop waits in the kernel or is about to: a wake from another
+    /// thread must write the eventfd.
+    parked: AtomicBool,
+    /// The executor is gone: what is spawned now is dropped at once.
+    closed: AtomicBool,
+    eventfd: OwnedFd,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn schedule(self: &Arc<Self>, task: Arc<Task>) {
+        let pushed = LOCAL.with(|l| match l.borrow().as_ref() {
+            Some(local) if Arc::ptr_eq(&local.shared, self) => {
+                local.queue.borrow_mut().push_back(task.clone());
+                true
+            }
+            _ => false,
+        });
+        if !pushed {
+            self.inject(task);
+        }
+    }
+
+    fn inject(&self, task: Arc<Task>) {
+        if self.closed.load(Ordering::Acquire) {
+            // Dropped here, not on the loop: the loop is gone.
+            drop(lock(&task.future).take());
+            return;
+        }
+        lock(&self.injected).push(task);
+        self.unpark();
+    }
+
+    /// Wakes the loop if it waits (or is about to: it looks at the
+    /// injection queue after saying it parks).
+    fn unpark(&self) {
+        if self.parked.swap(false, Ordering::SeqCst) {
+            let one = 1u64.to_ne_bytes();
+            // A full counter (never: the loop reads it each wakeup) or a
+            // closed fd would only lose a wakeup the loop's next turn finds.
+            // SAFETY: writes 8 bytes from a live buffer to our eventfd.
+            #[allow(unsafe_code)]
+            let _ = unsafe { libc::write(self.eventfd.as_raw_fd(), one.as_ptr().cast(), 8) };
+        }
+    }
+}
+
+/// The loop's own state, reached from its thread's tasks (wakes, timers).
+struct Local {
+    /// This loop among every loop the process made (a [`Sleep`] knows
+    /// which loop holds its registration).
+    id: u64,
+    shared: Arc<Shared>,
+    queue: RefCell<VecDeque<Arc<Task>>>,
+    timers: RefCell<Timers>,
+    /// Every task not finished, so that dropping the executor drops them.
+    tasks: RefCell<Vec<Weak<Task>>>,
+}
+
+/// Loop ids, never reused.
+static LOOPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// The loop this thread runs, while it runs.
+    static LOCAL: RefCell<Option<Rc<Local>>> = const { RefCell::new(None) };
+}
+
+/// Whether the calling thread runs an [`Executor`] (timers and spawns
+/// made here belong to it).
+pub fn in_executor() -> bool {
+    LOCAL.with(|l| l.borrow().is_some())
+}
+
+/// Spawns tasks on an [`Executor`] from any thread.
+#[derive(Clone)]
+pub struct Spawner {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Spawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawner").finish_non_exhaustive()
+    }
+}
+
+impl Spawner {
+    /// Runs `fut` on the executor's thread; dropped unrun if the executor
+    /// is gone.
+    pub fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
+        let task = Arc::new(Task {
+            future: Mutex::new(Some(Box::pin(fut))),
+            scheduled: AtomicBool::new(true),
+            home: self.shared.clone(),
+        });
+        self.shared.schedule(task);
+    }
+}
+
+/// A single-threaded executor whose thread waits in its io_uring. Made and
+/// run on the thread it serves (the ring's single issuer).
+pub struct Executor {
+    local: Rc<Local>,
+    ring: IoUring,
+    /// The eventfd read's buffer, written by the kernel while posted.
+    wakeup_buf: Box<[u8; 8]>,
+    wakeup_posted: bool,
+}
+
+impl Executor {
+    /// A loop with a ring of `entries` submission entries.
+    pub fn new(entries: u32) -> io::Result<Executor> {
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
+            .setup_cqsize(entries.saturating_mul(4))
+            .build(entries)?;
+        // SAFETY: eventfd returns a new descriptor we own, or -1.
+        #[allow(unsafe_code)]
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just made and nothing else owns it.
+        #[allow(unsafe_code)]
+        let eventfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let shared = Arc::new(Shared {
+            injected: Mutex::new(Vec::new()),
+            parked: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            eventfd,
+        });
+        Ok(Executor {
+            local: Rc::new(Local {
+                id: LOOPS.fetch_add(1, Ordering::Relaxed),
+                shared,
+                queue: RefCell::new(VecDeque::new()),
+                timers: RefCell::new(Timers::default()),
+                tasks: RefCell::new(Vec::new()),
+            }),
+            ring,
+            wakeup_buf: Box::new([0; 8]),
+            wakeup_posted: false,
+        })
+    }
+
+    /// What spawns on this executor from any thread.
+    pub fn spawner(&self) -> Spawner {
+        Spawner {
+            shared: self.local.shared.clone(),
+        }
+    }
+
+    /// Runs the loop until `main` is done (the spawned tasks meanwhile).
+    /// An error is the ring's: the kernel refused a submission or a wait.
+    pub fn block_on<F: Future>(&mut self, main: F) -> io::Result<F::Output> {
+        let _entered = Entered::new(self.local.clone())?;
+        let mut main = std::pin::pin!(main);
+        let main_waker = Arc::new(MainWaker {
+            woken: AtomicBool::new(true),
+            shared: self.local.shared.clone(),
+        });
+        let waker = Waker::from(main_waker.clone());
+        loop {
+            if main_waker.woken.swap(false, Ordering::AcqRel) {
+                if let Poll::Ready(out) = main.as_mut().poll(&mut Context::from_waker(&waker)) {
+                    return Ok(out);
+                }
+            }
+            self.run_tasks();
+            let now = Instant::now();
+            let due = self.local.timers.borrow_mut().due(now);
+            due.into_iter().for_each(Waker::wake);
+            self.enter(&main_waker.woken, now)?;
+        }
+    }
+
+    /// Takes what other threads spawned or woke, then polls up to
+    /// [`BUDGET`] tasks.
+    fn run_tasks(&mut self) {
+        let injected = std::mem::take(&mut *lock(&self.local.shared.injected));
+        {
+            let mut q = self.local.queue.borrow_mut();
+            q.extend(injected);
+        }
+        for _ in 0..BUDGET {
+            let Some(task) = self.local.queue.borrow_mut().pop_front() else {
+                break;
+            };
+            self.adopt(&task);
+            task.scheduled.store(false, Ordering::Release);
+            let waker = Waker::from(task.clone());
+            let mut slot = lock(&task.future);
+            let done = match slot.as_mut() {
+                Some(fut) => fut
+                    .as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_ready(),
+                None => false,
+            };
+            if done {
+                // Dropped here, on the loop, with the lock let go after.
+                let fut = slot.take();
+                drop(slot);
+                drop(fut);
+            }
+        }
+    }
+
+    /// Keeps a task in the table of live ones the first time it runs here.
+    fn adopt(&self, task: &Arc<Task>) {
+        // A task the table holds has a weak reference: none, a new one.
+        if Arc::weak_count(task) == 0 {
+            let mut tasks = self.local.tasks.borrow_mut();
+            if tasks.len() >= 64 && tasks.len().is_power_of_two() {
+                tasks.retain(|t| t.strong_count() > 0);
+            }
+            tasks.push(Arc::downgrade(task));
+        }
+    }
+
+    /// The turn's one system call: submits what is queued and, when
+    /// nothing is left to run (no task queued, `main` not woken), waits
+    /// for a completion, a wakeup or the next timer. Does not enter at all
+    /// when busy with nothing to submit or reap.
+    fn enter(&mut self, main: &AtomicBool, now: Instant) -> io::Result<()> {
+        let idle = self.local.queue.borrow().is_empty() && !main.load(Ordering::Acquire);
+        if !self.wakeup_posted {
+            let read = opcode::Read::new(
+                types::Fd(self.local.shared.eventfd.as_raw_fd()),
+                self.wakeup_buf.as_mut_ptr(),
+                8,
+            )
+            .build()
+            .user_data(WAKEUP);
+            // SAFETY: the eventfd (in `Shared`, which the executor holds)
+            // and `wakeup_buf` (heap memory that does not move) outlive the
+            // read: the executor's drop cancels it and waits for its
+            // completion (or leaks the buffer) before either goes.
+            #[allow(unsafe_code)]
+            let pushed = unsafe { self.ring.submission().push(&read) }.is_ok();
+            self.wakeup_posted = pushed;
+        }
+        let shared = &self.local.shared;
+        let result = if idle {
+            // Said before looking: a wake from another thread after the
+            // look finds `parked` and writes the eventfd.
+            shared.parked.store(true, Ordering::SeqCst);
+            if !lock(&shared.injected).is_empty() || main.load(Ordering::SeqCst) {
+                shared.parked.store(false, Ordering::SeqCst);
+                self.ring.submit().map(drop)
+            } else {
+                let next = self.local.timers.borrow_mut().next();
+                let r = match next {
+                    Some(at) => {
+                        let wait = at.saturating_duration_since(now);
+                        let ts = types::Timespec::from(wait.max(Duration::from_micros(1)));
+                        let args = types::SubmitArgs::new().timespec(&ts);
+                        self.ring.submitter().submit_with_args(1, &args).map(drop)
+                    }
+                    None => self.ring.submit_and_wait(1).map(drop),
+                };
+                shared.parked.store(false, Ordering::SeqCst);
+                r
+            }
+        } else if !self.ring.submission().is_empty() || self.taskrun_pending() {
+            self.ring.submit().map(drop)
+        } else {
+            Ok(())
+        };
+        match result {
+            Ok(()) => {}
+            // The wait's timeout, or a signal: the next turn looks again.
+            Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(e) => return Err(e),
+        }
+        self.reap();
+        Ok(())
+    }
+
+    /// Cancels the eventfd's read and waits for its completion, so that
+    /// the kernel is done with its buffer before the buffer goes; if the
+    /// ring cannot say, the buffer is leaked rather than freed under it.
+    fn cancel_wakeup(&mut self) {
+        if !self.wakeup_posted {
+            return;
+        }
+        let cancel = opcode::AsyncCancel::new(WAKEUP).build().user_data(CANCEL);
+        // SAFETY: a cancel points at no memory.
+        #[allow(unsafe_code)]
+        let pushed = unsafe { self.ring.submission().push(&cancel) }.is_ok();
+        for _ in 0..if pushed { 100 } else { 0 } {
+            if self.ring.submit_and_wait(1).is_err() {
+                break;
+            }
+            self.reap();
+            if !self.wakeup_posted {
+                return;
+            }
+        }
+        std::mem::forget(std::mem::replace(&mut self.wakeup_buf, Box::new([0; 8])));
+    }
+
+    fn taskrun_pending(&mut self) -> bool {
+        self.ring.submission().taskrun()
+    }
+
+    fn reap(&mut self) {
+        let mut rearm = false;
+        for c in self.ring.completion() {
+            let c: cqueue::Entry = c;
+            if c.user_data() == WAKEUP {
+                rearm = true;
+            }
+        }
+        if rearm {
+            self.wakeup_posted = false;
+        }
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.local.shared.closed.store(true, Ordering::Release);
+        self.cancel_wakeup();
+        let shared = &self.local.shared;
+        // What was spawned and never ran, then every live task: their
+        // futures dropped here, whoever still holds a waker.
+        let injected = std::mem::take(&mut *lock(&shared.injected));
+        let queued: Vec<_> = self.local.queue.borrow_mut().drain(..).collect();
+        let live: Vec<_> = self.local.tasks.borrow_mut().drain(..).collect();
+        let _entered = Entered::new(self.local.clone());
+        for t in injected.iter().chain(queued.iter()) {
+            drop(lock(&t.future).take());
+        }
+        for t in live.iter().filter_map(Weak::upgrade) {
+            drop(lock(&t.future).take());
+        }
+    }
+}
+
+/// The loop installed as this thread's while it runs.
+struct Entered;
+
+impl Entered {
+    fn new(local: Rc<Local>) -> io::Result<Entered> {
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            if l.is_some() {
+                return Err(io::Error::other(
+                    "io_uring executor: this thread already runs one (nested block_on)",
+                ));
+            }
+            *l = Some(local);
+            Ok(Entered)
+        })
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let local = LOCAL.with(|l| l.borrow_mut().take());
+        drop(local);
+    }
+}
+
+/// `block_on`'s future's waker: a flag, and the loop woken when it is
+/// used from another thread.
+struct MainWaker {
+    woken: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl Wake for MainWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.shared.unpark();
+    }
+}
+
+/// The loop's timers: deadlines in a heap, each with the waker of the
+/// [`Sleep`] that waits for it. A moved or dropped timer leaves its old
+/// heap entry behind, skipped when it comes up.
+#[derive(Default)]
+struct Timers {
+    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+    waiting: HashMap<u64, (Instant, Waker)>,
+    next_id: u64,
+}
+
+impl Timers {
+    fn set(&mut self, id: Option<u64>, at: Instant, waker: &Waker) -> u64 {
+        let id = id.unwrap_or_else(|| {
+            self.next_id = self.next_id.wrapping_add(1);
+            self.next_id
+        });
+        let moved = match self.waiting.get_mut(&id) {
+            Some((deadline, w)) => {
+                if !w.will_wake(waker) {
+                    w.clone_from(waker);
+                }
+                std::mem::replace(deadline, at) != at
+            }
+            None => {
+                self.waiting.insert(id, (at, waker.clone()));
+                true
+            }
+        };
+        if moved {
+            self.heap.push(Reverse((at, id)));
+        }
+        id
+    }
+
+    fn cancel(&mut self, id: u64) {
+        self.waiting.remove(&id);
+        if self.waiting.is_empty() {
+            self.heap.clear();
+        }
+    }
+
+    /// The wakers of every timer due at `now` (each once: it is
+    /// forgotten), to wake once the timers are let go of.
+    fn due(&mut self, now: Instant) -> Vec<Waker> {
+        let mut due = Vec::new();
+        while let Some(&Reverse((at, id))) = self.heap.peek() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            if self.waiting.get(&id).is_some_and(|(d, _)| *d == at) {
+                if let Some((_, w)) = self.waiting.remove(&id) {
+                    due.push(w);
+                }
+            }
+        }
+        due
+    }
+
+    /// The earliest deadline still waited for.
+    fn next(&mut self) -> Option<Instant> {
+        while let Some(&Reverse((at, id))) = self.heap.peek() {
+            if self.waiting.get(&id).is_some_and(|(d, _)| *d == at) {
+                return Some(at);
+            }
+            self.heap.pop();
+        }
+        None
+    }
+}
+
+/// A future that is ready at its deadline, on the executor of the thread
+/// that polls it. Polled on a thread without one, it is ready at once: an
+/// early wake-up, which a timer's user checks against its own deadlines
+/// anyway (a timer belongs to the loop it was made for).
+#[derive(Debug)]
+pub struct Sleep {
+    deadline: Instant,
+    /// The loop holding its registration and its id there.
+    registered: Option<(u64, u64)>,
+}
+
+/// A [`Sleep`] until `deadline`.
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline,
+        registered: None,
+    }
+}
+
+impl Sleep {
+    /// When it is ready.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Moves the deadline (earlier or later); the next poll registers it.
+    pub fn reset(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+    }
+
+    /// Lets go of its registration, if this thread's loop holds it.
+    fn forget(&mut self) {
+        if let Some((at, id)) = self.registered.take() {
+            LOCAL.with(|l| {
+                if let Some(local) = l.borrow().as_ref().filter(|l| l.id == at) {
+                    local.timers.borrow_mut().cancel(id);
+                }
+            });
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if Instant::now() >= this.deadline {
+            this.forget();
+            return Poll::Ready(());
+        }
+        let deadline = this.deadline;
+        let registered = this.registered;
+        let now_registered = LOCAL.with(|l| {
+            l.borrow().as_ref().map(|local| {
+                let mine = registered.filter(|(at, _)| *at == local.id).map(|r| r.1);
+                let id = local.timers.borrow_mut().set(mine, deadline, cx.waker());
+                (local.id, id)
+            })
+        });
+        match now_registered {
+            Some(r) => {
+                this.registered = Some(r);
+                Poll::Pending
+            }
+            None => {
+                this.registered = None;
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.forget();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc;
+
+    /// Runs `f` on a thread of its own and fails (rather than hangs) if it
+    /// has not finished in 20 s: a lost wakeup shows as that failure.
+    fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(out) => out,
+            Err(mpsc::RecvTimeoutError::Disconnected) => match t.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => unreachable!("sent nothing and did not panic"),
+            },
+            Err(e) => panic!("the executor did not finish: a wakeup was lost ({e})"),
+        }
+    }
+
+    #[test]
+    fn block_on_returns_its_futures_output() {
+        let out = within(|| Executor::new(8).unwrap().block_on(async { 7 }).unwrap());
+        assert_eq!(out, 7);
+    }
+
+    #[test]
+    fn spawned_tasks_run_from_the_loop_and_from_other_threads() {
+        let n = within(|| {
+            let mut ex = Executor::new(8).unwrap();
+            let count = Arc::new(AtomicUsize::new(0));
+            let spawner = ex.spawner();
+            let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
+            for _ in 0..10 {
+                let (c, d) = (count.clone(), done_tx.clone());
+                spawner.spawn(async move {
+                    c.fetch_add(1, Ordering::Relaxed);
+                    let _ = d.send(());
+                });
+            }
+            let remote = {
+                let (spawner, c, d) = (spawner.clone(), count.clone(), done_tx.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..10 {
+                        let (c, d) = (c.clone(), d.clone());
+                        spawner.spawn(async move {
+                            c.fetch_add(1, Ordering::Relaxed);
+                            let _ = d.send(());
+                        });
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                })
+            };
+            drop(done_tx);
+            let mut done_rx = done_rx;
+            ex.block_on(async move {
+                for _ in 0..20 {
+                    done_rx.recv().await.unwrap();
+                }
+            })
+            .unwrap();
+            remote.join().unwrap();
+            count.load(Ordering::Relaxed)
+        });
+        assert_eq!(n, 20);
+    }
+
+    /// Each round trip parks the loop and needs the other thread's wake to
+    /// reach it through the eventfd: a lost one hangs (and `within` fails).
+    #[test]
+    fn wakes_from_another_thread_reach_a_parked_loop() {
+        let rounds = within(|| {
+            let mut ex = Executor::new(8).unwrap();
+            let (to_loop, mut from_thread) = tokio::sync::mpsc::channel::<u32>(1);
+            let (to_thread, from_loop) = mpsc::channel::<u32>();
+            let peer = std::thread::spawn(move || {
+                for i in 0..2000 {
+                    to_loop.blocking_send(i).unwrap();
+                    assert_eq!(from_loop.recv().unwrap(), i);
+                }
+            });
+            let n = ex
+                .block_on(async move {
+                    let mut n = 0;
+                    while let Some(i) = from_thread.recv().await {
+                        to_thread.send(i).unwrap();
+                        n += 1;
+                    }
+                    n
+                })
+                .unwrap();
+            peer.join().unwrap();
+            n
+        });
+        assert_eq!(rounds, 2000);
+    }
+
+    #[test]
+    fn timers_fire_in_deadline_order_and_not_before() {
+        let (order, waited) = within(|| {
+            let mut ex = Executor::new(8).unwrap();
+            let spawner = ex.spawner();
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let start = Instant::now();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            for ms in [30u64, 10, 20] {
+                let (order, tx) = (order.clone(), tx.clone());
+                spawner.spawn(async move {
+                    sleep_until(start + Duration::from_millis(ms)).await;
+                    lock(&order).push((ms, start.elapsed()));
+                    let _ = tx.send(());
+                });
+            }
+            drop(tx);
+            ex.block_on(async move { while rx.recv().await.is_some() {} })
+                .unwrap();
+            let order = lock(&order).clone();
+            (order.iter().map(|(ms, _)| *ms).collect::<Vec<_>>(), order)
+        });
+        assert_eq!(order, [10, 20, 30]);
+        for (ms, at) in waited {
+            assert!(
+                at >= Duration::from_millis(ms),
+                "{ms} ms timer fired at {at:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reset_timer_fires_at_its_new_deadline_and_a_dropped_one_never() {
+        let (fired_at, woken) = within(|| {
+            let mut ex = Executor::new(8).unwrap();
+            let start = Instant::now();
+            ex.block_on(async move {
+                // Set far away and polled (registered), then moved near.
+                let mut t = Box::pin(sleep_until(start + Duration::from_secs(3600)));
+                assert!(futures_poll_once(t.as_mut()).is_pending());
+                t.as_mut().reset(start + Duration::from_millis(15));
+                t.await;
+                let fired_at = start.elapsed();
+                // A dropped timer leaves nothing due: the loop's next
+                // deadline is the live one's.
+                let mut gone = Box::pin(sleep_until(Instant::now() + Duration::from_secs(60)));
+                assert!(futures_poll_once(gone.as_mut()).is_pending());
+                drop(gone);
+                let woken =
+                    LOCAL.with(|l| l.borrow().as_ref().map(|l| l.timers.borrow().waiting.len()));
+                (fired_at, woken)
+            })
+            .unwrap()
+        });
+        assert!(fired_at >= Duration::from_millis(15), "{fired_at:?}");
+        assert!(fired_at < Duration::from_secs(3600));
+        assert_eq!(woken, Some(0), "the dropped timer is forgotten");
+    }
+
+    /// Polls a future once with a waker that does nothing.
+    fn futures_poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
+        f.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    struct DropFlag(Arc<AtomicBool>);
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn dropping_the_executor_drops_its_tasks_and_what_is_spawned_after() {
+        let (waiting, queued, late) = within(|| {
+            let mut ex = Executor::new(8).unwrap();
+            let spawner = ex.spawner();
+            let waiting = Arc::new(AtomicBool::new(false));
+            let queued = Arc::new(AtomicBool::new(false));
+            let late = Arc::new(AtomicBool::new(false));
+            // A task that waits forever on a channel whose sender (and so
+            // its waker) outlives the executor.
+            let (keep_tx, mut keep_rx) = tokio::sync::mpsc::channel::<()>(1);
+            let flag = DropFlag(waiting.clone());
+            spawner.spawn(async move {
+                let _flag = flag;
+                let _ = keep_rx.recv().await;
+            });
+            ex.block_on(async {
+                // Lets the task above run once and park on its channel.
+                sleep_until(Instant::now() + Duration::from_millis(5)).await;
+            })
+            .unwrap();
+            // Spawned, never run.
+            let flag = DropFlag(queued.clone());
+            spawner.spawn(async move {
+                let _flag = flag;
+            });
+            drop(ex);
+            // Read before the channel closes: closing it wakes the task,
+            // whose wake would drop it too.
+            let waiting = waiting.load(Ordering::SeqCst);
+            let flag = DropFlag(late.clone());
+            spawner.spawn(async move {
+                let _flag = flag;
+            });
+            drop(keep_tx);
+            (
+                waiting,
+                queued.load(Ordering::SeqCst),
+                late.load(Ordering::SeqCst),
+            )
+        });
+        assert!(waiting, "a parked task is dropped with its executor");
+        assert!(queued, "a task spawned and never run is dropped");
+        assert!(late, "a task spawned after is dropped at once");
+    }
+
+    #[test]
+    fn a_sleep_off_any_loop_is_ready_at_once() {
+        let mut t = Box::pin(sleep_until(Instant::now() + Duration::from_secs(3600)));
+        assert!(futures_poll_once(t.as_mut()).is_ready());
+    }
+}
