@@ -158,9 +158,11 @@ pub struct BenchArgs {
     /// (rather than every shard accepting on the port, SO_REUSEPORT)
     #[arg(long)]
     pub server_hand_out: bool,
-    /// Move both sides' bytes through epoll (tcp) or io_uring (uring)
-    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport, action = clap::ArgAction::Set)]
-    pub transport: bool,
+    /// Move both sides' bytes through epoll (tcp) or io_uring (uring), or
+    /// io_uring with the server's shards waiting in rings of their own
+    /// (ring)
+    #[arg(long, value_name = "tcp|uring|ring", default_value = "tcp", value_parser = parse_shard_transport, action = clap::ArgAction::Set)]
+    pub transport: ShardTransport,
     /// Run only the raw TCP pattern, against --connect's address (a msgr
     /// serve --raw) when given
     #[arg(long)]
@@ -224,9 +226,11 @@ pub struct ServeArgs {
     /// Shards (threads pinned to cores)
     #[arg(long, value_name = "S")]
     pub shards: Option<usize>,
-    /// Move bytes through epoll (tcp) or io_uring (uring)
-    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport, action = clap::ArgAction::Set)]
-    pub transport: bool,
+    /// Move bytes through epoll (tcp) or io_uring (uring), or io_uring
+    /// with each shard waiting in a ring of its own instead of tokio's
+    /// epoll (ring)
+    #[arg(long, value_name = "tcp|uring|ring", default_value = "tcp", value_parser = parse_shard_transport, action = clap::ArgAction::Set)]
+    pub transport: ShardTransport,
     /// Serve bench's raw TCP pattern instead, on one thread (the baseline
     /// for msgr bench --raw-only --connect); with --transport uring, one
     /// thread driving an io_uring of its own
@@ -444,6 +448,9 @@ pub struct RadosArgs {
     /// lock get: exclusive (the default) or shared
     #[arg(long, value_name = "TYPE")]
     pub lock_type: Option<String>,
+    /// Move the client's bytes through epoll (tcp) or io_uring (uring)
+    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport, action = clap::ArgAction::Set)]
+    pub transport: bool,
     /// The command and its arguments
     #[arg(value_name = "COMMAND")]
     pub words: Vec<String>,
@@ -524,6 +531,36 @@ where
     T::Err: std::fmt::Display,
 {
     v.parse::<T>().map_err(|e| e.to_string())
+}
+
+/// How a server's bytes move and where its shards wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardTransport {
+    /// epoll, in tokio's runtime.
+    Tcp,
+    /// io_uring, its completions reaped in tokio's runtime.
+    Uring,
+    /// io_uring, each shard a loop that waits in its own ring.
+    Ring,
+}
+
+impl ShardTransport {
+    /// Whether bytes move through io_uring.
+    pub fn uring(self) -> bool {
+        self != ShardTransport::Tcp
+    }
+}
+
+/// `--transport tcp|uring|ring` of serve and bench.
+pub fn parse_shard_transport(v: &str) -> Result<ShardTransport, String> {
+    match v {
+        "ring" => Ok(ShardTransport::Ring),
+        other => match parse_transport(other) {
+            Ok(true) => Ok(ShardTransport::Uring),
+            Ok(false) => Ok(ShardTransport::Tcp),
+            Err(_) => Err(format!("--transport {other}: want tcp, uring or ring")),
+        },
+    }
 }
 
 /// `--transport tcp|uring`: whether bytes move through io_uring.
@@ -643,11 +680,28 @@ mod tests {
         let Ok(Command::Bench(b)) = parse("bench --transport uring") else {
             panic!("bench --transport")
         };
-        assert!(b.transport, "uring");
+        assert_eq!(b.transport, ShardTransport::Uring);
+        let Ok(Command::Serve(s)) = parse("serve --bind a --transport ring") else {
+            panic!("serve --transport ring")
+        };
+        assert_eq!(s.transport, ShardTransport::Ring);
+        assert!(
+            parse("rados --transport ring -p p ls").is_err(),
+            "ring: serve and bench only"
+        );
         let Ok(Command::Serve(s)) = parse("serve --bind a") else {
             panic!("serve")
         };
-        assert!(!s.transport, "tcp by default");
+        assert_eq!(s.transport, ShardTransport::Tcp, "tcp by default");
+        let Ok(Command::Rados(r)) = parse("rados --transport uring -p p bench 1 write") else {
+            panic!("rados --transport")
+        };
+        assert!(r.transport && r.words == ["bench", "1", "write"], "{r:?}");
+        let Ok(Command::Rados(r)) = parse("rados -p p ls") else {
+            panic!("rados")
+        };
+        assert!(!r.transport, "tcp by default");
+        assert!(parse("rados --transport rdma -p p ls").is_err());
         assert!(parse("bench --bogus").is_err());
         assert!(parse("decode a b").is_err());
     }

@@ -9,6 +9,22 @@ use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
 use msgr_uring::{TcpOrUring, Uring};
 
+/// A RADOS client for `msgr rados`, its bytes through epoll or, with
+/// `uring` (`--transport uring`), io_uring.
+pub async fn rados_client(
+    opts: &crate::identity::ClusterOpts,
+    uring: bool,
+) -> Result<msgr_rados::Rados<TcpOrUring>, String> {
+    let id = crate::identity::Identity::load(opts)?;
+    let transport = match uring {
+        true => TcpOrUring::Uring(Uring::default()),
+        false => TcpOrUring::Epoll(Tcp::default()),
+    };
+    msgr_rados::Rados::connect_over(transport, &id, msgr_rados::Limits::default())
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// Messenger settings the commands take from their flags.
 #[derive(Debug, Clone)]
 pub struct NetOpts {
@@ -29,6 +45,8 @@ pub struct NetOpts {
     pub hand_out: bool,
     /// Move bytes through io_uring rather than epoll.
     pub uring: bool,
+    /// Shards wait in rings of their own (with `uring`).
+    pub ring_shards: bool,
     /// Where the messenger's perf counters are shown (an admin socket).
     pub perf: Option<msgr_admin::perf::Collection>,
 }
@@ -45,6 +63,7 @@ impl Default for NetOpts {
             thread_name: None,
             hand_out: false,
             uring: false,
+            ring_shards: false,
             perf: None,
         }
     }
@@ -82,6 +101,7 @@ pub fn messenger(
         o.thread_name = t.clone();
     }
     o.accept_on_every_shard = !net.hand_out;
+    o.ring_shards = net.ring_shards && net.uring;
     o.perf = net.perf.clone();
     let transport = match net.uring {
         true => TcpOrUring::Uring(Uring::default()),

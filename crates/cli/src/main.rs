@@ -20,7 +20,7 @@ use std::time::Duration;
 use clap::Parser;
 use msgr_cli::args::{
     BenchArgs, Cli, ClusterArgs, Command, CrushArgs, DecodeArgs, MonArgs, OsdArgs, PingArgs,
-    RadosArgs, ServeArgs,
+    RadosArgs, ServeArgs, ShardTransport,
 };
 use msgr_cli::bench::BenchOpts;
 use msgr_cli::common::NetOpts;
@@ -153,14 +153,15 @@ fn bench(a: BenchArgs) -> Res<ExitCode> {
             policy: a.policy,
             inject_socket_failures: a.inject_socket_failures,
             rev1: !a.rev0,
-            uring: a.transport,
+            uring: a.transport.uring(),
             ..Default::default()
         },
         server_net: NetOpts {
             policy: msgr_protocol::PolicyName::StatelessServer,
             shards: a.shards.map(|s| s.max(1)),
             hand_out: a.server_hand_out,
-            uring: a.transport,
+            uring: a.transport.uring(),
+            ring_shards: a.transport == ShardTransport::Ring,
             ..Default::default()
         },
         name: a.name,
@@ -242,7 +243,8 @@ fn serve(a: ServeArgs, ms: MsOptions) -> Res<ExitCode> {
         security: SecurityOpts::from_args(a.security)?.resolve(true)?,
         compress_all_peers: true,
         shards: a.shards.map(|s| s.max(1)),
-        uring: a.transport,
+        uring: a.transport.uring(),
+        ring_shards: a.transport == ShardTransport::Ring,
         ..Default::default()
     };
     let interval = a.stats.map(Duration::from_secs_f64);
@@ -273,7 +275,7 @@ fn serve(a: ServeArgs, ms: MsOptions) -> Res<ExitCode> {
             .ok_or("serve --raw needs an IP address")?;
         rt.block_on(msgr_cli::serve::run_raw(
             addr,
-            a.transport,
+            a.transport.uring(),
             interval,
             duration,
         ))?;
@@ -442,12 +444,12 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
     if let Some(cmd) = msgr_cli::rados_snap::SnapCmd::parse(&words) {
         let cmd = cmd.map_err(|e| format!("rados: {e}"))?;
         let (opts, _) = cluster(a.cluster, ms)?;
-        let work = msgr_cli::rados_snap::run(&opts, a.pool.as_deref(), &cmd);
+        let work = msgr_cli::rados_snap::run(&opts, a.transport, a.pool.as_deref(), &cmd);
         return printing("rados", work, 1);
     }
     let (opts, _) = cluster(a.cluster, ms)?;
     if a.words == ["df"] {
-        let work = msgr_cli::rados_df::run(&opts, a.pool.as_deref(), cmd_opts.json);
+        let work = msgr_cli::rados_df::run(&opts, a.transport, a.pool.as_deref(), cmd_opts.json);
         return printing("rados", work, 1);
     }
     let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&a.words, &cmd_opts)
@@ -455,7 +457,14 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
     let pool = a.pool.ok_or("rados: -p POOL is needed")?;
     printing(
         "rados",
-        msgr_cli::rados_cmd::run(&opts, &pool, &a.namespace, a.snap.as_deref(), &cmd),
+        msgr_cli::rados_cmd::run(
+            &opts,
+            a.transport,
+            &pool,
+            &a.namespace,
+            a.snap.as_deref(),
+            &cmd,
+        ),
         1,
     )
 }

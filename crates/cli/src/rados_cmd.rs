@@ -5,9 +5,9 @@
 use std::io::{Read, Write};
 
 use bytes::Bytes;
-use msgr_rados::{IoCtx, Limits, Rados, RadosError};
+use msgr_rados::{IoCtx, RadosError};
 
-use crate::identity::{ClusterOpts, Identity};
+use crate::identity::ClusterOpts;
 
 /// One command of `msgr rados`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,15 +326,13 @@ fn select_snap(io: &mut IoCtx, snap: Option<&str>) -> Result<(), String> {
 /// to print.
 pub async fn run(
     opts: &ClusterOpts,
+    uring: bool,
     pool: &str,
     nspace: &str,
     snap: Option<&str>,
     cmd: &RadosCmd,
 ) -> Result<String, String> {
-    let id = Identity::load(opts)?;
-    let rados = Rados::connect(&id, Limits::default())
-        .await
-        .map_err(|e| e.to_string())?;
+    let rados = crate::common::rados_client(opts, uring).await?;
     let out = match rados.ioctx(pool) {
         Ok(mut io) => {
             io.set_namespace(nspace);

@@ -7,9 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use msgr_rados::{ClusterStat, Limits, PoolStats, Rados};
+use msgr_rados::{ClusterStat, PoolStats, Rados};
+use msgr_uring::TcpOrUring;
 
-use crate::identity::{ClusterOpts, Identity};
+use crate::identity::ClusterOpts;
 
 /// `byte_u_t`'s `operator<<` (src/common/types.cc): bytes with an IEC
 /// unit, with no fraction for exact multiples, else the most precision
@@ -175,17 +176,19 @@ pub fn render(
 }
 
 /// Connects and prints `rados df` for `pool` (or every pool).
-pub async fn run(opts: &ClusterOpts, pool: Option<&str>, json: bool) -> Result<String, String> {
-    let id = Identity::load(opts)?;
-    let rados = Rados::connect(&id, Limits::default())
-        .await
-        .map_err(|e| e.to_string())?;
+pub async fn run(
+    opts: &ClusterOpts,
+    uring: bool,
+    pool: Option<&str>,
+    json: bool,
+) -> Result<String, String> {
+    let rados = crate::common::rados_client(opts, uring).await?;
     let out = df(&rados, pool, json).await;
     rados.shutdown().await;
     out
 }
 
-async fn df(rados: &Rados, pool: Option<&str>, json: bool) -> Result<String, String> {
+async fn df(rados: &Rados<TcpOrUring>, pool: Option<&str>, json: bool) -> Result<String, String> {
     let map = rados.osdmap();
     let ids: BTreeMap<String, i64> = map
         .pool_names

@@ -5,9 +5,10 @@
 //! --yes-i-really-really-mean-it` (the last two as `rados` had them
 //! before it left pools to `ceph osd pool`).
 
-use msgr_rados::{errno_name, IoCtx, Limits, Rados, RadosError, NOSNAP};
+use msgr_rados::{errno_name, IoCtx, Rados, RadosError, NOSNAP};
+use msgr_uring::TcpOrUring;
 
-use crate::identity::{ClusterOpts, Identity};
+use crate::identity::ClusterOpts;
 
 /// A pool or snapshot command of `msgr rados`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +157,7 @@ pub fn format_listsnaps(obj: &str, set: &msgr_rados::SnapSet, with_seq: bool) ->
 }
 
 async fn run_in_pool(
-    rados: &Rados,
+    rados: &Rados<TcpOrUring>,
     io: &IoCtx,
     pool: &str,
     cmd: &SnapCmd,
@@ -214,7 +215,11 @@ async fn run_in_pool(
     }
 }
 
-async fn run_on(rados: &Rados, pool: Option<&str>, cmd: &SnapCmd) -> Result<String, String> {
+async fn run_on(
+    rados: &Rados<TcpOrUring>,
+    pool: Option<&str>,
+    cmd: &SnapCmd,
+) -> Result<String, String> {
     match cmd {
         SnapCmd::LsPools => Ok(rados
             .pool_list()
@@ -244,11 +249,13 @@ async fn run_on(rados: &Rados, pool: Option<&str>, cmd: &SnapCmd) -> Result<Stri
 
 /// Connects, runs `cmd` (in `pool` for the snapshot commands), and
 /// returns what to print, or `rados`'s error line.
-pub async fn run(opts: &ClusterOpts, pool: Option<&str>, cmd: &SnapCmd) -> Result<String, String> {
-    let id = Identity::load(opts)?;
-    let rados = Rados::connect(&id, Limits::default())
-        .await
-        .map_err(|e| e.to_string())?;
+pub async fn run(
+    opts: &ClusterOpts,
+    uring: bool,
+    pool: Option<&str>,
+    cmd: &SnapCmd,
+) -> Result<String, String> {
+    let rados = crate::common::rados_client(opts, uring).await?;
     let out = run_on(&rados, pool, cmd).await;
     rados.shutdown().await;
     out

@@ -347,7 +347,7 @@ impl Connection {
             return Err(CallError::Closed);
         }
         self.send(msg).await;
-        match tokio::time::timeout(timeout, reply).await {
+        match crate::timer::timeout(timeout, reply).await {
             Ok(Ok(r)) => r,
             // Its sender dropped: the connection is gone.
             Ok(Err(_)) => Err(CallError::Closed),
@@ -521,7 +521,7 @@ impl Connection {
             if self.state() == ConnState::Closed {
                 return None;
             }
-            if tokio::time::timeout_at(deadline, acked.as_mut())
+            if crate::timer::timeout_at(deadline, acked.as_mut())
                 .await
                 .is_err()
             {

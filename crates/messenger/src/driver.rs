@@ -89,7 +89,7 @@ pub(crate) struct Driver<T: Transport> {
     timer_deadline: Option<Instant>,
     /// One timer per stay on a shard (made there: a timer belongs to its
     /// runtime), moved when the deadline changes.
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    timer: Option<crate::timer::Sleep>,
     /// Whether the timer has been polled with its waker (the handle's
     /// shared state, `impl Wake for Shared`) since it was made, reset or
     /// fired: until it fires, the driver does not poll it again (its entry
@@ -362,7 +362,7 @@ impl<T: Transport> Driver<T> {
                 .inner
                 .injector
                 .delay_now()
-                .map(|d| Box::pin(tokio::time::sleep(d)));
+                .map(crate::timer::Sleep::after);
             let step = std::future::poll_fn(|cx| self.poll_step(cx, &io, &mut delay)).await;
             self.now = crate::now();
             self.on_step(step);
@@ -379,7 +379,7 @@ impl<T: Transport> Driver<T> {
         &mut self,
         cx: &mut Context<'_>,
         io: &Io,
-        delay: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+        delay: &mut Option<crate::timer::Sleep>,
     ) -> Poll<Step<T::Stream>> {
         let SocketIo { socket, out, rbuf } = &mut self.io;
         if let Some(s) = socket.as_mut() {
@@ -387,7 +387,7 @@ impl<T: Transport> Driver<T> {
             if !out.is_empty() {
                 if delay
                     .as_mut()
-                    .is_some_and(|d| d.as_mut().poll(cx).is_ready())
+                    .is_some_and(|d| Pin::new(d).poll(cx).is_ready())
                 {
                     *delay = None;
                 }
@@ -460,14 +460,16 @@ impl<T: Transport> Driver<T> {
         }
         self.timer_polled = true;
         let waker = std::task::Waker::from(shared.clone());
-        t.as_mut().poll(&mut Context::from_waker(&waker)).is_ready()
+        Pin::new(t)
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready()
     }
 
     /// Settles on `shard`: a timer of its runtime, and the socket
     /// registered with its reactor.
     fn arrive(&mut self, shard: usize) {
         self.set_active(Some(shard));
-        self.timer = Some(Box::pin(tokio::time::sleep_until(timer_unset())));
+        self.timer = Some(crate::timer::Sleep::until(timer_unset()));
         self.timer_polled = false;
         self.timer_deadline = None;
         if shard != self.shard {
@@ -758,10 +760,9 @@ impl<T: Transport> Driver<T> {
             Event::Connect { addr, timeout } => {
                 let t = inner.transport.clone();
                 self.connecting = Some(Box::pin(async move {
-                    match tokio::time::timeout(timeout, t.connect(addr)).await {
-                        Ok(r) => r,
-                        Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
-                    }
+                    crate::timer::timeout(timeout, t.connect(addr))
+                        .await
+                        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
                 }));
             }
             Event::CheckPath { link } => {
@@ -982,9 +983,7 @@ impl<T: Transport> Driver<T> {
         };
         if let (true, Some(timer)) = (earlier, self.timer.as_mut()) {
             self.timer_deadline = deadline;
-            timer
-                .as_mut()
-                .reset(deadline.map_or_else(timer_unset, Into::into));
+            timer.reset(deadline.map_or_else(timer_unset, Into::into));
             self.timer_polled = false;
         }
     }

@@ -30,6 +30,7 @@ mod message_types;
 mod messenger;
 mod shard;
 pub mod throttle;
+mod timer;
 
 pub use connection::{CallError, Connection, IncomingMessage, NotReady};
 

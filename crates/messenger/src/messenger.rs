@@ -119,6 +119,14 @@ pub struct Options {
     /// are still placed on and moved between them, deterministically on a
     /// paused runtime (tests).
     pub shard_threads: bool,
+    /// Whether shard threads wait in an io_uring of their own
+    /// (`msgr_uring::exec`: one system call per turn for every
+    /// connection's sends and receives) rather than in tokio's epoll; also
+    /// with one shard, which then gets a thread too. Only for a transport
+    /// that runs there ([`Transport::runs_on_ring_loop`], the io_uring
+    /// one); otherwise, or where the system refuses an io_uring, shards
+    /// are tokio's (logged).
+    pub ring_shards: bool,
     /// Shard threads are named `{thread_name}-{i}` (the kernel keeps 15
     /// bytes of a name).
     pub thread_name: String,
@@ -167,6 +175,7 @@ impl Options {
             seed: 0,
             shards: msgr_sys::allowed_cpus().len().max(1),
             shard_threads: true,
+            ring_shards: false,
             thread_name: "msgr-shard".into(),
             accept_on_every_shard: true,
             perf: None,
@@ -275,6 +284,12 @@ impl Options {
     /// Sets [`Options::shards`].
     pub fn with_shards(mut self, shards: usize) -> Options {
         self.shards = shards;
+        self
+    }
+
+    /// Sets [`Options::ring_shards`].
+    pub fn with_ring_shards(mut self, ring_shards: bool) -> Options {
+        self.ring_shards = ring_shards;
         self
     }
 
@@ -458,9 +473,22 @@ impl<T: Transport> Messenger<T> {
             opts.perf,
             opts.message_types,
         );
-        let shards = match (opts.shards, opts.shard_threads) {
-            (0 | 1, _) | (_, false) => Shards::inline(opts.shards),
-            (n, true) => Shards::threads(n, &opts.thread_name, &counters)
+        let ring = opts.ring_shards && opts.shard_threads;
+        if ring && !transport.runs_on_ring_loop() {
+            tracing::warn!(
+                "ring shards asked for a transport that cannot run on them: tokio's shards"
+            );
+        }
+        let ring_shards = match ring && transport.runs_on_ring_loop() {
+            true => Shards::ring_threads(opts.shards.max(1), &opts.thread_name, &counters)
+                .map_err(|e| tracing::warn!("no ring shards ({e}): tokio's shards"))
+                .ok(),
+            false => None,
+        };
+        let shards = match (ring_shards, opts.shards, opts.shard_threads) {
+            (Some(s), _, _) => s,
+            (None, 0 | 1, _) | (None, _, false) => Shards::inline(opts.shards),
+            (None, n, true) => Shards::threads(n, &opts.thread_name, &counters)
                 .unwrap_or_else(|_| Shards::inline(n)),
         };
         Messenger {

@@ -5,7 +5,11 @@
 //! moved there whole. A messenger of one shard runs in its caller's
 //! runtime instead; so do the logical shards of a messenger built with
 //! `Options::shard_threads` false, which tests use to run cross-shard
-//! hand-offs deterministically on one paused runtime.
+//! hand-offs deterministically on one paused runtime. Ring shards
+//! (`Options::ring_shards`) run their tasks on an executor that waits in
+//! the shard's own io_uring (`msgr_uring::exec`) instead of tokio's epoll:
+//! one system call per turn submits every connection's sends and receives
+//! and waits for the next completions.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -21,10 +25,19 @@ thread_local! {
     static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
+/// Where a shard's tasks are spawned.
+enum ShardHandle {
+    Tokio(Handle),
+    Ring(msgr_uring::exec::Spawner),
+}
+
+/// Submission entries of a ring shard's ring (completions: four times).
+const RING_ENTRIES: u32 = 4096;
+
 pub(crate) struct Shards {
     /// Each shard's runtime; empty: every shard is the caller's runtime
     /// (tokio::spawn wherever the messenger is used).
-    handles: Vec<Handle>,
+    handles: Vec<ShardHandle>,
     /// How many shards (also when they share the caller's runtime).
     n: usize,
     /// Each shard thread runs until its sender is dropped (`stop`).
@@ -56,6 +69,77 @@ impl Shards {
         name: &str,
         counters: &crate::counters::Counters,
     ) -> io::Result<Shards> {
+        Shards::start(
+            n,
+            name,
+            counters,
+            |_, (parked, unparked), stopped, started| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .on_thread_park(parked)
+                    .on_thread_unpark(unparked)
+                    .build();
+                match rt {
+                    Ok(rt) => {
+                        started(Ok(ShardHandle::Tokio(rt.handle().clone())));
+                        rt.block_on(async {
+                            let _ = stopped.await;
+                        });
+                    }
+                    Err(e) => started(Err(e)),
+                }
+            },
+        )
+    }
+
+    /// `n` shards as [`Shards::threads`] makes them, each running an
+    /// executor that waits in its own io_uring instead of a tokio runtime.
+    /// Fails where the system refuses an io_uring.
+    pub fn ring_threads(
+        n: usize,
+        name: &str,
+        counters: &crate::counters::Counters,
+    ) -> io::Result<Shards> {
+        Shards::start(
+            n,
+            name,
+            counters,
+            |i, (parked, unparked), stopped, started| {
+                // Made on this thread: the ring's one issuer.
+                let mut ex = match msgr_uring::exec::Executor::new(RING_ENTRIES) {
+                    Ok(ex) => ex,
+                    Err(e) => return started(Err(e)),
+                };
+                ex.on_park(parked, unparked);
+                started(Ok(ShardHandle::Ring(ex.spawner())));
+                let run = ex.block_on(async {
+                    let _ = stopped.await;
+                });
+                if let Err(e) = run {
+                    tracing::error!(
+                        "shard {i}: its io_uring failed ({e}); its connections are dropped"
+                    );
+                }
+            },
+        )
+    }
+
+    /// Starts `n` shard threads, pinned round-robin to the cores this
+    /// process may use, each running `run(index, busy-time hooks, stop,
+    /// started)` until `stop` resolves; `run` reports its handle (or why
+    /// it could not start) through `started`.
+    fn start<R>(
+        n: usize,
+        name: &str,
+        counters: &crate::counters::Counters,
+        run: R,
+    ) -> io::Result<Shards>
+    where
+        R: Fn(usize, BusyHooks, oneshot::Receiver<()>, &dyn Fn(io::Result<ShardHandle>))
+            + Clone
+            + Send
+            + 'static,
+    {
         let cpus = msgr_sys::allowed_cpus();
         let mut handles = Vec::with_capacity(n);
         let mut stops = Vec::with_capacity(n);
@@ -63,7 +147,8 @@ impl Shards {
             let cpu = cpus.get(i.checked_rem(cpus.len()).unwrap_or(0)).copied();
             let (handle_tx, handle_rx) = std::sync::mpsc::channel();
             let (stop, stopped) = oneshot::channel::<()>();
-            let (parked, unparked) = busy_time(counters.shard(i).clone());
+            let hooks = busy_time(counters.shard(i).clone());
+            let run = run.clone();
             std::thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .spawn(move || {
@@ -72,22 +157,7 @@ impl Shards {
                         let _ = msgr_sys::pin_current_thread(cpu);
                     }
                     CURRENT.with(|c| c.set(Some(i)));
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .on_thread_park(parked)
-                        .on_thread_unpark(unparked)
-                        .build();
-                    match rt {
-                        Ok(rt) => {
-                            let _ = handle_tx.send(Ok(rt.handle().clone()));
-                            rt.block_on(async {
-                                let _ = stopped.await;
-                            });
-                        }
-                        Err(e) => {
-                            let _ = handle_tx.send(Err(e));
-                        }
-                    }
+                    run(i, hooks, stopped, &|h| drop(handle_tx.send(h)));
                 })?;
             let handle = handle_rx
                 .recv()
@@ -116,7 +186,8 @@ impl Shards {
     /// Runs `fut` on `shard`.
     pub fn spawn(&self, shard: usize, fut: impl Future<Output = ()> + Send + 'static) {
         match self.handles.get(self.index(shard)) {
-            Some(h) => drop(h.spawn(fut)),
+            Some(ShardHandle::Tokio(h)) => drop(h.spawn(fut)),
+            Some(ShardHandle::Ring(s)) => s.spawn(fut),
             None => drop(tokio::spawn(fut)),
         }
     }
@@ -142,14 +213,15 @@ impl Shards {
     }
 }
 
+/// A shard's park and unpark hooks ([`busy_time`]).
+type BusyHooks = (
+    Box<dyn Fn() + Send + Sync + 'static>,
+    Box<dyn Fn() + Send + Sync + 'static>,
+);
+
 /// The park and unpark hooks of a shard's runtime that add its busy spells
 /// (from unpark to park) to `logger`'s msgr_running_total_time.
-fn busy_time(
-    logger: std::sync::Arc<msgr_admin::perf::Logger>,
-) -> (
-    impl Fn() + Send + Sync + 'static,
-    impl Fn() + Send + Sync + 'static,
-) {
+fn busy_time(logger: std::sync::Arc<msgr_admin::perf::Logger>) -> BusyHooks {
     thread_local! {
         static WOKE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
     }
@@ -159,5 +231,5 @@ fn busy_time(
         }
     };
     let unparked = || WOKE.with(|w| w.set(Some(std::time::Instant::now())));
-    (parked, unparked)
+    (Box::new(parked), Box::new(unparked))
 }

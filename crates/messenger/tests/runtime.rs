@@ -280,26 +280,28 @@ fn cephx_providers(
 /// message still arrives exactly once, in order, encrypted.
 #[tokio::test]
 async fn cephx_secure_lossless_under_injected_failures() {
-    secure_lossless_under_injected_failures(Tcp::default()).await;
-    secure_lossless_under_injected_failures(msgr_uring::Uring::default()).await;
+    secure_lossless_under_injected_failures(Tcp::default(), false).await;
+    secure_lossless_under_injected_failures(msgr_uring::Uring::default(), false).await;
 }
 
-async fn secure_lossless_under_injected_failures<T: Transport + Copy>(t: T) {
+/// The same on ring shards (`Options::ring_shards`): every fault cancels
+/// operations on a shard's loop, every reconnect connects from one.
+#[tokio::test]
+async fn cephx_secure_lossless_under_injected_failures_on_ring_shards() {
+    secure_lossless_under_injected_failures(msgr_uring::Uring::default(), true).await;
+}
+
+/// `ring`: both messengers on ring shards.
+async fn secure_lossless_under_injected_failures<T: Transport + Copy>(t: T, ring: bool) {
     for kind in [
         msgr_auth::cephx::KeyKind::Aes128,
         msgr_auth::cephx::KeyKind::Aes256k,
     ] {
         let (client_auth, server_auth) = cephx_providers(kind);
-        let mut p = pair_auth(
-            t,
-            "v2:127.0.0.1:0",
-            Policy::lossless_client(),
-            Policy::stateful_server(),
-            10,
-            client_auth,
-            server_auth,
-        )
-        .await;
+        let s = options_auth("osd.0", Policy::stateful_server(), 10, 7, server_auth);
+        let c = options_auth("client.1", Policy::lossless_client(), 10, 9, client_auth);
+        let (s, c) = (s.with_ring_shards(ring), c.with_ring_shards(ring));
+        let mut p = pair_with(t, "v2:127.0.0.1:0", c, s).await;
         let n = 500;
         for tid in 1..=n {
             p.conn

@@ -195,7 +195,31 @@ struct Recorder {
     log: Mutex<Vec<Ev>>,
     dispatched: AtomicU64,
     /// Each shard's runtime, taken in callbacks there (to run tasks on it).
-    runtimes: Mutex<BTreeMap<usize, tokio::runtime::Handle>>,
+    runtimes: Mutex<BTreeMap<usize, ShardRt>>,
+}
+
+/// Where a shard runs tasks: tokio's runtime, or a ring-driven loop.
+#[derive(Clone)]
+enum ShardRt {
+    Tokio(tokio::runtime::Handle),
+    Ring(msgr_uring::exec::Spawner),
+}
+
+impl ShardRt {
+    /// The calling thread's.
+    fn current() -> Option<ShardRt> {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => Some(ShardRt::Tokio(h)),
+            Err(_) => msgr_uring::exec::Spawner::current().map(ShardRt::Ring),
+        }
+    }
+
+    fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
+        match self {
+            ShardRt::Tokio(h) => drop(h.spawn(f)),
+            ShardRt::Ring(s) => s.spawn(f),
+        }
+    }
 }
 
 impl Recorder {
@@ -212,7 +236,7 @@ impl Recorder {
 
     fn record(&self, conn: &Connection, what: What) {
         let thread_shard = thread_shard(self.threads);
-        if let (Some(s), Ok(h)) = (thread_shard, tokio::runtime::Handle::try_current()) {
+        if let (Some(s), Some(h)) = (thread_shard, ShardRt::current()) {
             self.runtimes.lock().unwrap().entry(s).or_insert(h);
         }
         self.log.lock().unwrap().push(Ev {
@@ -238,7 +262,7 @@ impl Recorder {
             .count()
     }
 
-    fn runtime(&self, shard: usize) -> Option<tokio::runtime::Handle> {
+    fn runtime(&self, shard: usize) -> Option<ShardRt> {
         self.runtimes.lock().unwrap().get(&shard).cloned()
     }
 }
@@ -495,6 +519,7 @@ fn lossless_pair<T: msgr_transport::Transport>(
     seed: u64,
     server_log: &Arc<Recorder>,
     client_log: &Arc<Recorder>,
+    ring: bool,
 ) -> (Messenger<T>, Messenger<T>) {
     let so = options(
         "osd.0",
@@ -512,6 +537,7 @@ fn lossless_pair<T: msgr_transport::Transport>(
         seed + 1,
         9,
     );
+    let (so, co) = (so.with_ring_shards(ring), co.with_ring_shards(ring));
     (
         Messenger::new(t.clone(), so, server_log.clone()),
         Messenger::new(t, co, client_log.clone()),
@@ -649,7 +675,8 @@ async fn send_all(
 /// mid-stream on both sides: the senders ask between their sends, a
 /// thread asks in a loop, and the server's dispatcher moves it every 500
 /// messages.
-async fn every_shard_sends<T: msgr_transport::Transport>(t: T, moving: bool) {
+/// `ring`: both messengers' shards wait in rings of their own.
+async fn every_shard_sends<T: msgr_transport::Transport>(t: T, moving: bool, ring: bool) {
     let seed = seed();
     let shards = 4;
     let server_log = Recorder::new(
@@ -661,7 +688,7 @@ async fn every_shard_sends<T: msgr_transport::Transport>(t: T, moving: bool) {
         seed,
     );
     let client_log = Recorder::new(CLIENT, Behaviour::default(), seed);
-    let (server, client) = lossless_pair(t, shards, seed, &server_log, &client_log);
+    let (server, client) = lossless_pair(t, shards, seed, &server_log, &client_log, ring);
     assert_eq!((server.shards(), client.shards()), (shards, shards));
     let addrs = bind(&server, "v2:127.0.0.1:0").await;
     let conn = client.connect(&addrs, EntityType::OSD);
@@ -688,6 +715,12 @@ async fn every_shard_sends<T: msgr_transport::Transport>(t: T, moving: bool) {
                 .unwrap_or_else(|| panic!("no callback ran on client shard {s}"))
         })
         .collect();
+    assert!(
+        runtimes
+            .iter()
+            .all(|r| matches!(r, ShardRt::Ring(_)) == ring),
+        "seed {seed}: the shards are not the loops asked for (ring: {ring})"
+    );
     let toured = client_log.log().len();
 
     let n_senders = SENDERS_ON_SHARDS + SENDERS_ON_THREADS;
@@ -804,7 +837,7 @@ async fn every_shard_sends<T: msgr_transport::Transport>(t: T, moving: bool) {
 /// one's 2000 messages arrive exactly once, in its order.
 #[tokio::test]
 async fn every_shard_sends_to_one_connection() {
-    every_shard_sends(Tcp::default(), false).await;
+    every_shard_sends(Tcp::default(), false, false).await;
 }
 
 /// The same while the connection moves between shards on both sides
@@ -812,7 +845,7 @@ async fn every_shard_sends_to_one_connection() {
 /// loop, and by the server's dispatcher every 500 messages.
 #[tokio::test]
 async fn every_shard_sends_while_both_sides_move() {
-    every_shard_sends(Tcp::default(), true).await;
+    every_shard_sends(Tcp::default(), true, false).await;
 }
 
 /// The same over io_uring: a connection moving between shards moves
@@ -820,7 +853,15 @@ async fn every_shard_sends_while_both_sides_move() {
 /// leaves.
 #[tokio::test]
 async fn every_shard_sends_while_both_sides_move_over_uring() {
-    every_shard_sends(msgr_uring::Uring::default(), true).await;
+    every_shard_sends(msgr_uring::Uring::default(), true, false).await;
+}
+
+/// The same on ring shards (each shard thread waits in its own io_uring,
+/// `Options::ring_shards`): a connection moving between shards moves
+/// between their loops and their rings.
+#[tokio::test]
+async fn every_shard_sends_while_both_sides_move_on_ring_shards() {
+    every_shard_sends(msgr_uring::Uring::default(), true, true).await;
 }
 
 // ---------------------------------------------------------------------------
@@ -1109,7 +1150,8 @@ async fn replacement_across_shards_keeps_the_session() {
     let n = rounds * per;
     let net = MemoryNet::new();
     let (server_log, client_log) = echo_pair_logs(seed);
-    let (server, client) = lossless_pair(net.clone(), shards, seed, &server_log, &client_log);
+    let (server, client) =
+        lossless_pair(net.clone(), shards, seed, &server_log, &client_log, false);
     let addrs = bind(&server, "v2:10.0.0.1:6800").await;
     let conn = client.connect(&addrs, EntityType::OSD);
     let mut broken = Vec::new();

@@ -170,6 +170,13 @@ pub trait Transport: Clone + Send + Sync + 'static {
         let _ = addr;
         async { Ok(None) }
     }
+
+    /// Whether its streams, connects and listeners also work on a
+    /// ring-driven loop (`msgr_uring::exec`), which has no tokio reactor:
+    /// a messenger gives ring shards only to such a transport.
+    fn runs_on_ring_loop(&self) -> bool {
+        false
+    }
 }
 
 /// `rehome` registers with the current runtime's reactor, which tokio

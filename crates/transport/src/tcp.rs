@@ -27,6 +27,14 @@ pub(crate) fn stream_options(s: &TcpStream) -> io::Result<()> {
     Ok(())
 }
 
+/// [`stream_options`] for a socket outside tokio (a completion-based
+/// transport's, made on its own loop).
+pub fn std_stream_options(s: &std::net::TcpStream) -> io::Result<()> {
+    s.set_nodelay(true)?;
+    let _ = msgr_sys::set_unsent_lowat(s, UNSENT_LOWAT);
+    Ok(())
+}
+
 /// TCP options (ms_tcp_nodelay, ms_tcp_rcvbuf / sndbuf).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tcp {

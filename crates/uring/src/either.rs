@@ -184,6 +184,10 @@ impl Transport for TcpOrUring {
         })
     }
 
+    fn runs_on_ring_loop(&self) -> bool {
+        matches!(self, TcpOrUring::Uring(_))
+    }
+
     async fn bind_shared(&self, addr: SocketAddr) -> io::Result<Option<EitherListener>> {
         Ok(match self {
             TcpOrUring::Epoll(t) => t.bind_shared(addr).await?.map(EitherListener::Epoll),

@@ -19,9 +19,18 @@
 //! - **Timers** are a heap of deadlines on the loop; a [`Sleep`] is
 //!   registered while it waits and forgotten when dropped.
 //!
+//! - **Operations of others on the ring.** The io_uring transport posts
+//!   its receives and sends on the loop's ring ([`Completions`]: each
+//!   user of the ring has a tag in the top byte of its operations'
+//!   user_data, and the loop hands it its completions in batches), and
+//!   [`Ready`] waits for a socket's readiness (connect, accept) with a
+//!   poll on the ring.
+//!
 //! Tasks are `Send` (they are spawned from other threads, as a
 //! messenger's shards are); a task that ends is dropped on the loop, and
-//! the tasks left when the executor is dropped are dropped with it.
+//! the tasks left when the executor is dropped are dropped with it. Then
+//! the operations still in flight are cancelled and waited for before the
+//! ring closes, so the memory they point into outlives the kernel's use.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -36,14 +45,20 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use io_uring::{cqueue, opcode, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The user_data of the eventfd's read and of its cancel; the loop posts
-/// nothing else yet.
+/// The top byte of an operation's user_data names whose it is: 0 the
+/// loop's own, n the n-th [`Completions`] attached.
+pub(crate) const TAG_SHIFT: u32 = 56;
+/// The user_data bits a [`Completions`] has for itself.
+pub(crate) const UNTAGGED: u64 = (1 << TAG_SHIFT) - 1;
+/// The loop's own operations: the eventfd's read, cancels, and readiness
+/// polls (`POLL | id`).
 const WAKEUP: u64 = 1;
 const CANCEL: u64 = 2;
+const POLL: u64 = 1 << 32;
 /// Tasks run per turn before the loop looks at the ring again (a task
 /// that keeps waking itself cannot starve completions and timers).
 const BUDGET: usize = 256;
@@ -128,6 +143,12 @@ struct Local {
     /// which loop holds its registration).
     id: u64,
     shared: Arc<Shared>,
+    // Declared before `handlers` (so dropped first): the ring closes
+    // before the memory its users' operations point into can go.
+    ring: RefCell<IoUring>,
+    /// The ring's other users, by tag (index + 1).
+    handlers: RefCell<Vec<Arc<dyn Completions>>>,
+    polls: RefCell<Polls>,
     queue: RefCell<VecDeque<Arc<Task>>>,
     timers: RefCell<Timers>,
     /// Every task not finished, so that dropping the executor drops them.
@@ -161,6 +182,16 @@ impl std::fmt::Debug for Spawner {
 }
 
 impl Spawner {
+    /// The spawner of the executor the calling thread runs, if it runs
+    /// one (as tokio's `Handle::try_current`).
+    pub fn current() -> Option<Spawner> {
+        LOCAL.with(|l| {
+            l.borrow().as_ref().map(|local| Spawner {
+                shared: local.shared.clone(),
+            })
+        })
+    }
+
     /// Runs `fut` on the executor's thread; dropped unrun if the executor
     /// is gone.
     pub fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
@@ -177,10 +208,15 @@ impl Spawner {
 /// run on the thread it serves (the ring's single issuer).
 pub struct Executor {
     local: Rc<Local>,
-    ring: IoUring,
     /// The eventfd read's buffer, written by the kernel while posted.
     wakeup_buf: Box<[u8; 8]>,
     wakeup_posted: bool,
+    /// Called before the loop waits in the kernel and after it wakes (a
+    /// shard's busy time).
+    on_park: Option<Box<dyn Fn()>>,
+    on_unpark: Option<Box<dyn Fn()>>,
+    /// Completions taken this turn, handed out once the ring is let go of.
+    done: Vec<(u64, i32, u32)>,
 }
 
 impl Executor {
@@ -211,14 +247,25 @@ impl Executor {
             local: Rc::new(Local {
                 id: LOOPS.fetch_add(1, Ordering::Relaxed),
                 shared,
+                ring: RefCell::new(ring),
+                handlers: RefCell::new(Vec::new()),
+                polls: RefCell::new(Polls::default()),
                 queue: RefCell::new(VecDeque::new()),
                 timers: RefCell::new(Timers::default()),
                 tasks: RefCell::new(Vec::new()),
             }),
-            ring,
             wakeup_buf: Box::new([0; 8]),
             wakeup_posted: false,
+            on_park: None,
+            on_unpark: None,
+            done: Vec::new(),
         })
+    }
+
+    /// Calls `park` before each wait in the kernel and `unpark` after it.
+    pub fn on_park(&mut self, park: impl Fn() + 'static, unpark: impl Fn() + 'static) {
+        self.on_park = Some(Box::new(park));
+        self.on_unpark = Some(Box::new(unpark));
     }
 
     /// What spawns on this executor from any thread.
@@ -315,36 +362,44 @@ impl Executor {
             // read: the executor's drop cancels it and waits for its
             // completion (or leaks the buffer) before either goes.
             #[allow(unsafe_code)]
-            let pushed = unsafe { self.ring.submission().push(&read) }.is_ok();
+            let pushed = unsafe { self.local.ring.borrow_mut().submission().push(&read) }.is_ok();
             self.wakeup_posted = pushed;
         }
         let shared = &self.local.shared;
+        let mut ring = self.local.ring.borrow_mut();
         let result = if idle {
             // Said before looking: a wake from another thread after the
             // look finds `parked` and writes the eventfd.
             shared.parked.store(true, Ordering::SeqCst);
             if !lock(&shared.injected).is_empty() || main.load(Ordering::SeqCst) {
                 shared.parked.store(false, Ordering::SeqCst);
-                self.ring.submit().map(drop)
+                ring.submit().map(drop)
             } else {
                 let next = self.local.timers.borrow_mut().next();
+                if let Some(f) = &self.on_park {
+                    f();
+                }
                 let r = match next {
                     Some(at) => {
                         let wait = at.saturating_duration_since(now);
                         let ts = types::Timespec::from(wait.max(Duration::from_micros(1)));
                         let args = types::SubmitArgs::new().timespec(&ts);
-                        self.ring.submitter().submit_with_args(1, &args).map(drop)
+                        ring.submitter().submit_with_args(1, &args).map(drop)
                     }
-                    None => self.ring.submit_and_wait(1).map(drop),
+                    None => ring.submit_and_wait(1).map(drop),
                 };
+                if let Some(f) = &self.on_unpark {
+                    f();
+                }
                 shared.parked.store(false, Ordering::SeqCst);
                 r
             }
-        } else if !self.ring.submission().is_empty() || self.taskrun_pending() {
-            self.ring.submit().map(drop)
+        } else if !ring.submission().is_empty() || ring.submission().taskrun() {
+            ring.submit().map(drop)
         } else {
             Ok(())
         };
+        drop(ring);
         match result {
             Ok(()) => {}
             // The wait's timeout, or a signal: the next turn looks again.
@@ -367,9 +422,9 @@ impl Executor {
         let cancel = opcode::AsyncCancel::new(WAKEUP).build().user_data(CANCEL);
         // SAFETY: a cancel points at no memory.
         #[allow(unsafe_code)]
-        let pushed = unsafe { self.ring.submission().push(&cancel) }.is_ok();
+        let pushed = unsafe { self.local.ring.borrow_mut().submission().push(&cancel) }.is_ok();
         for _ in 0..if pushed { 100 } else { 0 } {
-            if self.ring.submit_and_wait(1).is_err() {
+            if self.local.ring.borrow_mut().submit_and_wait(1).is_err() {
                 break;
             }
             self.reap();
@@ -380,21 +435,89 @@ impl Executor {
         std::mem::forget(std::mem::replace(&mut self.wakeup_buf, Box::new([0; 8])));
     }
 
-    fn taskrun_pending(&mut self) -> bool {
-        self.ring.submission().taskrun()
-    }
-
-    fn reap(&mut self) {
-        let mut rearm = false;
-        for c in self.ring.completion() {
-            let c: cqueue::Entry = c;
-            if c.user_data() == WAKEUP {
-                rearm = true;
+    /// Cancels every operation of the ring's users and waits (bounded)
+    /// until none is in flight; what does not complete in time is leaked
+    /// with its user rather than freed under the kernel.
+    fn drain_users(&mut self) {
+        let busy = |l: &Local| l.handlers.borrow().iter().any(|h| h.in_flight() > 0);
+        if !busy(&self.local) {
+            return;
+        }
+        let all = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(CANCEL);
+        // SAFETY: a cancel points at no memory.
+        #[allow(unsafe_code)]
+        let _ = unsafe { self.local.ring.borrow_mut().submission().push(&all) };
+        let ts = types::Timespec::new().nsec(10_000_000);
+        for _ in 0..100 {
+            let args = types::SubmitArgs::new().timespec(&ts);
+            let _ = self
+                .local
+                .ring
+                .borrow_mut()
+                .submitter()
+                .submit_with_args(1, &args);
+            self.reap();
+            if !busy(&self.local) {
+                return;
             }
         }
-        if rearm {
-            self.wakeup_posted = false;
+        for h in self.local.handlers.borrow().iter() {
+            std::mem::forget(h.clone());
         }
+    }
+
+    /// Takes every completion and hands each to its owner: the loop's own
+    /// here, the others' to their [`Completions`] in one batch each.
+    fn reap(&mut self) {
+        let mut done = std::mem::take(&mut self.done);
+        done.extend(
+            self.local
+                .ring
+                .borrow_mut()
+                .completion()
+                .map(|c: cqueue::Entry| (c.user_data(), c.result(), c.flags())),
+        );
+        if done.is_empty() {
+            self.done = done;
+            return;
+        }
+        // Sorted by tag, each user's in the order they came.
+        done.sort_by_key(|&(ud, _, _)| ud >> TAG_SHIFT);
+        let mut rest = &mut done[..];
+        while let Some(&(ud, _, _)) = rest.first() {
+            let tag = ud >> TAG_SHIFT;
+            let n = rest.iter().take_while(|c| c.0 >> TAG_SHIFT == tag).count();
+            let (batch, after) = rest.split_at_mut(n);
+            for c in batch.iter_mut() {
+                c.0 &= UNTAGGED;
+            }
+            if tag == 0 {
+                for &(ud, res, _) in batch.iter() {
+                    match ud {
+                        WAKEUP => self.wakeup_posted = false,
+                        ud if ud & POLL != 0 => {
+                            let w = self.local.polls.borrow_mut().done(ud & !POLL, res);
+                            if let Some(w) = w {
+                                w.wake();
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                let h = usize::try_from(tag - 1)
+                    .ok()
+                    .and_then(|i| self.local.handlers.borrow().get(i).cloned());
+                if let Some(h) = h {
+                    h.complete(batch);
+                }
+            }
+            rest = after;
+        }
+        done.clear();
+        self.done = done;
     }
 }
 
@@ -402,18 +525,24 @@ impl Drop for Executor {
     fn drop(&mut self) {
         self.local.shared.closed.store(true, Ordering::Release);
         self.cancel_wakeup();
-        let shared = &self.local.shared;
         // What was spawned and never ran, then every live task: their
-        // futures dropped here, whoever still holds a waker.
-        let injected = std::mem::take(&mut *lock(&shared.injected));
+        // futures dropped here (on the loop, so that what they post, a
+        // cancel, goes on its ring), whoever still holds a waker.
+        let injected = std::mem::take(&mut *lock(&self.local.shared.injected));
         let queued: Vec<_> = self.local.queue.borrow_mut().drain(..).collect();
         let live: Vec<_> = self.local.tasks.borrow_mut().drain(..).collect();
-        let _entered = Entered::new(self.local.clone());
-        for t in injected.iter().chain(queued.iter()) {
-            drop(lock(&t.future).take());
+        {
+            let _entered = Entered::new(self.local.clone());
+            for t in injected.iter().chain(queued.iter()) {
+                drop(lock(&t.future).take());
+            }
+            for t in live.iter().filter_map(Weak::upgrade) {
+                drop(lock(&t.future).take());
+            }
+            self.drain_users();
         }
-        for t in live.iter().filter_map(Weak::upgrade) {
-            drop(lock(&t.future).take());
+        for h in self.local.handlers.borrow().iter() {
+            h.closed();
         }
     }
 }
@@ -608,6 +737,199 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         self.forget();
+    }
+}
+
+/// A user of the loop's ring (the io_uring transport's operations table):
+/// it tags its operations' user_data with the tag [`attach`] gave it and
+/// takes their completions here.
+pub(crate) trait Completions {
+    /// Completions of this user's operations, in the order they came, with
+    /// the tag cleared from their user_data.
+    fn complete(&self, cqes: &[(u64, i32, u32)]);
+    /// Operations posted and not completed: the executor, when dropped,
+    /// cancels them and waits for none before its ring closes.
+    fn in_flight(&self) -> usize;
+    /// The executor is gone: nothing can be posted any more.
+    fn closed(&self);
+}
+
+/// Attaches a user to the calling thread's loop: `make` builds it given
+/// its tag (already shifted into the top byte) and the loop's id. Fails
+/// off a loop or with 255 users already.
+pub(crate) fn attach<T: Completions + 'static>(
+    make: impl FnOnce(u64, u64) -> io::Result<Arc<T>>,
+) -> io::Result<Arc<T>> {
+    let local = LOCAL
+        .with(|l| l.borrow().clone())
+        .ok_or_else(|| io::Error::other("io_uring: no executor on this thread"))?;
+    let n = local.handlers.borrow().len();
+    let tag = u64::try_from(n)
+        .ok()
+        .and_then(|n| n.checked_add(1))
+        .filter(|&t| t < 256)
+        .ok_or_else(|| io::Error::other("io_uring: the loop has 255 users of its ring"))?;
+    let user = make(tag << TAG_SHIFT, local.id)?;
+    local.handlers.borrow_mut().push(user.clone());
+    Ok(user)
+}
+
+/// Queues `sqe` on loop `loop_id`'s ring, which must be the calling
+/// thread's (the ring has one issuer), submitting first if the queue is
+/// full. The loop submits it at the end of its turn.
+///
+/// # Safety
+/// Every pointer in `sqe` stays valid until its last completion, and its
+/// user_data carries the caller's tag.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn push(loop_id: u64, sqe: &squeue::Entry) -> io::Result<()> {
+    LOCAL.with(|l| {
+        let l = l.borrow();
+        let local = l.as_ref().filter(|l| l.id == loop_id).ok_or_else(|| {
+            io::Error::other("io_uring: posted from a thread other than its ring's loop")
+        })?;
+        let mut ring = local.ring.borrow_mut();
+        if ring.submission().is_full() {
+            ring.submit()?;
+        }
+        // SAFETY: as the caller vouches.
+        let pushed = unsafe { ring.submission().push(sqe) };
+        pushed.map_err(|_| io::Error::other("io_uring: submission queue full"))
+    })
+}
+
+/// Runs `f` with the calling thread's loop's ring (to register buffers
+/// on it); None off a loop.
+pub(crate) fn with_ring<R>(f: impl FnOnce(&mut IoUring) -> R) -> Option<R> {
+    LOCAL.with(|l| {
+        l.borrow()
+            .as_ref()
+            .map(|local| f(&mut local.ring.borrow_mut()))
+    })
+}
+
+/// Readiness polls in flight: each waits for its completion, and one
+/// whose [`Ready`] was dropped is forgotten when its completion comes.
+#[derive(Default)]
+struct Polls {
+    waiting: HashMap<u64, PollState>,
+    next_id: u64,
+}
+
+enum PollState {
+    Waiting(Waker),
+    Done(i32),
+    Abandoned,
+}
+
+impl Polls {
+    fn done(&mut self, id: u64, res: i32) -> Option<Waker> {
+        match self.waiting.remove(&id)? {
+            PollState::Waiting(w) => {
+                self.waiting.insert(id, PollState::Done(res));
+                Some(w)
+            }
+            PollState::Done(_) | PollState::Abandoned => None,
+        }
+    }
+}
+
+/// Ready when a file descriptor is (`libc::POLLIN`, `POLLOUT`, ... as
+/// `events`): one poll on the calling thread's loop's ring. Off a loop it
+/// fails at once. The fd must stay open while it waits.
+pub struct Ready {
+    fd: std::os::fd::RawFd,
+    events: u32,
+    /// Its poll's id and loop, once posted.
+    posted: Option<(u64, u64)>,
+}
+
+/// Waits until `fd` is ready for `events` (poll(2)'s bits).
+pub fn ready(fd: &impl AsRawFd, events: i16) -> Ready {
+    Ready {
+        fd: fd.as_raw_fd(),
+        events: u32::from(events as u16),
+        posted: None,
+    }
+}
+
+impl Future for Ready {
+    /// The poll's result: the events that are ready.
+    type Output = io::Result<u32>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<u32>> {
+        let this = self.get_mut();
+        LOCAL.with(|l| {
+            let l = l.borrow();
+            let Some(local) = l.as_ref() else {
+                return Poll::Ready(Err(io::Error::other(
+                    "io_uring: a readiness poll off any executor",
+                )));
+            };
+            let mut polls = local.polls.borrow_mut();
+            match this.posted {
+                Some((id, at)) if at == local.id => match polls.waiting.get_mut(&id) {
+                    Some(PollState::Done(res)) => {
+                        let res = *res;
+                        polls.waiting.remove(&id);
+                        this.posted = None;
+                        Poll::Ready(
+                            u32::try_from(res).map_err(|_| io::Error::from_raw_os_error(-res)),
+                        )
+                    }
+                    Some(PollState::Waiting(w)) => {
+                        w.clone_from(cx.waker());
+                        Poll::Pending
+                    }
+                    _ => Poll::Ready(Err(io::Error::other("io_uring: a readiness poll lost"))),
+                },
+                _ => {
+                    polls.next_id = polls.next_id.wrapping_add(1) & 0xffff_ffff;
+                    let id = polls.next_id;
+                    let sqe = opcode::PollAdd::new(types::Fd(this.fd), this.events)
+                        .build()
+                        .user_data(POLL | id);
+                    drop(polls);
+                    // SAFETY: a poll points at no memory; the loop's own tag.
+                    #[allow(unsafe_code)]
+                    if let Err(e) = unsafe { push(local.id, &sqe) } {
+                        return Poll::Ready(Err(e));
+                    }
+                    local
+                        .polls
+                        .borrow_mut()
+                        .waiting
+                        .insert(id, PollState::Waiting(cx.waker().clone()));
+                    this.posted = Some((id, local.id));
+                    Poll::Pending
+                }
+            }
+        })
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        let Some((id, at)) = self.posted.take() else {
+            return;
+        };
+        LOCAL.with(|l| {
+            let l = l.borrow();
+            let Some(local) = l.as_ref().filter(|l| l.id == at) else {
+                return;
+            };
+            let mut polls = local.polls.borrow_mut();
+            if let Some(PollState::Waiting(_)) = polls.waiting.get(&id) {
+                polls.waiting.insert(id, PollState::Abandoned);
+                drop(polls);
+                let cancel = opcode::PollRemove::new(POLL | id).build().user_data(CANCEL);
+                // SAFETY: a poll removal points at no memory.
+                #[allow(unsafe_code)]
+                let _ = unsafe { push(at, &cancel) };
+            } else {
+                polls.waiting.remove(&id);
+            }
+        });
     }
 }
 

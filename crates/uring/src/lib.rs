@@ -19,7 +19,9 @@
 //!   after the shard's other woken tasks ran, then hands out completions.
 //! - Connecting, binding and accepting are the TCP transport's
 //!   ([`msgr_transport::tcp::Tcp`]); an established socket then moves to
-//!   the ring.
+//!   the ring. On a ring-driven loop ([`exec`]), where there is no tokio
+//!   reactor, they are non-blocking system calls that wait for the
+//!   socket's readiness with a poll on the loop's ring.
 //!
 //! Each thread has one ring, made on first use with the [`Config`] of
 //! the stream that needed it; a stream moved to another shard
@@ -101,24 +103,101 @@ impl Uring {
     fn stream(&self, s: tokio::net::TcpStream) -> io::Result<UringStream> {
         UringStream::new(s.into_std()?, self.config)
     }
+
+    /// A socket for `addr` with the TCP options, non-blocking.
+    fn socket_for(&self, addr: &SocketAddr) -> io::Result<socket2::Socket> {
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(*addr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        s.set_nonblocking(true)?;
+        if let Some(n) = self.tcp.recv_buffer {
+            s.set_recv_buffer_size(n as usize)?;
+        }
+        if let Some(n) = self.tcp.send_buffer {
+            s.set_send_buffer_size(n as usize)?;
+        }
+        Ok(s)
+    }
+
+    /// Connects on a ring-driven loop: a non-blocking connect, then a
+    /// poll on the loop's ring until the socket is writable.
+    async fn connect_on_loop(&self, addr: SocketAddr) -> io::Result<UringStream> {
+        let s = self.socket_for(&addr)?;
+        match s.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+                exec::ready(&s, libc::POLLOUT).await?;
+                if let Some(e) = s.take_error()? {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        let s = std::net::TcpStream::from(s);
+        msgr_transport::tcp::std_stream_options(&s)?;
+        UringStream::new(s, self.config)
+    }
+
+    /// Listens on a ring-driven loop (SO_REUSEPORT when `shared`).
+    fn bind_on_loop(&self, addr: SocketAddr, shared: bool) -> io::Result<UringListener> {
+        let s = self.socket_for(&addr)?;
+        s.set_reuse_address(true)?;
+        if shared {
+            s.set_reuse_port(true)?;
+        }
+        s.bind(&addr.into())?;
+        s.listen(1024)?;
+        Ok(UringListener {
+            inner: Accept::Loop(std::net::TcpListener::from(s)),
+            uring: *self,
+        })
+    }
 }
 
 /// A listening socket whose accepted streams run on io_uring.
 pub struct UringListener {
-    tcp: TcpAcceptor,
+    inner: Accept,
     uring: Uring,
+}
+
+/// Where a listener accepts: tokio's reactor, or a ring-driven loop.
+enum Accept {
+    Tokio(TcpAcceptor),
+    Loop(std::net::TcpListener),
 }
 
 impl Listener for UringListener {
     type Stream = UringStream;
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp.local_addr()
+        match &self.inner {
+            Accept::Tokio(t) => t.local_addr(),
+            Accept::Loop(l) => l.local_addr(),
+        }
     }
 
     async fn accept(&mut self) -> io::Result<(UringStream, SocketAddr)> {
-        let (s, peer) = self.tcp.accept().await?;
-        Ok((self.uring.stream(s)?, peer))
+        match &mut self.inner {
+            Accept::Tokio(t) => {
+                let (s, peer) = t.accept().await?;
+                Ok((self.uring.stream(s)?, peer))
+            }
+            Accept::Loop(l) => loop {
+                match l.accept() {
+                    Ok((s, peer)) => {
+                        s.set_nonblocking(true)?;
+                        msgr_transport::tcp::std_stream_options(&s)?;
+                        return Ok((UringStream::new(s, self.uring.config)?, peer));
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        exec::ready(l, libc::POLLIN).await?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            },
+        }
     }
 }
 
@@ -127,18 +206,37 @@ impl Transport for Uring {
     type Listener = UringListener;
 
     async fn connect(&self, addr: SocketAddr) -> io::Result<UringStream> {
+        if exec::in_executor() {
+            return self.connect_on_loop(addr).await;
+        }
         let s = self.tcp.connect(addr).await?;
         self.stream(s)
     }
 
     async fn bind(&self, addr: SocketAddr) -> io::Result<UringListener> {
+        if exec::in_executor() {
+            return self.bind_on_loop(addr, false);
+        }
         let tcp = self.tcp.bind(addr).await?;
-        Ok(UringListener { tcp, uring: *self })
+        Ok(UringListener {
+            inner: Accept::Tokio(tcp),
+            uring: *self,
+        })
+    }
+
+    fn runs_on_ring_loop(&self) -> bool {
+        true
     }
 
     async fn bind_shared(&self, addr: SocketAddr) -> io::Result<Option<UringListener>> {
+        if exec::in_executor() {
+            return self.bind_on_loop(addr, true).map(Some);
+        }
         let tcp = self.tcp.bind_shared(addr).await?;
-        Ok(tcp.map(|tcp| UringListener { tcp, uring: *self }))
+        Ok(tcp.map(|tcp| UringListener {
+            inner: Accept::Tokio(tcp),
+            uring: *self,
+        }))
     }
 }
 

@@ -6,6 +6,10 @@
 //!   wakes the ring's reaper task, which tokio runs after the tasks
 //!   already woken on this thread: a turn of the shard that posts for a
 //!   hundred connections enters the kernel once.
+//! - **On a ring-driven loop** ([`crate::exec`]) there is no reaper and no
+//!   ring of our own: the operations go on the loop's ring, tagged as
+//!   ours, the loop submits them with its one system call per turn and
+//!   hands us their completions.
 //! - **Completions.** The ring's fd is readable when completions wait;
 //!   the reaper (a task on the shard's runtime, woken through the
 //!   runtime's reactor) takes them, hands each to its operation's slot
@@ -38,17 +42,25 @@ use atomic_waker::AtomicWaker;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
 
+use crate::exec;
 use crate::op::{Done, Keep, Slot};
 use crate::pool::{Pool, GROUP};
 use crate::Config;
 
-/// The user_data of cancel requests, whose completions say nothing we use.
-const CANCEL: u64 = u64::MAX;
+/// The user_data of cancel requests, whose completions say nothing we use
+/// (an operation's is `generation << 32 | index`, its index below
+/// u32::MAX).
+const CANCEL: u64 = exec::UNTAGGED;
+/// Generations wrap within 24 bits: the top byte of user_data is the
+/// loop's tag ([`exec::TAG_SHIFT`]).
+const GENERATIONS: u32 = 0xff_ffff;
 /// Reaper turns before it lets the shard's other tasks run.
 const TURNS: usize = 16;
 
 pub(crate) struct Ring {
     state: Mutex<State>,
+    /// On a ring-driven loop, the tag of our operations there (else 0).
+    tag: u64,
     /// SQEs wait for the reaper to submit them.
     flush: AtomicBool,
     reaper: AtomicWaker,
@@ -56,10 +68,18 @@ pub(crate) struct Ring {
     alive: AtomicBool,
 }
 
+/// Where operations go: a ring of our own (reaped by a task in tokio's
+/// reactor) or the ring of the loop this thread runs.
+enum Backend {
+    Own(Box<IoUring>),
+    Loop { id: u64 },
+}
+
 struct State {
     // Declared (so dropped) before the pool: the kernel lets go of the
-    // pool's memory when the ring is closed.
-    uring: IoUring,
+    // pool's memory when the ring is closed. On a loop, the loop holds
+    // the Ring until its ring is closed.
+    uring: Backend,
     /// None only once leaked (see `Drop`).
     pool: Option<Pool>,
     ops: Vec<Entry>,
@@ -103,6 +123,9 @@ impl Ring {
     }
 
     fn start(config: &Config) -> io::Result<Arc<Ring>> {
+        if exec::in_executor() {
+            return Ring::start_on_loop(config);
+        }
         let rt = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
         // COOP_TASKRUN: a completion's task work (a receive's copy into a
         // pool buffer) waits for this thread's next system call instead of
@@ -128,8 +151,9 @@ impl Ring {
         };
         let fd = uring.as_raw_fd();
         let ring = Arc::new(Ring {
+            tag: 0,
             state: Mutex::new(State {
-                uring,
+                uring: Backend::Own(Box::new(uring)),
                 pool: Some(pool),
                 ops: Vec::new(),
                 free: Vec::new(),
@@ -160,6 +184,39 @@ impl Ring {
         Ok(ring)
     }
 
+    /// The ring on this thread's loop: the pool registered on the loop's
+    /// ring, our completions handed to us by the loop.
+    fn start_on_loop(config: &Config) -> io::Result<Arc<Ring>> {
+        exec::attach(|tag, id| {
+            let pool = Pool::new(config.pool_buffers, config.buffer_size)?;
+            let (addr, count) = pool.ring();
+            // SAFETY: the descriptor ring is `count` entries of page-aligned
+            // memory owned by `pool`, which lives in this Ring; the loop
+            // holds the Ring (attached) until its ring is closed.
+            #[allow(unsafe_code)]
+            exec::with_ring(|r| unsafe {
+                r.submitter()
+                    .register_buf_ring_with_flags(addr, count, GROUP, 0)
+            })
+            .ok_or_else(|| io::Error::other("io_uring: no loop on this thread"))??;
+            Ok(Arc::new(Ring {
+                tag,
+                state: Mutex::new(State {
+                    uring: Backend::Loop { id },
+                    pool: Some(pool),
+                    ops: Vec::new(),
+                    free: Vec::new(),
+                    in_flight: 0,
+                    generation: 0,
+                    woken: Vec::new(),
+                }),
+                flush: AtomicBool::new(false),
+                reaper: AtomicWaker::new(),
+                alive: AtomicBool::new(true),
+            }))
+        })
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -186,7 +243,7 @@ impl Ring {
             return Err(io::Error::other("io_uring: the ring's runtime is gone"));
         }
         let mut st = self.lock();
-        st.generation = st.generation.wrapping_add(1);
+        st.generation = st.generation.wrapping_add(1) & GENERATIONS;
         let generation = st.generation;
         let idx = match st.free.pop() {
             Some(i) => i,
@@ -199,7 +256,7 @@ impl Ring {
                 i
             }
         };
-        let user_data = (u64::from(generation) << 32) | u64::from(idx);
+        let user_data = self.tag | (u64::from(generation) << 32) | u64::from(idx);
         // SAFETY: the caller vouches for the SQE's pointers, and `keep`
         // now lives in the table until the last completion.
         unsafe { st.push(&sqe.user_data(user_data))? };
@@ -223,7 +280,7 @@ impl Ring {
     pub fn cancel(&self, user_data: u64) {
         let sqe = opcode::AsyncCancel::new(user_data)
             .build()
-            .user_data(CANCEL);
+            .user_data(self.tag | CANCEL);
         // SAFETY: a cancel points at no memory.
         #[allow(unsafe_code)]
         let pushed = unsafe { self.lock().push(&sqe) };
@@ -259,8 +316,10 @@ impl Ring {
         }
     }
 
+    /// Our own ring's reaper submits what was posted; a loop submits at
+    /// the end of its turn by itself.
     fn wake_reaper(&self) {
-        if !self.flush.swap(true, Ordering::AcqRel) {
+        if self.tag == 0 && !self.flush.swap(true, Ordering::AcqRel) {
             self.reaper.wake();
         }
     }
@@ -288,21 +347,25 @@ impl Ring {
     /// Submits and takes every completion; returns the wakers to wake.
     fn turn(&self) -> Vec<Waker> {
         let mut st = self.lock();
-        // EBUSY/EAGAIN (completions overflowing): the SQEs stay queued and
-        // go next turn, after these completions are taken.
-        let _ = st.uring.submit();
         let State {
-            uring,
+            uring: Backend::Own(uring),
             pool,
             ops,
             free,
             in_flight,
             woken,
             ..
-        } = &mut *st;
+        } = &mut *st
+        else {
+            return Vec::new();
+        };
+        // EBUSY/EAGAIN (completions overflowing): the SQEs stay queued and
+        // go next turn, after these completions are taken.
+        let _ = uring.submit();
         let mut woken = std::mem::take(woken);
         for cqe in uring.completion() {
-            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &cqe) {
+            let cqe = (cqe.user_data(), cqe.result(), cqe.flags());
+            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), cqe) {
                 woken.push(w);
             }
         }
@@ -324,19 +387,17 @@ fn complete(
     free: &mut Vec<u32>,
     in_flight: &mut usize,
     mut pool: Option<&mut Pool>,
-    cqe: &cqueue::Entry,
+    (user_data, res, flags): (u64, i32, u32),
 ) -> Option<Waker> {
-    let user_data = cqe.user_data();
     if user_data == CANCEL {
         return None;
     }
     let idx = user_data as u32;
-    let generation = (user_data >> 32) as u32;
+    let generation = (user_data >> 32) as u32 & GENERATIONS;
     let entry = ops.get_mut(idx as usize)?;
     if !matches!(entry, Entry::Live { generation: g, .. } if *g == generation) {
         return None;
     }
-    let flags = cqe.flags();
     let last = !cqueue::more(flags);
     let notif = cqueue::notif(flags);
     let waker = if notif {
@@ -350,11 +411,7 @@ fn complete(
         } else {
             Keep::Nothing
         };
-        let done = Done {
-            res: cqe.result(),
-            flags,
-            keep,
-        };
+        let done = Done { res, flags, keep };
         let bid = done.pool_buffer();
         if let (Some(p), Some(bid)) = (pool.as_deref_mut(), bid) {
             p.taken(bid);
@@ -384,12 +441,18 @@ impl State {
     /// As [`Ring::post`].
     #[allow(unsafe_code)]
     unsafe fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
-        if self.uring.submission().is_full() {
-            self.uring.submit()?;
+        match &mut self.uring {
+            Backend::Own(uring) => {
+                if uring.submission().is_full() {
+                    uring.submit()?;
+                }
+                // SAFETY: as the caller vouches.
+                unsafe { uring.submission().push(sqe) }
+                    .map_err(|_| io::Error::other("io_uring: submission queue full"))
+            }
+            // SAFETY: as the caller vouches; the user_data carries our tag.
+            Backend::Loop { id } => unsafe { exec::push(*id, sqe) },
         }
-        // SAFETY: as the caller vouches.
-        unsafe { self.uring.submission().push(sqe) }
-            .map_err(|_| io::Error::other("io_uring: submission queue full"))
     }
 }
 
@@ -397,9 +460,10 @@ impl Drop for State {
     /// Cancels what is in flight and waits for it (a bounded wait), so the
     /// memory the operations own outlives the kernel's use of it. What
     /// does not complete in time is leaked rather than freed under the
-    /// kernel.
+    /// kernel. On a loop, the loop did the waiting before its ring closed
+    /// (it holds us until then); what is still in flight is leaked.
     fn drop(&mut self) {
-        if self.in_flight > 0 {
+        if let (Backend::Own(_), true) = (&self.uring, self.in_flight > 0) {
             let all = opcode::AsyncCancel2::new(types::CancelBuilder::any())
                 .build()
                 .user_data(CANCEL);
@@ -409,20 +473,24 @@ impl Drop for State {
             let ts = types::Timespec::new().nsec(10_000_000);
             let args = types::SubmitArgs::new().timespec(&ts);
             for _ in 0..100 {
-                if self.in_flight == 0 {
-                    break;
-                }
-                let _ = self.uring.submitter().submit_with_args(1, &args);
                 let State {
-                    uring,
+                    uring: Backend::Own(uring),
                     pool,
                     ops,
                     free,
                     in_flight,
                     ..
-                } = self;
+                } = self
+                else {
+                    break;
+                };
+                if *in_flight == 0 {
+                    break;
+                }
+                let _ = uring.submitter().submit_with_args(1, &args);
                 for cqe in uring.completion() {
-                    if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &cqe) {
+                    let cqe = (cqe.user_data(), cqe.result(), cqe.flags());
+                    if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), cqe) {
                         w.wake();
                     }
                 }
@@ -432,6 +500,37 @@ impl Drop for State {
             std::mem::forget(std::mem::take(&mut self.ops));
             std::mem::forget(self.pool.take());
         }
+    }
+}
+
+impl exec::Completions for Ring {
+    fn complete(&self, cqes: &[(u64, i32, u32)]) {
+        let mut st = self.lock();
+        let State {
+            pool,
+            ops,
+            free,
+            in_flight,
+            woken,
+            ..
+        } = &mut *st;
+        let mut woken = std::mem::take(woken);
+        for &cqe in cqes {
+            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), cqe) {
+                woken.push(w);
+            }
+        }
+        drop(st);
+        woken.iter().for_each(Waker::wake_by_ref);
+        self.lock().woken = recycle(woken);
+    }
+
+    fn in_flight(&self) -> usize {
+        self.lock().in_flight
+    }
+
+    fn closed(&self) {
+        self.alive.store(false, Ordering::Release);
     }
 }
 

@@ -110,7 +110,7 @@ async fn accept_loop<T: Transport>(
                     };
                     accept(inner, shard, to, stream, peer, msgr1);
                 }
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                Err(_) => crate::timer::Sleep::after(std::time::Duration::from_millis(10)).await,
             },
         }
     }
