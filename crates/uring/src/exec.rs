@@ -18,9 +18,8 @@
 //!   local queue.
 //! - **Timers** are a heap of deadlines on the loop; a [`Sleep`] is
 //!   registered while it waits and forgotten when dropped.
-//!
 //! - **Operations of others on the ring.** The io_uring transport posts
-//!   its receives and sends on the loop's ring ([`Completions`]: each
+//!   its receives and sends on the loop's ring (`Completions`: each
 //!   user of the ring has a tag in the top byte of its operations'
 //!   user_data, and the loop hands it its completions in batches), and
 //!   [`Ready`] waits for a socket's readiness (connect, accept) with a
@@ -153,6 +152,10 @@ struct Local {
     timers: RefCell<Timers>,
     /// Every task not finished, so that dropping the executor drops them.
     tasks: RefCell<Vec<Weak<Task>>>,
+    /// The table's length at which finished tasks are swept out (twice
+    /// what was live at the last sweep: amortized, however tasks come and
+    /// go).
+    sweep_at: std::cell::Cell<usize>,
 }
 
 /// Loop ids, never reused.
@@ -253,6 +256,7 @@ impl Executor {
                 queue: RefCell::new(VecDeque::new()),
                 timers: RefCell::new(Timers::default()),
                 tasks: RefCell::new(Vec::new()),
+                sweep_at: std::cell::Cell::new(64),
             }),
             wakeup_buf: Box::new([0; 8]),
             wakeup_posted: false,
@@ -336,8 +340,11 @@ impl Executor {
         // A task the table holds has a weak reference: none, a new one.
         if Arc::weak_count(task) == 0 {
             let mut tasks = self.local.tasks.borrow_mut();
-            if tasks.len() >= 64 && tasks.len().is_power_of_two() {
+            if tasks.len() >= self.local.sweep_at.get() {
                 tasks.retain(|t| t.strong_count() > 0);
+                self.local
+                    .sweep_at
+                    .set(tasks.len().saturating_mul(2).max(64));
             }
             tasks.push(Arc::downgrade(task));
         }
@@ -1149,6 +1156,34 @@ mod tests {
         assert!(waiting, "a parked task is dropped with its executor");
         assert!(queued, "a task spawned and never run is dropped");
         assert!(late, "a task spawned after is dropped at once");
+    }
+
+    /// A loop that runs many short tasks keeps only a bounded table of
+    /// them (finished ones are swept out as it grows).
+    #[test]
+    fn finished_tasks_are_swept_from_the_table() {
+        let len = within(|| {
+            let mut ex = Executor::new(8).unwrap();
+            let spawner = ex.spawner();
+            ex.block_on(async move {
+                for _ in 0..10_000 {
+                    spawner.spawn(async {});
+                    // Lets the loop run it before the next.
+                    let mut yielded = false;
+                    std::future::poll_fn(|cx| {
+                        if std::mem::replace(&mut yielded, true) {
+                            return Poll::Ready(());
+                        }
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
+                    })
+                    .await;
+                }
+                LOCAL.with(|l| l.borrow().as_ref().map(|l| l.tasks.borrow().len()))
+            })
+            .unwrap()
+        });
+        assert!(len.is_some_and(|n| n <= 128), "{len:?} tasks held");
     }
 
     #[test]
