@@ -150,21 +150,7 @@ impl Ring {
                 .register_buf_ring_with_flags(addr, count, GROUP, 0)?
         };
         let fd = uring.as_raw_fd();
-        let ring = Arc::new(Ring {
-            tag: 0,
-            state: Mutex::new(State {
-                uring: Backend::Own(Box::new(uring)),
-                pool: Some(pool),
-                ops: Vec::new(),
-                free: Vec::new(),
-                in_flight: 0,
-                generation: 0,
-                woken: Vec::new(),
-            }),
-            flush: AtomicBool::new(false),
-            reaper: AtomicWaker::new(),
-            alive: AtomicBool::new(true),
-        });
+        let ring = Arc::new(Ring::new(0, Backend::Own(Box::new(uring)), pool));
         let ring_fd = RingFd {
             fd,
             _ring: ring.clone(),
@@ -199,22 +185,27 @@ impl Ring {
                     .register_buf_ring_with_flags(addr, count, GROUP, 0)
             })
             .ok_or_else(|| io::Error::other("io_uring: no loop on this thread"))??;
-            Ok(Arc::new(Ring {
-                tag,
-                state: Mutex::new(State {
-                    uring: Backend::Loop { id },
-                    pool: Some(pool),
-                    ops: Vec::new(),
-                    free: Vec::new(),
-                    in_flight: 0,
-                    generation: 0,
-                    woken: Vec::new(),
-                }),
-                flush: AtomicBool::new(false),
-                reaper: AtomicWaker::new(),
-                alive: AtomicBool::new(true),
-            }))
+            Ok(Arc::new(Ring::new(tag, Backend::Loop { id }, pool)))
         })
+    }
+
+    /// A ring with nothing in flight, posting through `uring` with `tag`.
+    fn new(tag: u64, uring: Backend, pool: Pool) -> Ring {
+        Ring {
+            tag,
+            state: Mutex::new(State {
+                uring,
+                pool: Some(pool),
+                ops: Vec::new(),
+                free: Vec::new(),
+                in_flight: 0,
+                generation: 0,
+                woken: Vec::new(),
+            }),
+            flush: AtomicBool::new(false),
+            reaper: AtomicWaker::new(),
+            alive: AtomicBool::new(true),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
