@@ -11,7 +11,8 @@
 #     --inject-socket-failures 30`: reconnects > 0, and zero lost,
 #     duplicated, reordered or corrupted messages.
 # Each over msgr2 and msgr1 (PROTOCOLS, default "v2 v1": both sides at
-# addresses of that kind) and our transports (TRANSPORTS, default "tcp uring").
+# addresses of that kind) and our transports (TRANSPORTS, default "tcp uring
+# ring": epoll, io_uring, and io_uring on ring shards for `msgr serve`).
 # Needs: scripts/ceph/tentacle.sh setup. Starts and stops its own processes.
 set -euo pipefail
 MSGR="$(realpath "${1:?usage: faults.sh MSGR_BINARY}")"
@@ -25,7 +26,7 @@ trap cleanup EXIT
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 fail() { echo "faults: FAIL: $*" >&2; echo "logs in $LOG" >&2; exit 1; }
 
-read -r -a TRANSPORTS <<< "${TRANSPORTS:-tcp uring}"
+read -r -a TRANSPORTS <<< "${TRANSPORTS:-tcp uring ring}"
 read -r -a PROTOCOLS <<< "${PROTOCOLS:-v2 v1}"
 for p in "${PROTOCOLS[@]}"; do
 for tr in "${TRANSPORTS[@]}"; do

@@ -5,7 +5,8 @@
 # from the Tentacle chroot, auth none, crc mode), MOSDOp writes of 4 KiB and
 # 1 MiB, with our side offering msgr2.1, msgr2.0 only, and msgr1 (both sides
 # at v1: addresses), over each of our transports (TRANSPORTS, default
-# "tcp uring": epoll and io_uring):
+# "tcp uring ring": epoll, io_uring, and io_uring on ring shards for `msgr
+# serve`):
 #  1. ceph_perf_msgr_client -> `msgr serve`: every op answered (the client
 #     prints its total), and our server counted every op.
 #  2. `msgr bench --connect` -> ceph_perf_msgr_server: every request answered
@@ -24,7 +25,7 @@ trap cleanup EXIT
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 fail() { echo "perf-msgr: FAIL: $*" >&2; echo "logs in $LOG" >&2; exit 1; }
 
-read -r -a TRANSPORTS <<< "${TRANSPORTS:-tcp uring}"
+read -r -a TRANSPORTS <<< "${TRANSPORTS:-tcp uring ring}"
 for tr in "${TRANSPORTS[@]}"; do
  for rev in rev1 rev0 v1; do
   flag="--transport $tr"; [[ $rev == rev0 ]] && flag+=" --rev0"
