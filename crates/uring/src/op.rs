@@ -1,28 +1,72 @@
 //! One connection half's operation: the slot its completion lands in, and
 //! the memory its SQE points at.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::task::Waker;
 
 use bytes::{Bytes, BytesMut};
+use io_uring::squeue;
 
 /// Where a half's operation stands; shared by the half and the ring's
 /// table (which holds it until the operation's last completion).
 #[derive(Default)]
-pub(crate) struct Slot(Mutex<State>);
+pub(crate) struct Slot(Mutex<Inner>);
 
 #[derive(Default)]
-enum State {
-    /// No operation: the half may post one.
+struct Inner {
+    phase: Phase,
+    /// Completions not yet seen by the half, in the order they came (one
+    /// for a single-shot operation; a multishot receive's, one per pool
+    /// buffer filled).
+    done: VecDeque<Done>,
+    /// The operation posted is a multishot receive: it goes on after a
+    /// completion flagged `IORING_CQE_F_MORE`.
+    multishot: bool,
+    /// A cancel was asked for the multishot receive (too many of its
+    /// completions unseen): asked once.
+    stopping: bool,
+}
+
+#[derive(Default)]
+enum Phase {
+    /// No operation in flight: the half may post one.
     #[default]
     Idle,
-    /// Posted; its waker is woken on completion.
+    /// Posted; its waker (when the half waits) is woken on completion.
     Posted(Option<Waker>),
-    /// Completed, not yet seen by the half.
-    Done(Done),
     /// The half is gone: a completion is the ring's to dispose of (a pool
     /// buffer it names goes back to the pool).
     Abandoned,
+}
+
+/// Completions a multishot receive may have waiting unseen (each holds a
+/// pool buffer) before it is cancelled: what a connection whose reader
+/// does not read (a throttled one) can take of its shard's pool. The
+/// half posts it again once it has read them.
+pub(crate) const MULTISHOT_UNSEEN: usize = 4;
+
+/// `struct io_uring_sqe`'s `optlen` (include/uapi/linux/io_uring.h: the
+/// u32 at byte 44, in a union with `splice_fd_in` and `file_index`). For
+/// a multishot receive (Linux 6.17, "io_uring/net: Support multishot
+/// receive len cap"): the bytes it receives in all before it ends,
+/// completing without `IORING_CQE_F_MORE`; 0, no limit.
+const SQE_OPTLEN: std::ops::Range<usize> = 44..48;
+const SQE_SIZE: usize = 64;
+
+/// `sqe` with its `optlen` set (the io-uring crate has no setter for a
+/// receive's).
+pub(crate) fn with_optlen(sqe: squeue::Entry, optlen: u32) -> squeue::Entry {
+    // SAFETY: `squeue::Entry` is `#[repr(C)]` over `struct io_uring_sqe`,
+    // 64 bytes of integers and unions of integers: it is plain bytes both
+    // ways, every pattern valid (the transmutes check the sizes).
+    #[allow(unsafe_code)]
+    let mut raw: [u8; SQE_SIZE] = unsafe { std::mem::transmute(sqe) };
+    raw[SQE_OPTLEN].copy_from_slice(&optlen.to_ne_bytes());
+    #[allow(unsafe_code)]
+    unsafe {
+        std::mem::transmute::<[u8; SQE_SIZE], squeue::Entry>(raw)
+    }
 }
 
 /// A completion: the result (bytes, or -errno), its flags (the buffer a
@@ -40,60 +84,84 @@ pub(crate) enum Seen {
     Done(Done),
 }
 
+/// What the table does after a completion went to its slot.
+pub(crate) struct Completed {
+    /// The half's waker, to wake.
+    pub waker: Option<Waker>,
+    /// Cancel the multishot receive: its half leaves too much unseen.
+    pub stop: bool,
+}
+
 impl Slot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes a completion, or leaves `waker` to be woken by one.
+    /// Takes the oldest completion not seen, or leaves `waker` to be woken
+    /// by the next one.
     pub fn look(&self, waker: &Waker) -> Seen {
         let mut st = self.lock();
-        match &mut *st {
-            State::Idle | State::Abandoned => Seen::Idle,
-            State::Posted(w) => {
+        if let Some(d) = st.done.pop_front() {
+            return Seen::Done(d);
+        }
+        match &mut st.phase {
+            Phase::Idle | Phase::Abandoned => Seen::Idle,
+            Phase::Posted(w) => {
                 if !w.as_ref().is_some_and(|w| w.will_wake(waker)) {
                     *w = Some(waker.clone());
                 }
                 Seen::Waiting
             }
-            State::Done(_) => match std::mem::take(&mut *st) {
-                State::Done(d) => Seen::Done(d),
-                _ => Seen::Idle,
-            },
         }
     }
 
     /// Whether an operation is posted and not complete.
     pub fn posted_now(&self) -> bool {
-        matches!(*self.lock(), State::Posted(_))
+        matches!(self.lock().phase, Phase::Posted(_))
     }
 
-    pub(crate) fn posted(&self, waker: &Waker) {
-        *self.lock() = State::Posted(Some(waker.clone()));
-    }
-
-    /// Stores a completion; returns the waker to wake, or the completion
-    /// back if the half is gone.
-    pub(crate) fn complete(&self, done: Done) -> Result<Option<Waker>, Done> {
+    /// An operation was posted (a multishot receive, if `multishot`).
+    pub(crate) fn posted(&self, waker: &Waker, multishot: bool) {
         let mut st = self.lock();
-        if matches!(*st, State::Abandoned) {
+        st.phase = Phase::Posted(Some(waker.clone()));
+        st.multishot = multishot;
+        st.stopping = false;
+    }
+
+    /// Stores a completion; says whom to wake and whether to cancel a
+    /// multishot receive. Returns the completion back if the half is gone.
+    pub(crate) fn complete(&self, done: Done) -> Result<Completed, Done> {
+        let mut st = self.lock();
+        if matches!(st.phase, Phase::Abandoned) {
             return Err(done);
         }
-        match std::mem::replace(&mut *st, State::Done(done)) {
-            State::Posted(w) => Ok(w),
-            _ => Ok(None),
-        }
+        // A single-shot operation ends with its first completion as the
+        // half sees it (a zero-copy send's notification is the table's);
+        // a multishot receive, with its first not flagged MORE.
+        let ends = !st.multishot || !io_uring::cqueue::more(done.flags);
+        st.done.push_back(done);
+        let waker = match &mut st.phase {
+            Phase::Posted(w) if ends => {
+                let w = w.take();
+                st.phase = Phase::Idle;
+                w
+            }
+            Phase::Posted(w) => w.take(),
+            _ => None,
+        };
+        let stop = !ends && !st.stopping && st.done.len() >= MULTISHOT_UNSEEN;
+        st.stopping |= stop;
+        Ok(Completed { waker, stop })
     }
 
     /// The half lets go: from now on a completion comes back from
-    /// `complete`. Returns what was there: an operation still in flight
-    /// (to cancel), or a completion the half never saw.
-    pub fn abandon(&self) -> Seen {
-        match std::mem::replace(&mut *self.lock(), State::Abandoned) {
-            State::Idle | State::Abandoned => Seen::Idle,
-            State::Posted(_) => Seen::Waiting,
-            State::Done(d) => Seen::Done(d),
-        }
+    /// `complete`. Returns whether an operation is still in flight (to
+    /// cancel), and the completions the half never saw.
+    pub fn abandon(&self) -> (bool, VecDeque<Done>) {
+        let mut st = self.lock();
+        let posted = matches!(st.phase, Phase::Posted(_));
+        st.phase = Phase::Abandoned;
+        (posted, std::mem::take(&mut st.done))
     }
 }
 
@@ -175,5 +243,29 @@ impl SendBufs {
         self.iov.clear();
         self.msg.msg_iov = std::ptr::null_mut();
         self.msg.msg_iovlen = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `optlen` is where the kernel reads it: the crate's own setter for
+    /// a setsockopt writes the same bytes.
+    #[test]
+    fn optlen_is_at_its_offset_in_the_sqe() {
+        let fd = io_uring::types::Fd(3);
+        let reference =
+            io_uring::opcode::SetSockOpt::new(fd, 1, 2, std::ptr::null(), 0x1122_3344).build();
+        let ours = with_optlen(
+            io_uring::opcode::SetSockOpt::new(fd, 1, 2, std::ptr::null(), 0).build(),
+            0x1122_3344,
+        );
+        // SAFETY: as in `with_optlen`.
+        #[allow(unsafe_code)]
+        let (a, b): ([u8; SQE_SIZE], [u8; SQE_SIZE]) =
+            unsafe { (std::mem::transmute(reference), std::mem::transmute(ours)) };
+        assert_eq!(a, b);
+        assert_eq!(b[SQE_OPTLEN], 0x1122_3344u32.to_ne_bytes());
     }
 }

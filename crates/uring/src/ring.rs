@@ -66,6 +66,8 @@ pub(crate) struct Ring {
     reaper: AtomicWaker,
     /// The reaper task runs (its runtime is up).
     alive: AtomicBool,
+    /// On a loop, its spawner (to reach its ring from other threads).
+    spawner: Option<exec::Spawner>,
 }
 
 /// Where operations go: a ring of our own (reaped by a task in tokio's
@@ -185,7 +187,9 @@ impl Ring {
                     .register_buf_ring_with_flags(addr, count, GROUP, 0)
             })
             .ok_or_else(|| io::Error::other("io_uring: no loop on this thread"))??;
-            Ok(Arc::new(Ring::new(tag, Backend::Loop { id }, pool)))
+            let mut ring = Ring::new(tag, Backend::Loop { id }, pool);
+            ring.spawner = exec::Spawner::current();
+            Ok(Arc::new(ring))
         })
     }
 
@@ -205,6 +209,7 @@ impl Ring {
             flush: AtomicBool::new(false),
             reaper: AtomicWaker::new(),
             alive: AtomicBool::new(true),
+            spawner: None,
         }
     }
 
@@ -229,6 +234,7 @@ impl Ring {
         sock: &Arc<TcpStream>,
         sqe: squeue::Entry,
         waker: &Waker,
+        multishot: bool,
     ) -> io::Result<u64> {
         if !self.alive.load(Ordering::Acquire) {
             return Err(io::Error::other("io_uring: the ring's runtime is gone"));
@@ -251,7 +257,7 @@ impl Ring {
         // SAFETY: the caller vouches for the SQE's pointers, and `keep`
         // now lives in the table until the last completion.
         unsafe { st.push(&sqe.user_data(user_data))? };
-        slot.posted(waker);
+        slot.posted(waker, multishot);
         if let Some(e) = st.ops.get_mut(idx as usize) {
             *e = Entry::Live {
                 generation,
@@ -268,15 +274,21 @@ impl Ring {
 
     /// Asks the kernel to cancel operation `user_data` (it completes with
     /// ECANCELED, or as it would have if it was done already).
-    pub fn cancel(&self, user_data: u64) {
-        let sqe = opcode::AsyncCancel::new(user_data)
-            .build()
-            .user_data(self.tag | CANCEL);
-        // SAFETY: a cancel points at no memory.
-        #[allow(unsafe_code)]
-        let pushed = unsafe { self.lock().push(&sqe) };
-        if pushed.is_ok() {
-            self.wake_reaper();
+    /// A loop's ring takes SQEs only from its own thread: from another
+    /// (a stream moved to another shard), the cancel goes to the loop as
+    /// a task.
+    pub fn cancel(self: &Arc<Self>, user_data: u64) {
+        let pushed = self.lock().push_cancel(self.tag, user_data);
+        match pushed {
+            Ok(()) => self.wake_reaper(),
+            Err(_) => {
+                if let Some(spawner) = &self.spawner {
+                    let ring = self.clone();
+                    spawner.spawn(async move {
+                        let _ = ring.lock().push_cancel(ring.tag, user_data);
+                    });
+                }
+            }
         }
     }
 
@@ -354,11 +366,18 @@ impl Ring {
         // go next turn, after these completions are taken.
         let _ = uring.submit();
         let mut woken = std::mem::take(woken);
+        let mut stops = Vec::new();
         for cqe in uring.completion() {
             let cqe = (cqe.user_data(), cqe.result(), cqe.flags());
-            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), cqe) {
+            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &mut stops, cqe) {
                 woken.push(w);
             }
+        }
+        if !stops.is_empty() {
+            for ud in stops {
+                let _ = st.push_cancel(self.tag, ud);
+            }
+            self.wake_reaper();
         }
         woken
     }
@@ -372,12 +391,14 @@ fn recycle(mut v: Vec<Waker>) -> Vec<Waker> {
 /// Hands `cqe` to its operation: the result to the slot (with the memory
 /// it owned, unless a zero-copy notification is still to come), and the
 /// entry back to the free list on its last completion. A completion whose
-/// half is gone gives back the pool buffer it took.
+/// half is gone gives back the pool buffer it took. A multishot receive
+/// whose half leaves too much unseen goes in `stops`, to cancel.
 fn complete(
     ops: &mut [Entry],
     free: &mut Vec<u32>,
     in_flight: &mut usize,
     mut pool: Option<&mut Pool>,
+    stops: &mut Vec<u64>,
     (user_data, res, flags): (u64, i32, u32),
 ) -> Option<Waker> {
     if user_data == CANCEL {
@@ -408,7 +429,12 @@ fn complete(
             p.taken(bid);
         }
         match slot.complete(done) {
-            Ok(waker) => waker,
+            Ok(c) => {
+                if c.stop {
+                    stops.push(user_data);
+                }
+                c.waker
+            }
             Err(_abandoned) => {
                 if let (Some(p), Some(bid)) = (pool, bid) {
                     p.give_back(bid);
@@ -426,6 +452,19 @@ fn complete(
 }
 
 impl State {
+    /// Queues a cancel of operation `user_data` (tagged with `tag` if it
+    /// is not).
+    fn push_cancel(&mut self, tag: u64, user_data: u64) -> io::Result<()> {
+        let sqe = opcode::AsyncCancel::new(tag | user_data)
+            .build()
+            .user_data(tag | CANCEL);
+        // SAFETY: a cancel points at no memory.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.push(&sqe)
+        }
+    }
+
     /// Queues `sqe`, submitting first if the queue is full.
     ///
     /// # Safety
@@ -481,7 +520,8 @@ impl Drop for State {
                 let _ = uring.submitter().submit_with_args(1, &args);
                 for cqe in uring.completion() {
                     let cqe = (cqe.user_data(), cqe.result(), cqe.flags());
-                    if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), cqe) {
+                    let stops = &mut Vec::new();
+                    if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), stops, cqe) {
                         w.wake();
                     }
                 }
@@ -506,10 +546,14 @@ impl exec::Completions for Ring {
             ..
         } = &mut *st;
         let mut woken = std::mem::take(woken);
+        let mut stops = Vec::new();
         for &cqe in cqes {
-            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), cqe) {
+            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &mut stops, cqe) {
                 woken.push(w);
             }
+        }
+        for ud in stops {
+            let _ = st.push_cancel(self.tag, ud);
         }
         drop(st);
         woken.iter().for_each(Waker::wake_by_ref);

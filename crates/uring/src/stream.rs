@@ -3,6 +3,7 @@
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -10,7 +11,7 @@ use bytes::BytesMut;
 use io_uring::{cqueue, opcode, squeue, types};
 use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, MAX_IOV};
 
-use crate::op::{Done, Keep, Seen, SendBufs, Slot};
+use crate::op::{self, Done, Keep, Seen, SendBufs, Slot, MULTISHOT_UNSEEN};
 use crate::pool::GROUP;
 use crate::ring::Ring;
 use crate::Config;
@@ -45,6 +46,8 @@ impl Stream for UringStream {
             half: Half::new(&self),
             held: None,
             direct_next: false,
+            stopping: false,
+            limited: false,
         };
         let w = UringWriter {
             half: Half::new(&self),
@@ -68,6 +71,9 @@ impl Stream for UringStream {
         }
         let (mut r, mut w) = (r, w);
         let ring = Ring::current(&r.half.config)?;
+        // A multishot receive goes on receiving on the ring it was posted
+        // on: it is cancelled, and posted again here once it ended.
+        r.stop_multishot();
         r.half.ring = ring.clone();
         w.half.ring = ring;
         Ok((r, w))
@@ -81,8 +87,16 @@ struct Half {
     sock: Arc<TcpStream>,
     ring: Arc<Ring>,
     slot: Arc<Slot>,
-    posted: Option<(Arc<Ring>, u64)>,
+    posted: Option<Posted>,
     config: Config,
+}
+
+/// The operation in flight: the ring it is on, its user_data there, and
+/// whether it is a multishot receive (which goes on after a completion).
+struct Posted {
+    ring: Arc<Ring>,
+    user_data: u64,
+    multishot: bool,
 }
 
 impl Half {
@@ -107,50 +121,66 @@ impl Half {
     /// # Safety
     /// As [`Ring::post`], with this half's socket the only fd `sqe` names.
     #[allow(unsafe_code)]
-    unsafe fn post(&mut self, keep: Keep, sqe: squeue::Entry, cx: &Context<'_>) -> io::Result<()> {
+    unsafe fn post(
+        &mut self,
+        keep: Keep,
+        sqe: squeue::Entry,
+        cx: &Context<'_>,
+        multishot: bool,
+    ) -> io::Result<()> {
         // SAFETY: as the caller vouches.
-        let ud = unsafe {
+        let user_data = unsafe {
             self.ring
-                .post(&self.slot, keep, &self.sock, sqe, cx.waker())?
+                .post(&self.slot, keep, &self.sock, sqe, cx.waker(), multishot)?
         };
-        self.posted = Some((self.ring.clone(), ud));
+        self.posted = Some(Posted {
+            ring: self.ring.clone(),
+            user_data,
+            multishot,
+        });
         Ok(())
     }
 
-    /// The completion of the operation posted, with the ring it was on.
+    /// A completion of the operation posted, with the ring it was on
+    /// (the operation's last: it is no longer in flight; or a multishot
+    /// receive's, which goes on).
     fn look(&mut self, cx: &Context<'_>) -> Option<Option<(Done, Arc<Ring>)>> {
         match self.slot.look(cx.waker()) {
             Seen::Idle => Some(None),
             Seen::Waiting => None,
             Seen::Done(d) => {
-                let ring = self
+                let goes_on = self
                     .posted
-                    .take()
-                    .map_or_else(|| self.ring.clone(), |(r, _)| r);
-                Some(Some((d, ring)))
+                    .as_ref()
+                    .is_some_and(|p| p.multishot && cqueue::more(d.flags));
+                let ring = match goes_on {
+                    true => self.posted.as_ref().map(|p| p.ring.clone()),
+                    false => self.posted.take().map(|p| p.ring),
+                };
+                Some(Some((d, ring.unwrap_or_else(|| self.ring.clone()))))
             }
         }
+    }
+
+    /// The multishot receive in flight, if one is.
+    fn multishot(&self) -> Option<&Posted> {
+        self.posted.as_ref().filter(|p| p.multishot)
     }
 }
 
 impl Drop for Half {
     /// Cancels an operation in flight (its completion, when it comes, is
-    /// the ring's to dispose of), or gives back the pool buffer of one
-    /// that completed unseen.
+    /// the ring's to dispose of), and gives back the pool buffers of
+    /// completions never seen.
     fn drop(&mut self) {
-        let ring = self.posted.take();
-        match self.slot.abandon() {
-            Seen::Waiting => {
-                if let Some((ring, ud)) = ring {
-                    ring.cancel(ud);
-                }
-            }
-            Seen::Done(d) => {
-                if let Some(bid) = d.pool_buffer() {
-                    ring.as_ref().map_or(&self.ring, |(r, _)| r).give_back(bid);
-                }
-            }
-            Seen::Idle => {}
+        let posted = self.posted.take();
+        let (in_flight, unseen) = self.slot.abandon();
+        let ring = posted.as_ref().map_or(&self.ring, |p| &p.ring);
+        for bid in unseen.iter().filter_map(Done::pool_buffer) {
+            ring.give_back(bid);
+        }
+        if let (true, Some(p)) = (in_flight, &posted) {
+            p.ring.cancel(p.user_data);
         }
     }
 }
@@ -168,14 +198,31 @@ struct Held {
     len: u32,
 }
 
-/// A stream's receiving half: completions land in the shard's provided
-/// buffers, which the runtime takes without copying.
+/// A stream's receiving half. One multishot receive stays posted while
+/// the connection reads small steps: each time bytes arrive, the kernel
+/// puts them in a buffer of the shard's pool and completes, with no
+/// receive to post again and no readiness poll to arm per message. The
+/// rest of a large frame is received straight into the runtime's buffer
+/// instead (the multishot receive cancelled first, so the bytes stay in
+/// order).
 pub struct UringReader {
     half: Half,
     held: Option<Held>,
     /// The pool ran dry: the next receive goes into the runtime's buffer.
     direct_next: bool,
+    /// The multishot receive in flight was asked to stop.
+    stopping: bool,
+    /// The multishot receive posted has a limit.
+    limited: bool,
 }
+
+/// Multishot receives are posted with a limit of bytes, after which they
+/// end and are posted again once those are read: that bounds what a
+/// connection whose reader does not read takes of the shard's pool before
+/// the table sees its completions (cancelling the receive after
+/// [`MULTISHOT_UNSEEN`] unseen completions bounds it when bytes trickle
+/// in). Cleared if the kernel refuses the limit.
+static LIMITS: AtomicBool = AtomicBool::new(true);
 
 impl Receiver for UringReader {
     fn path(&self) -> Option<msgr_transport::PathInfo> {
@@ -193,7 +240,12 @@ impl Receiver for UringReader {
                 return Poll::Ready(self.take_held(buf, room));
             }
             match self.half.look(cx) {
-                None => return Poll::Pending,
+                None => {
+                    if self.direct(room) {
+                        self.stop_multishot();
+                    }
+                    return Poll::Pending;
+                }
                 Some(Some((done, ring))) => {
                     if let Some(r) = self.on_done(done, ring, buf) {
                         return Poll::Ready(r);
@@ -210,22 +262,44 @@ impl Receiver for UringReader {
 }
 
 impl UringReader {
+    /// Whether the next receive goes straight into the runtime's buffer:
+    /// a large frame's rest, or the pool ran dry.
+    fn direct(&self, room: ReadRoom) -> bool {
+        self.direct_next || room.want > self.half.config.buffer_size as usize
+    }
+
+    /// Asks the multishot receive in flight, if any, to end (once); its
+    /// last completion comes as any other.
+    fn stop_multishot(&mut self) {
+        if let (Some(p), false) = (self.half.multishot(), self.stopping) {
+            p.ring.cancel(p.user_data);
+            self.stopping = true;
+        }
+    }
+
     /// Posts a receive: of a large frame's rest (or when the pool ran
     /// dry), straight into `buf`, which the operation owns until it
-    /// completes; otherwise into a pool buffer the kernel picks when bytes
-    /// arrive.
+    /// completes; otherwise a multishot receive into pool buffers the
+    /// kernel picks when bytes arrive.
     fn post(&mut self, cx: &Context<'_>, buf: &mut BytesMut, room: ReadRoom) -> io::Result<()> {
         let fd = self.half.fd();
-        let direct = self.direct_next || room.want > self.half.config.buffer_size as usize;
-        if !direct {
-            let sqe = opcode::Recv::new(fd, std::ptr::null_mut(), self.half.config.buffer_size)
-                .buf_group(GROUP)
-                .build()
-                .flags(squeue::Flags::BUFFER_SELECT);
+        self.stopping = false;
+        if !self.direct(room) {
+            let limit = match LIMITS.load(Ordering::Relaxed) {
+                true => MULTISHOT_UNSEEN as u32 * self.half.config.buffer_size,
+                false => 0,
+            };
+            self.limited = limit > 0;
+            let sqe = op::with_optlen(
+                opcode::RecvMulti::new(fd, GROUP)
+                    .build()
+                    .flags(squeue::Flags::BUFFER_SELECT),
+                limit,
+            );
             // SAFETY: the receive points at no memory of ours (the kernel
-            // picks a pool buffer, which the ring owns).
+            // picks pool buffers, which the ring owns).
             #[allow(unsafe_code)]
-            return unsafe { self.half.post(Keep::Nothing, sqe, cx) };
+            return unsafe { self.half.post(Keep::Nothing, sqe, cx, true) };
         }
         self.direct_next = false;
         let limit = room.make(buf);
@@ -250,7 +324,7 @@ impl UringReader {
         // moved keeps its allocation) and is not touched until completion.
         #[allow(unsafe_code)]
         unsafe {
-            self.half.post(Keep::Recv(owned), sqe, cx)
+            self.half.post(Keep::Recv(owned), sqe, cx, false)
         }
     }
 
@@ -283,6 +357,18 @@ impl UringReader {
             #[cfg(test)]
             DRY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.direct_next = true;
+            return None;
+        }
+        // A multishot receive we stopped (for a large frame, a move to
+        // another ring, or too much left unseen) ends cancelled: post
+        // again.
+        if res == -libc::ECANCELED {
+            return None;
+        }
+        // A kernel before 6.17 knows no limit to a multishot receive: it
+        // is posted without one from then on.
+        if res == -libc::EINVAL && std::mem::take(&mut self.limited) {
+            LIMITS.store(false, Ordering::Relaxed);
             return None;
         }
         if res <= 0 {
@@ -393,7 +479,7 @@ impl UringWriter {
         // notification that the kernel let go of the pages).
         #[allow(unsafe_code)]
         unsafe {
-            self.half.post(Keep::Send(bufs), sqe, cx)
+            self.half.post(Keep::Send(bufs), sqe, cx, false)
         }
     }
 

@@ -2,6 +2,7 @@
 
 use std::io;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -61,6 +62,7 @@ async fn settle(ring: &ring::Ring) {
 }
 
 /// A pool receive posted on `r` and given up on: it stays in flight.
+/// (Posted, the multishot receive stays in flight until it is stopped.)
 async fn post_a_pool_receive(r: &mut UringReader, buf: &mut BytesMut) -> ReadRoom {
     let room = ReadRoom {
         want: 5,
@@ -130,7 +132,52 @@ fn a_dropped_receive_loses_nothing() {
         peer.write_all(b"hello").await.unwrap();
         assert_eq!(r.recv(&mut buf, room).await.unwrap(), 5);
         assert_eq!(&buf[..], b"hello");
-        assert_eq!(ring.in_flight(), 0);
+        // The multishot receive goes on: the next bytes need no new post.
+        assert_eq!(ring.in_flight(), 1);
+        peer.write_all(b" world").await.unwrap();
+        assert_eq!(r.recv(&mut buf, room).await.unwrap(), 6);
+        assert_eq!(&buf[..], b"hello world");
+        assert_eq!(ring.in_flight(), 1);
+    });
+}
+
+/// Waits (up to 1 s) until `f` holds.
+async fn until(mut f: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A reader that does not read (a throttled connection) holds at most a
+/// few of the shard's pool buffers: its multishot receive is cancelled
+/// (TCP's window then holds the peer back) and posted again when it
+/// reads, and every byte arrives in order.
+#[test]
+fn a_reader_that_does_not_read_stops_taking_pool_buffers() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let ring = s.ring();
+        let (mut r, _w) = s.into_split();
+        let mut buf = BytesMut::new();
+        post_a_pool_receive(&mut r, &mut buf).await;
+        // More than the whole pool (128 buffers of 64 KiB).
+        let data = pattern(16 << 20, 3);
+        let sent = data.clone();
+        let writer = tokio::spawn(async move { peer.write_all(&sent).await.map(|()| peer) });
+        until(|| ring.in_flight() == 0).await;
+        assert_eq!(ring.in_flight(), 0, "the multishot receive was stopped");
+        let held = ring.lent_out();
+        assert!(
+            (1..=2 * op::MULTISHOT_UNSEEN as u16).contains(&held),
+            "{held} pool buffers held by a reader that does not read"
+        );
+        let got = recv_exact(&mut r, &mut buf, 16 << 20).await.unwrap();
+        assert!(got == data, "the bytes arrived in order");
+        drop(writer.await.unwrap().unwrap());
+        assert_eq!(ring.lent_out(), 0);
     });
 }
 
@@ -323,10 +370,12 @@ fn an_abandoned_receive_gives_its_pool_buffer_back() {
         let mut buf = BytesMut::new();
         post_a_pool_receive(&mut r, &mut buf).await;
         peer.write_all(b"hello").await.unwrap();
-        settle(&ring).await;
+        until(|| ring.lent_out() == 1).await;
         assert_eq!(ring.lent_out(), 1, "the completion holds a pool buffer");
         drop(r);
         assert_eq!(ring.lent_out(), 0, "the dropped reader gave it back");
+        // Its multishot receive, still posted, was cancelled.
+        settle(&ring).await;
     });
 }
 
@@ -385,4 +434,72 @@ fn a_readiness_poll_off_a_loop_fails() {
     let polled =
         std::future::Future::poll(ready.as_mut(), &mut std::task::Context::from_waker(waker));
     assert!(matches!(polled, std::task::Poll::Ready(Err(_))));
+}
+
+/// A stream moved from one loop to another with its multishot receive
+/// posted: the receive is cancelled on the first loop's ring (from the
+/// second loop's thread, through the first loop) and posted again on the
+/// second's, and the bytes arrive there.
+#[test]
+fn a_multishot_receive_moves_with_its_stream_between_loops() {
+    let (to_b, from_a) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let a = std::thread::spawn(move || {
+        let mut ex = exec::Executor::new(64).unwrap();
+        ex.block_on(async move {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let s = Uring::default().connect(addr).await.unwrap();
+            let (peer, _) = l.accept().unwrap();
+            let ring = s.ring();
+            let (mut r, w) = s.into_split();
+            let mut buf = BytesMut::new();
+            let room = ReadRoom {
+                want: 5,
+                min_read: MIN_READ,
+            };
+            // Posted, and left waiting.
+            let polled =
+                std::future::poll_fn(|cx| Poll::Ready(r.poll_recv(cx, &mut buf, room))).await;
+            assert!(polled.is_pending());
+            assert_eq!(ring.in_flight(), 1);
+            to_b.send((r, w, peer, ring.clone())).unwrap();
+            // Runs the loop until the other side is done (the cancel comes
+            // here as a task).
+            loop {
+                if done_rx.try_recv().is_ok() {
+                    break;
+                }
+                exec::sleep_until(std::time::Instant::now() + Duration::from_millis(1)).await;
+            }
+            ring
+        })
+        .unwrap()
+    });
+    let (r, w, mut peer, first) = from_a.recv().unwrap();
+    let mut ex = exec::Executor::new(64).unwrap();
+    let got = ex
+        .block_on(async move {
+            let (mut r, _w) = UringStream::rehome(r, w).unwrap();
+            let second = r.ring();
+            assert!(!Arc::ptr_eq(&second, &first));
+            for _ in 0..1000 {
+                if first.in_flight() == 0 {
+                    break;
+                }
+                exec::sleep_until(std::time::Instant::now() + Duration::from_millis(1)).await;
+            }
+            assert_eq!(first.in_flight(), 0, "cancelled on the first loop");
+            use std::io::Write;
+            peer.write_all(b"moved").unwrap();
+            let mut buf = BytesMut::new();
+            let got = recv_exact(&mut r, &mut buf, 5).await.unwrap();
+            assert_eq!(second.in_flight(), 1, "posted again on the second");
+            assert_eq!(first.lent_out() + second.lent_out(), 0);
+            got
+        })
+        .unwrap();
+    done_tx.send(()).unwrap();
+    drop(a.join().unwrap());
+    assert_eq!(&got[..], b"moved");
 }
