@@ -48,6 +48,9 @@ impl Stream for UringStream {
             direct_next: false,
             stopping: false,
             limited: false,
+            streaming: false,
+            #[cfg(test)]
+            direct_bytes: 0,
         };
         let w = UringWriter {
             half: Half::new(&self),
@@ -202,9 +205,12 @@ struct Held {
 /// the connection reads small steps: each time bytes arrive, the kernel
 /// puts them in a buffer of the shard's pool and completes, with no
 /// receive to post again and no readiness poll to arm per message. The
-/// rest of a large frame is received straight into the runtime's buffer
-/// instead (the multishot receive cancelled first, so the bytes stay in
-/// order).
+/// rest of a large frame, and the bytes of a peer that streams (a
+/// completion saying more wait in the socket), are received straight into
+/// the runtime's buffer instead, one receive at a time, each of which
+/// completes at once (the multishot receive cancelled first, so the bytes
+/// stay in order); the multishot receive is posted again once a receive
+/// empties the socket.
 pub struct UringReader {
     half: Half,
     held: Option<Held>,
@@ -214,6 +220,15 @@ pub struct UringReader {
     stopping: bool,
     /// The multishot receive posted has a limit.
     limited: bool,
+    /// The last receive left bytes in the socket or brought many: the
+    /// peer streams, and the next receive goes straight into the
+    /// runtime's buffer, where it mostly completes at once (as epoll's
+    /// read would) rather than through the pool (two copies, the first
+    /// into a buffer the cache has lost).
+    streaming: bool,
+    /// Bytes received straight into the runtime's buffer (tests look).
+    #[cfg(test)]
+    pub(crate) direct_bytes: usize,
 }
 
 /// Multishot receives are posted with a limit of bytes, after which they
@@ -263,9 +278,17 @@ impl Receiver for UringReader {
 
 impl UringReader {
     /// Whether the next receive goes straight into the runtime's buffer:
-    /// a large frame's rest, or the pool ran dry.
+    /// a large frame's rest, bytes already waiting in the socket, or the
+    /// pool ran dry.
     fn direct(&self, room: ReadRoom) -> bool {
-        self.direct_next || room.want > self.half.config.buffer_size as usize
+        self.direct_next || self.streaming || room.want > self.half.config.buffer_size as usize
+    }
+
+    /// Whether a receive of `n` bytes completing with `flags` says the
+    /// peer streams: bytes still wait in the socket, or it brought at
+    /// least half a pool buffer.
+    fn streams(&self, n: usize, flags: u32) -> bool {
+        n > 0 && (cqueue::sock_nonempty(flags) || n >= self.half.config.buffer_size as usize / 2)
     }
 
     /// Asks the multishot receive in flight, if any, to end (once); its
@@ -351,6 +374,11 @@ impl UringReader {
             } else {
                 buf.extend_from_slice(&owned);
             }
+            self.streaming = self.streams(n, flags);
+            #[cfg(test)]
+            {
+                self.direct_bytes += n;
+            }
             return Some(if res < 0 { Err(os_error(res)) } else { Ok(n) });
         }
         if res == -libc::ENOBUFS {
@@ -379,6 +407,10 @@ impl UringReader {
                 "io_uring: a pool receive named no buffer",
             )));
         };
+        if self.streams(res as usize, flags) {
+            self.streaming = true;
+            self.stop_multishot();
+        }
         self.held = Some(Held {
             ring,
             bid,

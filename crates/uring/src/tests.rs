@@ -141,6 +141,38 @@ fn a_dropped_receive_loses_nothing() {
     });
 }
 
+/// A peer that streams (bytes keep waiting in the socket) is read
+/// straight into the runtime's buffer, as epoll's reads would, not through
+/// the pool, even when the reader asks for small steps.
+#[test]
+fn a_streaming_peer_is_read_straight_into_the_runtimes_buffer() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let (mut r, _w) = s.into_split();
+        let data = pattern(32 << 20, 5);
+        let sent = data.clone();
+        let writer = tokio::spawn(async move { peer.write_all(&sent).await.map(|()| peer) });
+        let mut buf = BytesMut::new();
+        let mut got = BytesMut::new();
+        while got.len() < data.len() {
+            let room = ReadRoom {
+                want: 1,
+                min_read: MIN_READ,
+            };
+            assert!(r.recv(&mut buf, room).await.unwrap() > 0);
+            got.extend_from_slice(&buf.split());
+        }
+        assert!(got == data, "the bytes arrived in order");
+        assert!(
+            r.direct_bytes > data.len() / 2,
+            "{} of {} bytes received straight into the runtime's buffer",
+            r.direct_bytes,
+            data.len()
+        );
+        drop(writer.await.unwrap().unwrap());
+    });
+}
+
 /// Waits (up to 1 s) until `f` holds.
 async fn until(mut f: impl FnMut() -> bool) {
     for _ in 0..200 {
