@@ -4,7 +4,9 @@
 # Per-message cost against the number of connections: a `msgr serve` in one
 # process, `msgr bench --connect` with 1 (depth 128), 100, 1000 and 10000
 # connections (depth 1) in another (each process then holds at most 10000
-# sockets). The server's CPU per message is taken from its own
+# sockets). WORKLOADS: space-separated CONNS:DEPTH[:SIZE] (SIZE in bytes,
+# default 4096), e.g. WORKLOADS="1:16:1048576 1:16:4194304" for large
+# messages. The server's CPU per message is taken from its own
 # once-a-second statistics, over the seconds when every connection was up
 # and traffic flowed before and after: handshakes are not counted.
 # Servers: CONFIGS, space-separated LABEL=BINARY[,SERVE-ARGS...] (default:
@@ -35,8 +37,8 @@ for r in $(seq "$ROUNDS"); do
    for config in $CONFIGS; do
     label=${config%%=*}
     IFS=, read -r -a serve <<< "${config#*=}"
-    conns=${w%%:*}
-    depth=${w##*:}
+    IFS=: read -r conns depth size <<< "$w"
+    size=${size:-4096}
     PORT=$((PORT + 1))
     "${serve[0]}" serve --bind "v2:127.0.0.1:$PORT" --stats 1 "${serve[@]:1}" \
       > /dev/null 2> "$LOG" &
@@ -45,13 +47,14 @@ for r in $(seq "$ROUNDS"); do
     client=()
     [[ " ${serve[*]} " == *" --raw "* ]] && client=(--raw-only)
     line=$(target/perf/msgr bench --connect "v2:127.0.0.1:$PORT/0" --conns "$conns" \
-      --depth "$depth" --duration "$SECS" --json "${client[@]}")
+      --depth "$depth" --size "$size" --duration "$SECS" --json "${client[@]}")
     sleep 1.5
     kill "$server"
     wait "$server" 2> /dev/null || true
-    python3 - "$LOG" "$conns" "$line" "$label" >> "$OUT" <<'PY' || continue
+    python3 - "$LOG" "$conns" "$line" "$label" "$size" >> "$OUT" <<'PY' || continue
 import json, re, sys
 log, conns, run, label = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+size = int(sys.argv[5])
 ticks = []
 for l in open(log):
     m = re.search(r"total (\d+) (?:ops|msgs), (\d+) conns, \d+ pings, cpu ([\d.]+)s", l)
@@ -67,6 +70,7 @@ if not steady:
 a, b = ticks[steady[0] - 1], ticks[steady[-1]]
 cpu_us = (b[2] - a[2]) * 1e6 / max(b[0] - a[0], 1)
 print(json.dumps({"server": label, "conns": conns, "depth": run["depth"],
+                  "size": size,
                   "msgs_per_sec": run["msgs_per_sec"], "server_cpu_us_per_msg": cpu_us,
                   "steady_seconds": len(steady)}))
 PY
@@ -77,34 +81,39 @@ done
 python3 - "$OUT" <<'PY'
 import json, statistics as st, sys
 all_runs = [json.loads(l) for l in open(sys.argv[1])]
+def key(r):
+    return (r["conns"], r["depth"], r.get("size", 4096))
+def name(w):
+    size = f"{w[2] >> 20} MiB" if w[2] >= 1 << 20 else f"{w[2] >> 10} KiB"
+    return f"{w[0]:6} conns, depth {w[1]:3}, {size:>6}"
 for server in dict.fromkeys(r["server"] for r in all_runs):
     runs = [r for r in all_runs if r["server"] == server]
     print(f"server {server}:")
     med = {}
-    for c in dict.fromkeys(r["conns"] for r in runs):
-        rs = [r for r in runs if r["conns"] == c]
+    for w in dict.fromkeys(key(r) for r in runs):
+        rs = [r for r in runs if key(r) == w]
         rate = st.median(r["msgs_per_sec"] for r in rs)
         cpu = st.median(r["server_cpu_us_per_msg"] for r in rs)
-        med[c] = (rate, cpu)
+        med[w] = (rate, cpu)
         txt = " ".join(f"{r['server_cpu_us_per_msg']:.2f}" for r in rs)
-        print(f"  {c:6} conns, depth {rs[0]['depth']:3}: msgs/s {rate:8.0f}  "
-              f"server cpu {cpu:5.2f} us/msg  (runs: {txt})")
-    if 100 in med:
-        base = med[100][1]
-        for c, (rate, cpu) in med.items():
-            print(f"  {c:6} conns: server cpu/msg x{cpu / base:.3f} against 100 connections")
+        print(f"  {name(w)}: msgs/s {rate:8.0f}  "
+              f"server cpu {cpu:7.2f} us/msg  (runs: {txt})")
+    base = med.get((100, 1, 4096))
+    if base:
+        for w, (rate, cpu) in med.items():
+            print(f"  {name(w)}: server cpu/msg x{cpu / base[1]:.3f} against 100 connections")
 # Each server against the first, per workload.
 servers = list(dict.fromkeys(r["server"] for r in all_runs))
-for c in dict.fromkeys(r["conns"] for r in all_runs):
+for w in dict.fromkeys(key(r) for r in all_runs):
     med = {}
     for server in servers:
-        rs = [r for r in all_runs if r["server"] == server and r["conns"] == c]
+        rs = [r for r in all_runs if r["server"] == server and key(r) == w]
         if rs:
             med[server] = (st.median(r["msgs_per_sec"] for r in rs),
                            st.median(r["server_cpu_us_per_msg"] for r in rs))
     first = servers[0]
     for server, (rate, cpu) in med.items():
         if server != first and first in med:
-            print(f"{c:6} conns: {server} vs {first}: msgs/s x{rate / med[first][0]:.3f}, "
+            print(f"{name(w)}: {server} vs {first}: msgs/s x{rate / med[first][0]:.3f}, "
                   f"server cpu/msg x{cpu / med[first][1]:.3f}")
 PY

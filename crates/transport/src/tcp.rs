@@ -104,28 +104,48 @@ fn set_reuseport(_: &TcpSocket) -> io::Result<bool> {
 /// do not each pay for waking it.
 pub struct TcpReader {
     half: OwnedReadHalf,
-    /// The low-water mark set on the socket (1, the default, until a large
-    /// frame's rest is read).
-    lowat: usize,
+    lowat: RecvLowat,
 }
 
 impl TcpReader {
     fn new(half: OwnedReadHalf) -> TcpReader {
-        TcpReader { half, lowat: 1 }
+        TcpReader {
+            half,
+            lowat: RecvLowat::default(),
+        }
     }
+}
 
-    /// Sets the low-water mark for `room`: a large frame's rest, which the
-    /// peer is committed to sending, else 1 byte. The mark never exceeds
-    /// what the frame at hand lacks, so no wake-up that reading needs is
-    /// held back. Best effort: where it cannot be set the reader wakes per
-    /// segment, as without it.
-    fn set_lowat(&mut self, room: ReadRoom) {
+/// A socket's receive low-water mark (SO_RCVLOWAT) as a reader sets it:
+/// while a large frame's rest is read, what the frame lacks (which the
+/// peer is committed to sending), else 1 byte (the default). The kernel
+/// then wakes the reader once the rest is there (up to half the largest
+/// receive buffer) rather than at every segment, and the sender's writes
+/// do not each pay for waking it. The mark never exceeds what the frame
+/// at hand lacks, so no wake-up that reading needs is held back.
+#[derive(Debug)]
+pub struct RecvLowat {
+    /// The mark set on the socket.
+    set: usize,
+}
+
+impl Default for RecvLowat {
+    fn default() -> RecvLowat {
+        RecvLowat { set: 1 }
+    }
+}
+
+impl RecvLowat {
+    /// Sets the mark for a read of `room` on `sock` (a system call only
+    /// when it changes). Best effort: where it cannot be set the reader
+    /// wakes per segment, as without it.
+    pub fn update(&mut self, sock: &impl std::os::fd::AsFd, room: ReadRoom) {
         let want = match room.want > room.min_read {
             true => room.want,
             false => 1,
         };
-        if want != self.lowat && msgr_sys::set_recv_lowat(self.half.as_ref(), want).is_ok() {
-            self.lowat = want;
+        if want != self.set && msgr_sys::set_recv_lowat(sock, want).is_ok() {
+            self.set = want;
         }
     }
 }
@@ -142,8 +162,8 @@ impl Receiver for TcpReader {
         buf: &mut BytesMut,
         room: ReadRoom,
     ) -> Poll<io::Result<usize>> {
-        self.set_lowat(room);
         let s: &TcpStream = self.half.as_ref();
+        self.lowat.update(s, room);
         crate::recv::poll_recv_ready(
             cx,
             buf,

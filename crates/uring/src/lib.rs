@@ -2,13 +2,16 @@
 //! move through one io_uring per shard thread instead of readiness and
 //! system calls per connection.
 //!
-//! - **Receives** are posted with `IOSQE_BUFFER_SELECT` against the
-//!   ring's pool of provided buffers (a buffer ring, registered memory the
-//!   kernel fills): a connection waiting for bytes holds no buffer, and
-//!   the kernel picks one only when bytes arrive. The rest of a large
-//!   frame is received straight into the runtime's read buffer
-//!   (`MSG_WAITALL`: one completion per frame), so large messages are not
-//!   copied out of the pool.
+//! - **Receives**: one multishot receive per connection, posted once
+//!   (not per read) with `IOSQE_BUFFER_SELECT` against the ring's pool of
+//!   provided buffers (a buffer ring, registered memory the kernel
+//!   fills): a connection waiting for bytes holds no buffer, and the
+//!   kernel picks one only when bytes arrive. Its bytes are bounded (a
+//!   reader that does not read holds a few buffers). The rest of a large
+//!   frame is received straight into the runtime's read buffer, in one
+//!   completion (the receive waits for readiness, which the socket's
+//!   low-water mark holds back until the rest is there), and so are the
+//!   bytes of a peer that streams: neither is copied out of the pool.
 //! - **Sends** post the runtime's own reference-counted chunks in one
 //!   `IORING_OP_SENDMSG` per burst, holding clones of them until the
 //!   completion; from [`Config::zero_copy_min`] bytes on, as

@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 
 use bytes::BytesMut;
 use io_uring::{cqueue, opcode, squeue, types};
+use msgr_transport::tcp::RecvLowat;
 use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, MAX_IOV};
 
 use crate::op::{self, Done, Keep, Seen, SendBufs, Slot, MULTISHOT_UNSEEN};
@@ -49,6 +50,7 @@ impl Stream for UringStream {
             stopping: false,
             limited: false,
             streaming: false,
+            lowat: RecvLowat::default(),
             #[cfg(test)]
             direct_bytes: 0,
         };
@@ -226,10 +228,16 @@ pub struct UringReader {
     /// read would) rather than through the pool (two copies, the first
     /// into a buffer the cache has lost).
     streaming: bool,
+    /// The socket's receive low-water mark.
+    lowat: RecvLowat,
     /// Bytes received straight into the runtime's buffer (tests look).
     #[cfg(test)]
     pub(crate) direct_bytes: usize,
 }
+
+/// `IORING_RECVSEND_POLL_FIRST` (include/uapi/linux/io_uring.h): a
+/// receive's `ioprio` flag to arm the readiness poll before trying.
+const RECVSEND_POLL_FIRST: u16 = 1;
 
 /// Multishot receives are posted with a limit of bytes, after which they
 /// end and are posted again once those are read: that bounds what a
@@ -307,6 +315,7 @@ impl UringReader {
     fn post(&mut self, cx: &Context<'_>, buf: &mut BytesMut, room: ReadRoom) -> io::Result<()> {
         let fd = self.half.fd();
         self.stopping = false;
+        self.lowat.update(&*self.half.sock, room);
         if !self.direct(room) {
             let limit = match LIMITS.load(Ordering::Relaxed) {
                 true => MULTISHOT_UNSEEN as u32 * self.half.config.buffer_size,
@@ -332,16 +341,18 @@ impl UringReader {
             owned.reserve(msgr_transport::HANDSHAKE_READ);
         }
         let spare = owned.spare_capacity_mut();
-        // A large frame's rest is asked for whole (MSG_WAITALL: one
-        // completion per frame, not one per segment), and no more.
-        let whole = room.want > self.half.config.buffer_size as usize && spare.len() >= room.want;
-        let (len, flags) = match whole {
-            true => (room.want, libc::MSG_WAITALL),
-            false => (spare.len().min(limit), 0),
+        // A large frame's rest: the receive waits for the socket's
+        // readiness first, which the low-water mark holds back until the
+        // rest is there, then takes it whole. (Not MSG_WAITALL, which
+        // takes what is there at once and is retried, the thread woken,
+        // for every segment after.)
+        let ioprio = match room.want > self.half.config.buffer_size as usize {
+            true => RECVSEND_POLL_FIRST,
+            false => 0,
         };
-        let len = len.min(u32::MAX as usize) as u32;
+        let len = spare.len().min(limit).min(u32::MAX as usize) as u32;
         let at = spare.as_mut_ptr().cast::<u8>();
-        let sqe = opcode::Recv::new(fd, at, len).flags(flags).build();
+        let sqe = opcode::Recv::new(fd, at, len).ioprio(ioprio).build();
         // SAFETY: `at..at + len` is spare capacity of `owned`'s heap
         // allocation, which moves into the table with `owned` (a BytesMut
         // moved keeps its allocation) and is not touched until completion.

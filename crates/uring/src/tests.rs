@@ -173,6 +173,48 @@ fn a_streaming_peer_is_read_straight_into_the_runtimes_buffer() {
     });
 }
 
+/// A large frame's rest comes in one receive, however it is segmented and
+/// whatever of it is there already: the receive waits for readiness, which
+/// the low-water mark holds back until the rest is there (not a
+/// completion, a wake-up and a receive per segment).
+#[test]
+fn a_large_frames_rest_comes_in_one_receive() {
+    rt().block_on(async {
+        // A receive window open to the whole frame from the start (the
+        // kernel wakes a reader below its mark when the window closes).
+        let t = Uring {
+            tcp: msgr_transport::tcp::Tcp {
+                recv_buffer: Some(4 << 20),
+                ..Default::default()
+            },
+            ..Uring::default()
+        };
+        let (s, mut peer) = pair(t).await;
+        let (mut r, _w) = s.into_split();
+        let data = pattern(1 << 20, 11);
+        peer.write_all(&data[..100 << 10]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let rest = data.slice(100 << 10..);
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            for piece in rest.chunks(64 << 10) {
+                peer.write_all(piece).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            peer
+        });
+        let mut buf = BytesMut::new();
+        let room = ReadRoom {
+            want: 1 << 20,
+            min_read: MIN_READ,
+        };
+        let n = r.recv(&mut buf, room).await.unwrap();
+        assert_eq!(n, 1 << 20, "the rest came in one receive: {n}");
+        assert!(buf == data);
+        drop(writer.await.unwrap());
+    });
+}
+
 /// Waits (up to 1 s) until `f` holds.
 async fn until(mut f: impl FnMut() -> bool) {
     for _ in 0..200 {
