@@ -57,6 +57,8 @@ pub(crate) fn start<T: Transport>(inner: &Arc<Inner<T>>, shard: usize, d: Box<Dr
         if let Some((d, to)) = d.run(shard).await {
             start(&again, to, d);
         }
+        // The messenger let go of before the task counts done.
+        drop(again);
         drop(done);
     };
     match span.is_disabled() {

@@ -63,8 +63,8 @@ pub(crate) struct Inner<T: Transport> {
     /// Perf counters, a logger per shard.
     pub counters: crate::counters::Counters,
     pub next_id: AtomicU64,
-    pub tasks: AtomicUsize,
-    pub tasks_done: Notify,
+    /// Tracked tasks running (shutdown waits for none).
+    pub tasks: Arc<TaskCount>,
     pub shutdown: watch::Sender<bool>,
     /// Options::message_types, for each connection's calls.
     pub message_types: MessageTypes,
@@ -181,16 +181,16 @@ impl<T: Transport> Inner<T> {
     /// being wrapped by `spawn`, whose future would store the task's twice
     /// (once captured, once awaited): an idle connection's task stays half
     /// the size.
-    pub fn task_guard(self: &Arc<Self>) -> TaskDone<T> {
-        self.tasks.fetch_add(1, Ordering::AcqRel);
-        TaskDone(self.clone())
+    pub fn task_guard(&self) -> TaskDone {
+        self.tasks.running.fetch_add(1, Ordering::AcqRel);
+        TaskDone(self.tasks.clone())
     }
 
     /// Returns once every tracked task has ended.
     pub async fn tasks_ended(&self) {
         loop {
-            let done = self.tasks_done.notified();
-            if self.tasks.load(Ordering::Acquire) == 0 {
+            let done = self.tasks.done.notified();
+            if self.tasks.running.load(Ordering::Acquire) == 0 {
                 break;
             }
             done.await;
@@ -214,14 +214,25 @@ impl<T: Transport> Inner<T> {
     }
 }
 
+/// The tracked tasks running, and the wake-up of the shutdown waiting for
+/// them. Apart from [`Inner`]: a task's guard holds no reference to the
+/// messenger, so once the count is 0 no task holds one (each lets go of
+/// its own before its guard), and a messenger dropped after `shutdown`
+/// is gone (its perf counters leave the collection with it).
+#[derive(Default)]
+pub(crate) struct TaskCount {
+    running: AtomicUsize,
+    done: Notify,
+}
+
 /// Counts a tracked task done when it ends, or when its future is dropped
 /// (a shard's runtime gone, a panic): shutdown waits for every one.
-pub(crate) struct TaskDone<T: Transport>(Arc<Inner<T>>);
+pub(crate) struct TaskDone(Arc<TaskCount>);
 
-impl<T: Transport> Drop for TaskDone<T> {
+impl Drop for TaskDone {
     fn drop(&mut self) {
-        if self.0.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.tasks_done.notify_waiters();
+        if self.0.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.done.notify_waiters();
         }
     }
 }

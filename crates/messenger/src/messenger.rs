@@ -11,7 +11,7 @@ use msgr_encoding::{EntityAddr, EntityAddrType, EntityAddrvec, EntityName, Entit
 use msgr_protocol::registry::{PeerKey, Registry};
 use msgr_protocol::{CompressionConfig, Config, Conn, Policy, PolicySet, Timeouts};
 use msgr_transport::Transport;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 
 use crate::connection::{Connection, IdleClock};
 use crate::driver::Driver;
@@ -515,8 +515,7 @@ impl<T: Transport> Messenger<T> {
                 evictions: AtomicU64::new(0),
                 counters,
                 next_id: AtomicU64::new(1),
-                tasks: AtomicUsize::new(0),
-                tasks_done: Notify::new(),
+                tasks: Arc::default(),
                 message_types: opts.message_types,
                 shutdown,
             }),
