@@ -338,6 +338,43 @@ EOF
 }
 
 # ------------------------------------------------------------------ thrash
+# A Ceph OSD that dies on its own during the thrash (not by the thrash's
+# kill -9) is started again, as systemd's ceph-osd@.service would
+# (Restart=on-failure), and the crash is printed. Ceph 16's memstore OSD has
+# segfaulted in snapshot trimming (MemStore::OmapIteratorImpl::value under
+# SnapMapper's OSDriver::get_next: an omap iterator over the OSD-wide snap
+# mapper object, left dangling by another shard's write); left down, its PGs
+# without another copy stayed below min_size until the monitors marked it out
+# 600 s later, and the model workload's ops waited on them (as librados's
+# would). The thrash takes $o/osd.lock around its kill and restart, so the
+# watchdog never starts an OSD the thrash is restarting.
+osd_watchdog() {  # osd_watchdog DIR: until DIR/running-watchdog is gone
+  local o=$1 id pid st sig
+  local -A starts=()
+  exec 8>"$o/osd.lock"
+  while [[ -e $o/running-watchdog ]]; do
+    flock 8
+    for id in "${!OSDH[@]}"; do
+      # (a crashing OSD removes its pid file; the thrash's own restarts are
+      # done under the lock, so a missing or dead pid is a death)
+      pid="$(cat "$DIR/run/osd.$id.pid" 2>/dev/null || true)"
+      st="$(awk '{print $3}' "/proc/${pid:-0}/stat" 2>/dev/null || echo gone)"
+      [[ $st == gone || $st == Z ]] || continue
+      starts[$id]=$((${starts[$id]:-0} + 1))
+      if ((starts[$id] > 3)); then
+        ((starts[$id] == 4)) && echo "osd.$id died again after 3 restarts: left down" >>"$o/crashes.txt"
+        continue
+      fi
+      sig="$(grep -A12 'Caught signal\|FAILED ceph_assert' "$DIR/log/osd.$id.log" 2>/dev/null | tail -13 |
+        grep -oE 'Caught signal \([^)]*\)|FAILED ceph_assert.*|\((MemStore|SnapMapper|OSDriver|PrimaryLogPG)[^(]*' |
+        head -4 | paste -sd ' ' || true)"
+      echo "osd.$id died on its own (${sig:-no crash in its log}); started again" >>"$o/crashes.txt"
+      daemon_start "osd.$id" || echo "osd.$id did not start again" >>"$o/crashes.txt"
+    done
+    flock -u 8
+    sleep 1
+  done
+}
 proc_stat() { awk '/^VmRSS/ {r=$2} /^Threads/ {t=$2} END {printf "RSS %d KiB, %d threads", r, t}' "/proc/$1/status" 2>/dev/null || echo gone; }
 step_thrash() {
   local o="$OUT/$R-thrash" dur=$((THRASH_SECS + 20))
@@ -345,7 +382,10 @@ step_thrash() {
   fresh_bench_pool || { fail "$R: thrash: could not make pool bench"; return; }
   wait_clean 60 || { fail "$R: thrash: not clean before the thrash"; return; }
   log "$R: thrash: $THRASH_SECS s of kill -9/restart, out/in, pg_num changes under the model workload and both benches"
-  touch "$o/running"
+  touch "$o/running" "$o/running-watchdog"
+  osd_watchdog "$o" &
+  local watchdog=$!
+  exec 9>"$o/osd.lock"
   (  # the model workload, one seed after another, while the thrash runs
     n=0
     while [[ -e $o/running ]]; do
@@ -376,10 +416,12 @@ step_thrash() {
     # have more to recover): then the next action is a gentler one.
     ((kind == 0 && !clean)) && kind=1
     case $kind in
-      0) kill9 "osd.$id"
+      0) flock 9
+         kill9 "osd.$id"
          local t=$SECONDS
          until ceph_cmd osd dump 2>/dev/null | grep -Eq "^osd\.$id down"; do ((SECONDS < t + 40)) || break; sleep 0.5; done
          daemon_start "osd.$id" || fail "$R: thrash: osd.$id did not start again"
+         flock -u 9
          actions+=("kill-9+restart osd.$id") ;;
       1) ceph_cmd osd out "$id" >/dev/null 2>&1; sleep 3; ceph_cmd osd in "$id" >/dev/null 2>&1
          actions+=("out+in osd.$id") ;;
@@ -397,6 +439,10 @@ step_thrash() {
   wait $pid_o || rc_o=$?
   wait $pid_c || rc_c=$?
   wait $model || true
+  rm -f "$o/running-watchdog"; wait $watchdog || true; exec 9>&-
+  if [[ -s $o/crashes.txt ]]; then
+    while read -r line; do measured "$R thrash: Ceph's $line"; done <"$o/crashes.txt"
+  fi
   # With the writes stopped, recovery must finish.
   wait_clean 600 || fail "$R: thrash: not active+clean 600 s after the thrash (${actions[*]})"
   measured "$R thrash: ${#actions[@]} actions in $THRASH_SECS s (${actions[*]}); our bench near its start: $st0, near its end: $st1"
