@@ -15,7 +15,9 @@
 # MODES ("crc secure") and WORKLOADS ("4k-write 4k-rand 4m-write") pick a
 # part; MEMSTORE_GIB (3) sizes each OSD's store. MSGR_BASE=PATH adds another
 # `msgr` build as tool "base", run in the same rounds (a before/after check).
-# URING=1 adds ours with `--transport uring` as tool "uring".
+# URING=1 adds ours with `--transport uring` as tool "uring"; RING=1 ours
+# with `--transport ring` (the whole client on a loop that waits in its
+# own io_uring) as tool "ring".
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROUNDS=${1:-3}
@@ -48,6 +50,7 @@ one() {
     base) cmd=("$MSGR_BASE" rados -c "$CONF" --mode "$mode" -p test "${args[@]}") ;;
     msgr) cmd=("$MSGR" rados -c "$CONF" --mode "$mode" -p test "${args[@]}") ;;
     uring) cmd=("$MSGR" rados -c "$CONF" --mode "$mode" --transport uring -p test "${args[@]}") ;;
+    ring) cmd=("$MSGR" rados -c "$CONF" --mode "$mode" --transport ring -p test "${args[@]}") ;;
     rados) cmd=(rados -c "$CONF" --ms_client_mode "$mode" -p test "${args[@]}") ;;
   esac
   /usr/bin/time -f "%U %S" -o "$OUT/time" "${cmd[@]}" > "$OUT/run" 2>&1 || { echo "0 0 0"; return; }
@@ -63,7 +66,7 @@ RESULTS=$OUT/results
 for mode in ${MODES:-crc secure}; do
   for w in ${WORKLOADS:-4k-write 4k-rand 4m-write}; do
     for round in $(seq 1 "$ROUNDS"); do
-      for tool in ${MSGR_BASE:+base} msgr ${URING:+uring} rados; do
+      for tool in ${MSGR_BASE:+base} msgr ${URING:+uring} ${RING:+ring} rados; do
         # rand reads the objects the last 4k-write of the same tool left
         [[ $w == 4k-rand ]] || rados -c "$CONF" -p test cleanup >/dev/null 2>&1 || true
         if [[ $w == 4k-rand ]]; then one "$tool" "$mode" 4k-write >/dev/null; fi
@@ -88,14 +91,14 @@ for mode, w in keys:
         m[tool] = [st.median(float(r[i]) for r in rs) for i in (4, 5, 6)]
     (mi, ml, mc), (ri, rl, rc) = m["msgr"], m["rados"]
     ratio = lambda a, b: a / b if b else float("nan")
-    for other in ("base", "uring"):
+    for other in ("base", "uring", "ring"):
         bs = [r for r in rows if r[0] == mode and r[1] == w and r[3] == other]
         if not bs:
             continue
         bi = st.median(float(r[4]) for r in bs)
         bc = st.median(float(r[6]) for r in bs)
-        print(f"{mode:6} {w:8}: {other} IOPS {bi:.0f}, CPU/op {bc:.0f} us = {ratio(bc, rc):.2f}x rados; msgr/{other} {ratio(mc, bc):.2f}x")
+        print(f"{mode:6} {w:8}: {other} IOPS {bi:.0f}, CPU/op {bc:.1f} us = {ratio(bc, rc):.2f}x rados; msgr/{other} {ratio(mc, bc):.2f}x")
     print(f"{mode:6} {w:8}: IOPS {mi:.0f} / {ri:.0f} = {ratio(mi, ri):.2f}x; "
           f"latency {ml*1e3:.2f} / {rl*1e3:.2f} ms = {ratio(ml, rl):.2f}x; "
-          f"CPU/op {mc:.0f} / {rc:.0f} us = {ratio(mc, rc):.2f}x")
+          f"CPU/op {mc:.1f} / {rc:.1f} us = {ratio(mc, rc):.2f}x")
 PY

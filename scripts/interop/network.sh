@@ -28,6 +28,9 @@
 #         CLIENT2 `rados bench`. Checks: every model run passes, benches end
 #         without errors and read back everything. Prints our bench's RSS and
 #         threads (/proc) near its start and its end, and the thrash done.
+#         Our bench here (and in blackhole and oneway) runs on a loop that
+#         waits in its own io_uring (`msgr rados --transport ring`); in mon,
+#         on epoll.
 #  blackhole  Both benches (35 s) while CLIENT1 and CLIENT2 are cut off (both
 #         ways) from osd.0's host for BLACKHOLE_CUT (15) s: prints how long
 #         each bench stalled and how long after the heal it ran again.
@@ -400,7 +403,7 @@ step_thrash() {
     done
   ) &
   local model=$!
-  nsenter --net="/run/netns/$NET-h$CL1" -- "$MSGR" rados -c "$CONF" -p bench -N ours bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ours.out") 2>&1 &
+  nsenter --net="/run/netns/$NET-h$CL1" -- "$MSGR" rados -c "$CONF" --transport ring -p bench -N ours bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ours.out") 2>&1 &
   local pid_o=$!
   nsenter --net="/run/netns/$NET-h$CL2" -- "${CR[@]}" rados -c "$CONF" -p bench -N ceph bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ceph.out") 2>&1 &
   local pid_c=$!
@@ -474,7 +477,7 @@ cut_osd0() {
   fresh_bench_pool || { fail "$R: $name: could not make pool bench"; return; }
   wait_clean 60 || true
   log "$R: $name: benches for $dur s; $how for $BLACKHOLE_CUT s"
-  nsenter --net="/run/netns/$NET-h$CL1" -- "$MSGR" rados -c "$CONF" -p bench -N ours bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ours.out") 2>&1 &
+  nsenter --net="/run/netns/$NET-h$CL1" -- "$MSGR" rados -c "$CONF" --transport ring -p bench -N ours bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ours.out") 2>&1 &
   local pid_o=$!
   nsenter --net="/run/netns/$NET-h$CL2" -- "${CR[@]}" rados -c "$CONF" -p bench -N ceph bench $dur write -t 16 -b 4096 --no-cleanup > >(stamp "$o/ceph.out") 2>&1 &
   local pid_c=$!

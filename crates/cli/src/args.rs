@@ -448,9 +448,10 @@ pub struct RadosArgs {
     /// lock get: exclusive (the default) or shared
     #[arg(long, value_name = "TYPE")]
     pub lock_type: Option<String>,
-    /// Move the client's bytes through epoll (tcp) or io_uring (uring)
-    #[arg(long, value_name = "tcp|uring", default_value = "tcp", value_parser = parse_transport, action = clap::ArgAction::Set)]
-    pub transport: bool,
+    /// Move the client's bytes through epoll (tcp) or io_uring (uring), or
+    /// run the whole client on a loop that waits in its own io_uring (ring)
+    #[arg(long, value_name = "tcp|uring|ring", default_value = "tcp", value_parser = parse_shard_transport, action = clap::ArgAction::Set)]
+    pub transport: ShardTransport,
     /// The command and its arguments
     #[arg(value_name = "COMMAND")]
     pub words: Vec<String>,
@@ -533,7 +534,8 @@ where
     v.parse::<T>().map_err(|e| e.to_string())
 }
 
-/// How a server's bytes move and where its shards wait.
+/// How a messenger's bytes move and where its shards (a client: all of
+/// it) wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardTransport {
     /// epoll, in tokio's runtime.
@@ -685,10 +687,10 @@ mod tests {
             panic!("serve --transport ring")
         };
         assert_eq!(s.transport, ShardTransport::Ring);
-        assert!(
-            parse("rados --transport ring -p p ls").is_err(),
-            "ring: serve and bench only"
-        );
+        let Ok(Command::Rados(r)) = parse("rados --transport ring -p p ls") else {
+            panic!("rados --transport ring")
+        };
+        assert_eq!(r.transport, ShardTransport::Ring);
         let Ok(Command::Serve(s)) = parse("serve --bind a") else {
             panic!("serve")
         };
@@ -696,11 +698,14 @@ mod tests {
         let Ok(Command::Rados(r)) = parse("rados --transport uring -p p bench 1 write") else {
             panic!("rados --transport")
         };
-        assert!(r.transport && r.words == ["bench", "1", "write"], "{r:?}");
+        assert!(
+            r.transport == ShardTransport::Uring && r.words == ["bench", "1", "write"],
+            "{r:?}"
+        );
         let Ok(Command::Rados(r)) = parse("rados -p p ls") else {
             panic!("rados")
         };
-        assert!(!r.transport, "tcp by default");
+        assert_eq!(r.transport, ShardTransport::Tcp, "tcp by default");
         assert!(parse("rados --transport rdma -p p ls").is_err());
         assert!(parse("bench --bogus").is_err());
         assert!(parse("decode a b").is_err());

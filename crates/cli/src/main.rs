@@ -444,22 +444,24 @@ fn rados(a: RadosArgs, ms: MsOptions) -> Res<ExitCode> {
     if let Some(cmd) = msgr_cli::rados_snap::SnapCmd::parse(&words) {
         let cmd = cmd.map_err(|e| format!("rados: {e}"))?;
         let (opts, _) = cluster(a.cluster, ms)?;
-        let work = msgr_cli::rados_snap::run(&opts, a.transport, a.pool.as_deref(), &cmd);
-        return printing("rados", work, 1);
+        let work = msgr_cli::rados_snap::run(&opts, a.transport.uring(), a.pool.as_deref(), &cmd);
+        return printing_on(a.transport, "rados", work, 1);
     }
     let (opts, _) = cluster(a.cluster, ms)?;
     if a.words == ["df"] {
-        let work = msgr_cli::rados_df::run(&opts, a.transport, a.pool.as_deref(), cmd_opts.json);
-        return printing("rados", work, 1);
+        let work =
+            msgr_cli::rados_df::run(&opts, a.transport.uring(), a.pool.as_deref(), cmd_opts.json);
+        return printing_on(a.transport, "rados", work, 1);
     }
     let cmd = msgr_cli::rados_cmd::RadosCmd::parse(&a.words, &cmd_opts)
         .map_err(|e| format!("rados: {e} (msgr rados --help)"))?;
     let pool = a.pool.ok_or("rados: -p POOL is needed")?;
-    printing(
+    printing_on(
+        a.transport,
         "rados",
         msgr_cli::rados_cmd::run(
             &opts,
-            a.transport,
+            a.transport.uring(),
             &pool,
             &a.namespace,
             a.snap.as_deref(),
@@ -476,10 +478,36 @@ fn printing(
     work: impl std::future::Future<Output = Result<String, String>>,
     code: u8,
 ) -> Res<ExitCode> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    match rt.block_on(work) {
+    printing_on(ShardTransport::Tcp, name, work, code)
+}
+
+/// [`printing`], on a loop that waits in its own io_uring for `ring`
+/// (`msgr_uring::exec`: the client's tasks, timers and sockets there, one
+/// system call a turn), else on tokio's.
+fn printing_on(
+    transport: ShardTransport,
+    name: &str,
+    work: impl std::future::Future<Output = Result<String, String>>,
+    code: u8,
+) -> Res<ExitCode> {
+    let done = match transport {
+        ShardTransport::Ring => {
+            // What still asks tokio for its reactor or timers (a part not
+            // on msgr_uring::rt) finds a runtime, driven by its own thread.
+            let tokio = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("msgr-tokio")
+                .enable_all()
+                .build()?;
+            let _tokio = tokio.enter();
+            msgr_uring::exec::Executor::new(4096)?.block_on(work)?
+        }
+        _ => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(work),
+    };
+    match done {
         Ok(text) => {
             out!("{text}");
             Ok(ExitCode::SUCCESS)

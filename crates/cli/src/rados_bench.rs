@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes};
 use msgr_rados::{IoCtx, Ops, RadosError};
-use tokio::task::JoinSet;
+use msgr_uring::rt::{self, JoinSet};
 
 mod report;
 
@@ -225,10 +225,10 @@ where
     }
     // Let the slots start their first ops before the first row.
     tokio::task::yield_now().await;
-    let mut tick = tokio::time::interval_at(
-        (start + Duration::from_secs(1)).into(),
-        Duration::from_secs(1),
-    );
+    // Once a second from the start (a late row's seconds come at once, as
+    // tokio's interval does).
+    let mut tick_at = start + Duration::from_secs(1);
+    let mut tick = rt::sleep_until(tick_at);
     let (mut sec, mut prev_finished, mut cycles) = (0u64, 0u64, 1u64);
     let row = |t: &mut Totals, r: Second, out: &mut dyn FnMut(&str)| {
         if !args.json {
@@ -262,7 +262,9 @@ where
                     return Err(e);
                 }
             }
-            _ = tick.tick() => {
+            _ = &mut tick => {
+                tick_at += Duration::from_secs(1);
+                tick.reset(tick_at);
                 sec += 1;
                 let p = lock(&progress);
                 if sec % 20 == 0 && !args.json {

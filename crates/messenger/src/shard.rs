@@ -36,7 +36,7 @@ const RING_ENTRIES: u32 = 4096;
 
 pub(crate) struct Shards {
     /// Each shard's runtime; empty: every shard is the caller's runtime
-    /// (tokio::spawn wherever the messenger is used).
+    /// (tokio's, or the ring-driven loop it runs: `msgr_uring::rt`).
     handles: Vec<ShardHandle>,
     /// How many shards (also when they share the caller's runtime).
     n: usize,
@@ -188,7 +188,7 @@ impl Shards {
         match self.handles.get(self.index(shard)) {
             Some(ShardHandle::Tokio(h)) => drop(h.spawn(fut)),
             Some(ShardHandle::Ring(s)) => s.spawn(fut),
-            None => drop(tokio::spawn(fut)),
+            None => drop(msgr_uring::rt::spawn(fut)),
         }
     }
 

@@ -1,38 +1,32 @@
-//! Timers on the loop a shard runs: tokio's timer wheel, or the ring-driven
-//! loop's heap (`msgr_uring::exec`) on a shard that waits in its io_uring.
-//! A timer is made on the shard that polls it (a driver makes one per stay
-//! on a shard).
+//! Timers on the loop a shard runs (tokio's timer wheel, or the
+//! ring-driven loop's heap: `msgr_uring::rt` chooses), in the messenger's
+//! instants (tokio's, so a test's paused time holds). A timer is made on
+//! the shard that polls it (a driver makes one per stay on a shard).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use msgr_uring::exec;
+use msgr_uring::rt;
 use tokio::time::Instant;
+
+pub(crate) use msgr_uring::rt::Elapsed;
 
 /// A deadline on the current shard's loop. One pointer (a driver holds
 /// one, and its size is every connection's).
-pub(crate) struct Sleep(Box<Kind>);
-
-enum Kind {
-    Tokio(Pin<Box<tokio::time::Sleep>>),
-    Ring(exec::Sleep),
-}
+pub(crate) struct Sleep(Box<rt::Sleep>);
 
 impl Sleep {
     /// Ready at `deadline`, on the calling thread's loop.
     pub fn until(deadline: Instant) -> Sleep {
-        Sleep(Box::new(match exec::in_executor() {
-            true => Kind::Ring(exec::sleep_until(deadline.into_std())),
-            false => Kind::Tokio(Box::pin(tokio::time::sleep_until(deadline))),
-        }))
+        Sleep(Box::new(rt::sleep_until(deadline.into_std())))
     }
 
     /// Whether it is the ring-driven loop's.
     #[cfg(test)]
     fn on_ring(&self) -> bool {
-        matches!(*self.0, Kind::Ring(_))
+        self.0.on_ring()
     }
 
     /// Ready after `d`.
@@ -42,10 +36,7 @@ impl Sleep {
 
     /// Moves the deadline.
     pub fn reset(&mut self, deadline: Instant) {
-        match &mut *self.0 {
-            Kind::Tokio(s) => s.as_mut().reset(deadline),
-            Kind::Ring(s) => s.reset(deadline.into_std()),
-        }
+        self.0.reset(deadline.into_std());
     }
 }
 
@@ -53,31 +44,13 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match &mut *self.get_mut().0 {
-            Kind::Tokio(s) => s.as_mut().poll(cx),
-            Kind::Ring(s) => Pin::new(s).poll(cx),
-        }
+        Pin::new(&mut *self.get_mut().0).poll(cx)
     }
 }
 
-/// The deadline passed first.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Elapsed;
-
 /// `f`'s output, or [`Elapsed`] if it is not done by `deadline`.
 pub(crate) async fn timeout_at<F: Future>(deadline: Instant, f: F) -> Result<F::Output, Elapsed> {
-    let mut f = std::pin::pin!(f);
-    let mut sleep = Sleep::until(deadline);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(r) = f.as_mut().poll(cx) {
-            return Poll::Ready(Ok(r));
-        }
-        match Pin::new(&mut sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
+    rt::timeout_at(deadline.into_std(), f).await
 }
 
 /// `f`'s output, or [`Elapsed`] if it is not done within `d`.
@@ -88,6 +61,7 @@ pub(crate) async fn timeout<F: Future>(d: Duration, f: F) -> Result<F::Output, E
 #[cfg(test)]
 mod tests {
     use super::*;
+    use msgr_uring::exec;
 
     /// On a ring-driven loop the timers are the loop's: a timeout fires
     /// there, and a sleep moved earlier fires at its new deadline.

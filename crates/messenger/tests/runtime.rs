@@ -98,9 +98,10 @@ async fn collect(
     mut done: impl FnMut(&[Ev]) -> bool,
 ) -> Vec<Ev> {
     let mut got = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    // On the caller's loop: tokio's, or a ring's (request_reply_on_a_ring_loop).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !done(&got) {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
+        match msgr_uring::rt::timeout_at(deadline, rx.recv()).await {
             Ok(Some(e)) => got.push(e),
             _ => break,
         }
@@ -177,6 +178,29 @@ async fn request_reply_over_tcp() {
 #[tokio::test]
 async fn request_reply_over_uring() {
     request_reply(msgr_uring::Uring::default(), "v2:127.0.0.1:0").await;
+}
+
+/// Both messengers of one shard each, run by a thread that waits in its
+/// own io_uring with no tokio runtime anywhere (as `msgr rados --transport
+/// ring` runs its client): their tasks, timers and sockets are the loop's.
+#[test]
+fn request_reply_on_a_ring_loop() {
+    let mut ex = msgr_uring::exec::Executor::new(256).expect("an io_uring");
+    ex.block_on(async {
+        let mut client = options("client.1", Policy::lossless_client(), 0, 9);
+        let mut server = options("osd.0", Policy::stateful_server(), 0, 7);
+        (client.shards, server.shards) = (1, 1);
+        let t = msgr_uring::Uring::default();
+        let mut p = pair_with(t, "v2:127.0.0.1:0", client, server).await;
+        for tid in 1..=200 {
+            p.conn.send(msg(tid, (tid as usize * 97) % 70_000)).await;
+        }
+        let replies = collect(&mut p.client_rx, |e| msgs(e).len() >= 200).await;
+        assert_eq!(msgs(&replies), (1..=200).collect::<Vec<_>>());
+        p.client.shutdown().await;
+        p.server.shutdown().await;
+    })
+    .expect("the loop ran");
 }
 
 /// Lossless sessions under 1-in-30 injected socket failures on both sides:

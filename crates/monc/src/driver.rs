@@ -141,7 +141,7 @@ impl<T: Transport> Shared<T> {
             if left.is_zero() {
                 return None;
             }
-            let _ = tokio::time::timeout(left, changed).await;
+            let _ = msgr_uring::rt::timeout(left, changed).await;
         }
     }
 
@@ -181,7 +181,7 @@ impl<T: Transport> Shared<T> {
                         .unwrap_or_default()
                 )));
             }
-            let _ = tokio::time::timeout(left, changed).await;
+            let _ = msgr_uring::rt::timeout(left, changed).await;
         }
     }
 
@@ -329,6 +329,6 @@ pub(crate) async fn tick<T: Transport>(shared: Arc<Shared<T>>) {
         if stop {
             return;
         }
-        tokio::time::sleep(TICK).await;
+        msgr_uring::rt::sleep(TICK).await;
     }
 }

@@ -71,7 +71,7 @@ fn deadline_after(timeout: Duration) -> Result<Instant, MonError> {
 pub struct MonClient<T: Transport = Tcp> {
     messenger: Messenger<T>,
     shared: Arc<Shared<T>>,
-    ticker: tokio::task::JoinHandle<()>,
+    ticker: msgr_uring::rt::JoinHandle<()>,
 }
 
 impl MonClient<Tcp> {
@@ -139,7 +139,7 @@ impl<T: Transport> MonClient<T> {
         let shared = Arc::new(Shared::new(crate::core::MonCore::new(cfg, mons)));
         let messenger = Messenger::new(transport, o, Arc::new(Dispatch(shared.clone())));
         shared.set_messenger(messenger.clone());
-        let ticker = tokio::spawn(driver::tick(shared.clone()));
+        let ticker = msgr_uring::rt::spawn(driver::tick(shared.clone()));
         let client = MonClient {
             messenger,
             shared,

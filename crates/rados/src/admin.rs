@@ -223,7 +223,7 @@ impl<T: Transport> Rados<T> {
                     "the objecter did not take osdmap epoch {newest} within {ADMIN_TIMEOUT:?}"
                 ))));
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            msgr_uring::rt::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -502,16 +502,17 @@ impl<T: Transport> Rados<T> {
                 what: format!("pg {pgid}: not in osdmap epoch {}", map.epoch),
             });
         }
-        let primary =
-            tokio::task::spawn_blocking(move || map.pg_to_up_acting(pg).map(|u| u.acting_primary))
-                .await
-                .ok()
-                .flatten()
-                .filter(|p| *p >= 0)
-                .ok_or_else(|| RadosError::Os {
-                    errno: ENXIO,
-                    what: format!("pg {pgid}: no acting primary"),
-                })?;
+        let primary = msgr_uring::rt::spawn_blocking(move || {
+            map.pg_to_up_acting(pg).map(|u| u.acting_primary)
+        })
+        .await
+        .ok()
+        .flatten()
+        .filter(|p| *p >= 0)
+        .ok_or_else(|| RadosError::Os {
+            errno: ENXIO,
+            what: format!("pg {pgid}: no acting primary"),
+        })?;
         self.osd_command(primary, cmd, input).await
     }
 }

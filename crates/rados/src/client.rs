@@ -21,6 +21,7 @@ use msgr_osdmap::OsdMap;
 use msgr_protocol::{PolicyName, PolicySet};
 use msgr_transport::tcp::Tcp;
 use msgr_transport::Transport;
+use msgr_uring::rt;
 use tokio::sync::Notify;
 
 use crate::error::RadosError;
@@ -86,8 +87,8 @@ impl Dispatcher for OsdDispatch {
         };
         lock(&self.0.conns).remove(conn);
         let shared = self.0.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(RESET_DELAY).await;
+        rt::spawn(async move {
+            rt::sleep(RESET_DELAY).await;
             lock(&shared.objecter).handle_reset(osd);
             crate::watch::on_reset(&shared, osd);
             shared.place_aside().await;
@@ -117,7 +118,7 @@ pub struct Rados<T: Transport = Tcp> {
     mon: Arc<MonClient<T>>,
     pub(crate) shared: Arc<Shared>,
     messenger: Messenger<T>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    tasks: Vec<rt::JoinHandle<()>>,
     /// `rados_osd_op_timeout`: each new IoCtx's op timeout.
     op_timeout: Option<Duration>,
 }
@@ -171,8 +172,8 @@ impl<T: Transport> Rados<T> {
         let messenger = Messenger::new(transport, options, Arc::new(OsdDispatch(shared.clone())));
         *lock(&shared.messenger) = Some(Arc::new(messenger.clone()));
         let tasks = vec![
-            tokio::spawn(follow_maps(mon.clone(), shared.clone())),
-            tokio::spawn(timeouts(shared.clone())),
+            rt::spawn(follow_maps(mon.clone(), shared.clone())),
+            rt::spawn(timeouts(shared.clone())),
         ];
         Ok(Rados {
             mon,
@@ -279,7 +280,7 @@ async fn timeouts(shared: Arc<Shared>) {
         let wake = shared.timer.notified();
         match next {
             Some(at) => {
-                let _ = tokio::time::timeout_at(at.into(), wake).await;
+                let _ = rt::timeout_at(at, wake).await;
             }
             None => wake.await,
         }

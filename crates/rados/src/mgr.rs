@@ -241,7 +241,7 @@ impl<T: Transport> Rados<T> {
                     }
                     Err(CallError::Reset | CallError::Closed) => {
                         tracing::info!(target: "msgr::rados", mgr = %map.active_name, "mgr connection reset: the command goes again");
-                        tokio::time::sleep(MGR_RETRY_INTERVAL.min(left())).await;
+                        msgr_uring::rt::sleep(MGR_RETRY_INTERVAL.min(left())).await;
                     }
                     Err(e) => {
                         return Err(RadosError::Os {

@@ -12,6 +12,7 @@ use msgr_encoding::EntityType;
 use msgr_messages::TypedMessage;
 use msgr_messenger::{Connection, Messenger};
 use msgr_transport::Transport;
+use msgr_uring::rt;
 use tokio::sync::{oneshot, Notify};
 
 use crate::objecter::Objecter;
@@ -155,33 +156,30 @@ impl Shared {
         self.flush();
     }
 
-    /// [`Shared::place`] on tokio's blocking pool, off the runtime's
-    /// workers, for placements a map, a reset, a timeout or a reply called
+    /// [`Shared::place`] where blocking work goes (tokio's blocking pool,
+    /// or a thread of a ring loop's: `rt::spawn_blocking`), off the loop, for placements a map, a reset, a timeout or a reply called
     /// for; returns once this call's placer has run, or at once when one
     /// already runs (that one looks again before it stops, and places
     /// what was asked for).
     pub(crate) async fn place_aside(self: &Arc<Self>) {
-        if let Some(placer) = self.placer(&tokio::runtime::Handle::current()) {
+        if let Some(placer) = rt::Handle::try_current().and_then(|h| self.placer(&h)) {
             let _ = placer.await;
         }
     }
 
-    /// [`Shared::place`] on tokio's blocking pool without waiting for it,
+    /// [`Shared::place`] off the loop without waiting for it,
     /// from code that cannot wait (a dropped future, the dispatcher);
     /// nothing outside a runtime (the next request or timer places what
     /// is left).
     pub(crate) fn place_soon(self: &Arc<Self>) {
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            self.placer(&rt);
+        if let Some(h) = rt::Handle::try_current() {
+            self.placer(&h);
         }
     }
 
-    /// Starts the placer on `rt`'s blocking pool unless it runs; asks a
+    /// Starts the placer where `rt` runs blocking work unless it runs; asks a
     /// running one to look again ([`Placer`]).
-    fn placer(
-        self: &Arc<Self>,
-        rt: &tokio::runtime::Handle,
-    ) -> Option<tokio::task::JoinHandle<()>> {
+    fn placer(self: &Arc<Self>, rt: &rt::Handle) -> Option<rt::JoinHandle<()>> {
         if !self.placer.start() {
             return None;
         }

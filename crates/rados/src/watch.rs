@@ -13,6 +13,7 @@ use bytes::Bytes;
 use msgr_messages::watch_notify::{decode_watchers, NotifyResponse};
 use msgr_messages::{MWatchNotify, TypedMessage};
 use msgr_protocol::Message;
+use msgr_uring::rt;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::RadosError;
@@ -74,7 +75,7 @@ fn send(shared: &Arc<Shared>, out: Outgoing) {
     let rx = submit(shared, out.request, false);
     let shared = shared.clone();
     let sent = out.sent;
-    tokio::spawn(async move {
+    rt::spawn(async move {
         let result = rx.await.unwrap_or(Err(-125));
         let _ = lock(&shared.watch.lingers).handle_result(sent, &result);
         route(&shared);
@@ -83,7 +84,7 @@ fn send(shared: &Arc<Shared>, out: Outgoing) {
 
 /// Submits a request; its result comes on the receiver. Placed here when
 /// `inline` (the caller's own request, as `IoCtx` places its requests),
-/// else on tokio's blocking pool.
+/// else where blocking work goes (`rt::spawn_blocking`).
 fn submit(
     shared: &Arc<Shared>,
     req: Request,
@@ -150,7 +151,7 @@ pub(crate) fn on_map(shared: &Arc<Shared>) {
     }
     let map = lock(&shared.objecter).map().clone();
     let shared = shared.clone();
-    tokio::task::spawn_blocking(move || {
+    rt::spawn_blocking(move || {
         let targets: Vec<_> = watched
             .into_iter()
             .map(|(c, o)| (c, watch_target(&map, &o)))
@@ -165,10 +166,6 @@ pub(crate) fn on_map(shared: &Arc<Shared>) {
         if outs.is_empty() {
             return;
         }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let _guard = rt.enter();
         for o in outs {
             tracing::info!(target: "msgr::rados", cookie = o.sent.cookie, kind = ?o.sent.kind, "linger sent again: its PG moved");
             send(&shared, o);
@@ -186,7 +183,7 @@ pub struct Watch {
     events: mpsc::Receiver<WatchEvent>,
     /// Events dropped for want of room ([`WATCH_EVENT_QUEUE`]).
     dropped: Arc<AtomicU64>,
-    ticker: tokio::task::JoinHandle<()>,
+    ticker: rt::JoinHandle<()>,
     done: bool,
 }
 
@@ -290,7 +287,7 @@ impl IoCtx {
             });
         }
         route(shared);
-        let ticker = tokio::spawn(tick(shared.clone(), cookie));
+        let ticker = rt::spawn(tick(shared.clone(), cookie));
         Ok(Watch {
             ioctx: self.clone(),
             object,
@@ -352,7 +349,7 @@ impl IoCtx {
         let accepted = self.run(req).await?;
         lock(&shared.watch.lingers).notify_accepted(cookie, accepted.osd);
         let wait = Duration::from_secs(u64::from(secs.max(30))).saturating_add(NOTIFY_GRACE);
-        let end = tokio::time::timeout(wait, done).await;
+        let end = rt::timeout(wait, done).await;
         let (code, data) = match end {
             Ok(Ok(end)) => end,
             Ok(Err(_)) => return Err(RadosError::Shutdown),
@@ -404,7 +401,7 @@ fn ceph_addr(a: &msgr_encoding::EntityAddr) -> String {
 /// Sends a watch's pings when due, until the watch goes.
 async fn tick(shared: Arc<Shared>, cookie: u64) {
     loop {
-        tokio::time::sleep(PING_INTERVAL).await;
+        rt::sleep(PING_INTERVAL).await;
         let pings = lock(&shared.watch.lingers).tick(Instant::now());
         if !lock(&shared.watch.watches).contains_key(&cookie) {
             return;
@@ -477,7 +474,7 @@ impl Drop for Watch {
             return;
         }
         if let Some(req) = self.forget() {
-            if tokio::runtime::Handle::try_current().is_ok() {
+            if rt::Handle::try_current().is_some() {
                 drop(submit(&self.ioctx.shared, req, false));
             }
         }

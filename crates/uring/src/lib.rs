@@ -48,6 +48,7 @@ mod op;
 mod pool;
 pub mod raw;
 mod ring;
+pub mod rt;
 mod stream;
 
 use std::io;
