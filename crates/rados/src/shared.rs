@@ -157,8 +157,9 @@ impl Shared {
     }
 
     /// [`Shared::place`] where blocking work goes (tokio's blocking pool,
-    /// or a thread of a ring loop's: `rt::spawn_blocking`), off the loop, for placements a map, a reset, a timeout or a reply called
-    /// for; returns once this call's placer has run, or at once when one
+    /// or a thread of a ring loop's: `rt::spawn_blocking`), off the loop,
+    /// for placements a map, a reset, a timeout or a reply called for;
+    /// returns once this call's placer has run, or at once when one
     /// already runs (that one looks again before it stops, and places
     /// what was asked for).
     pub(crate) async fn place_aside(self: &Arc<Self>) {
@@ -177,8 +178,8 @@ impl Shared {
         }
     }
 
-    /// Starts the placer where `rt` runs blocking work unless it runs; asks a
-    /// running one to look again ([`Placer`]).
+    /// Starts the placer where `rt` runs blocking work unless it runs;
+    /// asks a running one to look again ([`Placer`]).
     fn placer(self: &Arc<Self>, rt: &rt::Handle) -> Option<rt::JoinHandle<()>> {
         if !self.placer.start() {
             return None;
