@@ -406,16 +406,9 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// tokio, so a test's paused time holds).
 pub fn sleep(d: Duration) -> Sleep {
     match exec::in_executor() {
-        true => Sleep::Ring(exec::sleep_until(later(Instant::now(), d))),
+        true => Sleep::Ring(exec::sleep_until(msgr_protocol::later(Instant::now(), d))),
         false => Sleep::Tokio(Box::pin(tokio::time::sleep(d))),
     }
-}
-
-/// `at + d`, or far ahead when that does not fit.
-fn later(at: Instant, d: Duration) -> Instant {
-    at.checked_add(d)
-        .or_else(|| at.checked_add(Duration::from_secs(86400 * 365 * 30)))
-        .unwrap_or(at)
 }
 
 /// The deadline passed first.
