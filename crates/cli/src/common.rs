@@ -17,7 +17,7 @@ pub async fn rados_client(
 ) -> Result<msgr_rados::Rados<TcpOrUring>, String> {
     let id = crate::identity::Identity::load(opts)?;
     let transport = match uring {
-        true => TcpOrUring::Uring(Uring::default()),
+        true => TcpOrUring::Uring(Uring::client()),
         false => TcpOrUring::Epoll(Tcp::default()),
     };
     msgr_rados::Rados::connect_over(transport, &id, msgr_rados::Limits::default())

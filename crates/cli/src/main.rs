@@ -500,7 +500,10 @@ fn printing_on(
                 .enable_all()
                 .build()?;
             let _tokio = tokio.enter();
-            msgr_uring::exec::Executor::new(4096)?.block_on(work)?
+            // A client's loop: its timers and a few sockets' receives and
+            // sends per turn (a full submission queue is submitted, not
+            // refused).
+            msgr_uring::exec::Executor::new(256)?.block_on(work)?
         }
         _ => tokio::runtime::Builder::new_current_thread()
             .enable_all()

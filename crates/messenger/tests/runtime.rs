@@ -185,12 +185,24 @@ async fn request_reply_over_uring() {
 /// ring` runs its client): their tasks, timers and sockets are the loop's.
 #[test]
 fn request_reply_on_a_ring_loop() {
+    request_reply_on_a_loop(msgr_uring::Uring::default());
+}
+
+/// The same with a client's ring ([`msgr_uring::Config::client`]), whose
+/// pool of 32 buffers of 16 KiB is the thread's (the first stream on a
+/// thread sizes it): frames up to 70 kB, most of them larger than a
+/// buffer, so received straight into the connection's buffer.
+#[test]
+fn request_reply_on_a_ring_loop_with_a_client_pool() {
+    request_reply_on_a_loop(msgr_uring::Uring::client());
+}
+
+fn request_reply_on_a_loop(t: msgr_uring::Uring) {
     let mut ex = msgr_uring::exec::Executor::new(256).expect("an io_uring");
     ex.block_on(async {
         let mut client = options("client.1", Policy::lossless_client(), 0, 9);
         let mut server = options("osd.0", Policy::stateful_server(), 0, 7);
         (client.shards, server.shards) = (1, 1);
-        let t = msgr_uring::Uring::default();
         let mut p = pair_with(t, "v2:127.0.0.1:0", client, server).await;
         for tid in 1..=200 {
             p.conn.send(msg(tid, (tid as usize * 97) % 70_000)).await;

@@ -77,11 +77,28 @@ pub struct Config {
 }
 
 impl Default for Config {
+    /// A server shard's: many connections share the pool, so 128 buffers
+    /// of 64 KiB (8 MiB, resident once the kernel has written into them).
     fn default() -> Config {
         Config {
             entries: 1024,
             pool_buffers: 128,
             buffer_size: 64 * 1024,
+            zero_copy_min: None,
+        }
+    }
+}
+
+impl Config {
+    /// A client's: a few connections (its monitor and the OSDs its
+    /// requests go to), so 32 buffers of 16 KiB (512 KiB). A frame's rest
+    /// larger than a buffer, and a receive that finds the pool empty, go
+    /// straight into the connection's own buffer, as they do on a server.
+    pub fn client() -> Config {
+        Config {
+            entries: 256,
+            pool_buffers: 32,
+            buffer_size: 16 * 1024,
             zero_copy_min: None,
         }
     }
@@ -98,6 +115,15 @@ pub struct Uring {
 }
 
 impl Uring {
+    /// A client's transport: the epoll transport's TCP options and a
+    /// client-sized ring ([`Config::client`]).
+    pub fn client() -> Uring {
+        Uring {
+            tcp: Tcp::default(),
+            config: Config::client(),
+        }
+    }
+
     /// Whether this system lets a process set up an io_uring (a kernel
     /// without it, or one where `kernel.io_uring_disabled` forbids it).
     pub fn available() -> bool {
