@@ -156,7 +156,7 @@ impl<T: Transport> Rados<T> {
             .await?;
         let shared = Arc::new(Shared {
             objecter: Mutex::new(Objecter::new(map, limits)),
-            waiters: Mutex::new(HashMap::new()),
+            waiters: Mutex::new(HashMap::default()),
             conns: Mutex::default(),
             messenger: Mutex::new(None),
             timer: Notify::new(),

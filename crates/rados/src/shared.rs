@@ -4,7 +4,7 @@
 //! (placing them off the lock, sending what the objecter queued, handing
 //! out what it finished).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -3,7 +3,7 @@
 //! runs once per PG and map rather than once per request. A map's PG count
 //! is its monitors' word, so the table is bounded.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Weak};
 
 use msgr_messages::osd_types::PgId;

@@ -258,8 +258,10 @@ pub struct Objecter {
     /// reads.
     location: Arc<Vec<(String, String)>>,
     last_tid: u64,
-    /// Requests holding budget: sent, or waiting for a target.
-    inflight: BTreeMap<u64, InFlight>,
+    /// Requests holding budget: sent, or waiting for a target. Boxed: a
+    /// request is a few hundred bytes, and a node's entries shift on every
+    /// insert and remove.
+    inflight: BTreeMap<u64, Box<InFlight>>,
     /// Requests waiting for budget, in order.
     throttled: VecDeque<(u64, Request, Option<Instant>)>,
     used_ops: usize,
@@ -364,7 +366,7 @@ impl Objecter {
             self.used_bytes = self.used_bytes.saturating_add(bytes);
             self.inflight.insert(
                 tid,
-                InFlight {
+                Box::new(InFlight {
                     req,
                     budget: bytes,
                     target: None,
@@ -372,7 +374,7 @@ impl Objecter {
                     deadline,
                     paused: false,
                     redirected: false,
-                },
+                }),
             );
             match self.known_target(tid) {
                 Some(target) => self.apply_target(tid, true, Ok(target)),
