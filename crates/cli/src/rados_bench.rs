@@ -25,9 +25,9 @@ fn hostname() -> String {
     h.trim().chars().take(29).collect()
 }
 
-/// `{prefix}_object{n}`, written without the formatting machinery (a
-/// name per op: it and the header below were an eighth of the client's
-/// instructions per 4 KiB write).
+/// `{prefix}_object{n}`, written without the formatting machinery, as the
+/// header below: both are made per op, on the path whose CPU the bench
+/// measures.
 fn object_name(prefix: &str, n: u64) -> String {
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(n);

@@ -259,8 +259,8 @@ pub struct Objecter {
     location: Arc<Vec<(String, String)>>,
     last_tid: u64,
     /// Requests holding budget: sent, or waiting for a target. Boxed: a
-    /// request is a few hundred bytes, and a node's entries shift on every
-    /// insert and remove.
+    /// request is large, and a node's entries shift on every insert and
+    /// remove.
     inflight: BTreeMap<u64, Box<InFlight>>,
     /// Requests waiting for budget, in order.
     throttled: VecDeque<(u64, Request, Option<Instant>)>,
