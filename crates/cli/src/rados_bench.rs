@@ -31,9 +31,10 @@ fn hostname() -> String {
 fn object_name(prefix: &str, n: u64) -> String {
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(n);
-    let mut name = String::with_capacity(prefix.len() + 7 + digits.len());
+    const INFIX: &str = "_object";
+    let mut name = String::with_capacity(prefix.len() + INFIX.len() + digits.len());
     name.push_str(prefix);
-    name.push_str("_object");
+    name.push_str(INFIX);
     name.push_str(digits);
     name
 }
@@ -53,9 +54,10 @@ fn put_header(b: &mut [u8], index: u64) -> usize {
     const TAIL: &[u8] = b"th op!\0";
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(index).as_bytes();
-    // `%16d`: right-aligned in 16 columns, wider when it needs more.
+    // `%16d`: right-aligned in 16 columns, wider when it needs more (a
+    // u64 has up to 20 digits).
     let pad = 16usize.saturating_sub(digits.len());
-    let mut text = [b' '; HEAD.len() + 20 + 16 + TAIL.len()];
+    let mut text = [b' '; HEAD.len() + 20 + TAIL.len()];
     let mut at = 0;
     for part in [HEAD, &[b' '; 16][..pad], digits, TAIL] {
         text[at..at + part.len()].copy_from_slice(part);
