@@ -4,41 +4,89 @@ JSON lines of its runs (medians over rounds; ratios between medians)."""
 import json, statistics as st, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 idle = "\n".join(r["text"] for r in runs if r["part"] == "idle")
-med = lambda xs: st.median(xs) if xs else float("nan")
-
-print("## Per-message cost against connections (4 KiB; server CPU per message, steady part)\n")
+nan = float("nan")
+med = lambda xs: st.median(xs) if xs else nan
 conns = [r for r in runs if r["part"] == "conns"]
-servers = ["msgr", "msgr-uring", "ceph", "raw"]
-loads = sorted({(r["conns"], r["depth"]) for r in conns})
-def cell(s, c, d, k):
-    return med([r["steady"][k] for r in conns if r["server"] == s and r["conns"] == c and r["depth"] == d and "steady" in r and k in r["steady"]])
-print("| server | " + " | ".join(f"{c} conn{'s' if c > 1 else ''} (depth {d})" for c, d in loads) + " | x at 1000 / 100 | x at 10000 / 100 |")
-print("|---" * (len(loads) + 3) + "|")
-for s in servers:
-    v = {(c, d): cell(s, c, d, "server_cpu_us_per_msg") for c, d in loads}
-    base = v.get((100, 1), float("nan"))
-    print(f"| {s} | " + " | ".join(f"{v[l]:.2f} µs" for l in loads)
-          + f" | x{v.get((1000, 1), float('nan')) / base:.2f} | x{v.get((10000, 1), float('nan')) / base:.2f} |")
-print("\nmsgs/s (steady part), and msgr's server CPU per message against the other servers':\n")
-print("| server | " + " | ".join(f"{c}x{d}" for c, d in loads) + " |")
-print("|---" * (len(loads) + 1) + "|")
-for s in servers:
-    print(f"| {s} | " + " | ".join(f"{cell(s, c, d, 'msgs_per_sec'):.0f}" for c, d in loads) + " |")
-for other in ["msgr-uring", "ceph", "raw"]:
-    print(f"| msgr CPU / {other} | " + " | ".join(
-        f"x{cell('msgr', c, d, 'server_cpu_us_per_msg') / cell(other, c, d, 'server_cpu_us_per_msg'):.2f}" for c, d in loads) + " |")
+servers = list(dict.fromkeys(r["server"] for r in conns))
+loads = list(dict.fromkeys((r["conns"], r["depth"], r.get("size", 4096)) for r in conns))
 
-print("\n## Large messages (depth 16, one connection)\n")
+
+def name(load):
+    c, d, size = load
+    size = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+    return f"{c} conn{'s' if c > 1 else ''}, depth {d}, {size}"
+
+
+def cell(server, load, k):
+    return med([r["steady"][k] for r in conns
+                if r["server"] == server and (r["conns"], r["depth"], r.get("size", 4096)) == load
+                and k in r.get("steady", {})])
+
+
+def table(title, fmt, k):
+    print(f"{title}\n")
+    print("| server | " + " | ".join(name(l) for l in loads) + " |")
+    print("|---" * (len(loads) + 1) + "|")
+    for s in servers:
+        print(f"| {s} | " + " | ".join(fmt(cell(s, l, k)) for l in loads) + " |")
+    print()
+
+
+print("## Per-message cost (server CPU per message, steady part)\n")
+table("Server CPU per message:", lambda v: f"{v:.2f} µs", "server_cpu_us_per_msg")
+table("Messages a second (steady part):", lambda v: f"{v:.0f}", "msgs_per_sec")
+
+# Each pair: (numerator, denominator), where both were measured.
+pairs = [("ring", "epoll"), ("uring", "epoll"), ("epoll-2", "epoll"), ("ring-2", "ring"),
+         ("epoll", "raw"), ("ring", "raw"), ("ring", "raw-ring"), ("raw-ring", "raw"),
+         ("epoll", "ceph"), ("ring", "ceph")]
+pairs = [(a, b) for a, b in pairs if a in servers and b in servers]
+if pairs:
+    print("Ratios of medians, server CPU per message (msgs/s):\n")
+    print("| ratio | " + " | ".join(name(l) for l in loads) + " |")
+    print("|---" * (len(loads) + 1) + "|")
+    for a, b in pairs:
+        k, q = "server_cpu_us_per_msg", "msgs_per_sec"
+        print(f"| {a} / {b} | " + " | ".join(
+            f"×{cell(a, l, k) / cell(b, l, k):.2f} (×{cell(a, l, q) / cell(b, l, q):.2f})"
+            for l in loads) + " |")
+    print()
+
+print("## Two shards: cache lines written by the other core (perf c2c)\n")
+c2c = [r for r in conns if "c2c" in r]
+if c2c:
+    print("HITM loads (another core's modified line) among the loads perf sampled, and per second:\n")
+    print("| server | " + " | ".join(name(l) for l in loads) + " |")
+    print("|---" * (len(loads) + 1) + "|")
+    for s in dict.fromkeys(r["server"] for r in c2c):
+        cells = []
+        for l in loads:
+            rs = [r["c2c"] for r in c2c
+                  if r["server"] == s and (r["conns"], r["depth"], r.get("size", 4096)) == l]
+            hitm = med([x["local_hitm"] + x["remote_hitm"] for x in rs])
+            share = med([(x["local_hitm"] + x["remote_hitm"]) / max(x["loads"], 1) for x in rs])
+            per_s = med([(x["local_hitm"] + x["remote_hitm"]) / x["seconds"] for x in rs])
+            cells.append(f"{hitm:.0f} ({share:.2%}, {per_s:.0f}/s)")
+        print(f"| {s} | " + " | ".join(cells) + " |")
+    print()
+else:
+    print("Not measured: this machine's PMU has no memory events (`perf c2c record` failed).\n")
+
+print("## Large messages (depth 16, one connection)\n")
 large = [r for r in runs if r["part"] == "large"]
-print("| size | iperf3 MB/s | msgr pair MB/s | x iperf3 | msgr pair over io_uring | Ceph's pair | msgr / Ceph's pair | our client CPU per MiB: our server / Ceph's server |")
-print("|---|---|---|---|---|---|---|---|")
+print("| size | iperf3 MB/s | our pair (epoll) MB/s | × iperf3 | Ceph's pair MB/s | ours / Ceph's pair "
+      "| our client's CPU per MiB: against our server / Ceph's server |")
+print("|---|---|---|---|---|---|---|")
 for size in sorted({r["size"] for r in large}):
-    g = lambda who, k="mb_per_sec": med([r[k] for r in large if r["size"] == size and r["who"] == who])
-    ours, uring, ceph_pair, iperf = g("msgr-client/msgr"), g("msgr-client/msgr-uring"), g("ceph-pair"), g("iperf3")
+    g = lambda who: med([r["mb_per_sec"] for r in large if r["size"] == size and r["who"] == who])
+    iperf, ceph_pair = g("iperf3"), g("ceph-pair")
+    load = (1, 16, size)
+    ours = cell("epoll", load, "msgs_per_sec") * size / 1e6
     mib = size / 1048576
-    cpu = lambda who: med([r["steady"]["client_cpu_us_per_msg"] / mib for r in large if r["size"] == size and r["who"] == who and "steady" in r])
-    c_ours, c_ceph = cpu("msgr-client/msgr"), cpu("msgr-client/ceph")
-    print(f"| {size >> 20} MiB | {iperf:.0f} | {ours:.0f} | x{ours / iperf:.2f} | {uring:.0f} (x{uring / ours:.2f}) | {ceph_pair:.0f} | x{ours / ceph_pair:.2f} | {c_ours:.0f} / {c_ceph:.0f} µs (x{c_ours / c_ceph:.2f}) |")
+    c_ours = cell("epoll", load, "client_cpu_us_per_msg") / mib
+    c_ceph = cell("ceph", load, "client_cpu_us_per_msg") / mib
+    print(f"| {size >> 20} MiB | {iperf:.0f} | {ours:.0f} | ×{ours / iperf:.2f} | {ceph_pair:.0f} "
+          f"| ×{ours / ceph_pair:.2f} | {c_ours:.0f} / {c_ceph:.0f} µs (×{c_ours / c_ceph:.2f}) |")
 
 print("\n## Idle connections (scripts/bench/idle.sh)\n")
 print(idle or "(not measured in this run)")
