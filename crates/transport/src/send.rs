@@ -56,7 +56,11 @@ pub trait Sender: Send + Unpin + 'static {
     /// Polls to send bytes from the front of `out`: Ready with how many the
     /// transport took (at least one), once it takes some. The caller drops
     /// them from its queue and polls again with what is left (and whatever
-    /// it added at the end).
+    /// it added at the end). Taken means the transport will send them, in
+    /// order, before anything it takes later: a socket's buffer took them,
+    /// or a completion-based transport holds clones of the chunks in a
+    /// send it posted (whose failure a later poll, or the shutdown,
+    /// reports).
     ///
     /// After a `Pending`, the next poll is given the same front of the
     /// queue (perhaps with more behind it), and reports any bytes an

@@ -13,10 +13,12 @@
 //!   low-water mark holds back until the rest is there), and so are the
 //!   bytes of a peer that streams: neither is copied out of the pool.
 //! - **Sends** post the runtime's own reference-counted chunks in one
-//!   `IORING_OP_SENDMSG` per burst, holding clones of them until the
-//!   completion; from [`Config::zero_copy_min`] bytes on, as
-//!   `IORING_OP_SENDMSG_ZC`, holding them until the kernel's notification
-//!   that it let go of the pages.
+//!   `IORING_OP_SENDMSG` (`MSG_WAITALL`) per burst, holding clones of them
+//!   until the completion, and report them taken when posted: the
+//!   completion wakes nobody, the next send finds it. From
+//!   [`Config::zero_copy_min`] bytes on, as `IORING_OP_SENDMSG_ZC`,
+//!   reported when it completes and holding the chunks until the kernel's
+//!   notification that it let go of the pages.
 //! - **Submission** is batched: a post queues an SQE and wakes the ring's
 //!   reaper task, which submits everything queued in one `io_uring_enter`
 //!   after the shard's other woken tasks ran, then hands out completions.

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::task::Waker;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use io_uring::squeue;
 
 /// Where a half's operation stands; shared by the half and the ring's
@@ -115,11 +115,6 @@ impl Slot {
         }
     }
 
-    /// Whether an operation is posted and not complete.
-    pub fn posted_now(&self) -> bool {
-        matches!(self.lock().phase, Phase::Posted(_))
-    }
-
     /// An operation was posted (a multishot receive, if `multishot`).
     pub(crate) fn posted(&self, waker: &Waker, multishot: bool) {
         let mut st = self.lock();
@@ -221,9 +216,36 @@ impl SendBufs {
         max: usize,
     ) -> (usize, *const libc::msghdr) {
         self.chunks.clear();
-        self.iov.clear();
         self.chunks
             .extend(chunks.filter(|c| !c.is_empty()).take(max).cloned());
+        self.name_chunks()
+    }
+
+    /// Drops the first `n` bytes (what a short send sent), keeping the
+    /// rest in order; returns their length and the msghdr naming them, as
+    /// [`SendBufs::fill`].
+    pub fn advance(&mut self, mut n: usize) -> (usize, *const libc::msghdr) {
+        let whole = self
+            .chunks
+            .iter()
+            .take_while(|c| {
+                let gone = c.len() <= n;
+                if gone {
+                    n -= c.len();
+                }
+                gone
+            })
+            .count();
+        self.chunks.drain(..whole);
+        if let Some(c) = self.chunks.first_mut() {
+            c.advance(n.min(c.len()));
+        }
+        self.name_chunks()
+    }
+
+    /// Points the iovecs and the msghdr at the chunks.
+    fn name_chunks(&mut self) -> (usize, *const libc::msghdr) {
+        self.iov.clear();
         let mut total = 0usize;
         for c in &self.chunks {
             total = total.saturating_add(c.len());
@@ -249,6 +271,36 @@ impl SendBufs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a short send left: the rest of the chunks, in order, the first
+    /// cut where the send stopped, and the iovecs naming exactly that.
+    #[test]
+    fn a_short_sends_rest_is_what_it_did_not_send() {
+        let all = [
+            Bytes::from_static(b"abc"),
+            Bytes::from_static(b"de"),
+            Bytes::from_static(b"fgh"),
+        ];
+        for sent in 0..=8 {
+            let mut b = SendBufs::new();
+            assert_eq!(b.fill(all.iter(), usize::MAX).0, 8);
+            let (left, msg) = b.advance(sent);
+            // SAFETY: `msg` and its iovecs point into `b`, alive here.
+            #[allow(unsafe_code)]
+            let rest: Vec<u8> = unsafe {
+                let msg = &*msg;
+                (0..msg.msg_iovlen as usize)
+                    .flat_map(|i| {
+                        let v = &*msg.msg_iov.add(i);
+                        std::slice::from_raw_parts(v.iov_base as *const u8, v.iov_len).to_vec()
+                    })
+                    .collect()
+            };
+            assert_eq!(left, 8 - sent, "after {sent}");
+            assert_eq!(&rest[..], &b"abcdefgh"[sent..], "after {sent}");
+            assert!(b.iov.iter().all(|v| v.iov_len > 0), "after {sent}");
+        }
+    }
 
     /// `optlen` is where the kernel reads it: the crate's own setter for
     /// a setsockopt writes the same bytes.

@@ -5,7 +5,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
 use io_uring::{cqueue, opcode, squeue, types};
@@ -57,6 +57,11 @@ impl Stream for UringStream {
         let w = UringWriter {
             half: Half::new(&self),
             bufs: None,
+            owed: 0,
+            #[cfg(test)]
+            waitall: true,
+            #[cfg(test)]
+            rests: 0,
         };
         (r, w)
     }
@@ -121,7 +126,8 @@ impl Half {
 
     /// Posts `sqe` on this half's socket, whose memory `keep` owns (the
     /// table keeps both until the last completion; a half dropped with the
-    /// operation in flight cancels it).
+    /// operation in flight cancels it). Its completion wakes `waker` (a
+    /// half that looks for it later leaves its own then).
     ///
     /// # Safety
     /// As [`Ring::post`], with this half's socket the only fd `sqe` names.
@@ -130,13 +136,13 @@ impl Half {
         &mut self,
         keep: Keep,
         sqe: squeue::Entry,
-        cx: &Context<'_>,
+        waker: &Waker,
         multishot: bool,
     ) -> io::Result<()> {
         // SAFETY: as the caller vouches.
         let user_data = unsafe {
             self.ring
-                .post(&self.slot, keep, &self.sock, sqe, cx.waker(), multishot)?
+                .post(&self.slot, keep, &self.sock, sqe, waker, multishot)?
         };
         self.posted = Some(Posted {
             ring: self.ring.clone(),
@@ -331,7 +337,7 @@ impl UringReader {
             // SAFETY: the receive points at no memory of ours (the kernel
             // picks pool buffers, which the ring owns).
             #[allow(unsafe_code)]
-            return unsafe { self.half.post(Keep::Nothing, sqe, cx, true) };
+            return unsafe { self.half.post(Keep::Nothing, sqe, cx.waker(), true) };
         }
         self.direct_next = false;
         let limit = room.make(buf);
@@ -358,7 +364,7 @@ impl UringReader {
         // moved keeps its allocation) and is not touched until completion.
         #[allow(unsafe_code)]
         unsafe {
-            self.half.post(Keep::Recv(owned), sqe, cx, false)
+            self.half.post(Keep::Recv(owned), sqe, cx.waker(), false)
         }
     }
 
@@ -461,10 +467,32 @@ impl Drop for UringReader {
 
 /// A stream's sending half: vectored sends from the runtime's own chunks
 /// (zero-copy for large ones).
+///
+/// A send's bytes are reported taken as soon as it is posted: the send
+/// holds clones of its chunks, and with `MSG_WAITALL` the kernel sends
+/// them all before it completes (or fails the socket). Its completion then
+/// wakes nobody; the next send, or the shutdown, finds it (and waits for
+/// it if it has not come: one send at a time keeps the stream's bytes in
+/// order). A connection answering one message at a time is woken once per
+/// message, by its receive, as over epoll, and not again by the send. An
+/// error surfaces at the next send or the shutdown (the reader sees the
+/// socket fail too). A short send (an interrupted one) is finished from
+/// the clones before anything newer is posted. A zero-copy send is
+/// reported when it completes: its chunks are the table's until the
+/// kernel's notification.
 pub struct UringWriter {
     half: Half,
     /// The vectors of the last send, reused.
     bufs: Option<Box<SendBufs>>,
+    /// Bytes of the send in flight already reported taken (0 for a
+    /// zero-copy one, reported at its completion).
+    owed: usize,
+    /// Sends ask for every byte (tests clear it to have short sends).
+    #[cfg(test)]
+    pub(crate) waitall: bool,
+    /// Rests of short sends posted (tests look).
+    #[cfg(test)]
+    pub(crate) rests: usize,
 }
 
 impl Sender for UringWriter {
@@ -472,23 +500,39 @@ impl Sender for UringWriter {
         loop {
             match self.half.look(cx) {
                 None => return Poll::Pending,
-                Some(Some((done, _))) => return Poll::Ready(self.on_done(done)),
-                Some(None) => {
-                    if let Err(e) = self.post(cx, out) {
-                        return Poll::Ready(Err(e));
-                    }
-                }
+                Some(Some((done, _))) => match self.on_done(done) {
+                    // A zero-copy send's bytes, reported now.
+                    Ok(Some(n)) => return Poll::Ready(Ok(n)),
+                    // Bytes reported when posted (or their rest posted).
+                    Ok(None) => {}
+                    Err(e) => return Poll::Ready(Err(e)),
+                },
+                Some(None) => match self.post(out) {
+                    Ok(Some(n)) => return Poll::Ready(Ok(n)),
+                    // Zero-copy: wait for the completion (the loop's look
+                    // leaves this task's waker).
+                    Ok(None) => {}
+                    Err(e) => return Poll::Ready(Err(e)),
+                },
             }
         }
     }
 
-    /// Waits for a send in flight, then shuts the socket's sending side.
+    /// Waits for the send in flight (and the rest of a short one), then
+    /// shuts the socket's sending side.
     fn shutdown(&mut self) -> impl std::future::Future<Output = io::Result<()>> + Send + '_ {
         std::future::poll_fn(move |cx| {
-            if let Some(Some((done, _))) = self.half.look(cx) {
-                let _ = self.on_done(done);
-            } else if self.half.slot.posted_now() {
-                return Poll::Pending;
+            loop {
+                match self.half.look(cx) {
+                    None => return Poll::Pending,
+                    Some(Some((done, _))) => {
+                        // A failed send does not keep the socket open.
+                        if self.on_done(done).is_err() {
+                            break;
+                        }
+                    }
+                    Some(None) => break,
+                }
             }
             Poll::Ready(match self.half.sock.shutdown(Shutdown::Write) {
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
@@ -500,21 +544,49 @@ impl Sender for UringWriter {
 
 impl UringWriter {
     /// Posts a vectored send of the first chunks of `out`; zero-copy when
-    /// they are large enough and the configuration asks for it.
-    fn post(&mut self, cx: &Context<'_>, out: Outgoing<'_>) -> io::Result<()> {
+    /// they are large enough and the configuration asks for it. Returns
+    /// the bytes taken, or None for a zero-copy send (reported when it
+    /// completes).
+    fn post(&mut self, out: Outgoing<'_>) -> io::Result<Option<usize>> {
         let mut bufs = self.bufs.take().unwrap_or_else(SendBufs::new);
         let (total, msg) = bufs.fill(out.chunks(), MAX_IOV);
         if total == 0 {
+            self.bufs = Some(bufs);
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "send: nothing to send",
             ));
         }
+        let zero_copy = self
+            .half
+            .config
+            .zero_copy_min
+            .is_some_and(|min| total >= min);
+        self.post_bufs(bufs, msg, total, zero_copy)?;
+        Ok((!zero_copy).then_some(total))
+    }
+
+    /// Posts the send `msg` names (in `bufs`) of `total` bytes; its
+    /// completion wakes nobody (whoever waits for it looks).
+    fn post_bufs(
+        &mut self,
+        bufs: Box<SendBufs>,
+        msg: *const libc::msghdr,
+        total: usize,
+        zero_copy: bool,
+    ) -> io::Result<()> {
         let fd = self.half.fd();
-        let flags = libc::MSG_NOSIGNAL as u32;
-        let sqe = match self.half.config.zero_copy_min {
-            Some(min) if total >= min => opcode::SendMsgZc::new(fd, msg).flags(flags).build(),
-            _ => opcode::SendMsg::new(fd, msg).flags(flags).build(),
+        // MSG_WAITALL: the ring sends every byte before it completes,
+        // waiting for room as often as it must.
+        #[allow(unused_mut)]
+        let mut flags = (libc::MSG_NOSIGNAL | libc::MSG_WAITALL) as u32;
+        #[cfg(test)]
+        if !self.waitall {
+            flags &= !(libc::MSG_WAITALL as u32);
+        }
+        let sqe = match zero_copy {
+            true => opcode::SendMsgZc::new(fd, msg).flags(flags).build(),
+            false => opcode::SendMsg::new(fd, msg).flags(flags).build(),
         };
         // SAFETY: the msghdr, its iovecs and the chunks they point at are
         // in `bufs`'s heap memory, which moves into the table with it and
@@ -522,20 +594,45 @@ impl UringWriter {
         // notification that the kernel let go of the pages).
         #[allow(unsafe_code)]
         unsafe {
-            self.half.post(Keep::Send(bufs), sqe, cx, false)
-        }
+            self.half
+                .post(Keep::Send(bufs), sqe, Waker::noop(), false)?
+        };
+        self.owed = if zero_copy { 0 } else { total };
+        Ok(())
     }
 
-    fn on_done(&mut self, done: Done) -> io::Result<usize> {
-        if let Keep::Send(mut b) = done.keep {
-            b.clear();
-            self.bufs = Some(b);
+    /// A send's completion: a zero-copy send's bytes (Some); for one
+    /// reported when posted, None once all of it went (the rest of a short
+    /// one is posted again first).
+    fn on_done(&mut self, done: Done) -> io::Result<Option<usize>> {
+        let owed = std::mem::take(&mut self.owed);
+        let sent = match usize::try_from(done.res) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(_) => return Err(os_error(done.res)),
+        };
+        let Keep::Send(mut bufs) = done.keep else {
+            // A zero-copy send: its chunks are the table's until the
+            // kernel's notification.
+            return match owed {
+                0 => Ok(Some(sent)),
+                _ => Err(io::Error::other(
+                    "io_uring: a send completed without its chunks",
+                )),
+            };
+        };
+        if sent < owed {
+            #[cfg(test)]
+            {
+                self.rests += 1;
+            }
+            let (left, msg) = bufs.advance(sent);
+            self.post_bufs(bufs, msg, left, false)?;
+            return Ok(None);
         }
-        match usize::try_from(done.res) {
-            Ok(0) => Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => Ok(n),
-            Err(_) => Err(os_error(done.res)),
-        }
+        bufs.clear();
+        self.bufs = Some(bufs);
+        Ok(None)
     }
 }
 
@@ -543,6 +640,13 @@ impl UringWriter {
 impl UringStream {
     pub(crate) fn ring(&self) -> Arc<Ring> {
         self.ring.clone()
+    }
+}
+
+#[cfg(test)]
+impl UringWriter {
+    pub(crate) fn ring(&self) -> Arc<Ring> {
+        self.half.ring.clone()
     }
 }
 

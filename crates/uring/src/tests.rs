@@ -343,6 +343,98 @@ fn a_stream_moves_to_another_threads_ring() {
     assert_eq!(&moved.join().unwrap()[..], b"pong");
 }
 
+/// Counts its wakes.
+struct Wakes(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A send is taken when it is posted, and its completion wakes nobody: a
+/// connection answering one message at a time is woken by its receive
+/// alone. The next send finds the completion and goes out after it, and
+/// one sent while the last is still in flight waits for it (and is woken
+/// by it).
+#[test]
+fn a_send_is_taken_when_posted_and_its_completion_wakes_nobody() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let (_r, mut w) = s.into_split();
+        let wakes = Arc::new(Wakes(Default::default()));
+        let waker = std::task::Waker::from(wakes.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        for i in 0..3u8 {
+            let msg = [pattern(100, i)];
+            assert!(matches!(
+                w.poll_send(&mut cx, Outgoing::new((&msg, &[]))),
+                Poll::Ready(Ok(100))
+            ));
+            let mut got = vec![0; 100];
+            peer.read_exact(&mut got).await.unwrap();
+            assert_eq!(&got[..], &msg[0][..]);
+            settle(&w.ring()).await;
+        }
+        assert_eq!(wakes.0.load(std::sync::atomic::Ordering::Relaxed), 0);
+        // A peer that does not read: a send waits for room, the next one
+        // for it, and its completion wakes the one waiting.
+        let big = [pattern(32 << 20, 7)];
+        assert!(matches!(
+            w.poll_send(&mut cx, Outgoing::new((&big, &[]))),
+            Poll::Ready(Ok(n)) if n == 32 << 20
+        ));
+        let after = [Bytes::from_static(b"after")];
+        assert!(w
+            .poll_send(&mut cx, Outgoing::new((&after, &[])))
+            .is_pending());
+        let mut got = vec![0; 32 << 20];
+        peer.read_exact(&mut got).await.unwrap();
+        assert!(got == big[0], "the large send arrived whole");
+        until(|| wakes.0.load(std::sync::atomic::Ordering::Relaxed) > 0).await;
+        assert!(matches!(
+            w.poll_send(&mut cx, Outgoing::new((&after, &[]))),
+            Poll::Ready(Ok(5))
+        ));
+        let mut got = [0; 5];
+        peer.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"after");
+    });
+}
+
+/// A send that went out in part (here: posted without `MSG_WAITALL`, to
+/// a peer that does not read) was reported taken whole: its rest is sent
+/// from the chunks it holds, before anything newer, and the peer reads
+/// every byte in order.
+#[test]
+fn a_short_sends_rest_goes_before_anything_newer() {
+    rt().block_on(async {
+        let (s, mut peer) = pair(Uring::default()).await;
+        let (_r, mut w) = s.into_split();
+        w.waitall = false;
+        let n = 32 << 20;
+        let big = [pattern(n / 2, 1), pattern(n / 2, 2)];
+        let after = [Bytes::from_static(b"after")];
+        let sender = async {
+            assert_eq!(w.send(Outgoing::new((&big, &[]))).await.unwrap(), n);
+            assert_eq!(w.send(Outgoing::new((&after, &[]))).await.unwrap(), 5);
+            w.shutdown().await.unwrap();
+        };
+        let reader = async {
+            // Not reading at first: the send goes out in part.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let mut got = Vec::new();
+            peer.read_to_end(&mut got).await.map(|_| got)
+        };
+        let ((), got) = tokio::join!(sender, reader);
+        let got = got.unwrap();
+        assert_eq!(got.len(), n + 5);
+        assert!(got[..n / 2] == big[0] && got[n / 2..n] == big[1]);
+        assert_eq!(&got[n..], b"after");
+        assert!(w.rests > 0, "no send went out in part");
+    });
+}
+
 #[test]
 fn zero_copy_sends_arrive_whole() {
     rt().block_on(async {
@@ -410,10 +502,11 @@ fn a_dropped_streams_queued_send_reaches_no_later_socket() {
             let stale = [Bytes::from_static(b"STALE")];
             let waker = std::task::Waker::noop();
             let mut cx = std::task::Context::from_waker(waker);
-            // Posted: queued for the reaper, which has not run.
-            assert!(aw
-                .poll_send(&mut cx, Outgoing::new((&stale, &[])))
-                .is_pending());
+            // Posted, and taken: queued for the reaper, which has not run.
+            assert!(matches!(
+                aw.poll_send(&mut cx, Outgoing::new((&stale, &[]))),
+                Poll::Ready(Ok(5))
+            ));
             drop((ar, aw));
             // Without the ring holding the socket, this takes its fd.
             let b = std::net::TcpStream::connect(addr).unwrap();
