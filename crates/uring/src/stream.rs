@@ -611,15 +611,23 @@ impl UringWriter {
             Ok(n) => n,
             Err(_) => return Err(os_error(done.res)),
         };
-        let Keep::Send(mut bufs) = done.keep else {
-            // A zero-copy send: its chunks are the table's until the
-            // kernel's notification.
-            return match owed {
-                0 => Ok(Some(sent)),
-                _ => Err(io::Error::other(
-                    "io_uring: a send completed without its chunks",
-                )),
-            };
+        let bufs = match done.keep {
+            Keep::Send(b) => Some(b),
+            _ => None,
+        };
+        if owed == 0 {
+            // A zero-copy send, reported now; its chunks are the table's
+            // until the kernel's notification (unless none is to come).
+            if let Some(mut b) = bufs {
+                b.clear();
+                self.bufs = Some(b);
+            }
+            return Ok(Some(sent));
+        }
+        let Some(mut bufs) = bufs else {
+            return Err(io::Error::other(
+                "io_uring: a send completed without its chunks",
+            ));
         };
         if sent < owed {
             #[cfg(test)]
