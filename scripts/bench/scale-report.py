@@ -8,7 +8,13 @@ nan = float("nan")
 med = lambda xs: st.median(xs) if xs else nan
 conns = [r for r in runs if r["part"] == "conns"]
 servers = list(dict.fromkeys(r["server"] for r in conns))
-loads = list(dict.fromkeys((r["conns"], r["depth"], r.get("size", 4096)) for r in conns))
+
+
+def key(r):
+    return (r["conns"], r["depth"], r.get("size", 4096))
+
+
+loads = list(dict.fromkeys(key(r) for r in conns))
 
 
 def name(load):
@@ -19,8 +25,7 @@ def name(load):
 
 def cell(server, load, k):
     return med([r["steady"][k] for r in conns
-                if r["server"] == server and (r["conns"], r["depth"], r.get("size", 4096)) == load
-                and k in r.get("steady", {})])
+                if r["server"] == server and key(r) == load and k in r.get("steady", {})])
 
 
 def table(title, fmt, k):
@@ -61,16 +66,17 @@ if c2c:
     for s in dict.fromkeys(r["server"] for r in c2c):
         cells = []
         for l in loads:
-            rs = [r["c2c"] for r in c2c
-                  if r["server"] == s and (r["conns"], r["depth"], r.get("size", 4096)) == l]
+            rs = [r["c2c"] for r in c2c if r["server"] == s and key(r) == l]
             hitm = med([x["local_hitm"] + x["remote_hitm"] for x in rs])
             share = med([(x["local_hitm"] + x["remote_hitm"]) / max(x["loads"], 1) for x in rs])
             per_s = med([(x["local_hitm"] + x["remote_hitm"]) / x["seconds"] for x in rs])
             cells.append(f"{hitm:.0f} ({share:.2%}, {per_s:.0f}/s)")
         print(f"| {s} | " + " | ".join(cells) + " |")
     print()
-else:
+elif any(r["part"] == "c2c" and not r["supported"] for r in runs):
     print("Not measured: this machine's PMU has no memory events (`perf c2c record` failed).\n")
+else:
+    print("Not measured: no two-shard server in this run.\n")
 
 print("## Large messages (depth 16, one connection)\n")
 large = [r for r in runs if r["part"] == "large"]

@@ -53,7 +53,9 @@ ulimit -n "$(ulimit -Hn)"
 echo 1 >"/proc/$BASHPID/timerslack_ns"
 wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 stop() { kill -INT "$1" 2>/dev/null; kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-record() { python3 -c 'import json,sys; o=json.loads(sys.argv[1]); o.update(json.loads(sys.argv[2])); print(json.dumps(o))' "$1" "$2" >>"$OUT"; }
+# merge A B: JSON object A with B's keys added; record A B: that, kept.
+merge() { python3 -c 'import json,sys; o=json.loads(sys.argv[1]); o.update(json.loads(sys.argv[2])); print(json.dumps(o))' "$1" "$2"; }
+record() { merge "$1" "$2" >>"$OUT"; }
 C2C=no
 C2C_DATA=$(mktemp /tmp/msgr-scale-c2c.XXXXXX)
 trap 'rm -f "$C2C_DATA"' EXIT
@@ -113,8 +115,7 @@ for r in $(seq "$ROUNDS"); do
         --duration "$secs" --server-pid "$SP" --json "${client[@]}")
       extra="{\"part\": \"conns\", \"server\": \"$s\", \"round\": $r, \"size\": $size}"
       if [[ -n $c2c ]] && wait "$c2c"; then
-        extra=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); o.update(json.loads(sys.argv[2])); print(json.dumps(o))' \
-          "$extra" "$(c2c_json $(( SECS - 2 )))")
+        extra=$(merge "$extra" "$(c2c_json $(( SECS - 2 )))")
       fi
       stop "$SP"
       record "$line" "$extra"

@@ -576,14 +576,7 @@ impl UringWriter {
         zero_copy: bool,
     ) -> io::Result<()> {
         let fd = self.half.fd();
-        // MSG_WAITALL: the ring sends every byte before it completes,
-        // waiting for room as often as it must.
-        #[allow(unused_mut)]
-        let mut flags = (libc::MSG_NOSIGNAL | libc::MSG_WAITALL) as u32;
-        #[cfg(test)]
-        if !self.waitall {
-            flags &= !(libc::MSG_WAITALL as u32);
-        }
+        let flags = libc::MSG_NOSIGNAL as u32 | self.waitall_flag();
         let sqe = match zero_copy {
             true => opcode::SendMsgZc::new(fd, msg).flags(flags).build(),
             false => opcode::SendMsg::new(fd, msg).flags(flags).build(),
@@ -599,6 +592,16 @@ impl UringWriter {
         };
         self.owed = if zero_copy { 0 } else { total };
         Ok(())
+    }
+
+    /// MSG_WAITALL: the ring sends every byte before it completes,
+    /// waiting for room as often as it must (tests may leave it out).
+    fn waitall_flag(&self) -> u32 {
+        #[cfg(test)]
+        if !self.waitall {
+            return 0;
+        }
+        libc::MSG_WAITALL as u32
     }
 
     /// A send's completion: a zero-copy send's bytes (Some); for one
