@@ -19,6 +19,11 @@
 //!   [`Config::zero_copy_min`] bytes on, as `IORING_OP_SENDMSG_ZC`,
 //!   reported when it completes and holding the chunks until the kernel's
 //!   notification that it let go of the pages.
+//! - **Registered files**: a connection's socket takes a slot of its
+//!   ring's table of registered files ([`Config::fixed_files`]), which its
+//!   operations name instead of the fd (no lookup of the fd, and no count
+//!   taken on the file, per operation); the slot is cleared once nothing
+//!   names it.
 //! - **Submission** is batched: a post queues an SQE and wakes the ring's
 //!   reaper task, which submits everything queued in one `io_uring_enter`
 //!   after the shard's other woken tasks ran, then hands out completions.
@@ -46,6 +51,7 @@
 
 mod either;
 pub mod exec;
+mod file;
 mod op;
 mod pool;
 pub mod raw;
@@ -76,6 +82,11 @@ pub struct Config {
     pub buffer_size: u32,
     /// Sends of at least this many bytes are zero-copy; None: never.
     pub zero_copy_min: Option<usize>,
+    /// Slots in the ring's table of registered files: a connection's
+    /// operations name its slot (no lookup of the fd per operation); a
+    /// connection beyond them names its fd. Fewer if the open-file limit
+    /// is lower; 0: no table.
+    pub fixed_files: u32,
 }
 
 impl Default for Config {
@@ -87,6 +98,7 @@ impl Default for Config {
             pool_buffers: 128,
             buffer_size: 64 * 1024,
             zero_copy_min: None,
+            fixed_files: 16384,
         }
     }
 }
@@ -102,6 +114,7 @@ impl Config {
             pool_buffers: 32,
             buffer_size: 16 * 1024,
             zero_copy_min: None,
+            fixed_files: 1024,
         }
     }
 }

@@ -26,13 +26,17 @@
 //!   fd when it submits it, after the post, and a socket closed meanwhile
 //!   would have its number given to the next socket opened, which the
 //!   operation would then read or write.
+//! - **Registered files.** The ring has a sparse table of registered
+//!   files; a stream takes a slot for its socket when it comes to the
+//!   ring ([`File`]) and its operations name the slot, not the fd. The
+//!   slot is cleared (an `IORING_OP_FILES_UPDATE` to -1) when nothing
+//!   names it any more, and reused only after that completed.
 //! - **Abandoned completions.** A completion whose half is gone (dropped
 //!   with the operation in flight) is disposed of here: the pool buffer a
 //!   receive took goes back to the pool.
 
 use std::cell::RefCell;
 use std::io;
-use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -43,6 +47,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
 
 use crate::exec;
+use crate::file::File;
 use crate::op::{Done, Keep, Slot};
 use crate::pool::{Pool, GROUP};
 use crate::Config;
@@ -51,6 +56,15 @@ use crate::Config;
 /// (an operation's is `generation << 32 | index`, its index below
 /// u32::MAX).
 const CANCEL: u64 = exec::UNTAGGED;
+/// The user_data of a registered file's release: `slot << 32 | RELEASE`
+/// (an index no operation has, and a slot below [`GENERATIONS`], so never
+/// [`CANCEL`]).
+const RELEASE: u64 = u32::MAX as u64;
+/// What a released slot is set to: no file.
+static NO_FILE: [RawFd; 1] = [-1];
+/// The most slots a ring's table of registered files has (below
+/// [`GENERATIONS`]; the kernel allows 2^20).
+const MAX_FILES: u32 = 1 << 20;
 /// Generations wrap within 24 bits: the top byte of user_data is the
 /// loop's tag ([`exec::TAG_SHIFT`]).
 const GENERATIONS: u32 = 0xff_ffff;
@@ -84,12 +98,44 @@ struct State {
     uring: Backend,
     /// None only once leaked (see `Drop`).
     pool: Option<Pool>,
+    table: Table,
+    /// Wakers of completed operations, woken once the lock is let go.
+    woken: Vec<Waker>,
+    /// Files whose last operation completed, dropped once the lock is let
+    /// go (the last one's drop releases its slot, which takes the lock).
+    gone: Vec<Arc<File>>,
+}
+
+/// The operations in flight, and the slots of registered files.
+#[derive(Default)]
+struct Table {
     ops: Vec<Entry>,
     free: Vec<u32>,
     in_flight: usize,
     generation: u32,
-    /// Wakers of completed operations, woken once the lock is let go.
-    woken: Vec<Waker>,
+    /// The table of registered files' free slots; None: the ring has no
+    /// table (the kernel refused one).
+    files: Option<Slots>,
+}
+
+/// The slots of a table of registered files: those never used (from
+/// `next` to `len`) and those released since.
+struct Slots {
+    free: Vec<u32>,
+    next: u32,
+    len: u32,
+}
+
+impl Slots {
+    fn take(&mut self) -> Option<u32> {
+        self.free.pop().or_else(|| {
+            let slot = self.next;
+            (slot < self.len).then(|| {
+                self.next += 1;
+                slot
+            })
+        })
+    }
 }
 
 /// An operation in the table: its slot, what its SQE points at, and the
@@ -100,7 +146,8 @@ enum Entry {
         generation: u32,
         slot: Arc<Slot>,
         keep: Keep,
-        _sock: Arc<TcpStream>,
+        /// Holds the socket open (and its slot of registered files).
+        _file: Arc<File>,
     },
 }
 
@@ -151,8 +198,9 @@ impl Ring {
                 .submitter()
                 .register_buf_ring_with_flags(addr, count, GROUP, 0)?
         };
+        let files = register_table(&uring, config.fixed_files);
         let fd = uring.as_raw_fd();
-        let ring = Arc::new(Ring::new(0, Backend::Own(Box::new(uring)), pool));
+        let ring = Arc::new(Ring::new(0, Backend::Own(Box::new(uring)), pool, files));
         let ring_fd = RingFd {
             fd,
             _ring: ring.clone(),
@@ -182,29 +230,31 @@ impl Ring {
             // memory owned by `pool`, which lives in this Ring; the loop
             // holds the Ring (attached) until its ring is closed.
             #[allow(unsafe_code)]
-            exec::with_ring(|r| unsafe {
+            exec::with_ring(id, |r| unsafe {
                 r.submitter()
                     .register_buf_ring_with_flags(addr, count, GROUP, 0)
             })
             .ok_or_else(|| io::Error::other("io_uring: no loop on this thread"))??;
-            let mut ring = Ring::new(tag, Backend::Loop { id }, pool);
+            let files = exec::with_ring(id, |r| register_table(r, config.fixed_files)).flatten();
+            let mut ring = Ring::new(tag, Backend::Loop { id }, pool, files);
             ring.spawner = exec::Spawner::current();
             Ok(Arc::new(ring))
         })
     }
 
     /// A ring with nothing in flight, posting through `uring` with `tag`.
-    fn new(tag: u64, uring: Backend, pool: Pool) -> Ring {
+    fn new(tag: u64, uring: Backend, pool: Pool, files: Option<Slots>) -> Ring {
         Ring {
             tag,
             state: Mutex::new(State {
                 uring,
                 pool: Some(pool),
-                ops: Vec::new(),
-                free: Vec::new(),
-                in_flight: 0,
-                generation: 0,
+                table: Table {
+                    files,
+                    ..Table::default()
+                },
                 woken: Vec::new(),
+                gone: Vec::new(),
             }),
             flush: AtomicBool::new(false),
             reaper: AtomicWaker::new(),
@@ -217,21 +267,21 @@ impl Ring {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Posts `sqe`, whose memory `keep` owns, on `sock` for `slot`;
+    /// Posts `sqe`, whose memory `keep` owns, on `file` for `slot`;
     /// returns its user_data (to cancel it). The slot must be idle; it is
-    /// `Posted` with `waker` after this. The table holds `sock` until the
+    /// `Posted` with `waker` after this. The table holds `file` until the
     /// last completion.
     ///
     /// # Safety
     /// Every pointer in `sqe` points into memory that `keep` owns (heap
     /// memory, which does not move with `keep`) or into the ring's pool,
-    /// and the only fd it names is `sock`'s.
+    /// and the only fd it names is [`File::fd`] of `file`.
     #[allow(unsafe_code)]
     pub unsafe fn post(
         &self,
         slot: &Arc<Slot>,
         keep: Keep,
-        sock: &Arc<TcpStream>,
+        file: &Arc<File>,
         sqe: squeue::Entry,
         waker: &Waker,
         multishot: bool,
@@ -239,17 +289,22 @@ impl Ring {
         if !self.alive.load(Ordering::Acquire) {
             return Err(io::Error::other("io_uring: the ring's runtime is gone"));
         }
+        let sqe = match file.fixed_on(self)? {
+            Some(_) => sqe.flags(squeue::Flags::FIXED_FILE),
+            None => sqe,
+        };
         let mut st = self.lock();
-        st.generation = st.generation.wrapping_add(1) & GENERATIONS;
-        let generation = st.generation;
-        let idx = match st.free.pop() {
+        let t = &mut st.table;
+        t.generation = t.generation.wrapping_add(1) & GENERATIONS;
+        let generation = t.generation;
+        let idx = match t.free.pop() {
             Some(i) => i,
             None => {
-                let i = u32::try_from(st.ops.len())
+                let i = u32::try_from(t.ops.len())
                     .ok()
                     .filter(|&i| i != u32::MAX)
                     .ok_or_else(|| io::Error::other("io_uring: too many operations"))?;
-                st.ops.push(Entry::Free);
+                t.ops.push(Entry::Free);
                 i
             }
         };
@@ -258,15 +313,15 @@ impl Ring {
         // now lives in the table until the last completion.
         unsafe { st.push(&sqe.user_data(user_data))? };
         slot.posted(waker, multishot);
-        if let Some(e) = st.ops.get_mut(idx as usize) {
+        if let Some(e) = st.table.ops.get_mut(idx as usize) {
             *e = Entry::Live {
                 generation,
                 slot: slot.clone(),
                 keep,
-                _sock: sock.clone(),
+                _file: file.clone(),
             };
         }
-        st.in_flight += 1;
+        st.table.in_flight += 1;
         drop(st);
         self.wake_reaper();
         Ok(user_data)
@@ -278,14 +333,56 @@ impl Ring {
     /// (a stream moved to another shard), the cancel goes to the loop as
     /// a task.
     pub fn cancel(self: &Arc<Self>, user_data: u64) {
-        let pushed = self.lock().push_cancel(self.tag, user_data);
+        self.push_control(cancel(self.tag, user_data));
+    }
+
+    /// A slot of the table of registered files with `fd` in it (None: the
+    /// ring has no table, every slot is taken, or this is not the ring's
+    /// thread, which on a loop is the only one that may register).
+    pub fn register_file(&self, fd: RawFd) -> Option<u32> {
+        let mut st = self.lock();
+        let slot = st.table.files.as_mut()?.take()?;
+        let registered = match &st.uring {
+            Backend::Own(uring) => uring.submitter().register_files_update(slot, &[fd]).ok(),
+            Backend::Loop { id } => exec::with_ring(*id, |r| {
+                r.submitter().register_files_update(slot, &[fd]).ok()
+            })
+            .flatten(),
+        };
+        if registered != Some(1) {
+            st.table.files.as_mut()?.free.push(slot);
+            return None;
+        }
+        Some(slot)
+    }
+
+    /// Clears `slot` of the table of registered files (nothing names it
+    /// any more); it is free again once that completed.
+    pub fn release_file(self: &Arc<Self>, slot: u32) {
+        let sqe = opcode::FilesUpdate::new(NO_FILE.as_ptr(), 1)
+            .offset(slot as i32)
+            .build()
+            .user_data(self.tag | u64::from(slot) << 32 | RELEASE);
+        self.push_control(sqe);
+    }
+
+    /// Queues `sqe`, which points at no memory but static memory and whose
+    /// completion is the table's (a cancel, a release). A loop's ring
+    /// takes SQEs only from its own thread: from another (a stream moved
+    /// to another shard), it goes to the loop as a task.
+    fn push_control(self: &Arc<Self>, sqe: squeue::Entry) {
+        // SAFETY: as this function's contract says.
+        #[allow(unsafe_code)]
+        let pushed = unsafe { self.lock().push(&sqe) };
         match pushed {
             Ok(()) => self.wake_reaper(),
             Err(_) => {
                 if let Some(spawner) = &self.spawner {
                     let ring = self.clone();
                     spawner.spawn(async move {
-                        let _ = ring.lock().push_cancel(ring.tag, user_data);
+                        // SAFETY: as above.
+                        #[allow(unsafe_code)]
+                        let _ = unsafe { ring.lock().push(&sqe) };
                     });
                 }
             }
@@ -333,9 +430,8 @@ impl Ring {
         for _ in 0..TURNS {
             self.reaper.register(cx.waker());
             self.flush.store(false, Ordering::Release);
-            let woken = self.turn();
-            woken.iter().for_each(Waker::wake_by_ref);
-            self.lock().woken = recycle(woken);
+            let (woken, gone) = self.turn();
+            self.after(woken, gone);
             match ready.poll_read_ready(cx) {
                 Poll::Ready(Ok(mut g)) => g.clear_ready(),
                 Poll::Ready(Err(_)) => return Poll::Ready(()),
@@ -347,29 +443,28 @@ impl Ring {
         Poll::Pending
     }
 
-    /// Submits and takes every completion; returns the wakers to wake.
-    fn turn(&self) -> Vec<Waker> {
+    /// Submits and takes every completion; returns the wakers to wake
+    /// and the files the table let go of.
+    fn turn(&self) -> (Vec<Waker>, Vec<Arc<File>>) {
         let mut st = self.lock();
         let State {
             uring: Backend::Own(uring),
             pool,
-            ops,
-            free,
-            in_flight,
+            table,
             woken,
-            ..
+            gone,
         } = &mut *st
         else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         // EBUSY/EAGAIN (completions overflowing): the SQEs stay queued and
         // go next turn, after these completions are taken.
         let _ = uring.submit();
-        let mut woken = std::mem::take(woken);
+        let (mut woken, mut gone) = (std::mem::take(woken), std::mem::take(gone));
         let mut stops = Vec::new();
         for cqe in uring.completion() {
             let cqe = (cqe.user_data(), cqe.result(), cqe.flags());
-            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &mut stops, cqe) {
+            if let Some(w) = table.complete(pool.as_mut(), &mut stops, &mut gone, cqe) {
                 woken.push(w);
             }
         }
@@ -379,89 +474,119 @@ impl Ring {
             }
             self.wake_reaper();
         }
-        woken
+        (woken, gone)
+    }
+
+    /// With the lock let go: wakes the wakers of completed operations and
+    /// drops the files the table let go of (the last holder of one
+    /// releases its slot, which takes the lock); then keeps both vectors
+    /// for the next turn.
+    fn after(&self, woken: Vec<Waker>, mut gone: Vec<Arc<File>>) {
+        woken.iter().for_each(Waker::wake_by_ref);
+        gone.clear();
+        let mut st = self.lock();
+        st.woken = recycle(woken);
+        st.gone = gone;
     }
 }
 
-fn recycle(mut v: Vec<Waker>) -> Vec<Waker> {
+/// A cancel of operation `user_data` (tagged with `tag` if it is not),
+/// whose own completion says nothing we use.
+fn cancel(tag: u64, user_data: u64) -> squeue::Entry {
+    opcode::AsyncCancel::new(tag | user_data)
+        .build()
+        .user_data(tag | CANCEL)
+}
+
+fn recycle<T>(mut v: Vec<T>) -> Vec<T> {
     v.clear();
     v
 }
 
-/// Hands `cqe` to its operation: the result to the slot (with the memory
-/// it owned, unless a zero-copy notification is still to come), and the
-/// entry back to the free list on its last completion. A completion whose
-/// half is gone gives back the pool buffer it took. A multishot receive
-/// whose half leaves too much unseen goes in `stops`, to cancel.
-fn complete(
-    ops: &mut [Entry],
-    free: &mut Vec<u32>,
-    in_flight: &mut usize,
-    mut pool: Option<&mut Pool>,
-    stops: &mut Vec<u64>,
-    (user_data, res, flags): (u64, i32, u32),
-) -> Option<Waker> {
-    if user_data == CANCEL {
-        return None;
-    }
-    let idx = user_data as u32;
-    let generation = (user_data >> 32) as u32 & GENERATIONS;
-    let entry = ops.get_mut(idx as usize)?;
-    if !matches!(entry, Entry::Live { generation: g, .. } if *g == generation) {
-        return None;
-    }
-    let last = !cqueue::more(flags);
-    let notif = cqueue::notif(flags);
-    let waker = if notif {
-        None
-    } else {
-        let Entry::Live { slot, keep, .. } = entry else {
+impl Table {
+    /// Hands `cqe` to its operation: the result to the slot (with the memory
+    /// it owned, unless a zero-copy notification is still to come), and the
+    /// entry back to the free list on its last completion, its file into
+    /// `gone` (to drop once the lock is let go). A completion whose half is
+    /// gone gives back the pool buffer it took. A multishot receive whose
+    /// half leaves too much unseen goes in `stops`, to cancel. A released
+    /// slot of registered files is free again.
+    fn complete(
+        &mut self,
+        mut pool: Option<&mut Pool>,
+        stops: &mut Vec<u64>,
+        gone: &mut Vec<Arc<File>>,
+        (user_data, res, flags): (u64, i32, u32),
+    ) -> Option<Waker> {
+        if user_data == CANCEL {
             return None;
-        };
-        let keep = if last {
-            std::mem::take(keep)
+        }
+        let idx = user_data as u32;
+        let generation = (user_data >> 32) as u32 & GENERATIONS;
+        if u64::from(idx) == RELEASE {
+            // A slot the kernel failed to clear still holds its file: it is
+            // not used again (nor can it be named: no File has it).
+            if let (Some(files), true) = (self.files.as_mut(), res >= 0) {
+                files.free.push(generation);
+            }
+            return None;
+        }
+        let entry = self.ops.get_mut(idx as usize)?;
+        if !matches!(entry, Entry::Live { generation: g, .. } if *g == generation) {
+            return None;
+        }
+        let last = !cqueue::more(flags);
+        let notif = cqueue::notif(flags);
+        let waker = if notif {
+            None
         } else {
-            Keep::Nothing
+            let Entry::Live { slot, keep, .. } = entry else {
+                return None;
+            };
+            let keep = if last {
+                std::mem::take(keep)
+            } else {
+                Keep::Nothing
+            };
+            let done = Done { res, flags, keep };
+            let bid = done.pool_buffer();
+            if let (Some(p), Some(bid)) = (pool.as_deref_mut(), bid) {
+                p.taken(bid);
+            }
+            match slot.complete(done) {
+                Ok(c) => {
+                    if c.stop {
+                        stops.push(user_data);
+                    }
+                    c.waker
+                }
+                Err(_abandoned) => {
+                    if let (Some(p), Some(bid)) = (pool, bid) {
+                        p.give_back(bid);
+                    }
+                    None
+                }
+            }
         };
-        let done = Done { res, flags, keep };
-        let bid = done.pool_buffer();
-        if let (Some(p), Some(bid)) = (pool.as_deref_mut(), bid) {
-            p.taken(bid);
-        }
-        match slot.complete(done) {
-            Ok(c) => {
-                if c.stop {
-                    stops.push(user_data);
-                }
-                c.waker
+        if last {
+            if let Entry::Live { _file, .. } = std::mem::replace(entry, Entry::Free) {
+                gone.push(_file);
             }
-            Err(_abandoned) => {
-                if let (Some(p), Some(bid)) = (pool, bid) {
-                    p.give_back(bid);
-                }
-                None
-            }
+            self.free.push(idx);
+            self.in_flight = self.in_flight.saturating_sub(1);
         }
-    };
-    if last {
-        *entry = Entry::Free;
-        free.push(idx);
-        *in_flight = in_flight.saturating_sub(1);
+        waker
     }
-    waker
 }
 
 impl State {
     /// Queues a cancel of operation `user_data` (tagged with `tag` if it
     /// is not).
     fn push_cancel(&mut self, tag: u64, user_data: u64) -> io::Result<()> {
-        let sqe = opcode::AsyncCancel::new(tag | user_data)
-            .build()
-            .user_data(tag | CANCEL);
         // SAFETY: a cancel points at no memory.
         #[allow(unsafe_code)]
         unsafe {
-            self.push(&sqe)
+            self.push(&cancel(tag, user_data))
         }
     }
 
@@ -493,7 +618,7 @@ impl Drop for State {
     /// kernel. On a loop, the loop did the waiting before its ring closed
     /// (it holds us until then); what is still in flight is leaked.
     fn drop(&mut self) {
-        if let (Backend::Own(_), true) = (&self.uring, self.in_flight > 0) {
+        if let (Backend::Own(_), true) = (&self.uring, self.table.in_flight > 0) {
             let all = opcode::AsyncCancel2::new(types::CancelBuilder::any())
                 .build()
                 .user_data(CANCEL);
@@ -506,29 +631,28 @@ impl Drop for State {
                 let State {
                     uring: Backend::Own(uring),
                     pool,
-                    ops,
-                    free,
-                    in_flight,
+                    table,
                     ..
                 } = self
                 else {
                     break;
                 };
-                if *in_flight == 0 {
+                if table.in_flight == 0 {
                     break;
                 }
                 let _ = uring.submitter().submit_with_args(1, &args);
                 for cqe in uring.completion() {
                     let cqe = (cqe.user_data(), cqe.result(), cqe.flags());
-                    let stops = &mut Vec::new();
-                    if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), stops, cqe) {
+                    // The ring is going: its files' slots go with it.
+                    let (stops, gone) = (&mut Vec::new(), &mut Vec::new());
+                    if let Some(w) = table.complete(pool.as_mut(), stops, gone, cqe) {
                         w.wake();
                     }
                 }
             }
         }
-        if self.in_flight > 0 {
-            std::mem::forget(std::mem::take(&mut self.ops));
+        if self.table.in_flight > 0 {
+            std::mem::forget(std::mem::take(&mut self.table.ops));
             std::mem::forget(self.pool.take());
         }
     }
@@ -539,16 +663,15 @@ impl exec::Completions for Ring {
         let mut st = self.lock();
         let State {
             pool,
-            ops,
-            free,
-            in_flight,
+            table,
             woken,
+            gone,
             ..
         } = &mut *st;
-        let mut woken = std::mem::take(woken);
+        let (mut woken, mut gone) = (std::mem::take(woken), std::mem::take(gone));
         let mut stops = Vec::new();
         for &cqe in cqes {
-            if let Some(w) = complete(ops, free, in_flight, pool.as_mut(), &mut stops, cqe) {
+            if let Some(w) = table.complete(pool.as_mut(), &mut stops, &mut gone, cqe) {
                 woken.push(w);
             }
         }
@@ -556,17 +679,37 @@ impl exec::Completions for Ring {
             let _ = st.push_cancel(self.tag, ud);
         }
         drop(st);
-        woken.iter().for_each(Waker::wake_by_ref);
-        self.lock().woken = recycle(woken);
+        self.after(woken, gone);
     }
 
     fn in_flight(&self) -> usize {
-        self.lock().in_flight
+        self.lock().table.in_flight
     }
 
     fn closed(&self) {
         self.alive.store(false, Ordering::Release);
     }
+}
+
+/// Registers a sparse table of `want` registered files on `uring` (fewer
+/// if the kernel refuses that many: it allows no more than the process's
+/// open-file limit); None if it refuses any.
+fn register_table(uring: &IoUring, want: u32) -> Option<Slots> {
+    let mut len = want.min(MAX_FILES);
+    while len > 0 {
+        match uring.submitter().register_files_sparse(len) {
+            Ok(()) => {
+                return Some(Slots {
+                    free: Vec::new(),
+                    next: 0,
+                    len,
+                })
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => len /= 2,
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// Marks the ring dead when its reaper task ends (its runtime dropped it).
@@ -595,7 +738,14 @@ impl AsRawFd for RingFd {
 impl Ring {
     /// Operations posted and not completed.
     pub fn in_flight(&self) -> usize {
-        self.lock().in_flight
+        self.lock().table.in_flight
+    }
+
+    /// Free slots of the table of registered files (None: no table).
+    pub fn files_free(&self) -> Option<u32> {
+        let st = self.lock();
+        let f = st.table.files.as_ref()?;
+        Some(f.len - f.next + f.free.len() as u32)
     }
 
     /// Pool buffers completions handed out and not given back.

@@ -2,7 +2,6 @@
 
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -12,16 +11,18 @@ use io_uring::{cqueue, opcode, squeue, types};
 use msgr_transport::tcp::RecvLowat;
 use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, MAX_IOV};
 
+use crate::file::File;
 use crate::op::{self, Done, Keep, Seen, SendBufs, Slot, MULTISHOT_UNSEEN};
 use crate::pool::GROUP;
 use crate::ring::Ring;
 use crate::Config;
 
-/// A connected TCP socket whose I/O goes through the thread's ring. The
-/// socket is in blocking mode: nothing reads or writes it but the ring
-/// (which never blocks on it).
+/// A connected TCP socket whose I/O goes through the thread's ring (a
+/// registered file of it, when it has a slot free). The socket is in
+/// blocking mode: nothing reads or writes it but the ring (which never
+/// blocks on it).
 pub struct UringStream {
-    sock: Arc<TcpStream>,
+    file: Arc<File>,
     ring: Arc<Ring>,
     config: Config,
 }
@@ -30,9 +31,10 @@ impl UringStream {
     pub(crate) fn new(sock: TcpStream, config: Config) -> io::Result<UringStream> {
         sock.set_nonblocking(false)?;
         sock.set_nodelay(true)?;
+        let ring = Ring::current(&config)?;
         Ok(UringStream {
-            sock: Arc::new(sock),
-            ring: Ring::current(&config)?,
+            file: Arc::new(File::new(&ring, Arc::new(sock))),
+            ring,
             config,
         })
     }
@@ -67,13 +69,14 @@ impl Stream for UringStream {
     }
 
     fn local_addr(&self) -> Option<SocketAddr> {
-        self.sock.local_addr().ok()
+        self.file.sock().local_addr().ok()
     }
 
-    /// Later operations go to the current thread's ring; one in flight
-    /// completes on the ring it was posted on, whose thread wakes this one.
+    /// Later operations go to the current thread's ring (the socket in a
+    /// slot of its registered files); one in flight completes on the ring
+    /// it was posted on, whose thread wakes this one.
     fn rehome(r: UringReader, w: UringWriter) -> io::Result<(UringReader, UringWriter)> {
-        if !Arc::ptr_eq(&r.half.sock, &w.half.sock) {
+        if !Arc::ptr_eq(r.half.file.sock(), w.half.file.sock()) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "rehome: reader and writer are halves of different streams",
@@ -84,17 +87,22 @@ impl Stream for UringStream {
         // A multishot receive goes on receiving on the ring it was posted
         // on: it is cancelled, and posted again here once it ended.
         r.stop_multishot();
+        if !Arc::ptr_eq(&ring, &r.half.ring) {
+            let file = Arc::new(File::new(&ring, r.half.file.sock().clone()));
+            r.half.file = file.clone();
+            w.half.file = file;
+        }
         r.half.ring = ring.clone();
         w.half.ring = ring;
         Ok((r, w))
     }
 }
 
-/// What both halves have: the socket, the ring to post on, the slot of
-/// their one operation, and where that operation was posted (to cancel it
-/// if the half is dropped first).
+/// What both halves have: the socket (as the ring to post on names it),
+/// that ring, the slot of their one operation, and where that operation
+/// was posted (to cancel it if the half is dropped first).
 struct Half {
-    sock: Arc<TcpStream>,
+    file: Arc<File>,
     ring: Arc<Ring>,
     slot: Arc<Slot>,
     posted: Option<Posted>,
@@ -112,7 +120,7 @@ struct Posted {
 impl Half {
     fn new(s: &UringStream) -> Half {
         Half {
-            sock: s.sock.clone(),
+            file: s.file.clone(),
             ring: s.ring.clone(),
             slot: Arc::new(Slot::default()),
             posted: None,
@@ -121,7 +129,7 @@ impl Half {
     }
 
     fn fd(&self) -> types::Fd {
-        types::Fd(self.sock.as_raw_fd())
+        self.file.fd()
     }
 
     /// Posts `sqe` on this half's socket, whose memory `keep` owns (the
@@ -130,7 +138,7 @@ impl Half {
     /// half that looks for it later leaves its own then).
     ///
     /// # Safety
-    /// As [`Ring::post`], with this half's socket the only fd `sqe` names.
+    /// As [`Ring::post`], with [`Half::fd`] the only fd `sqe` names.
     #[allow(unsafe_code)]
     unsafe fn post(
         &mut self,
@@ -142,7 +150,7 @@ impl Half {
         // SAFETY: as the caller vouches.
         let user_data = unsafe {
             self.ring
-                .post(&self.slot, keep, &self.sock, sqe, waker, multishot)?
+                .post(&self.slot, keep, &self.file, sqe, waker, multishot)?
         };
         self.posted = Some(Posted {
             ring: self.ring.clone(),
@@ -255,7 +263,7 @@ static LIMITS: AtomicBool = AtomicBool::new(true);
 
 impl Receiver for UringReader {
     fn path(&self) -> Option<msgr_transport::PathInfo> {
-        msgr_transport::PathInfo::of_tcp(&*self.half.sock)
+        msgr_transport::PathInfo::of_tcp(&**self.half.file.sock())
     }
 
     fn poll_recv(
@@ -321,7 +329,7 @@ impl UringReader {
     fn post(&mut self, cx: &Context<'_>, buf: &mut BytesMut, room: ReadRoom) -> io::Result<()> {
         let fd = self.half.fd();
         self.stopping = false;
-        self.lowat.update(&*self.half.sock, room);
+        self.lowat.update(&**self.half.file.sock(), room);
         if !self.direct(room) {
             let limit = match LIMITS.load(Ordering::Relaxed) {
                 true => MULTISHOT_UNSEEN as u32 * self.half.config.buffer_size,
@@ -534,7 +542,7 @@ impl Sender for UringWriter {
                     Some(None) => break,
                 }
             }
-            Poll::Ready(match self.half.sock.shutdown(Shutdown::Write) {
+            Poll::Ready(match self.half.file.sock().shutdown(Shutdown::Write) {
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
                 r => r,
             })
@@ -652,6 +660,11 @@ impl UringStream {
     pub(crate) fn ring(&self) -> Arc<Ring> {
         self.ring.clone()
     }
+
+    /// Its socket is in a slot of the ring's registered files.
+    pub(crate) fn fixed(&self) -> bool {
+        self.file.is_fixed()
+    }
 }
 
 #[cfg(test)]
@@ -665,6 +678,11 @@ impl UringWriter {
 impl UringReader {
     pub(crate) fn ring(&self) -> Arc<Ring> {
         self.half.ring.clone()
+    }
+
+    /// Its socket is in a slot of the ring's registered files.
+    pub(crate) fn fixed(&self) -> bool {
+        self.half.file.is_fixed()
     }
 }
 

@@ -670,3 +670,131 @@ fn a_multishot_receive_moves_with_its_stream_between_loops() {
     drop(a.join().unwrap());
     assert_eq!(&got[..], b"moved");
 }
+
+/// A connection's socket takes a slot of its ring's registered files
+/// while one is free (one beyond them names its fd and works as well).
+/// Once it is closed the slot is cleared, so the table does not hold the
+/// socket open (the peer sees the end), and the slot serves the next.
+#[test]
+fn a_closed_streams_registered_slot_is_cleared_and_used_again() {
+    rt().block_on(async {
+        let t = Uring {
+            config: Config {
+                fixed_files: 2,
+                ..Config::default()
+            },
+            ..Uring::default()
+        };
+        let (a, mut a_peer) = pair(t).await;
+        let (b, mut b_peer) = pair(t).await;
+        let (c, mut c_peer) = pair(t).await;
+        let ring = a.ring();
+        assert!(a.fixed() && b.fixed());
+        assert!(!c.fixed(), "the table has two slots");
+        assert_eq!(ring.files_free(), Some(0));
+        for (s, peer) in [(b, &mut b_peer), (c, &mut c_peer)] {
+            echo_once(s, peer).await;
+        }
+        drop(a);
+        let end = tokio::time::timeout(Duration::from_secs(2), a_peer.read(&mut [0; 8])).await;
+        assert!(
+            matches!(end, Ok(Ok(0))),
+            "the closed socket is let go: {end:?}"
+        );
+        until(|| ring.files_free() == Some(2)).await;
+        assert_eq!(ring.files_free(), Some(2), "b's and a's slots are free");
+        let (d, mut d_peer) = pair(t).await;
+        assert!(d.fixed());
+        echo_once(d, &mut d_peer).await;
+    });
+}
+
+/// A read of the non-blocking `peer` that lets the loop turn while it
+/// would block (up to a second).
+async fn read_on_loop(peer: &mut std::net::TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    for _ in 0..1000 {
+        match std::io::Read::read(peer, buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                exec::sleep_until(std::time::Instant::now() + Duration::from_millis(1)).await;
+            }
+            r => return r,
+        }
+    }
+    Err(io::ErrorKind::TimedOut.into())
+}
+
+/// One message each way between `s` and `peer`, then `s` is dropped.
+async fn echo_once(s: UringStream, peer: &mut TcpStream) {
+    let (mut r, mut w) = s.into_split();
+    send_all(&mut w, Bytes::from_static(b"ping")).await.unwrap();
+    let mut got = [0; 4];
+    peer.read_exact(&mut got).await.unwrap();
+    peer.write_all(&got).await.unwrap();
+    let mut buf = BytesMut::new();
+    assert_eq!(&recv_exact(&mut r, &mut buf, 4).await.unwrap()[..], b"ping");
+}
+
+/// A stream made on one loop and moved to another with nothing in flight:
+/// it takes a slot of the second ring's registered files, and its slot on
+/// the first is cleared there (the release goes to the first loop as a
+/// task: only its thread may post on its ring). Closed on the second, the
+/// socket is let go by both tables.
+#[test]
+fn a_moved_streams_slot_is_cleared_on_the_loop_it_left() {
+    let (to_b, from_a) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let a = std::thread::spawn(move || {
+        let mut ex = exec::Executor::new(64).unwrap();
+        ex.block_on(async move {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let s = Uring::default().connect(addr).await.unwrap();
+            let (peer, _) = l.accept().unwrap();
+            let ring = s.ring();
+            assert!(s.fixed());
+            let free = ring.files_free();
+            let (r, w) = s.into_split();
+            to_b.send((r, w, peer, ring.clone(), free)).unwrap();
+            loop {
+                if done_rx.try_recv().is_ok() {
+                    break;
+                }
+                exec::sleep_until(std::time::Instant::now() + Duration::from_millis(1)).await;
+            }
+        })
+        .unwrap()
+    });
+    let (r, w, mut peer, first, free) = from_a.recv().unwrap();
+    let mut ex = exec::Executor::new(64).unwrap();
+    ex.block_on(async move {
+        let (mut r, mut w) = UringStream::rehome(r, w).unwrap();
+        assert!(r.fixed(), "a slot on the second ring");
+        let second = r.ring();
+        for _ in 0..1000 {
+            if first.files_free() > free {
+                break;
+            }
+            exec::sleep_until(std::time::Instant::now() + Duration::from_millis(1)).await;
+        }
+        assert_eq!(
+            first.files_free(),
+            free.map(|n| n + 1),
+            "cleared on the first"
+        );
+        send_all(&mut w, Bytes::from_static(b"moved"))
+            .await
+            .unwrap();
+        peer.set_nonblocking(true).unwrap();
+        let mut got = [0; 8];
+        assert!(matches!(read_on_loop(&mut peer, &mut got).await, Ok(5)));
+        assert_eq!(&got[..5], b"moved");
+        let free = second.files_free();
+        drop((r, w));
+        let end = read_on_loop(&mut peer, &mut got).await;
+        assert!(matches!(end, Ok(0)), "the closed socket is let go: {end:?}");
+        assert_eq!(second.files_free(), free.map(|n| n + 1));
+    })
+    .unwrap();
+    done_tx.send(()).unwrap();
+    a.join().unwrap();
+}

@@ -665,12 +665,14 @@ pub(crate) unsafe fn push(loop_id: u64, sqe: &squeue::Entry) -> io::Result<()> {
     })
 }
 
-/// Runs `f` with the calling thread's loop's ring (to register buffers
-/// on it); None off a loop.
-pub(crate) fn with_ring<R>(f: impl FnOnce(&mut IoUring) -> R) -> Option<R> {
+/// Runs `f` with loop `loop_id`'s ring (to register buffers or files on
+/// it); None unless the calling thread runs that loop (the ring's one
+/// issuer).
+pub(crate) fn with_ring<R>(loop_id: u64, f: impl FnOnce(&mut IoUring) -> R) -> Option<R> {
     LOCAL.with(|l| {
         l.borrow()
             .as_ref()
+            .filter(|local| local.id == loop_id)
             .map(|local| f(&mut local.ring.borrow_mut()))
     })
 }

@@ -1,0 +1,82 @@
+//! A connection's socket as its ring's operations name it: by its slot in
+//! the ring's table of registered files when it has one, else by its fd.
+//!
+//! An operation naming a registered file (`IOSQE_FIXED_FILE`) finds it in
+//! the ring's table: no `fget`/`fput` (an atomic on the file's count, and
+//! the walk from fd to socket) per operation. The table holds a reference
+//! to the socket, so the slot is cleared when the last holder lets go:
+//! the connection's halves and the ring's table of operations in flight,
+//! each of which holds a [`File`]. Until then no SQE naming the slot can
+//! be queued or in flight, and only then does the slot go back to the
+//! ring, so a slot given to a new socket is never named by an older
+//! operation (as a socket's fd number is not, the entry holding the fd
+//! open).
+
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Weak};
+
+use io_uring::types;
+
+use crate::ring::Ring;
+
+pub(crate) struct File {
+    sock: Arc<TcpStream>,
+    /// The slot in `ring`'s table of registered files, if it has one (a
+    /// ring without a table, or with every slot taken, names the fd).
+    fixed: Option<u32>,
+    /// The ring whose table the slot is in (weak: the ring's table of
+    /// operations holds files).
+    ring: Weak<Ring>,
+}
+
+impl File {
+    /// `sock` on `ring`, in a slot of its table if it has one free (the
+    /// slot is registered now, on the calling thread, which is `ring`'s).
+    pub fn new(ring: &Arc<Ring>, sock: Arc<TcpStream>) -> File {
+        File {
+            fixed: ring.register_file(sock.as_raw_fd()),
+            sock,
+            ring: Arc::downgrade(ring),
+        }
+    }
+
+    pub fn sock(&self) -> &Arc<TcpStream> {
+        &self.sock
+    }
+
+    /// What an SQE's fd field holds: the slot, or the fd.
+    pub fn fd(&self) -> types::Fd {
+        match self.fixed {
+            Some(slot) => types::Fd(slot as i32),
+            None => types::Fd(self.sock.as_raw_fd()),
+        }
+    }
+
+    /// The slot, if the socket has one in `ring`'s table; an error if it
+    /// has one in another ring's (an operation posted there would name
+    /// whatever that slot holds here).
+    pub fn fixed_on(&self, ring: &Ring) -> std::io::Result<Option<u32>> {
+        match self.fixed {
+            Some(_) if !std::ptr::eq(self.ring.as_ptr(), ring) => Err(std::io::Error::other(
+                "io_uring: a registered file posted on a ring other than the one it is registered on",
+            )),
+            fixed => Ok(fixed),
+        }
+    }
+
+    #[cfg(test)]
+    pub fn is_fixed(&self) -> bool {
+        self.fixed.is_some()
+    }
+}
+
+impl Drop for File {
+    /// Clears the slot: nothing names it any more. A ring already gone
+    /// took its table with it.
+    fn drop(&mut self) {
+        if let (Some(slot), Some(ring)) = (self.fixed, self.ring.upgrade()) {
+            ring.release_file(slot);
+        }
+    }
+}
