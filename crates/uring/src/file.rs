@@ -13,31 +13,40 @@
 //! open).
 
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Weak};
 
 use io_uring::types;
 
-use crate::ring::Ring;
+/// A ring's table of registered files, as its files use it.
+pub(crate) trait Files: Send + Sync {
+    /// A slot with `fd` in it, registered now (None: none is free, or this
+    /// thread may not register on the ring).
+    fn register(&self, fd: RawFd) -> Option<u32>;
+    /// Clears `slot`, which nothing names any more; the table may give it
+    /// out again once that completed.
+    fn release(self: Arc<Self>, slot: u32);
+}
 
 pub(crate) struct File {
     sock: Arc<TcpStream>,
-    /// The slot in `ring`'s table of registered files, if it has one (a
-    /// ring without a table, or with every slot taken, names the fd).
+    /// The slot in `table`, if it has one (a ring without a table, or with
+    /// every slot taken, names the fd).
     fixed: Option<u32>,
-    /// The ring whose table the slot is in (weak: the ring's table of
+    /// The ring's table the slot is in (weak: the ring's table of
     /// operations holds files).
-    ring: Weak<Ring>,
+    table: Weak<dyn Files>,
 }
 
 impl File {
-    /// `sock` on `ring`, in a slot of its table if it has one free (the
-    /// slot is registered now, on the calling thread, which is `ring`'s).
-    pub fn new(ring: &Arc<Ring>, sock: Arc<TcpStream>) -> File {
+    /// `sock` on the ring `table` is of, in a slot of it if one is free
+    /// (registered now, on the calling thread, which is the ring's).
+    pub fn new<T: Files + 'static>(table: &Arc<T>, sock: Arc<TcpStream>) -> File {
+        let weak: Weak<T> = Arc::downgrade(table);
         File {
-            fixed: ring.register_file(sock.as_raw_fd()),
+            fixed: table.register(sock.as_raw_fd()),
             sock,
-            ring: Arc::downgrade(ring),
+            table: weak as Weak<dyn Files>,
         }
     }
 
@@ -53,12 +62,13 @@ impl File {
         }
     }
 
-    /// The slot, if the socket has one in `ring`'s table; an error if it
-    /// has one in another ring's (an operation posted there would name
+    /// The slot, if the socket has one in `table`; an error if it has one
+    /// in another ring's (an operation posted on this one would name
     /// whatever that slot holds here).
-    pub fn fixed_on(&self, ring: &Ring) -> std::io::Result<Option<u32>> {
+    pub fn fixed_on<T: Files>(&self, table: &T) -> std::io::Result<Option<u32>> {
+        let ours = self.table.as_ptr().cast::<()>();
         match self.fixed {
-            Some(_) if !std::ptr::eq(self.ring.as_ptr(), ring) => Err(std::io::Error::other(
+            Some(_) if !std::ptr::eq(ours, (table as *const T).cast::<()>()) => Err(std::io::Error::other(
                 "io_uring: a registered file posted on a ring other than the one it is registered on",
             )),
             fixed => Ok(fixed),
@@ -75,8 +85,8 @@ impl Drop for File {
     /// Clears the slot: nothing names it any more. A ring already gone
     /// took its table with it.
     fn drop(&mut self) {
-        if let (Some(slot), Some(ring)) = (self.fixed, self.ring.upgrade()) {
-            ring.release_file(slot);
+        if let (Some(slot), Some(table)) = (self.fixed, self.table.upgrade()) {
+            table.release(slot);
         }
     }
 }

@@ -47,7 +47,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
 
 use crate::exec;
-use crate::file::File;
+use crate::file::{File, Files};
 use crate::op::{Done, Keep, Slot};
 use crate::pool::{Pool, GROUP};
 use crate::Config;
@@ -334,36 +334,6 @@ impl Ring {
     /// a task.
     pub fn cancel(self: &Arc<Self>, user_data: u64) {
         self.push_control(cancel(self.tag, user_data));
-    }
-
-    /// A slot of the table of registered files with `fd` in it (None: the
-    /// ring has no table, every slot is taken, or this is not the ring's
-    /// thread, which on a loop is the only one that may register).
-    pub fn register_file(&self, fd: RawFd) -> Option<u32> {
-        let mut st = self.lock();
-        let slot = st.table.files.as_mut()?.take()?;
-        let registered = match &st.uring {
-            Backend::Own(uring) => uring.submitter().register_files_update(slot, &[fd]).ok(),
-            Backend::Loop { id } => exec::with_ring(*id, |r| {
-                r.submitter().register_files_update(slot, &[fd]).ok()
-            })
-            .flatten(),
-        };
-        if registered != Some(1) {
-            st.table.files.as_mut()?.free.push(slot);
-            return None;
-        }
-        Some(slot)
-    }
-
-    /// Clears `slot` of the table of registered files (nothing names it
-    /// any more); it is free again once that completed.
-    pub fn release_file(self: &Arc<Self>, slot: u32) {
-        let sqe = opcode::FilesUpdate::new(NO_FILE.as_ptr(), 1)
-            .offset(slot as i32)
-            .build()
-            .user_data(self.tag | u64::from(slot) << 32 | RELEASE);
-        self.push_control(sqe);
     }
 
     /// Queues `sqe`, which points at no memory but static memory and whose
@@ -655,6 +625,38 @@ impl Drop for State {
             std::mem::forget(std::mem::take(&mut self.table.ops));
             std::mem::forget(self.pool.take());
         }
+    }
+}
+
+impl Files for Ring {
+    /// A slot of the table of registered files with `fd` in it (None: the
+    /// ring has no table, every slot is taken, or this is not the ring's
+    /// thread, which on a loop is the only one that may register).
+    fn register(&self, fd: RawFd) -> Option<u32> {
+        let mut st = self.lock();
+        let slot = st.table.files.as_mut()?.take()?;
+        let registered = match &st.uring {
+            Backend::Own(uring) => uring.submitter().register_files_update(slot, &[fd]).ok(),
+            Backend::Loop { id } => exec::with_ring(*id, |r| {
+                r.submitter().register_files_update(slot, &[fd]).ok()
+            })
+            .flatten(),
+        };
+        if registered != Some(1) {
+            st.table.files.as_mut()?.free.push(slot);
+            return None;
+        }
+        Some(slot)
+    }
+
+    /// Clears `slot` (an `IORING_OP_FILES_UPDATE` to -1, on the ring's own
+    /// thread); it is free again once that completed.
+    fn release(self: Arc<Self>, slot: u32) {
+        let sqe = opcode::FilesUpdate::new(NO_FILE.as_ptr(), 1)
+            .offset(slot as i32)
+            .build()
+            .user_data(self.tag | u64::from(slot) << 32 | RELEASE);
+        self.push_control(sqe);
     }
 }
 

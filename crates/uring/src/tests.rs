@@ -603,13 +603,14 @@ fn a_readiness_poll_off_a_loop_fails() {
     assert!(matches!(polled, std::task::Poll::Ready(Err(_))));
 }
 
-/// A stream moved from one loop to another with its multishot receive
-/// posted: the receive is cancelled on the first loop's ring (from the
-/// second loop's thread, through the first loop) and posted again on the
-/// second's, and the bytes arrive there.
-#[test]
-fn a_multishot_receive_moves_with_its_stream_between_loops() {
-    let (to_b, from_a) = std::sync::mpsc::channel();
+/// A loop on a thread of its own: `setup` runs on it with a stream over
+/// its ring and the stream's plain peer, and what it returns comes back
+/// here. The loop then turns (running the tasks other threads send it)
+/// until the sender returned is used or dropped.
+fn on_another_loop<T: Send + 'static>(
+    setup: impl AsyncFnOnce(UringStream, std::net::TcpStream) -> T + Send + 'static,
+) -> (T, std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (to_us, from_it) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let a = std::thread::spawn(move || {
         let mut ex = exec::Executor::new(64).unwrap();
@@ -618,32 +619,40 @@ fn a_multishot_receive_moves_with_its_stream_between_loops() {
             let addr = l.local_addr().unwrap();
             let s = Uring::default().connect(addr).await.unwrap();
             let (peer, _) = l.accept().unwrap();
-            let ring = s.ring();
-            let (mut r, w) = s.into_split();
-            let mut buf = BytesMut::new();
-            let room = ReadRoom {
-                want: 5,
-                min_read: MIN_READ,
-            };
-            // Posted, and left waiting.
-            let polled =
-                std::future::poll_fn(|cx| Poll::Ready(r.poll_recv(cx, &mut buf, room))).await;
-            assert!(polled.is_pending());
-            assert_eq!(ring.in_flight(), 1);
-            to_b.send((r, w, peer, ring.clone())).unwrap();
-            // Runs the loop until the other side is done (the cancel comes
-            // here as a task).
-            loop {
-                if done_rx.try_recv().is_ok() {
-                    break;
-                }
+            to_us.send(setup(s, peer).await).unwrap();
+            while matches!(
+                done_rx.try_recv(),
+                Err(std::sync::mpsc::TryRecvError::Empty)
+            ) {
                 exec::sleep_until(std::time::Instant::now() + Duration::from_millis(1)).await;
             }
-            ring
         })
         .unwrap()
     });
-    let (r, w, mut peer, first) = from_a.recv().unwrap();
+    (from_it.recv().unwrap(), done_tx, a)
+}
+
+/// A stream moved from one loop to another with its multishot receive
+/// posted: the receive is cancelled on the first loop's ring (from the
+/// second loop's thread, through the first loop) and posted again on the
+/// second's, and the bytes arrive there.
+#[test]
+fn a_multishot_receive_moves_with_its_stream_between_loops() {
+    // The cancel goes to the first loop as a task.
+    let ((r, w, mut peer, first), done, a) = on_another_loop(async |s, peer| {
+        let ring = s.ring();
+        let (mut r, w) = s.into_split();
+        let mut buf = BytesMut::new();
+        let room = ReadRoom {
+            want: 5,
+            min_read: MIN_READ,
+        };
+        // Posted, and left waiting.
+        let polled = std::future::poll_fn(|cx| Poll::Ready(r.poll_recv(cx, &mut buf, room))).await;
+        assert!(polled.is_pending());
+        assert_eq!(ring.in_flight(), 1);
+        (r, w, peer, ring)
+    });
     let mut ex = exec::Executor::new(64).unwrap();
     let got = ex
         .block_on(async move {
@@ -666,8 +675,8 @@ fn a_multishot_receive_moves_with_its_stream_between_loops() {
             got
         })
         .unwrap();
-    done_tx.send(()).unwrap();
-    drop(a.join().unwrap());
+    done.send(()).unwrap();
+    a.join().unwrap();
     assert_eq!(&got[..], b"moved");
 }
 
@@ -741,30 +750,14 @@ async fn echo_once(s: UringStream, peer: &mut TcpStream) {
 /// socket is let go by both tables.
 #[test]
 fn a_moved_streams_slot_is_cleared_on_the_loop_it_left() {
-    let (to_b, from_a) = std::sync::mpsc::channel();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let a = std::thread::spawn(move || {
-        let mut ex = exec::Executor::new(64).unwrap();
-        ex.block_on(async move {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let addr = l.local_addr().unwrap();
-            let s = Uring::default().connect(addr).await.unwrap();
-            let (peer, _) = l.accept().unwrap();
-            let ring = s.ring();
-            assert!(s.fixed());
-            let free = ring.files_free();
-            let (r, w) = s.into_split();
-            to_b.send((r, w, peer, ring.clone(), free)).unwrap();
-            loop {
-                if done_rx.try_recv().is_ok() {
-                    break;
-                }
-                exec::sleep_until(std::time::Instant::now() + Duration::from_millis(1)).await;
-            }
-        })
-        .unwrap()
+    // The release goes to the first loop as a task.
+    let ((r, w, mut peer, first, free), done, a) = on_another_loop(async |s, peer| {
+        let ring = s.ring();
+        assert!(s.fixed());
+        let free = ring.files_free();
+        let (r, w) = s.into_split();
+        (r, w, peer, ring, free)
     });
-    let (r, w, mut peer, first, free) = from_a.recv().unwrap();
     let mut ex = exec::Executor::new(64).unwrap();
     ex.block_on(async move {
         let (mut r, mut w) = UringStream::rehome(r, w).unwrap();
@@ -795,6 +788,6 @@ fn a_moved_streams_slot_is_cleared_on_the_loop_it_left() {
         assert_eq!(second.files_free(), free.map(|n| n + 1));
     })
     .unwrap();
-    done_tx.send(()).unwrap();
+    done.send(()).unwrap();
     a.join().unwrap();
 }
