@@ -16,7 +16,13 @@ use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Weak};
 
-use io_uring::types;
+use io_uring::{opcode, squeue, types, IoUring};
+
+/// What a cleared slot is set to: no file.
+static NO_FILE: [RawFd; 1] = [-1];
+/// The most slots a ring's table of registered files has (the kernel's
+/// limit, 2^20; below the ring's 24-bit field its releases carry them in).
+const MAX_FILES: u32 = 1 << 20;
 
 /// A ring's table of registered files, as its files use it.
 pub(crate) trait Files: Send + Sync {
@@ -66,11 +72,13 @@ impl File {
     /// in another ring's (an operation posted on this one would name
     /// whatever that slot holds here).
     pub fn fixed_on<T: Files>(&self, table: &T) -> std::io::Result<Option<u32>> {
-        let ours = self.table.as_ptr().cast::<()>();
+        let theirs = (table as *const T).cast::<()>();
         match self.fixed {
-            Some(_) if !std::ptr::eq(ours, (table as *const T).cast::<()>()) => Err(std::io::Error::other(
-                "io_uring: a registered file posted on a ring other than the one it is registered on",
-            )),
+            Some(_) if !std::ptr::eq(self.table.as_ptr().cast::<()>(), theirs) => {
+                Err(std::io::Error::other(
+                    "io_uring: a registered file posted on a ring other than its own",
+                ))
+            }
             fixed => Ok(fixed),
         }
     }
@@ -89,4 +97,63 @@ impl Drop for File {
             table.release(slot);
         }
     }
+}
+
+/// The slots of a ring's table of registered files: those never given out
+/// (from `next` to `len`) and those cleared since.
+pub(crate) struct Slots {
+    free: Vec<u32>,
+    next: u32,
+    len: u32,
+}
+
+impl Slots {
+    pub fn take(&mut self) -> Option<u32> {
+        self.free.pop().or_else(|| {
+            let slot = self.next;
+            (slot < self.len).then(|| {
+                self.next += 1;
+                slot
+            })
+        })
+    }
+
+    /// `slot` is free again (cleared, or never filled).
+    pub fn put(&mut self, slot: u32) {
+        self.free.push(slot);
+    }
+
+    #[cfg(test)]
+    pub fn free(&self) -> u32 {
+        self.len - self.next + self.free.len() as u32
+    }
+}
+
+/// Registers a sparse table of `want` registered files on `uring` (fewer
+/// if the kernel refuses that many: it allows no more than the process's
+/// open-file limit); None if it refuses any.
+pub(crate) fn register_table(uring: &IoUring, want: u32) -> Option<Slots> {
+    let mut len = want.min(MAX_FILES);
+    while len > 0 {
+        match uring.submitter().register_files_sparse(len) {
+            Ok(()) => {
+                return Some(Slots {
+                    free: Vec::new(),
+                    next: 0,
+                    len,
+                })
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => len /= 2,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The SQE that clears `slot` (an `IORING_OP_FILES_UPDATE` to -1); it
+/// points at static memory only.
+pub(crate) fn clear(slot: u32) -> squeue::Entry {
+    opcode::FilesUpdate::new(NO_FILE.as_ptr(), 1)
+        .offset(slot as i32)
+        .build()
 }

@@ -47,7 +47,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
 
 use crate::exec;
-use crate::file::{File, Files};
+use crate::file::{self, File, Files, Slots};
 use crate::op::{Done, Keep, Slot};
 use crate::pool::{Pool, GROUP};
 use crate::Config;
@@ -60,11 +60,6 @@ const CANCEL: u64 = exec::UNTAGGED;
 /// (an index no operation has, and a slot below [`GENERATIONS`], so never
 /// [`CANCEL`]).
 const RELEASE: u64 = u32::MAX as u64;
-/// What a released slot is set to: no file.
-static NO_FILE: [RawFd; 1] = [-1];
-/// The most slots a ring's table of registered files has (below
-/// [`GENERATIONS`]; the kernel allows 2^20).
-const MAX_FILES: u32 = 1 << 20;
 /// Generations wrap within 24 bits: the top byte of user_data is the
 /// loop's tag ([`exec::TAG_SHIFT`]).
 const GENERATIONS: u32 = 0xff_ffff;
@@ -116,26 +111,6 @@ struct Table {
     /// The table of registered files' free slots; None: the ring has no
     /// table (the kernel refused one).
     files: Option<Slots>,
-}
-
-/// The slots of a table of registered files: those never used (from
-/// `next` to `len`) and those released since.
-struct Slots {
-    free: Vec<u32>,
-    next: u32,
-    len: u32,
-}
-
-impl Slots {
-    fn take(&mut self) -> Option<u32> {
-        self.free.pop().or_else(|| {
-            let slot = self.next;
-            (slot < self.len).then(|| {
-                self.next += 1;
-                slot
-            })
-        })
-    }
 }
 
 /// An operation in the table: its slot, what its SQE points at, and the
@@ -198,7 +173,7 @@ impl Ring {
                 .submitter()
                 .register_buf_ring_with_flags(addr, count, GROUP, 0)?
         };
-        let files = register_table(&uring, config.fixed_files);
+        let files = file::register_table(&uring, config.fixed_files);
         let fd = uring.as_raw_fd();
         let ring = Arc::new(Ring::new(0, Backend::Own(Box::new(uring)), pool, files));
         let ring_fd = RingFd {
@@ -235,7 +210,8 @@ impl Ring {
                     .register_buf_ring_with_flags(addr, count, GROUP, 0)
             })
             .ok_or_else(|| io::Error::other("io_uring: no loop on this thread"))??;
-            let files = exec::with_ring(id, |r| register_table(r, config.fixed_files)).flatten();
+            let files =
+                exec::with_ring(id, |r| file::register_table(r, config.fixed_files)).flatten();
             let mut ring = Ring::new(tag, Backend::Loop { id }, pool, files);
             ring.spawner = exec::Spawner::current();
             Ok(Arc::new(ring))
@@ -497,7 +473,7 @@ impl Table {
             // A slot the kernel failed to clear still holds its file: it is
             // not used again (nor can it be named: no File has it).
             if let (Some(files), true) = (self.files.as_mut(), res >= 0) {
-                files.free.push(generation);
+                files.put(generation);
             }
             return None;
         }
@@ -643,7 +619,7 @@ impl Files for Ring {
             .flatten(),
         };
         if registered != Some(1) {
-            st.table.files.as_mut()?.free.push(slot);
+            st.table.files.as_mut()?.put(slot);
             return None;
         }
         Some(slot)
@@ -652,10 +628,7 @@ impl Files for Ring {
     /// Clears `slot` (an `IORING_OP_FILES_UPDATE` to -1, on the ring's own
     /// thread); it is free again once that completed.
     fn release(self: Arc<Self>, slot: u32) {
-        let sqe = opcode::FilesUpdate::new(NO_FILE.as_ptr(), 1)
-            .offset(slot as i32)
-            .build()
-            .user_data(self.tag | u64::from(slot) << 32 | RELEASE);
+        let sqe = file::clear(slot).user_data(self.tag | u64::from(slot) << 32 | RELEASE);
         self.push_control(sqe);
     }
 }
@@ -693,27 +666,6 @@ impl exec::Completions for Ring {
     }
 }
 
-/// Registers a sparse table of `want` registered files on `uring` (fewer
-/// if the kernel refuses that many: it allows no more than the process's
-/// open-file limit); None if it refuses any.
-fn register_table(uring: &IoUring, want: u32) -> Option<Slots> {
-    let mut len = want.min(MAX_FILES);
-    while len > 0 {
-        match uring.submitter().register_files_sparse(len) {
-            Ok(()) => {
-                return Some(Slots {
-                    free: Vec::new(),
-                    next: 0,
-                    len,
-                })
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => len /= 2,
-            Err(_) => return None,
-        }
-    }
-    None
-}
-
 /// Marks the ring dead when its reaper task ends (its runtime dropped it).
 struct Alive(Arc<Ring>);
 
@@ -745,9 +697,7 @@ impl Ring {
 
     /// Free slots of the table of registered files (None: no table).
     pub fn files_free(&self) -> Option<u32> {
-        let st = self.lock();
-        let f = st.table.files.as_ref()?;
-        Some(f.len - f.next + f.free.len() as u32)
+        self.lock().table.files.as_ref().map(Slots::free)
     }
 
     /// Pool buffers completions handed out and not given back.
