@@ -30,16 +30,28 @@ struct BufDesc {
 
 const PAGE: usize = 4096;
 
+/// What each buffer is set apart from the next beyond its size. Buffers a
+/// power of two apart start in the same cache sets, so a small message
+/// received into each (its bytes at the start of its buffer) would compete
+/// for a few sets' ways while most of the cache stays unused: with 64 KiB
+/// buffers, L2's sets repeat every 64 or 128 KiB, and only 8-16 buffers'
+/// first page could be cached at a time. One page more per buffer starts
+/// each buffer one page further along the sets than the last.
+const COLOR: usize = PAGE;
+
 pub(crate) struct Pool {
     /// `count` descriptors, page-aligned, zeroed at start.
     descs: NonNull<BufDesc>,
     descs_layout: Layout,
-    /// `count * size` bytes the kernel writes into.
+    /// `count` buffers the kernel writes into, `stride` bytes apart.
     mem: NonNull<u8>,
     mem_layout: Layout,
     /// A power of two, at most 32768 (the kernel's limit).
     count: u16,
     size: u32,
+    /// From one buffer's start to the next: `size` rounded up to a cache
+    /// line, and [`COLOR`].
+    stride: usize,
     /// Our copy of the tail (the next descriptor to fill).
     tail: u16,
     /// Buffers completions handed to us and not yet given back.
@@ -67,8 +79,12 @@ impl Pool {
             PAGE,
         )
         .map_err(bad)?;
+        let stride = (size as usize)
+            .checked_next_multiple_of(64)
+            .and_then(|s| s.checked_add(COLOR))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "pool too large"))?;
         let mem_len = usize::from(count)
-            .checked_mul(size as usize)
+            .checked_mul(stride)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "pool too large"))?;
         let mem_layout = Layout::from_size_align(mem_len, PAGE).map_err(bad)?;
         let descs = alloc_zeroed(descs_layout)?.cast::<BufDesc>();
@@ -90,6 +106,7 @@ impl Pool {
             mem_layout,
             count,
             size,
+            stride,
             tail: 0,
             lent_out: 0,
         };
@@ -111,9 +128,9 @@ impl Pool {
         if bid >= self.count || end > self.size {
             return None;
         }
-        let at = usize::from(bid) * self.size as usize + off as usize;
-        // SAFETY: `at + len` lies inside the `count * size` allocation (bid
-        // < count, off + len ≤ size). The buffer is not lent to the kernel
+        let at = usize::from(bid) * self.stride + off as usize;
+        // SAFETY: `at + len` lies inside the `count * stride` allocation
+        // (bid < count, off + len ≤ size ≤ stride). The buffer is not lent to the kernel
         // (a completion returned it and it is not given back yet), so
         // nothing writes it while the slice lives; the kernel wrote these
         // bytes (or they are the zeroes of the allocation).
@@ -150,7 +167,7 @@ impl Pool {
         }
         let mask = self.count.wrapping_sub(1);
         let idx = usize::from(self.tail & mask);
-        let addr = self.mem.as_ptr() as u64 + u64::from(bid) * u64::from(self.size);
+        let addr = self.mem.as_ptr() as u64 + (usize::from(bid) * self.stride) as u64;
         // SAFETY: idx < count, inside the descriptor array. The descriptor
         // at the tail is not the kernel's until the tail moves past it (the
         // kernel reads only between its head and our published tail).
@@ -215,5 +232,32 @@ mod tests {
         assert_eq!(p.tail, 5);
         assert!(Pool::new(3, 16).is_err());
         assert!(Pool::new(4, 0).is_err());
+    }
+
+    /// Buffers whose size is a power of two do not start at the same
+    /// offset into a cache's set span (64 KiB here, L2's on this kind of
+    /// machine): each starts a page further along than the one before, and
+    /// the descriptor lent to the kernel names the memory `bytes` reads.
+    #[test]
+    fn buffers_start_a_page_apart_in_the_caches_sets() {
+        const SPAN: u64 = 64 * 1024;
+        let p = Pool::new(16, 64 * 1024).unwrap();
+        let starts: Vec<u64> = (0..16)
+            .map(|bid| {
+                // SAFETY: bid < count: inside the descriptor array.
+                #[allow(unsafe_code)]
+                let d = unsafe { &*p.descs.as_ptr().add(usize::from(bid)) };
+                assert_eq!(d.bid, bid);
+                assert_eq!(d.len, 64 * 1024);
+                let at = p.bytes(bid, 0, 1).unwrap().as_ptr() as u64;
+                assert_eq!(d.addr, at, "buffer {bid}");
+                at
+            })
+            .collect();
+        let mut offsets: Vec<u64> = starts.iter().map(|a| (a - starts[0]) % SPAN).collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        assert_eq!(offsets.len(), 16, "{offsets:?}");
+        assert!(starts.windows(2).all(|w| w[1] - w[0] >= 64 * 1024));
     }
 }
