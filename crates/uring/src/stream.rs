@@ -372,7 +372,8 @@ impl UringReader {
         // moved keeps its allocation) and is not touched until completion.
         #[allow(unsafe_code)]
         unsafe {
-            self.half.post(Keep::Recv(owned), sqe, cx.waker(), false)
+            self.half
+                .post(Keep::Recv(Box::new(owned)), sqe, cx.waker(), false)
         }
     }
 
@@ -384,7 +385,8 @@ impl UringReader {
         buf: &mut BytesMut,
     ) -> Option<io::Result<usize>> {
         let Done { res, flags, keep } = done;
-        if let Keep::Recv(mut owned) = keep {
+        if let Keep::Recv(owned) = keep {
+            let mut owned = *owned;
             let n = usize::try_from(res).unwrap_or(0);
             // SAFETY: the kernel wrote `res` bytes at the start of the
             // spare capacity it was given (at most that much).

@@ -760,7 +760,7 @@ fn a_moved_streams_slot_is_cleared_on_the_loop_it_left() {
     });
     let mut ex = exec::Executor::new(64).unwrap();
     ex.block_on(async move {
-        let (mut r, mut w) = UringStream::rehome(r, w).unwrap();
+        let (r, mut w) = UringStream::rehome(r, w).unwrap();
         assert!(r.fixed(), "a slot on the second ring");
         let second = r.ring();
         for _ in 0..1000 {
