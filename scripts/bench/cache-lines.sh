@@ -14,6 +14,11 @@
 # and the functions missing most. Needs valgrind; a few minutes per binary.
 # With CONNS (default 1000) connections' state beyond the 1 MiB, each line a
 # message touches is a last-level miss: the count is the lines touched.
+# SERVE_ARGS: more arguments for the server, e.g. SERVE_ARGS="--transport
+# uring" (io_uring reaped in tokio's reactor: a ring shard's loop waits in
+# io_uring_enter, which valgrind does not let other threads run beside).
+# Bytes the kernel writes (a pool buffer received into) are not simulated:
+# their first read by the server counts as a miss.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 CONNS=${1:-1000}
@@ -23,12 +28,13 @@ BINS=("$@")
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 PORT=${PORT:-21300}
+read -r -a SERVE_ARGS <<< "${SERVE_ARGS:-}"
 wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 run() { # BIN TAG COUNT
   local port=$((PORT++))
   valgrind --tool=cachegrind --cache-sim=yes --LL=1048576,16,64 \
     --cachegrind-out-file="$DIR/$2.out" \
-    "$1" serve --bind "v2:127.0.0.1:$port" --shards 1 --duration 3600 > /dev/null 2>&1 &
+    "$1" serve --bind "v2:127.0.0.1:$port" --shards 1 --duration 3600 "${SERVE_ARGS[@]}" > /dev/null 2>&1 &
   local vp=$!
   wait_port "$port"
   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \

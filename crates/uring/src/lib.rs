@@ -91,7 +91,9 @@ pub struct Config {
 
 impl Default for Config {
     /// A server shard's: many connections share the pool, so 128 buffers
-    /// of 64 KiB (8 MiB, resident once the kernel has written into them).
+    /// of 64 KiB (8.5 MiB with the page between buffers that keeps their
+    /// starts apart in the caches' sets; resident once the kernel has
+    /// written into them).
     fn default() -> Config {
         Config {
             entries: 1024,
@@ -105,9 +107,10 @@ impl Default for Config {
 
 impl Config {
     /// A client's: a few connections (its monitor and the OSDs its
-    /// requests go to), so 32 buffers of 16 KiB (512 KiB). A frame's rest
-    /// larger than a buffer, and a receive that finds the pool empty, go
-    /// straight into the connection's own buffer, as they do on a server.
+    /// requests go to), so 32 buffers of 16 KiB (640 KiB with a page
+    /// between buffers). A frame's rest larger than a buffer, and a
+    /// receive that finds the pool empty, go straight into the
+    /// connection's own buffer, as they do on a server.
     pub fn client() -> Config {
         Config {
             entries: 256,

@@ -130,10 +130,10 @@ impl Pool {
         }
         let at = usize::from(bid) * self.stride + off as usize;
         // SAFETY: `at + len` lies inside the `count * stride` allocation
-        // (bid < count, off + len ≤ size ≤ stride). The buffer is not lent to the kernel
-        // (a completion returned it and it is not given back yet), so
-        // nothing writes it while the slice lives; the kernel wrote these
-        // bytes (or they are the zeroes of the allocation).
+        // (bid < count, off + len ≤ size ≤ stride). The buffer is not lent
+        // to the kernel (a completion returned it and it is not given back
+        // yet), so nothing writes it while the slice lives; the kernel wrote
+        // these bytes (or they are the zeroes of the allocation).
         #[allow(unsafe_code)]
         Some(unsafe { std::slice::from_raw_parts(self.mem.as_ptr().add(at), len as usize) })
     }
