@@ -54,6 +54,14 @@ enum Phase {
 }
 
 impl Inner {
+    /// Leaves `waker` to be woken by the next completion (kept if the one
+    /// there wakes the same task).
+    fn wake(&mut self, waker: &Waker) {
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            self.waker = Some(waker.clone());
+        }
+    }
+
     fn push(&mut self, d: Done) {
         match self.first {
             None => self.first = Some(d),
@@ -139,9 +147,7 @@ impl Slot {
         match st.phase {
             Phase::Idle | Phase::Abandoned => Seen::Idle,
             Phase::Posted => {
-                if !st.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
-                    st.waker = Some(waker.clone());
-                }
+                st.wake(waker);
                 Seen::Waiting
             }
         }
@@ -151,9 +157,7 @@ impl Slot {
     pub(crate) fn posted(&self, waker: &Waker, multishot: bool) {
         let mut st = self.lock();
         st.phase = Phase::Posted;
-        if !st.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            st.waker = Some(waker.clone());
-        }
+        st.wake(waker);
         st.multishot = multishot;
         st.stopping = false;
     }
