@@ -31,8 +31,17 @@ enum ShardHandle {
     Ring(msgr_uring::exec::Spawner),
 }
 
-/// Submission entries of a ring shard's ring (completions: four times).
-const RING_ENTRIES: u32 = 4096;
+/// Submission entries of a ring shard's ring. Few: an entry is a cache
+/// line, and the queue is written in turn from one end to the other, so
+/// with many connections (whose state evicts everything between two
+/// messages of one) each line of a long queue is a miss by the time it
+/// is written again; a short one stays in cache. A turn that posts more
+/// submits as the queue fills.
+const RING_ENTRIES: u32 = 256;
+/// Completion entries (16 bytes each): room for a turn's completions at
+/// 10000 connections, which would otherwise wait in the kernel's
+/// overflow list.
+const RING_COMPLETIONS: u32 = 16384;
 
 pub(crate) struct Shards {
     /// Each shard's runtime; empty: every shard is the caller's runtime
@@ -106,7 +115,10 @@ impl Shards {
             counters,
             |i, (parked, unparked), stopped, started| {
                 // Made on this thread: the ring's one issuer.
-                let mut ex = match msgr_uring::exec::Executor::new(RING_ENTRIES) {
+                let mut ex = match msgr_uring::exec::Executor::with_completions(
+                    RING_ENTRIES,
+                    RING_COMPLETIONS,
+                ) {
                     Ok(ex) => ex,
                     Err(e) => return started(Err(e)),
                 };

@@ -233,13 +233,22 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// A loop with a ring of `entries` submission entries.
+    /// A loop with a ring of `entries` submission entries (completion
+    /// entries: four times as many).
     pub fn new(entries: u32) -> io::Result<Executor> {
+        Executor::with_completions(entries, entries.saturating_mul(4))
+    }
+
+    /// A loop with a ring of `entries` submission and `completions`
+    /// completion entries. A turn's submissions beyond `entries` are
+    /// submitted as the queue fills; completions beyond `completions`
+    /// wait in the kernel's overflow list until the loop reaps.
+    pub fn with_completions(entries: u32, completions: u32) -> io::Result<Executor> {
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
             .setup_taskrun_flag()
-            .setup_cqsize(entries.saturating_mul(4))
+            .setup_cqsize(completions)
             .build(entries)?;
         // SAFETY: eventfd returns a new descriptor we own, or -1.
         #[allow(unsafe_code)]

@@ -249,3 +249,54 @@ fn a_sleep_off_any_loop_is_ready_at_once() {
     let mut t = Box::pin(sleep_until(Instant::now() + Duration::from_secs(3600)));
     assert!(futures_poll_once(t.as_mut()).is_ready());
 }
+
+/// A turn may post more than the submission queue holds (a ring shard's
+/// queue is short, 256 entries, while a turn can answer more messages):
+/// the queue is submitted as it fills and every operation completes. The
+/// completion queue is the size asked.
+#[test]
+fn a_turn_posts_more_than_the_submission_queue_holds() {
+    const POLLS: usize = 50;
+    let ready_count = within(|| {
+        let mut ex = Executor::with_completions(8, 256).unwrap();
+        {
+            let ring = ex.local.ring.borrow();
+            assert_eq!(ring.params().sq_entries(), 8);
+            assert_eq!(ring.params().cq_entries(), 256);
+        }
+        // Readable sockets: each poll completes as soon as it is submitted.
+        let pairs: Vec<_> = (0..POLLS)
+            .map(|_| std::os::unix::net::UnixStream::pair().unwrap())
+            .collect();
+        for (a, _) in &pairs {
+            use std::io::Write;
+            (&*a).write_all(b"x").unwrap();
+        }
+        ex.block_on(async {
+            // All posted in one turn: one future polling every wait.
+            let mut waits: Vec<_> = pairs
+                .iter()
+                .map(|(_, b)| Box::pin(ready(b, libc::POLLIN)))
+                .collect();
+            let mut ready_count = 0;
+            std::future::poll_fn(|cx| {
+                waits.retain_mut(|w| match w.as_mut().poll(cx) {
+                    Poll::Ready(r) => {
+                        assert!(r.unwrap() & libc::POLLIN as u32 != 0);
+                        ready_count += 1;
+                        false
+                    }
+                    Poll::Pending => true,
+                });
+                match waits.is_empty() {
+                    true => Poll::Ready(()),
+                    false => Poll::Pending,
+                }
+            })
+            .await;
+            ready_count
+        })
+        .unwrap()
+    });
+    assert_eq!(ready_count, POLLS);
+}
