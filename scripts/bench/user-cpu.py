@@ -10,9 +10,9 @@ the ticks from the third to the second-to-last (every connection up,
 traffic flowing). SERVE-ARGS are more arguments for that server, e.g.
 `ring=target/perf/msgr,--transport,ring`; CONNS (environment) replaces the
 connection counts, e.g. CONNS=1000. A server given --raw (`msgr serve
---raw`, the plain TCP pattern) gets the raw client. User time is where the messenger's own cost is; the
-system time, the kernel's TCP path, is most of the total and most of its
-noise (conns.sh reports the total).
+--raw`, the plain TCP pattern) gets the raw client. User time is where
+the messenger's own cost is; the system time, the kernel's TCP path, is
+most of the total and most of its noise (conns.sh reports the total).
 """
 import subprocess, sys, time, re, os, statistics as st, threading
 rounds, secs = int(sys.argv[1]), int(sys.argv[2])

@@ -251,7 +251,7 @@ fn a_sleep_off_any_loop_is_ready_at_once() {
 }
 
 /// A turn may post more than the submission queue holds (a ring shard's
-/// queue is short, 256 entries, while a turn can answer more messages):
+/// queue is short, and a turn can answer more messages than it holds):
 /// the queue is submitted as it fills and every operation completes. The
 /// completion queue is the size asked.
 #[test]
