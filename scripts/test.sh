@@ -10,7 +10,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n== %s\n' "$*" >&2; }
+# Each step says when it began and how long the run has taken so far
+# (CI has an hour for all of it).
+step() { printf '\n== %s [%s, %d s in]\n' "$*" "$(date +%T)" "$SECONDS" >&2; }
 
 if [[ "${MSGR_SKIP_INSTALL:-0}" != 1 ]]; then
   step "install: Ceph 16, tcpdump, debootstrap"
