@@ -24,7 +24,9 @@
 #
 # With MSGR_TEST_RELEASE=tentacle (Ceph 20) steps 2, 4 and 5 run inside the
 # Tentacle chroot with Ceph 20's module and CLI (and our library copied
-# in); step 3 runs on the host with Debian's module (16).
+# in). Step 3 runs with pacific only: it counts what Debian's module (the
+# only one gdb runs) calls, which does not depend on the cluster's
+# release, and step 2 already ran the module on ours against Ceph 20.
 #
 # Usage: CEPH_CONF=/path/ceph.conf [MSGR_TEST_RELEASE=tentacle] \
 #          scripts/interop/librados-python.sh
@@ -102,26 +104,28 @@ if ! diff -u "$WORK/out-ceph" "$WORK/out-ours"; then
 fi
 echo "same results: $(grep -vc '^conf_get ' "$WORK/out-ours") calls' results and $(grep -c '^conf_get ' "$WORK/out-ours") options' values"
 
-echo "== every imported function called (ours, under gdb, Debian's module)"
-# Imported by the module but not reachable through its Python API:
-# Rados(context=) takes a rados_config_t capsule, which no Python API
-# hands out (tests/c/admin.c calls it).
-NOT_CALLABLE="rados_create_with_context"
-rc=0
-MSGR_COUNT_SYMBOLS="$WORK/imported" MSGR_COUNT_OUT="$WORK/counts" LD_LIBRARY_PATH="$WORK/lib" \
-    timeout 900 gdb -q -batch -x "$PYDIR/count_calls.py" --args \
-    /usr/bin/python3 "$PYDIR/rados_module.py" "$CEPH_CONF" "g$$" "$OPTIONS" \
-    > "$WORK/out-gdb" 2> "$WORK/err-gdb" || rc=$?
-[ "$rc" = 0 ] || { tail -n 30 "$WORK/out-gdb" "$WORK/err-gdb"; fail "the module under gdb failed ($rc)"; }
-head -1 "$WORK/counts" | grep -q "$WORK/lib/librados.so.2" || fail "gdb saw $(head -1 "$WORK/counts")"
-missing=""
-while read -r n name; do
-    case "$name" in ''|'#') continue ;; esac
-    if [ "$n" = 0 ] && [[ " $NOT_CALLABLE " != *" $name "* ]]; then missing="$missing $name"; fi
-done < <(grep -v '^#' "$WORK/counts")
-[ -z "$missing" ] || fail "never called:$missing"
-called=$(grep -v '^#' "$WORK/counts" | awk '$1 > 0' | wc -l)
-echo "$called of $(wc -l < "$WORK/imported") imported functions called ($(awk '!/^#/ {s += $1} END {print s}' "$WORK/counts") calls); not callable from Python: $NOT_CALLABLE"
+if [ "$RELEASE" != tentacle ]; then
+    echo "== every imported function called (ours, under gdb, Debian's module)"
+    # Imported by the module but not reachable through its Python API:
+    # Rados(context=) takes a rados_config_t capsule, which no Python API
+    # hands out (tests/c/admin.c calls it).
+    NOT_CALLABLE="rados_create_with_context"
+    rc=0
+    MSGR_COUNT_SYMBOLS="$WORK/imported" MSGR_COUNT_OUT="$WORK/counts" LD_LIBRARY_PATH="$WORK/lib" \
+        timeout 900 gdb -q -batch -x "$PYDIR/count_calls.py" --args \
+        /usr/bin/python3 "$PYDIR/rados_module.py" "$CEPH_CONF" "g$$" "$OPTIONS" \
+        > "$WORK/out-gdb" 2> "$WORK/err-gdb" || rc=$?
+    [ "$rc" = 0 ] || { tail -n 30 "$WORK/out-gdb" "$WORK/err-gdb"; fail "the module under gdb failed ($rc)"; }
+    head -1 "$WORK/counts" | grep -q "$WORK/lib/librados.so.2" || fail "gdb saw $(head -1 "$WORK/counts")"
+    missing=""
+    while read -r n name; do
+        case "$name" in ''|'#') continue ;; esac
+        if [ "$n" = 0 ] && [[ " $NOT_CALLABLE " != *" $name "* ]]; then missing="$missing $name"; fi
+    done < <(grep -v '^#' "$WORK/counts")
+    [ -z "$missing" ] || fail "never called:$missing"
+    called=$(grep -v '^#' "$WORK/counts" | awk '$1 > 0' | wc -l)
+    echo "$called of $(wc -l < "$WORK/imported") imported functions called ($(awk '!/^#/ {s += $1} END {print s}' "$WORK/counts") calls); not callable from Python: $NOT_CALLABLE"
+fi
 
 if [ -n "${MSGR_TEST_OSD_RESTART:-}" ]; then
     echo "== aio writes while osd.1 restarts: Ceph's librados, then ours ($RELEASE)"
