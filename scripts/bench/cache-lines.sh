@@ -17,6 +17,7 @@
 # SERVE_ARGS: more arguments for the server, e.g. SERVE_ARGS="--transport
 # uring" (io_uring reaped in tokio's reactor: a ring shard's loop waits in
 # io_uring_enter, which valgrind does not let other threads run beside).
+# TOP: how many functions to list (default 15).
 # Bytes the kernel writes (a pool buffer received into) are not simulated:
 # their first read by the server counts as a miss.
 set -euo pipefail
@@ -48,7 +49,7 @@ for b in "${BINS[@]}"; do
   run "$b" b 100000
   echo "$b, $CONNS connections:"
   python3 - "$DIR/a.out" "$DIR/b.out" 60000 <<'PY'
-import collections, sys
+import collections, os, sys
 def load(path):
     per_fn, total, events, fn = collections.Counter(), collections.Counter(), None, ""
     for line in open(path):
@@ -66,7 +67,7 @@ def load(path):
 d = {k: (tb[k] - ta[k]) / n for k in tb}
 print(f"  per message: {d['Ir']:.0f} instructions, L1 misses {d['D1mr'] + d['D1mw']:.1f}, "
       f"last-level misses {d['DLmr'] + d['DLmw']:.1f} ({d['DLmr']:.1f} read, {d['DLmw']:.1f} write)")
-for f, v in sorted(((f, (fb[f] - fa.get(f, 0)) / n) for f in fb), key=lambda x: -x[1])[:15]:
+for f, v in sorted(((f, (fb[f] - fa.get(f, 0)) / n) for f in fb), key=lambda x: -x[1])[:int(os.environ.get("TOP", 15))]:
     if v >= 0.3:
         print(f"  {v:5.2f}  {f[:100]}")
 PY

@@ -9,12 +9,13 @@ use bytes::{Buf, Bytes, BytesMut};
 use io_uring::squeue;
 
 /// Where a half's operation stands; shared by the half and the ring's
-/// table (which holds it until the operation's last completion).
+/// table (which borrows it while the half holds it, and holds it once the
+/// half is gone, until the operation's last completion).
 ///
 /// A cache line of its own (aligned, and 64 bytes with its lock: a test
 /// holds it), so that posting, completing and looking touch one line of
-/// the slot besides the `Arc`'s counts: at 1000 connections every line a
-/// message touches of its connection is a miss. The one completion a slot
+/// the slot (and not the `Arc`'s counts, the table borrowing): at 1000
+/// connections every line a message touches of its connection is a miss. The one completion a slot
 /// nearly always holds is inline; more (a multishot receive's, when its
 /// half is slow) queue behind it in a buffer of their own.
 #[derive(Default)]

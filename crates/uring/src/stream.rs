@@ -14,7 +14,7 @@ use msgr_transport::{Outgoing, ReadRoom, Receiver, Sender, Stream, MAX_IOV};
 use crate::file::File;
 use crate::op::{self, Done, Keep, Seen, SendBufs, Slot, MULTISHOT_UNSEEN};
 use crate::pool::GROUP;
-use crate::ring::Ring;
+use crate::ring::{Completes, Ring};
 use crate::Config;
 
 /// A connected TCP socket whose I/O goes through the thread's ring (a
@@ -138,24 +138,25 @@ impl Half {
     /// half that looks for it later leaves its own then).
     ///
     /// # Safety
-    /// As [`Ring::post`], with [`Half::fd`] the only fd `sqe` names.
+    /// As [`Ring::post`], with [`Half::fd`] the only fd `sqe` names. (The
+    /// half holds its slot until its drop, which lets the table adopt it.)
     #[allow(unsafe_code)]
     unsafe fn post(
         &mut self,
         keep: Keep,
         sqe: squeue::Entry,
         waker: &Waker,
-        multishot: bool,
+        completes: Completes,
     ) -> io::Result<()> {
         // SAFETY: as the caller vouches.
         let user_data = unsafe {
             self.ring
-                .post(&self.slot, keep, &self.file, sqe, waker, multishot)?
+                .post(&self.slot, keep, &self.file, sqe, waker, completes)?
         };
         self.posted = Some(Posted {
             ring: self.ring.clone(),
             user_data,
-            multishot,
+            multishot: completes == Completes::Many,
         });
         Ok(())
     }
@@ -190,10 +191,14 @@ impl Half {
 impl Drop for Half {
     /// Cancels an operation in flight (its completion, when it comes, is
     /// the ring's to dispose of), and gives back the pool buffers of
-    /// completions never seen.
+    /// completions never seen. The table, which borrowed the slot for
+    /// the operation, takes a reference of its own first.
     fn drop(&mut self) {
         let posted = self.posted.take();
         let (in_flight, unseen) = self.slot.abandon();
+        if let Some(p) = &posted {
+            p.ring.adopt(p.user_data, &self.slot);
+        }
         let ring = posted.as_ref().map_or(&self.ring, |p| &p.ring);
         for bid in unseen.iter().filter_map(Done::pool_buffer) {
             ring.give_back(bid);
@@ -345,7 +350,10 @@ impl UringReader {
             // SAFETY: the receive points at no memory of ours (the kernel
             // picks pool buffers, which the ring owns).
             #[allow(unsafe_code)]
-            return unsafe { self.half.post(Keep::Nothing, sqe, cx.waker(), true) };
+            return unsafe {
+                self.half
+                    .post(Keep::Nothing, sqe, cx.waker(), Completes::Many)
+            };
         }
         self.direct_next = false;
         let limit = room.make(buf);
@@ -372,8 +380,12 @@ impl UringReader {
         // moved keeps its allocation) and is not touched until completion.
         #[allow(unsafe_code)]
         unsafe {
-            self.half
-                .post(Keep::Recv(Box::new(owned)), sqe, cx.waker(), false)
+            self.half.post(
+                Keep::Recv(Box::new(owned)),
+                sqe,
+                cx.waker(),
+                Completes::Once,
+            )
         }
     }
 
@@ -587,9 +599,15 @@ impl UringWriter {
     ) -> io::Result<()> {
         let fd = self.half.fd();
         let flags = libc::MSG_NOSIGNAL as u32 | self.waitall_flag();
-        let sqe = match zero_copy {
-            true => opcode::SendMsgZc::new(fd, msg).flags(flags).build(),
-            false => opcode::SendMsg::new(fd, msg).flags(flags).build(),
+        let (sqe, completes) = match zero_copy {
+            true => (
+                opcode::SendMsgZc::new(fd, msg).flags(flags).build(),
+                Completes::Notified,
+            ),
+            false => (
+                opcode::SendMsg::new(fd, msg).flags(flags).build(),
+                Completes::Once,
+            ),
         };
         // SAFETY: the msghdr, its iovecs and the chunks they point at are
         // in `bufs`'s heap memory, which moves into the table with it and
@@ -598,7 +616,7 @@ impl UringWriter {
         #[allow(unsafe_code)]
         unsafe {
             self.half
-                .post(Keep::Send(bufs), sqe, Waker::noop(), false)?
+                .post(Keep::Send(bufs), sqe, Waker::noop(), completes)?
         };
         self.owed = if zero_copy { 0 } else { total };
         Ok(())
@@ -680,6 +698,11 @@ impl UringWriter {
 impl UringReader {
     pub(crate) fn ring(&self) -> Arc<Ring> {
         self.half.ring.clone()
+    }
+
+    /// Its half's slot, not held.
+    pub(crate) fn slot(&self) -> std::sync::Weak<Slot> {
+        Arc::downgrade(&self.half.slot)
     }
 
     /// Its socket is in a slot of the ring's registered files.

@@ -546,6 +546,28 @@ fn an_abandoned_receive_gives_its_pool_buffer_back() {
     });
 }
 
+/// A reader dropped with its multishot receive in flight: the table, which
+/// borrowed the reader's slot for the receive, takes a reference of its
+/// own and holds the slot until the receive's last completion.
+#[test]
+fn a_dropped_halfs_slot_lives_until_its_last_completion() {
+    rt().block_on(async {
+        let (s, _peer) = pair(Uring::default()).await;
+        let ring = s.ring();
+        let (mut r, _w) = s.into_split();
+        let mut buf = BytesMut::new();
+        post_a_pool_receive(&mut r, &mut buf).await;
+        let slot = r.slot();
+        assert_eq!(slot.strong_count(), 1, "the table borrows the slot");
+        drop(r);
+        // The receive's cancel is queued, not yet submitted.
+        assert_eq!(ring.in_flight(), 1);
+        assert_eq!(slot.strong_count(), 1, "the table holds the slot");
+        settle(&ring).await;
+        assert_eq!(slot.strong_count(), 0, "and let go of it at the end");
+    });
+}
+
 /// On a ring-driven loop (`exec`), with no tokio runtime: a listener binds
 /// and accepts, a stream connects, and both carry a large and a small
 /// message each way; the operations go on the loop's own ring, and what
