@@ -15,9 +15,10 @@ use io_uring::squeue;
 /// A cache line of its own (aligned, and 64 bytes with its lock: a test
 /// holds it), so that posting, completing and looking touch one line of
 /// the slot (and not the `Arc`'s counts, the table borrowing): at 1000
-/// connections every line a message touches of its connection is a miss. The one completion a slot
-/// nearly always holds is inline; more (a multishot receive's, when its
-/// half is slow) queue behind it in a buffer of their own.
+/// connections every line a message touches of its connection is a miss.
+/// The one completion a slot nearly always holds is inline; more (a
+/// multishot receive's, when its half is slow) queue behind it in a
+/// buffer of their own.
 #[derive(Default)]
 #[repr(align(64))]
 pub(crate) struct Slot(Mutex<Inner>);

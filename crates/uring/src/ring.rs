@@ -363,15 +363,15 @@ impl Ring {
         Ok(user_data)
     }
 
-    /// The half holding `slot` lets go of it with operation `user_data`
-    /// (its) possibly still in the table: the entry, if the operation is
-    /// still there, takes a reference of its own.
+    /// The half holding `slot` is letting go of it, and its operation
+    /// `user_data` may still be in the table: if the entry there borrows
+    /// the slot, it takes a reference of its own.
     pub fn adopt(&self, user_data: u64, slot: &Arc<Slot>) {
         let mut st = self.lock();
         let (idx, generation) = (user_data as u32, (user_data >> 32) as u32 & GENERATIONS);
         if let Some(Entry::Live {
             generation: g,
-            slot: s,
+            slot: s @ SlotRef::Borrowed(_),
             ..
         }) = st.table.ops.get_mut(idx as usize)
         {
