@@ -46,11 +46,17 @@ for r in $(seq "$ROUNDS"); do
     sleep 0.5
     client=()
     [[ " ${serve[*]} " == *" --raw "* ]] && client=(--raw-only)
+    # A client that failed (a connection reset, say) is said and its run
+    # skipped; the rest go on.
     line=$(target/perf/msgr bench --connect "v2:127.0.0.1:$PORT/0" --conns "$conns" \
-      --depth "$depth" --size "$size" --duration "$SECS" --json "${client[@]}")
+      --depth "$depth" --size "$size" --duration "$SECS" --json "${client[@]}") \
+      || { echo "$label, $conns conns: the client failed; run skipped" >&2; line=; }
     sleep 1.5
-    kill "$server"
+    # A server that died is said, with its last words, and the run goes on.
+    kill "$server" 2> /dev/null \
+      || echo "$label, $conns conns: the server had exited: $(tail -3 "$LOG")" >&2
     wait "$server" 2> /dev/null || true
+    [[ -n $line ]] || continue
     python3 - "$LOG" "$conns" "$line" "$label" "$size" >> "$OUT" <<'PY' || continue
 import json, re, sys
 log, conns, run, label = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
