@@ -103,9 +103,9 @@ fn set_nodelay(fd: std::os::fd::RawFd) {
 
 /// A listener as tokio's `TcpListener::bind` makes one (`SO_REUSEADDR`,
 /// so that a port whose last connections are in TIME_WAIT can be bound
-/// again), with the largest backlog the kernel allows: 10000 connections
-/// arrive at once, and with tokio's backlog (1024) monoio's accepts fell
-/// behind and the kernel reset some of them.
+/// again), with the largest backlog the kernel allows, so that 10000
+/// connections arriving at once wait for a slow accept loop rather than
+/// being reset.
 fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     use socket2::{Domain, Socket, Type};
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
