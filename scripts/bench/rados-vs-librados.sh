@@ -18,6 +18,9 @@
 # URING=1 adds ours with `--transport uring` as tool "uring"; RING=1 ours
 # with `--transport ring` (the whole client on a loop that waits in its
 # own io_uring) as tool "ring".
+# PIN=1 gives the client a core of its own: the cluster's daemons on CPU 0,
+# every client on CPU 1 (as a client on a host apart from its OSDs, whose
+# caches the OSDs do not take between two of its ops).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROUNDS=${1:-3}
@@ -36,6 +39,11 @@ CEPH_TEST_NUM_OSDS=3 CEPH_TEST_NUM_HOSTS=2 CEPH_TEST_POOL_SIZE=2 CEPH_TEST_PG_NU
   CEPH_TEST_EXTRA_CONF=$'[osd]\nmemstore_page_size = 4096' \
   scripts/ceph/pacific-cluster.sh start "$DIR" --fresh > "$OUT/env" 2>/dev/null
 CONF=$DIR/ceph.conf
+CLIENT=()
+if [[ ${PIN:-} == 1 ]]; then
+  for pf in "$DIR"/run/*.pid; do taskset -apc 0 "$(cat "$pf")" > /dev/null; done
+  CLIENT=(taskset -c 1)
+fi
 
 # one TOOL MODE WORKLOAD: a bench run; prints "iops lat cpu_us_per_op".
 one() {
@@ -53,7 +61,7 @@ one() {
     ring) cmd=("$MSGR" rados -c "$CONF" --mode "$mode" --transport ring -p test "${args[@]}") ;;
     rados) cmd=(rados -c "$CONF" --ms_client_mode "$mode" -p test "${args[@]}") ;;
   esac
-  /usr/bin/time -f "%U %S" -o "$OUT/time" "${cmd[@]}" > "$OUT/run" 2>&1 || { echo "0 0 0"; return; }
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "${CLIENT[@]}" "${cmd[@]}" > "$OUT/run" 2>&1 || { echo "0 0 0"; return; }
   local ops iops lat cpu
   ops=$(sed -n 's/^Total \(writes\|reads\) made: *//p' "$OUT/run")
   iops=$(sed -n 's/^Average IOPS: *//p' "$OUT/run")
