@@ -12,16 +12,21 @@
 //! CVE-2020-1759: the transmit side refuses to reuse its initial nonce after
 //! a wrap ("out of nonces"), forcing a reconnect with fresh keys.
 //!
-//! One key, so one key schedule: a connection's two halves share a
-//! [`GcmContext`] (about 900 bytes of aws-lc's memory) and take turns with
-//! it under a lock. The lock is never contended (a connection encodes and
-//! decodes from one task); it makes the sharing safe wherever the halves
-//! go.
+//! One key, so one key schedule: a connection's two halves share it. Two
+//! implementations, whichever is faster on the CPU (`msgr_gcm`'s
+//! `whole_is_faster`; BENCHMARKS.md, "AES-GCM without AVX-512"):
+//! - aws-lc's [`GcmContext`] (about 900 bytes of aws-lc's memory), which
+//!   streams a frame's pieces; the halves take turns with it under a lock,
+//!   never contended (a connection encodes and decodes from one task),
+//!   which makes the sharing safe wherever the halves go. msgr2.0 always
+//!   takes it: its preamble is read with the bare keystream.
+//! - ring's [`WholeKey`], one call over contiguous bytes, shared without a
+//!   lock.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::BytesMut;
-use msgr_gcm::{GcmContext, GcmError};
+use msgr_gcm::{GcmContext, GcmError, WholeKey};
 
 use crate::layout::GCM_TAG_LEN;
 use crate::FrameError;
@@ -93,7 +98,10 @@ impl SecureKeys {
     /// The two ciphers of one end, sharing one key schedule; `rev1` picks
     /// the nonce counter layout.
     pub fn ciphers(&self, rev1: bool) -> (TxCipher, RxCipher) {
-        let gcm = shared_context(&self.key);
+        self.ciphers_on(Engine::for_this_cpu(&self.key, rev1), rev1)
+    }
+
+    fn ciphers_on(&self, gcm: Engine, rev1: bool) -> (TxCipher, RxCipher) {
         (
             TxCipher {
                 gcm: gcm.clone(),
@@ -181,6 +189,32 @@ fn shared_context(key: &[u8; KEY_LEN]) -> SharedContext {
     ))
 }
 
+/// The implementation a connection's key schedule is in.
+#[derive(Clone)]
+enum Engine {
+    /// aws-lc, streaming a frame's pieces.
+    Streaming(SharedContext),
+    /// ring, over a message's contiguous bytes.
+    Whole(Arc<WholeKey>),
+}
+
+impl Engine {
+    /// The faster of the two here; msgr2.0 (not `rev1`) needs aws-lc's
+    /// bare keystream.
+    fn for_this_cpu(key: &[u8; KEY_LEN], rev1: bool) -> Engine {
+        if rev1 && msgr_gcm::whole_is_faster() {
+            Engine::whole(key)
+        } else {
+            Engine::Streaming(shared_context(key))
+        }
+    }
+
+    fn whole(key: &[u8; KEY_LEN]) -> Engine {
+        // Only an allocation failure can stop a 16-byte AES-128 key.
+        Engine::Whole(Arc::new(WholeKey::new(key).expect("AES-128-GCM key")))
+    }
+}
+
 /// The context, for one operation. A panic while it was held poisons the
 /// lock but leaves nothing to distrust: every operation starts by setting
 /// its own nonce and direction.
@@ -188,11 +222,12 @@ fn lock(gcm: &SharedContext) -> MutexGuard<'_, GcmContext> {
     gcm.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The transmit half: one nonce per operation. Seals through
-/// [`msgr_gcm::GcmContext`], which streams a frame's scattered pieces into
-/// the send buffer (no gathering copy; see that crate).
+/// The transmit half: one nonce per operation. aws-lc's
+/// [`msgr_gcm::GcmContext`] streams a frame's scattered pieces into the
+/// send buffer (no gathering copy; see that crate); ring's
+/// [`msgr_gcm::WholeKey`] gathers them there first.
 pub struct TxCipher {
-    gcm: SharedContext,
+    gcm: Engine,
     nonces: NonceSequence,
 }
 
@@ -201,7 +236,7 @@ impl TxCipher {
     /// halves come from [`SecureKeys::ciphers`]).
     pub fn new(key: &[u8; KEY_LEN], nonce: [u8; NONCE_LEN], rev1: bool) -> Self {
         TxCipher {
-            gcm: shared_context(key),
+            gcm: Engine::for_this_cpu(key, rev1),
             nonces: NonceSequence::new(nonce, rev1),
         }
     }
@@ -213,10 +248,23 @@ impl TxCipher {
             // Fuzz builds only: the identity, with a zero tag.
             return Ok([0u8; GCM_TAG_LEN]);
         }
-        let mut gcm = lock(&self.gcm);
-        let mut s = gcm.begin(&nonce).map_err(FrameError::CipherFailed)?;
-        s.in_place(in_out).map_err(FrameError::CipherFailed)?;
-        s.finish().map_err(FrameError::CipherFailed)
+        self.seal_with(nonce, in_out)
+            .map_err(FrameError::CipherFailed)
+    }
+
+    fn seal_with(
+        &self,
+        nonce: [u8; NONCE_LEN],
+        in_out: &mut [u8],
+    ) -> Result<[u8; GCM_TAG_LEN], GcmError> {
+        let gcm = match &self.gcm {
+            Engine::Whole(key) => return key.seal_in_place(&nonce, in_out),
+            Engine::Streaming(gcm) => gcm,
+        };
+        let mut gcm = lock(gcm);
+        let mut s = gcm.begin(&nonce)?;
+        s.in_place(in_out)?;
+        s.finish()
     }
 
     /// Seals the concatenation of `pieces` as one GCM operation: appends
@@ -230,7 +278,15 @@ impl TxCipher {
             out.extend_from_slice(&[0u8; GCM_TAG_LEN]);
             return Ok(());
         }
-        let mut gcm = lock(&self.gcm);
+        let gcm = match &self.gcm {
+            Engine::Whole(key) => {
+                return key
+                    .seal_pieces(&nonce, pieces, out)
+                    .map_err(FrameError::CipherFailed)
+            }
+            Engine::Streaming(gcm) => gcm,
+        };
+        let mut gcm = lock(gcm);
         let mut s = gcm.begin(&nonce).map_err(FrameError::CipherFailed)?;
         for piece in pieces {
             s.append(piece, out).map_err(FrameError::CipherFailed)?;
@@ -262,7 +318,7 @@ impl TxCipher {
 
 /// The receive half: decrypts in place, one nonce per operation.
 pub struct RxCipher {
-    gcm: SharedContext,
+    gcm: Engine,
     nonces: NonceSequence,
 }
 
@@ -271,7 +327,7 @@ impl RxCipher {
     /// halves come from [`SecureKeys::ciphers`]).
     pub fn new(key: &[u8; KEY_LEN], nonce: [u8; NONCE_LEN], rev1: bool) -> Self {
         RxCipher {
-            gcm: shared_context(key),
+            gcm: Engine::for_this_cpu(key, rev1),
             nonces: NonceSequence::new(nonce, rev1),
         }
     }
@@ -294,7 +350,11 @@ impl RxCipher {
             };
         }
         #[allow(unreachable_code)]
-        match lock(&self.gcm).open(&nonce, body, tag) {
+        let opened = match &self.gcm {
+            Engine::Whole(key) => key.open(&nonce, body, tag),
+            Engine::Streaming(gcm) => lock(gcm).open(&nonce, body, tag),
+        };
+        match opened {
             Ok(()) => Ok(body.len()),
             Err(GcmError::Unauthentic) => Err(FrameError::DecryptFailed),
             Err(e) => Err(FrameError::CipherFailed(e)),
@@ -316,9 +376,13 @@ impl RxCipher {
         if cfg!(all(fuzzing, feature = "fuzz-cipher")) {
             return Ok(());
         }
-        lock(&self.gcm)
-            .keystream(&self.nonces.current, out)
-            .map_err(FrameError::CipherFailed)
+        match &self.gcm {
+            Engine::Streaming(gcm) => lock(gcm)
+                .keystream(&self.nonces.current, out)
+                .map_err(FrameError::CipherFailed),
+            // msgr2.0, the only mode that peeks, always streams.
+            Engine::Whole(_) => Err(FrameError::CipherFailed(GcmError::Setup)),
+        }
     }
 }
 
@@ -474,6 +538,52 @@ mod tests {
         assert_eq!(rx.open(&mut buf), Err(FrameError::DecryptFailed));
         assert!(buf[..PLAIN.len()].iter().all(|&b| b == 0));
         assert_eq!(rx.open(&mut [0u8; 15]), Err(FrameError::DecryptFailed));
+    }
+
+    /// Both implementations, whichever this CPU picks, against each other:
+    /// a frame sealed by one (whole, or from scattered pieces) opens with
+    /// the other, and a tampered one fails on both, leaving zeros.
+    #[test]
+    fn the_two_implementations_interoperate() {
+        let secret: Vec<u8> = (7..71).collect();
+        let c = SecureKeys::from_connection_secret(&secret, Role::Connector).unwrap();
+        let a = SecureKeys::from_connection_secret(&secret, Role::Acceptor).unwrap();
+        let streaming = || Engine::Streaming(shared_context(&c.key));
+        let engines = [
+            (streaming(), Engine::whole(&a.key)),
+            (Engine::whole(&c.key), streaming()),
+        ];
+        for (from, to) in engines {
+            let (mut tx, _) = c.ciphers_on(from, true);
+            let (_, mut rx) = a.ciphers_on(to, true);
+            for len in [0usize, 1, 15, 16, 17, 4096, 70000] {
+                let plain: Vec<u8> = (0..len).map(|i| (i * 13 + len) as u8).collect();
+                let mut whole = plain.clone();
+                let tag = tx.seal(&mut whole).unwrap();
+                whole.extend_from_slice(&tag);
+                let n = rx.open(&mut whole).unwrap();
+                assert_eq!(whole[..n], plain[..], "whole, {len} bytes");
+
+                let cut = len / 3;
+                let (head, rest) = plain.split_at(cut);
+                let (mid, tail) = rest.split_at(rest.len() / 2);
+                let mut out = BytesMut::from(&b"before"[..]);
+                tx.seal_pieces(&[head, mid, tail], &mut out).unwrap();
+                assert_eq!(&out[..6], b"before");
+                let mut sealed = out[6..].to_vec();
+                assert_eq!(sealed.len(), len + GCM_TAG_LEN);
+                let n = rx.open(&mut sealed).unwrap();
+                assert_eq!(sealed[..n], plain[..], "pieces, {len} bytes");
+
+                let mut bad = plain.clone();
+                let tag = tx.seal(&mut bad).unwrap();
+                bad.extend_from_slice(&tag);
+                let last = bad.len() - 1;
+                bad[last] ^= 1;
+                assert_eq!(rx.open(&mut bad), Err(FrameError::DecryptFailed));
+                assert!(bad[..len].iter().all(|&b| b == 0), "{len} bytes");
+            }
+        }
     }
 
     #[test]

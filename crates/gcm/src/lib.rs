@@ -21,12 +21,17 @@
 //! connection holding one instead of two (and a third, a CTR key, for
 //! msgr2.0) is what keeps it within its idle-memory budget.
 //!
+//! On CPUs without AVX-512, ring's GCM is about twice as fast as aws-lc's:
+//! [`WholeKey`] seals and opens with it, one call over contiguous bytes
+//! (`whole.rs`), and [`whole_is_faster`] says which of the two to use.
+//!
 //! # Unsafe code
 //! One of the workspace's three crates with `unsafe` (with msgr-sys and
 //! msgr-uring), here only foreign calls into
-//! aws-lc (the C library aws-lc-rs already links) and the length update of
-//! a `BytesMut` after aws-lc filled its spare capacity. Every block states
-//! why it is sound; the public API is safe. The crate's tests check it
+//! aws-lc (the C library aws-lc-rs already links), the length update of
+//! a `BytesMut` after aws-lc filled its spare capacity, and the wipe of
+//! ring's expanded key when a [`WholeKey`] is dropped. Every block states
+//! why it is sound; the public API is safe. The crate's tests check both
 //! against aws-lc-rs's one-shot seal and open for random splits and
 //! lengths and against NIST's GCM test vectors.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -41,6 +46,9 @@ use aws_lc_sys::{
     EVP_CTRL_GCM_SET_TAG,
 };
 use bytes::BytesMut;
+
+mod whole;
+pub use whole::{whole_is_faster, WholeKey};
 
 /// An AES-128 key's length in bytes.
 pub const KEY_LEN: usize = 16;

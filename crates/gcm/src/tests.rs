@@ -272,3 +272,79 @@ fn the_keystream_reads_a_prefix_before_the_tag() {
     gcm.open(&nonce, &mut buf, &tag).unwrap();
     assert_eq!(buf, plain);
 }
+
+/// ring's whole-message key: the spec's test case 3, sealed from pieces and
+/// opened; an empty message; random lengths and cuts against aws-lc-rs's
+/// one-shot seal; an altered message refused and zeroed.
+#[test]
+fn the_whole_key_matches_the_spec_and_the_one_shot_seal() {
+    let key: [u8; 16] = hex("feffe9928665731c6d6a8f9467308308").try_into().unwrap();
+    let nonce: [u8; 12] = hex("cafebabefacedbaddecaf888").try_into().unwrap();
+    let plain = hex(
+        "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72\
+         1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b391aafd255",
+    );
+    let whole = WholeKey::new(&key).unwrap();
+    let mut out = BytesMut::from(&b"head"[..]);
+    whole
+        .seal_pieces(
+            &nonce,
+            &[&plain[..7], &plain[7..40], &plain[40..]],
+            &mut out,
+        )
+        .unwrap();
+    let mut want = b"head".to_vec();
+    want.extend(hex(
+        "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e\
+         21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091473f5985\
+         4d5c2af327cd64a62cf35abd2ba6fab4",
+    ));
+    assert_eq!(out[..], want[..]);
+    let (body, tag) = out[4..].split_at_mut(plain.len());
+    whole
+        .open(&nonce, body, &tag[..].try_into().unwrap())
+        .unwrap();
+    assert_eq!(body[..], plain[..]);
+
+    let mut empty = BytesMut::new();
+    whole.seal_pieces(&nonce, &[], &mut empty).unwrap();
+    assert_eq!(empty[..], one_shot(&key, &nonce, &[]).1[..]);
+
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..200 {
+        let len = match case % 10 {
+            0 => (1 << 20) + rng.below(64),
+            _ => rng.below(5000),
+        };
+        let plain: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let mut nonce = [0u8; 12];
+        nonce[4..].copy_from_slice(&(case as u64).to_le_bytes());
+        let (want, want_tag) = one_shot(&key, &nonce, &plain);
+        let mut cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.below(len + 1)).collect();
+        cuts.push(0);
+        cuts.push(len);
+        cuts.sort_unstable();
+        let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &plain[w[0]..w[1]]).collect();
+        let mut out = BytesMut::new();
+        whole.seal_pieces(&nonce, &pieces, &mut out).unwrap();
+        assert!(out[..len] == want[..], "case {case}: ciphertext differs");
+        assert_eq!(out[len..], want_tag[..], "case {case}");
+
+        let mut in_place = plain.clone();
+        assert_eq!(
+            whole.seal_in_place(&nonce, &mut in_place).unwrap(),
+            want_tag
+        );
+        assert!(in_place == want, "case {case}: in place");
+
+        if len > 0 {
+            let at = rng.below(len);
+            in_place[at] ^= 0x40;
+            assert_eq!(
+                whole.open(&nonce, &mut in_place, &want_tag),
+                Err(GcmError::Unauthentic)
+            );
+            assert!(in_place.iter().all(|&b| b == 0), "case {case}: not zeroed");
+        }
+    }
+}
