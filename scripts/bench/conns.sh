@@ -12,6 +12,10 @@
 # Servers: CONFIGS, space-separated LABEL=BINARY[,SERVE-ARGS...] (default:
 # this tree's server on 1 shard and on 2), e.g.
 #   CONFIGS="new=target/perf/msgr,--shards,1 old=/tmp/old-target/perf/msgr"
+# CLIENT_ARGS: more arguments for the client, e.g. for secure mode
+#   CONFIGS="s=target/perf/msgr,--auth,cephx,--keyring,K,--mode,secure"
+#   CLIENT_ARGS="--auth cephx --keyring K --mode secure"
+# (the first server writes the keyring K if there is none).
 # A server given --raw is the physical baseline (`msgr serve --raw`: plain
 # TCP, a 12-byte header, one thread), and its client `msgr bench --raw-only`:
 #   CONFIGS="raw=target/perf/msgr,--raw msgr=target/perf/msgr,--shards,1"
@@ -44,8 +48,8 @@ for r in $(seq "$ROUNDS"); do
       > /dev/null 2> "$LOG" &
     server=$!
     sleep 0.5
-    client=()
-    [[ " ${serve[*]} " == *" --raw "* ]] && client=(--raw-only)
+    read -r -a client <<< "${CLIENT_ARGS:-}"
+    [[ " ${serve[*]} " == *" --raw "* ]] && client+=(--raw-only)
     # A client that failed (a connection reset, say) is said and its run
     # skipped; the rest go on.
     line=$(target/perf/msgr bench --connect "v2:127.0.0.1:$PORT/0" --conns "$conns" \
