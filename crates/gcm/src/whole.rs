@@ -43,7 +43,7 @@ pub fn whole_is_faster() -> bool {
 pub struct WholeKey {
     /// Always initialized until `drop`, which wipes it: `MaybeUninit`
     /// so that its bytes may be overwritten with zeros there.
-    key: Box<MaybeUninit<LessSafeKey>>,
+    key: MaybeUninit<LessSafeKey>,
 }
 
 impl WholeKey {
@@ -51,7 +51,7 @@ impl WholeKey {
     pub fn new(key: &[u8; KEY_LEN]) -> Result<Self, GcmError> {
         let unbound = UnboundKey::new(&AES_128_GCM, key).map_err(|_| GcmError::Setup)?;
         Ok(WholeKey {
-            key: Box::new(MaybeUninit::new(LessSafeKey::new(unbound))),
+            key: MaybeUninit::new(LessSafeKey::new(unbound)),
         })
     }
 
@@ -133,9 +133,10 @@ impl Drop for WholeKey {
         unsafe { self.key.assume_init_drop() };
         let p = self.key.as_mut_ptr().cast::<u8>();
         for i in 0..std::mem::size_of::<LessSafeKey>() {
-            // SAFETY: `p` points to the box's `size_of::<LessSafeKey>()`
-            // bytes, which a `MaybeUninit` may hold any value in; volatile
-            // so that the wipe of memory about to be freed is kept.
+            // SAFETY: `p` points to the `size_of::<LessSafeKey>()` bytes
+            // of `self.key`, which a `MaybeUninit` may hold any value in;
+            // volatile so that the wipe of memory about to be freed (or
+            // reused) is kept.
             unsafe { p.add(i).write_volatile(0) };
         }
     }
