@@ -1,17 +1,18 @@
 //! The streaming AES-GCM context (msgr-gcm, the workspace's unsafe FFI)
-//! against aws-lc-rs's one-shot seal, and its open and keystream against
-//! the plaintext.
+//! and ring's whole-message key against aws-lc-rs's one-shot seal, and
+//! their opens and the keystream against the plaintext.
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
 use bytes::BytesMut;
-use msgr_gcm::GcmContext;
+use msgr_gcm::{GcmContext, WholeKey};
 
 /// The first byte is how many of the next bytes are cut points (at most
 /// 8); the rest is the plaintext, sealed in the pieces the cuts make, each
 /// appended or, for odd cut values, encrypted in place. Ciphertext and tag
 /// must be the one-shot seal's; the same context opens them back, reads
 /// the first cut's prefix with the bare keystream, and refuses the
-/// ciphertext with its last byte changed.
+/// ciphertext with its last byte changed. ring's key seals the same pieces
+/// to the same bytes and opens and refuses alike.
 pub fn gcm_pieces(data: &[u8]) {
     let Some((&n, rest)) = data.split_first() else {
         return;
@@ -65,5 +66,27 @@ pub fn gcm_pieces(data: &[u8]) {
     if let Some(b) = altered.last_mut() {
         *b ^= 1;
         assert!(gcm.open(&nonce, &mut altered, &tag).is_err(), "altered");
+    }
+
+    let whole = WholeKey::new(&key).expect("whole key");
+    let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &plain[w[0]..w[1]]).collect();
+    let mut sealed = BytesMut::new();
+    whole
+        .seal_pieces(&nonce, &pieces, &mut sealed)
+        .expect("whole seal");
+    let (ciphertext, whole_tag) = sealed.split_at_mut(plain.len());
+    assert_eq!(&ciphertext[..], &want[..], "whole ciphertext");
+    assert_eq!(&whole_tag[..], want_tag.as_ref(), "whole tag");
+    let mut opened = want.clone();
+    whole.open(&nonce, &mut opened, &tag).expect("whole open");
+    assert_eq!(&opened[..], plain, "whole opened");
+    let mut altered = want;
+    if let Some(b) = altered.first_mut() {
+        *b ^= 1;
+        assert!(
+            whole.open(&nonce, &mut altered, &tag).is_err(),
+            "whole altered"
+        );
+        assert!(altered.iter().all(|&b| b == 0), "whole altered, zeroed");
     }
 }
