@@ -101,7 +101,7 @@ impl SecureKeys {
         self.ciphers_on(Engine::for_this_cpu(&self.key, rev1), rev1)
     }
 
-    fn ciphers_on(&self, gcm: Engine, rev1: bool) -> (TxCipher, RxCipher) {
+    fn ciphers_on(&self, gcm: Shared, rev1: bool) -> (TxCipher, RxCipher) {
         (
             TxCipher {
                 gcm: gcm.clone(),
@@ -179,46 +179,45 @@ impl NonceSequence {
     }
 }
 
-/// A key schedule the two halves of a connection share.
-type SharedContext = Arc<Mutex<GcmContext>>;
-
-fn shared_context(key: &[u8; KEY_LEN]) -> SharedContext {
-    // Only an allocation failure can stop a 16-byte AES-128 key.
-    Arc::new(Mutex::new(
-        GcmContext::new(key).expect("AES-128-GCM context"),
-    ))
-}
+/// The key schedule the two halves of a connection share, in the
+/// implementation picked for it (one pointer in each half).
+type Shared = Arc<Engine>;
 
 /// The implementation a connection's key schedule is in.
-#[derive(Clone)]
 enum Engine {
-    /// aws-lc, streaming a frame's pieces.
-    Streaming(SharedContext),
+    /// aws-lc, streaming a frame's pieces; the halves take turns.
+    Streaming(Mutex<GcmContext>),
     /// ring, over a message's contiguous bytes.
-    Whole(Arc<WholeKey>),
+    Whole(WholeKey),
 }
 
 impl Engine {
     /// The faster of the two here; msgr2.0 (not `rev1`) needs aws-lc's
     /// bare keystream.
-    fn for_this_cpu(key: &[u8; KEY_LEN], rev1: bool) -> Engine {
+    fn for_this_cpu(key: &[u8; KEY_LEN], rev1: bool) -> Shared {
         if rev1 && msgr_gcm::whole_is_faster() {
             Engine::whole(key)
         } else {
-            Engine::Streaming(shared_context(key))
+            Engine::streaming(key)
         }
     }
 
-    fn whole(key: &[u8; KEY_LEN]) -> Engine {
+    fn streaming(key: &[u8; KEY_LEN]) -> Shared {
         // Only an allocation failure can stop a 16-byte AES-128 key.
-        Engine::Whole(Arc::new(WholeKey::new(key).expect("AES-128-GCM key")))
+        let gcm = GcmContext::new(key).expect("AES-128-GCM context");
+        Arc::new(Engine::Streaming(Mutex::new(gcm)))
+    }
+
+    fn whole(key: &[u8; KEY_LEN]) -> Shared {
+        // As above.
+        Arc::new(Engine::Whole(WholeKey::new(key).expect("AES-128-GCM key")))
     }
 }
 
 /// The context, for one operation. A panic while it was held poisons the
 /// lock but leaves nothing to distrust: every operation starts by setting
 /// its own nonce and direction.
-fn lock(gcm: &SharedContext) -> MutexGuard<'_, GcmContext> {
+fn lock(gcm: &Mutex<GcmContext>) -> MutexGuard<'_, GcmContext> {
     gcm.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -227,7 +226,7 @@ fn lock(gcm: &SharedContext) -> MutexGuard<'_, GcmContext> {
 /// send buffer (no gathering copy; see that crate); ring's
 /// [`msgr_gcm::WholeKey`] gathers them there first.
 pub struct TxCipher {
-    gcm: Engine,
+    gcm: Shared,
     nonces: NonceSequence,
 }
 
@@ -257,7 +256,7 @@ impl TxCipher {
         nonce: [u8; NONCE_LEN],
         in_out: &mut [u8],
     ) -> Result<[u8; GCM_TAG_LEN], GcmError> {
-        let gcm = match &self.gcm {
+        let gcm = match &*self.gcm {
             Engine::Whole(key) => return key.seal_in_place(&nonce, in_out),
             Engine::Streaming(gcm) => gcm,
         };
@@ -278,7 +277,7 @@ impl TxCipher {
             out.extend_from_slice(&[0u8; GCM_TAG_LEN]);
             return Ok(());
         }
-        let gcm = match &self.gcm {
+        let gcm = match &*self.gcm {
             Engine::Whole(key) => {
                 return key
                     .seal_pieces(&nonce, pieces, out)
@@ -318,7 +317,7 @@ impl TxCipher {
 
 /// The receive half: decrypts in place, one nonce per operation.
 pub struct RxCipher {
-    gcm: Engine,
+    gcm: Shared,
     nonces: NonceSequence,
 }
 
@@ -350,7 +349,7 @@ impl RxCipher {
             };
         }
         #[allow(unreachable_code)]
-        let opened = match &self.gcm {
+        let opened = match &*self.gcm {
             Engine::Whole(key) => key.open(&nonce, body, tag),
             Engine::Streaming(gcm) => lock(gcm).open(&nonce, body, tag),
         };
@@ -376,7 +375,7 @@ impl RxCipher {
         if cfg!(all(fuzzing, feature = "fuzz-cipher")) {
             return Ok(());
         }
-        match &self.gcm {
+        match &*self.gcm {
             Engine::Streaming(gcm) => lock(gcm)
                 .keystream(&self.nonces.current, out)
                 .map_err(FrameError::CipherFailed),
@@ -548,7 +547,7 @@ mod tests {
         let secret: Vec<u8> = (7..71).collect();
         let c = SecureKeys::from_connection_secret(&secret, Role::Connector).unwrap();
         let a = SecureKeys::from_connection_secret(&secret, Role::Acceptor).unwrap();
-        let streaming = || Engine::Streaming(shared_context(&c.key));
+        let streaming = || Engine::streaming(&c.key);
         let engines = [
             (streaming(), Engine::whole(&a.key)),
             (Engine::whole(&c.key), streaming()),
