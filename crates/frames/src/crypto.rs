@@ -187,8 +187,9 @@ type Shared = Arc<Engine>;
 enum Engine {
     /// aws-lc, streaming a frame's pieces; the halves take turns.
     Streaming(Mutex<GcmContext>),
-    /// ring, over a message's contiguous bytes.
-    Whole(WholeKey),
+    /// ring, over a message's contiguous bytes (boxed: its 544 bytes
+    /// would make every connection's `Arc` that long, aws-lc's too).
+    Whole(Box<WholeKey>),
 }
 
 impl Engine {
@@ -210,7 +211,8 @@ impl Engine {
 
     fn whole(key: &[u8; KEY_LEN]) -> Shared {
         // As above.
-        Arc::new(Engine::Whole(WholeKey::new(key).expect("AES-128-GCM key")))
+        let key = WholeKey::new(key).expect("AES-128-GCM key");
+        Arc::new(Engine::Whole(Box::new(key)))
     }
 }
 
