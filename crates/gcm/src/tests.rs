@@ -351,8 +351,8 @@ fn the_whole_key_matches_the_spec_and_the_one_shot_seal() {
 
 #[test]
 fn a_whole_key_is_small() {
-    // What a secure connection holds for its key schedule (behind one
-    // `Arc`): under 1 KiB, as aws-lc's context.
+    // What a secure connection holds for its key schedule (boxed, behind
+    // the `Arc` its halves share): under 1 KiB, as aws-lc's context.
     assert!(
         std::mem::size_of::<WholeKey>() <= 1024,
         "{}",
