@@ -36,6 +36,28 @@ impl Rng {
     }
 }
 
+/// A plaintext (one case in ten over 1 MiB, the others under 5000 bytes)
+/// and a nonce of its own for case `case`.
+fn random_case(rng: &mut Rng, case: usize) -> (Vec<u8>, [u8; NONCE_LEN]) {
+    let len = match case % 10 {
+        0 => (1 << 20) + rng.below(64),
+        _ => rng.below(5000),
+    };
+    let plain: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+    let mut nonce = [0u8; NONCE_LEN];
+    nonce[4..].copy_from_slice(&(case as u64).to_le_bytes());
+    (plain, nonce)
+}
+
+/// Up to six random cut points in `0..=len`, with both ends, in order.
+fn random_cuts(rng: &mut Rng, len: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.below(len + 1)).collect();
+    cuts.push(0);
+    cuts.push(len);
+    cuts.sort_unstable();
+    cuts
+}
+
 #[test]
 fn gcm_spec_test_case_3() {
     // McGrew and Viega, "The Galois/Counter Mode of Operation", test case 3
@@ -81,21 +103,13 @@ fn any_split_matches_the_one_shot_seal() {
     let key: [u8; 16] = std::array::from_fn(|i| i as u8 * 7);
     let mut sealer = GcmContext::new(&key).unwrap();
     for case in 0..400 {
-        let len = match case % 10 {
-            0 => (1 << 20) + rng.below(64),
-            _ => rng.below(5000),
-        };
-        let plain: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        let mut nonce = [0u8; 12];
-        nonce[4..].copy_from_slice(&(case as u64).to_le_bytes());
+        let (plain, nonce) = random_case(&mut rng, case);
+        let len = plain.len();
         let (want, want_tag) = one_shot(&key, &nonce, &plain);
 
         // Up to six pieces at random cut points, each appended or, into
         // a prefix the buffer already holds, encrypted in place.
-        let mut cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.below(len + 1)).collect();
-        cuts.push(0);
-        cuts.push(len);
-        cuts.sort_unstable();
+        let cuts = random_cuts(&mut rng, len);
         let mut out = BytesMut::from(&b"prefix"[..]);
         let mut s = sealer.begin(&nonce).unwrap();
         for w in cuts.windows(2) {
@@ -312,18 +326,10 @@ fn the_whole_key_matches_the_spec_and_the_one_shot_seal() {
 
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for case in 0..200 {
-        let len = match case % 10 {
-            0 => (1 << 20) + rng.below(64),
-            _ => rng.below(5000),
-        };
-        let plain: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        let mut nonce = [0u8; 12];
-        nonce[4..].copy_from_slice(&(case as u64).to_le_bytes());
+        let (plain, nonce) = random_case(&mut rng, case);
+        let len = plain.len();
         let (want, want_tag) = one_shot(&key, &nonce, &plain);
-        let mut cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.below(len + 1)).collect();
-        cuts.push(0);
-        cuts.push(len);
-        cuts.sort_unstable();
+        let cuts = random_cuts(&mut rng, len);
         let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &plain[w[0]..w[1]]).collect();
         let mut out = BytesMut::new();
         whole.seal_pieces(&nonce, &pieces, &mut out).unwrap();
