@@ -382,7 +382,7 @@ impl RxCipher {
                 .keystream(&self.nonces.current, out)
                 .map_err(FrameError::CipherFailed),
             // msgr2.0, the only mode that peeks, always streams.
-            Engine::Whole(_) => Err(FrameError::CipherFailed(GcmError::Setup)),
+            Engine::Whole(_) => Err(FrameError::CipherFailed(GcmError::NoKeystream)),
         }
     }
 }
@@ -554,6 +554,12 @@ mod tests {
             (streaming(), Engine::whole(&a.key)),
             (Engine::whole(&c.key), streaming()),
         ];
+        let (_, whole_rx) = a.ciphers_on(Engine::whole(&a.key), true);
+        assert_eq!(
+            whole_rx.peek(&[1, 2, 3], &mut [0; 3]),
+            Err(FrameError::CipherFailed(GcmError::NoKeystream)),
+            "ring's key has no bare keystream: msgr2.0 streams"
+        );
         for (from, to) in engines {
             let (mut tx, _) = c.ciphers_on(from, true);
             let (_, mut rx) = a.ciphers_on(to, true);

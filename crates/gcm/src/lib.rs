@@ -73,6 +73,10 @@ pub enum GcmError {
     /// The tag did not match: the ciphertext or the tag was altered, or it
     /// was sealed under another key or nonce.
     Unauthentic,
+    /// A bare keystream was asked of ring's [`WholeKey`], which has none:
+    /// msgr2.0's secure mode, the one that reads it, takes aws-lc's
+    /// streaming [`GcmContext`].
+    NoKeystream,
 }
 
 impl std::fmt::Display for GcmError {
@@ -81,6 +85,9 @@ impl std::fmt::Display for GcmError {
             GcmError::Setup => f.write_str("AES-GCM context setup failed"),
             GcmError::Refused => f.write_str("AES-GCM refused the input (length limit)"),
             GcmError::Unauthentic => f.write_str("AES-GCM tag mismatch"),
+            GcmError::NoKeystream => f.write_str(
+                "this AES-GCM key has no bare keystream (msgr2.0 secure mode needs aws-lc's streaming context)",
+            ),
         }
     }
 }
