@@ -9,11 +9,12 @@ use crc_fast::{CrcAlgorithm, Digest};
 /// `ceph_crc32c(seed, data)`.
 ///
 /// Two implementations, each where it measured fastest (BENCHMARKS.md,
-/// "Dependencies chosen by measurement" and "crc32c without AVX-512"):
-/// - crc-fast folds with carry-less multiplies. With AVX-512 it is 2.5-4×
-///   the `crc32` instruction; without it (an AMD EPYC without AVX-512),
-///   its SSE folding is slower than three interleaved `crc32` streams on
-///   anything over 256 bytes: ×0.77 at 4 KiB, ×0.76 at 1 MiB.
+/// "Dependencies chosen by measurement" and "crc32c and AES-GCM without
+/// AVX-512"):
+/// - crc-fast folds with carry-less multiplies. With AVX-512 it outruns
+///   the `crc32` instruction at every length; without it, its SSE folding
+///   is slower than three interleaved `crc32` streams on anything over
+///   256 bytes.
 /// - Up to 256 bytes (headers, preambles, small fronts), crc-fast's own
 ///   short path (`crc32` instructions, one stream) is the faster on both.
 ///

@@ -14,7 +14,7 @@
 //!
 //! One key, so one key schedule: a connection's two halves share it. Two
 //! implementations, whichever is faster on the CPU (`msgr_gcm`'s
-//! `whole_is_faster`; BENCHMARKS.md, "AES-GCM without AVX-512"):
+//! `whole_is_faster`; BENCHMARKS.md, "crc32c and AES-GCM without AVX-512"):
 //! - aws-lc's [`GcmContext`] (about 900 bytes of aws-lc's memory), which
 //!   streams a frame's pieces; the halves take turns with it under a lock,
 //!   never contended (a connection encodes and decodes from one task),

@@ -21,8 +21,9 @@
 //! connection holding one instead of two (and a third, a CTR key, for
 //! msgr2.0) is what keeps it within its idle-memory budget.
 //!
-//! On CPUs without AVX-512, ring's GCM is about twice as fast as aws-lc's:
-//! [`WholeKey`] seals and opens with it, one call over contiguous bytes
+//! On CPUs without AVX-512, ring's GCM is the faster (BENCHMARKS.md,
+//! "crc32c and AES-GCM without AVX-512"): [`WholeKey`] seals and opens
+//! with it, one call over contiguous bytes
 //! (`whole.rs`), and [`whole_is_faster`] says which of the two to use.
 //!
 //! # Unsafe code

@@ -1,12 +1,12 @@
 //! AES-128-GCM through ring, one call per message over contiguous bytes.
 //!
 //! Which implementation is faster depends on the CPU (BENCHMARKS.md,
-//! "Dependencies chosen by measurement" and "AES-GCM without AVX-512"):
-//! - with AVX-512, aws-lc's GCM (the streaming [`crate::GcmContext`]) ran
-//!   at 1.1-1.8× ring's;
-//! - without it (an AMD EPYC with AVX2, VAES and VPCLMULQDQ), ring's
-//!   VAES/AVX2 code runs at about twice aws-lc's, whose GCM there has no
-//!   vector AES: 7.9 against 3.7 GB/s sealing 1 MiB.
+//! "Dependencies chosen by measurement", "crc32c and AES-GCM without
+//! AVX-512" and "On an AMD EPYC with AVX-512"):
+//! - with AVX-512, aws-lc's GCM (the streaming [`crate::GcmContext`])
+//!   leads on large messages, where secure mode's cost is the cipher's;
+//! - without it, ring's VAES/AVX2 code leads at every size: aws-lc's GCM
+//!   there has no vector AES.
 //!
 //! ring seals a message in one call over one buffer, so a frame's
 //! scattered pieces are first gathered where the ciphertext goes (a copy
